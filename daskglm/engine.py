@@ -1,0 +1,354 @@
+"""The data plane: the only module that talks to Dask.
+
+An engine holds the row partitions ``(X, y, weight)`` of one data set, co-located and kept
+in memory where they are computed (on the workers of a ``distributed`` cluster, or in this
+process), and offers two verbs to the solvers:
+
+* :meth:`Engine.reduce` -- ONE round: run a kernel on every partition with the same
+  broadcast arguments and sum the partial results in a fixed-order tree;
+* :meth:`Engine.map` -- ONE round: run a function on every partition and return one
+  result per partition.
+
+Each round is written to the engine's :class:`~daskglm.comm.CommLedger`.  No dask.array
+graph is built per round: the partitions are persisted once and every round maps over
+their futures.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from threadpoolctl import threadpool_limits
+
+from .comm import CommLedger, Timer, nbytes
+from .kernels import PartitionSummary, sum_group, summarize, tree_sum
+
+__all__ = ["Engine", "LocalEngine", "DistributedEngine", "make_engine", "active_client", "is_dask"]
+
+#: Broadcast arguments larger than this are scattered to the workers once per round
+#: instead of being embedded in every task.
+SCATTER_BYTES = 1 << 20
+
+
+def is_dask(obj) -> bool:
+    """True for Dask collections (arrays, dataframes, series)."""
+    return hasattr(obj, "__dask_graph__") and hasattr(obj, "__dask_keys__")
+
+
+def active_client():
+    """The default ``distributed.Client``, or None when there is none."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+class Engine:
+    """Row-partitioned data and the rounds run over it.
+
+    Attributes
+    ----------
+    n_partitions : int
+    n_samples : int
+    n_features : int
+    sum_weight : float
+        Total sample weight (the number of rows when unweighted).
+    ledger : CommLedger
+    split_every : int
+        Fan-in of the reduction tree.
+    """
+
+    def __init__(self, n_features, ledger=None, split_every=8):
+        if split_every < 2:
+            raise ValueError(f"split_every must be >= 2; got {split_every}.")
+        self.n_features = int(n_features)
+        self.ledger = CommLedger() if ledger is None else ledger
+        self.split_every = int(split_every)
+        self.n_samples = 0
+        self.sum_weight = 0.0
+
+    # verbs ---------------------------------------------------------------------------
+    def reduce(self, kernel, *args, kind):
+        """One round: ``sum(kernel(part, *args) for part in partitions)``, summed in a tree."""
+        raise NotImplementedError
+
+    def map(self, fn, *args, kind):
+        """One round: ``[fn(part, *args) for part in partitions]``."""
+        raise NotImplementedError
+
+    def close(self):
+        """Release the partitions."""
+
+    # shared --------------------------------------------------------------------------
+    def _tree_tasks(self, n):
+        tasks = 0
+        while n > 1:
+            n = math.ceil(n / self.split_every)
+            tasks += n
+        return tasks
+
+    def validate(self, family):
+        """One round over the data: row count, total weight, NaN/inf, labels, weights.
+
+        Raises ValueError naming every problem found.
+        """
+        summary: PartitionSummary = self.reduce(summarize, family, kind="validate")
+        if summary.problems:
+            raise ValueError(" ".join(dict.fromkeys(summary.problems)))
+        if summary.rows == 0:
+            raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
+        if not summary.weight > 0:
+            raise ValueError("The sample weights sum to zero; at least one must be positive.")
+        self.n_samples = summary.rows
+        self.sum_weight = summary.weight
+        return summary
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return (
+            f"{type(self).__name__}(n_partitions={self.n_partitions}, "
+            f"n_samples={self.n_samples}, n_features={self.n_features})"
+        )
+
+
+class LocalEngine(Engine):
+    """Partitions held in this process; rounds run on a thread pool.
+
+    Each partition's kernel runs single-threaded (BLAS limited to one thread) and the
+    partitions run concurrently, as on single-threaded workers.
+    """
+
+    def __init__(self, parts, n_features, n_threads=None, ledger=None, split_every=8):
+        super().__init__(n_features, ledger, split_every)
+        self.parts = list(parts)
+        self.n_partitions = len(self.parts)
+        self.n_threads = max(1, min(n_threads or os.cpu_count() or 1, self.n_partitions))
+        self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
+
+    def _run(self, fn, args):
+        if self._pool is None:
+            return [fn(part, *args) for part in self.parts]
+        with threadpool_limits(1):
+            return list(self._pool.map(lambda part: fn(part, *args), self.parts))
+
+    def reduce(self, kernel, *args, kind):
+        with Timer() as timer:
+            partials = self._run(kernel, args)
+            result = tree_sum(partials, self.split_every)
+        n = self.n_partitions
+        tasks = n + self._tree_tasks(n)
+        self.ledger.record(kind, tasks, n * nbytes(args), tasks * nbytes(result), timer.seconds)
+        return result
+
+    def map(self, fn, *args, kind):
+        with Timer() as timer:
+            results = self._run(fn, args)
+        n = self.n_partitions
+        self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds)
+        return results
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+            self._pool = None
+        self.parts = []
+
+
+class DistributedEngine(Engine):
+    """Partitions persisted on the workers of a ``distributed`` cluster.
+
+    A round submits one task per partition future (broadcast arguments embedded, or
+    scattered once when large), then a fixed-order tree of combine tasks on the workers,
+    and gathers one small result.
+    """
+
+    def __init__(self, client, part_futures, n_features, ledger=None, split_every=8):
+        super().__init__(n_features, ledger, split_every)
+        self.client = client
+        self.parts = list(part_futures)
+        self.n_partitions = len(self.parts)
+
+    def _broadcast(self, args):
+        return tuple(
+            self.client.scatter(a, broadcast=True, hash=False) if nbytes(a) > SCATTER_BYTES else a
+            for a in args
+        )
+
+    def _submit(self, fn, args):
+        sent = self._broadcast(args)
+        n = self.n_partitions
+        return self.client.map(fn, self.parts, *[[a] * n for a in sent], pure=False)
+
+    def reduce(self, kernel, *args, kind):
+        with Timer() as timer:
+            level = self._submit(kernel, args)
+            while len(level) > 1:
+                level = [
+                    self.client.submit(sum_group, *level[i : i + self.split_every], pure=False)
+                    for i in range(0, len(level), self.split_every)
+                ]
+            result = level[0].result()
+        n = self.n_partitions
+        tasks = n + self._tree_tasks(n)
+        self.ledger.record(kind, tasks, n * nbytes(args), tasks * nbytes(result), timer.seconds)
+        return result
+
+    def map(self, fn, *args, kind):
+        with Timer() as timer:
+            results = self.client.gather(self._submit(fn, args))
+        n = self.n_partitions
+        self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds)
+        return results
+
+    def close(self):
+        if self.parts:
+            self.client.cancel(self.parts)
+        self.parts = []
+
+
+# building engines ----------------------------------------------------------------------
+def _as_partition(X, y, weight):
+    """Normalise one row block to the kernels' layout: ``(X, float64 y, float64 weight|None)``."""
+    if not sp.issparse(X):
+        X = np.asarray(X)
+        if X.dtype not in (np.float32, np.float64):
+            X = X.astype(np.float64)
+        X = np.ascontiguousarray(X)
+    y = np.ascontiguousarray(np.asarray(y, dtype=np.float64).ravel())
+    if weight is not None:
+        weight = np.ascontiguousarray(np.asarray(weight, dtype=np.float64).ravel())
+    return X, y, weight
+
+
+def _split_rows(n_rows, n_partitions):
+    n_partitions = max(1, min(n_partitions, n_rows))
+    bounds = np.linspace(0, n_rows, n_partitions + 1).astype(int)
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _row_slice(a, start, stop):
+    return None if a is None else a[start:stop]
+
+
+def _in_memory_parts(X, y, weight, n_partitions):
+    return [
+        _as_partition(X[a:b], y[a:b], _row_slice(weight, a, b))
+        for a, b in _split_rows(X.shape[0], n_partitions)
+    ]
+
+
+def _align_dask(X, y, weight):
+    """Whole-row chunks of X with y and weight chunked like X's rows."""
+    import dask.array as da
+
+    if any(math.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    if X.numblocks[1] != 1:
+        X = X.rechunk({1: -1})
+    row_chunks = X.chunks[0]
+
+    def align(a):
+        if a is None:
+            return None
+        if not is_dask(a):
+            return da.from_array(np.asarray(a), chunks=(row_chunks,) + a.shape[1:])
+        if any(math.isnan(c) for c in a.chunks[0]):
+            a = a.compute_chunk_sizes()
+        if a.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"Found input variables with inconsistent numbers of samples: "
+                f"[{X.shape[0]}, {a.shape[0]}]"
+            )
+        return a.rechunk({0: row_chunks, **{i: -1 for i in range(1, a.ndim)}})
+
+    return X, align(y), align(weight)
+
+
+def _dask_partitions(X, y, weight):
+    """One delayed ``(X, y, weight)`` partition per row chunk of X."""
+    import dask
+
+    X, y, weight = _align_dask(X, y, weight)
+    x_blocks = X.to_delayed().ravel()
+    y_blocks = list(np.ravel(y.to_delayed()))
+    w_blocks = [None] * len(x_blocks) if weight is None else list(np.ravel(weight.to_delayed()))
+    pack = dask.delayed(_as_partition, pure=True)
+    return [pack(xb, yb, wb) for xb, yb, wb in zip(x_blocks, y_blocks, w_blocks)], X.shape[1]
+
+
+def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None, split_every=8):
+    """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
+
+    Parameters
+    ----------
+    X : ndarray, scipy.sparse matrix or dask.array.Array of shape (n_samples, n_features)
+    y : ndarray or dask.array.Array of shape (n_samples,)
+    sample_weight : ndarray, dask.array.Array or None
+    family : Family
+        Used to check the targets in the validation round.
+    client : distributed.Client, None or "auto"
+        Where to run: ``"auto"`` uses the active client if there is one and this process
+        otherwise; ``None`` forces the in-process engine.
+    n_partitions : int, optional
+        Row partitions for in-memory input (default: one per worker thread).  A Dask
+        array keeps its own row chunks.
+    split_every : int
+        Fan-in of the reduction tree.
+
+    Returns
+    -------
+    Engine
+        Validated: ``n_samples`` and ``sum_weight`` are set.
+    """
+    if client == "auto":
+        client = active_client()
+    ledger = CommLedger()
+    dask_input = any(is_dask(a) for a in (X, y, sample_weight))
+    if client is None:
+        if dask_input:
+            import dask
+
+            if not is_dask(X):
+                import dask.array as da
+
+                X = da.from_array(X, chunks=(max(1, X.shape[0] // (os.cpu_count() or 1)), -1))
+            delayed_parts, d = _dask_partitions(X, y, sample_weight)
+            parts = dask.compute(*delayed_parts, scheduler="threads")
+        else:
+            n_partitions = n_partitions or os.cpu_count() or 1
+            parts = _in_memory_parts(X, y, sample_weight, n_partitions)
+            d = X.shape[1]
+        engine = LocalEngine(parts, d, ledger=ledger, split_every=split_every)
+    else:
+        if dask_input and is_dask(X):
+            delayed_parts, d = _dask_partitions(X, y, sample_weight)
+            futures = client.compute(delayed_parts)
+        else:
+            if dask_input:
+                y = np.asarray(y) if not is_dask(y) else y.compute()
+                if is_dask(sample_weight):
+                    sample_weight = sample_weight.compute()
+            n_partitions = n_partitions or sum(client.nthreads().values()) or 1
+            parts = _in_memory_parts(X, y, sample_weight, n_partitions)
+            futures = client.scatter(parts, hash=False)
+            d = X.shape[1]
+        engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every)
+    try:
+        engine.validate(family)
+    except BaseException:
+        engine.close()
+        raise
+    return engine

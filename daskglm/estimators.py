@@ -1,0 +1,615 @@
+"""scikit-learn compatible estimators.
+
+Each class maps scikit-learn's objective convention for the class of the same name onto
+daskglm's ``mean weighted loss + penalty`` problem, so that the coefficients agree with
+scikit-learn's.  ``__init__`` only stores parameters; everything is checked in ``fit``, so
+``set_params``, ``clone``, ``Pipeline`` and ``GridSearchCV`` behave as usual.
+
+Data may be numpy arrays, scipy CSR matrices, Dask arrays or Dask DataFrames.  With an
+active ``distributed.Client`` the fit runs on its workers; otherwise in this process.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from .engine import is_dask, make_engine
+from .families import Binomial, Family, Gaussian, Poisson, get_family
+from .penalties import L1, L2, NoPenalty, make_penalty
+from .solvers import SOLVERS, Problem, get_solver
+
+__all__ = ["GLM", "LinearRegression", "Ridge", "LogisticRegression", "PoissonRegressor"]
+
+
+def _choose_solver(problem):
+    """The solver ``solver="auto"`` picks: normal equations where they apply, else L-BFGS."""
+    for name in ("normal", "lbfgs", "proximal"):
+        if name in SOLVERS and SOLVERS[name].unsupported(problem) is None:
+            return name
+    return "lbfgs"
+
+
+def _dask_frame_to_array(data):
+    """A Dask DataFrame or Series as a Dask array with known chunk sizes, plus column names."""
+    names = None
+    if hasattr(data, "columns"):
+        names = np.asarray(data.columns, dtype=object)
+    if hasattr(data, "to_dask_array"):
+        data = data.to_dask_array(lengths=True)
+    return data, names
+
+
+def _check_dask_matrix(X):
+    if X.ndim != 2:
+        raise ValueError(
+            f"Expected 2D array, got {X.ndim}D array instead. Reshape your data either "
+            "using array.reshape(-1, 1) if your data has a single feature or "
+            "array.reshape(1, -1) if it contains a single sample."
+        )
+    if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.issubdtype(
+        X.dtype, np.complexfloating
+    ):
+        raise TypeError(f"X must hold real numbers; got dtype {X.dtype}.")
+    if X.shape[1] == 0:
+        raise ValueError("Found array with 0 feature(s) while a minimum of 1 is required.")
+
+
+def _check_dask_vector(a, name, n_rows, numeric=True):
+    if a.ndim == 2 and a.shape[1] == 1:
+        warnings.warn(
+            f"A column-vector {name} was passed when a 1d array was expected; it is raveled.",
+            DataConversionWarning,
+            stacklevel=4,
+        )
+        a = a[:, 0]
+    if a.ndim != 1:
+        raise ValueError(f"{name} should be a 1d array, got an array of shape {a.shape} instead.")
+    if numeric and (not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating)):
+        raise TypeError(f"{name} must hold real numbers; got dtype {a.dtype}.")
+    if not math.isnan(a.shape[0]) and not math.isnan(n_rows) and a.shape[0] != n_rows:
+        raise ValueError(
+            f"Found input variables with inconsistent numbers of samples: [{n_rows}, {a.shape[0]}]"
+        )
+    return a
+
+
+class _GLMBase(BaseEstimator):
+    """Shared machinery: validation, engine, solver, fitted attributes, prediction."""
+
+    _classifier = False
+
+    # subclass hooks ------------------------------------------------------------------
+    def _family(self) -> Family:
+        raise NotImplementedError
+
+    def _penalty(self, total_weight):
+        """The penalty on the mean-loss scale, given the total sample weight."""
+        raise NotImplementedError
+
+    # fitting -------------------------------------------------------------------------
+    def _check_params(self):
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        if self.solver != "auto" and self.solver not in SOLVERS:
+            raise ValueError(f"Unknown solver {self.solver!r}; choose 'auto' or one of {sorted(SOLVERS)}.")
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise TypeError("solver_options must be a dict or None.")
+
+    def _validate_input(self, X, y, sample_weight):
+        """Cheap checks that need no pass over the data; NaN/inf come in the engine's round."""
+        if is_dask(X) or is_dask(y) or is_dask(sample_weight):
+            X, names = _dask_frame_to_array(X) if is_dask(X) else (X, None)
+            y, _ = _dask_frame_to_array(y) if is_dask(y) else (y, None)
+            if not is_dask(X):
+                X = validate_data(self, X, reset=True, accept_sparse=False,
+                                  dtype=[np.float64, np.float32], ensure_all_finite=True)
+            else:
+                _check_dask_matrix(X)
+                self.n_features_in_ = int(X.shape[1])
+                if names is not None and all(isinstance(n, str) for n in names):
+                    self.feature_names_in_ = names
+                elif hasattr(self, "feature_names_in_"):
+                    del self.feature_names_in_
+            y = _check_dask_vector(y, "y", X.shape[0], numeric=not self._classifier) if is_dask(y) \
+                else np.asarray(y)
+            if sample_weight is not None:
+                if is_dask(sample_weight):
+                    sample_weight = _check_dask_vector(sample_weight, "sample_weight", X.shape[0])
+                else:
+                    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+                    if sample_weight.shape != (X.shape[0],):
+                        raise ValueError(
+                            f"sample_weight.shape == {sample_weight.shape}, expected ({X.shape[0]},)!"
+                        )
+            return X, y, sample_weight
+        X, y = validate_data(
+            self, X, y, reset=True, accept_sparse=["csr", "csc", "coo"],
+            dtype=[np.float64, np.float32], y_numeric=not self._classifier, multi_output=False,
+        )
+        if hasattr(X, "tocsr"):
+            X = X.tocsr()
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True
+            )
+        return X, y, sample_weight
+
+    def _prepare_target(self, y):
+        """Hook for classifiers to encode labels; regressors check the family's support."""
+        if not is_dask(y):
+            self._family().check_target(y)
+        return y
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Non-negative row weights.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        y = self._prepare_target(y)
+        family = self._family()
+        n_features = int(X.shape[1])
+        # the solver is checked before any pass over the data
+        trial = Problem(family, self._penalty(1.0), bool(self.fit_intercept), n_features)
+        name = _choose_solver(trial) if self.solver == "auto" else self.solver
+        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
+
+        with make_engine(X, y, sample_weight, family=family) as engine:
+            problem = Problem(
+                family, self._penalty(engine.sum_weight), bool(self.fit_intercept), n_features
+            )
+            solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
+                                options=self.solver_options)
+            result = solver.solve(problem, engine, np.zeros(problem.n_params))
+            self.comm_ = engine.ledger
+        coef, intercept = problem.split(result.params)
+        self._set_coef(coef, intercept)
+        self.solver_ = name
+        self.n_iter_ = result.n_iter
+        self.converged_ = bool(result.converged)
+        self.history_ = result.history
+        if not self.converged_:
+            warnings.warn(
+                f"Solver {name!r} did not converge in {self.max_iter} iterations "
+                f"({result.message or 'tolerance not reached'}); increase max_iter or tol.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _set_coef(self, coef, intercept):
+        self.coef_ = coef
+        self.intercept_ = intercept
+
+    # prediction ----------------------------------------------------------------------
+    def _coef_vector(self):
+        return np.ravel(self.coef_), float(np.ravel(self.intercept_)[0])
+
+    def _linear_predictor(self, X):
+        check_is_fitted(self)
+        coef, intercept = self._coef_vector()
+        if is_dask(X):
+            X, _ = _dask_frame_to_array(X)
+            _check_dask_matrix(X)
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                    f"{self.n_features_in_} features as input."
+                )
+            if X.numblocks[1] != 1:
+                X = X.rechunk({1: -1})
+            return X.map_blocks(_block_predictor, coef, intercept, drop_axis=1, dtype=np.float64)
+        X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc", "coo"],
+                          dtype=[np.float64, np.float32])
+        return np.asarray(X @ coef).ravel() + intercept
+
+
+def _block_predictor(X_block, coef, intercept):
+    return np.asarray(X_block @ coef, dtype=np.float64).ravel() + intercept
+
+
+def _to_float(value):
+    if is_dask(value):
+        value = value.compute()
+    return float(value)
+
+
+def _weighted_mean(values, weight):
+    if weight is None:
+        return values.mean()
+    return (values * weight).sum() / weight.sum()
+
+
+def _align_for_score(X, y, sample_weight):
+    """Dask y and weights chunked like the predictions of a Dask X."""
+    if is_dask(X):
+        import dask.array as da
+
+        X, _ = _dask_frame_to_array(X)
+        rows = X.chunks[0]
+        y, _ = _dask_frame_to_array(y) if is_dask(y) else (da.from_array(np.asarray(y), chunks=rows), None)
+        y = y.rechunk(rows) if y.chunks[0] != rows else y
+        if sample_weight is not None:
+            sample_weight = (
+                sample_weight.rechunk(rows) if is_dask(sample_weight)
+                else da.from_array(np.asarray(sample_weight, dtype=float), chunks=rows)
+            )
+    else:
+        y = np.asarray(y)
+        sample_weight = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
+    return X, y, sample_weight
+
+
+class _RegressorGLM(RegressorMixin, _GLMBase):
+    def predict(self, X):
+        """Predicted mean ``inverse_link(X @ coef_ + intercept_)``.
+
+        Returns a lazy Dask array chunked like ``X``'s rows for Dask input, numpy otherwise.
+        """
+        return self._family().mean(self._linear_predictor(X))
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R^2 (Gaussian) or fraction of deviance explained D^2.
+
+        Parameters
+        ----------
+        X : array-like or Dask array of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        sample_weight : array-like or Dask array, optional
+
+        Returns
+        -------
+        float
+        """
+        X, y, sample_weight = _align_for_score(X, y, sample_weight)
+        family = self._family()
+        mu = self.predict(X)
+        y_mean = _to_float(_weighted_mean(y, sample_weight))
+        if isinstance(family, Gaussian):
+            residual = _to_float(_weighted_mean((y - mu) ** 2, sample_weight))
+            total = _to_float(_weighted_mean((y - y_mean) ** 2, sample_weight))
+        else:
+            residual = _to_float(_deviance_mean(family, y, mu, sample_weight))
+            total = _to_float(_deviance_mean(family, y, y_mean, sample_weight))
+        if total == 0:
+            return 1.0 if residual == 0 else 0.0
+        return 1.0 - residual / total
+
+
+def _deviance_mean(family, y, mu, weight):
+    if is_dask(y):
+        import dask.array as da
+
+        mu = mu if is_dask(mu) else da.full_like(y, mu, dtype=float)
+        parts = [y, mu] + ([weight] if weight is not None else [])
+        sums = da.map_blocks(
+            lambda yb, mb, *wb: np.array([family.deviance(yb, mb, wb[0] if wb else None)]),
+            *parts, chunks=(1,), dtype=float,
+        ).sum()
+        total = y.shape[0] if weight is None else weight.sum()
+        return sums / total
+    total = y.shape[0] if weight is None else weight.sum()
+    return family.deviance(y, np.broadcast_to(mu, y.shape), weight) / total
+
+
+_COMMON_DOC = """
+    solver : {"auto", "normal", "gd", "lbfgs"}, default="auto"
+        Optimisation method.  ``"auto"`` uses the normal equations where they apply
+        (Gaussian family, no or L2 penalty) and L-BFGS otherwise.  A solver that cannot
+        handle the problem raises a ValueError naming the solvers that can.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept.
+    tol : float, default=1e-4
+        Stop when the largest entry of the gradient of the objective (mean loss +
+        penalty) is at most ``tol``.
+    max_iter : int, default=100
+        Most iterations of the solver.
+    solver_options : dict, optional
+        Method-specific options, e.g. ``{"memory": 20}`` for ``"lbfgs"``.
+"""
+
+_FITTED_DOC = """
+    Attributes
+    ----------
+    coef_ : ndarray
+        Coefficients, shaped as in scikit-learn.
+    intercept_ : float or ndarray
+        Intercept (0.0 when ``fit_intercept=False``).
+    n_iter_ : int
+        Iterations run by the solver.
+    converged_ : bool
+        Whether the solver met its tolerance (a ConvergenceWarning is raised otherwise).
+    history_ : list of dict
+        One entry per iteration: ``objective``, ``grad_norm``, ``step``, ``seconds``,
+        ``rounds``.
+    comm_ : CommLedger
+        Every engine round of the fit: kind, tasks, bytes, seconds.
+    solver_ : str
+        The solver that ran.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` had string column names.
+"""
+
+
+class GLM(_RegressorGLM):
+    __doc__ = (
+        """Generalised linear model with a canonical link and an elastic-net penalty.
+
+    Minimises ``mean_weighted_loss + alpha * (l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2 *
+    ||coef||_2^2)`` (glmnet's convention); the intercept is never penalised.
+
+    Parameters
+    ----------
+    family : {"gaussian", "binomial", "poisson"} or Family, default="gaussian"
+    penalty : {"l2", "l1", "elasticnet", "none"} or None, default="l2"
+    alpha : float, default=0.0
+        Penalty strength on the mean-loss scale.
+    l1_ratio : float, default=0.5
+        Elastic-net mixing, used with ``penalty="elasticnet"``.
+"""
+        + _COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
+                 fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None):
+        self.family = family
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+
+    def _family(self):
+        return get_family(self.family)
+
+    def _penalty(self, total_weight):
+        return make_penalty(self.penalty, self.alpha, self.l1_ratio)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.positive_only = not isinstance(self._family(), Gaussian)
+        return tags
+
+
+class LinearRegression(_RegressorGLM):
+    __doc__ = (
+        """Ordinary least squares, as :class:`sklearn.linear_model.LinearRegression`.
+
+    Parameters
+    ----------
+"""
+        + _COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
+                 solver_options=None):
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+
+    def _family(self):
+        return Gaussian()
+
+    def _penalty(self, total_weight):
+        return NoPenalty()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class Ridge(_RegressorGLM):
+    __doc__ = (
+        """Least squares with an L2 penalty, as :class:`sklearn.linear_model.Ridge`.
+
+    Minimises ``||y - X coef - intercept||^2_W + alpha * ||coef||^2`` (sums over rows,
+    weighted by ``sample_weight``).
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        L2 strength, >= 0.
+"""
+        + _COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
+                 solver_options=None):
+        self.alpha = alpha
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+
+    def _family(self):
+        return Gaussian()
+
+    def _penalty(self, total_weight):
+        return make_penalty("l2", self.alpha / total_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class PoissonRegressor(_RegressorGLM):
+    __doc__ = (
+        """Poisson regression with a log link, as :class:`sklearn.linear_model.PoissonRegressor`.
+
+    Minimises ``mean half Poisson deviance + alpha / 2 * ||coef||^2``.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        L2 strength on the mean-loss scale, >= 0.
+"""
+        + _COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
+                 solver_options=None):
+        self.alpha = alpha
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+
+    def _family(self):
+        return Poisson()
+
+    def _penalty(self, total_weight):
+        return make_penalty("l2", self.alpha)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.positive_only = True
+        return tags
+
+
+class LogisticRegression(ClassifierMixin, _GLMBase):
+    __doc__ = (
+        """Binary logistic regression, as :class:`sklearn.linear_model.LogisticRegression`.
+
+    Minimises ``C * sum_i w_i loss_i + penalty(coef)`` with penalty ``||coef||^2 / 2``
+    (``"l2"``), ``||coef||_1`` (``"l1"``) or ``l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2
+    * ||coef||^2`` (``"elasticnet"``); ``penalty=None`` or ``C=inf`` fits without one.
+
+    Parameters
+    ----------
+    penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
+    C : float, default=1.0
+        Inverse regularisation strength, > 0.
+    l1_ratio : float, optional
+        Elastic-net mixing in [0, 1], required with ``penalty="elasticnet"``.
+"""
+        + _COMMON_DOC
+        + _FITTED_DOC
+        + """    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is the positive class.
+"""
+    )
+
+    _classifier = True
+
+    def __init__(self, penalty="l2", *, C=1.0, l1_ratio=None, solver="auto", fit_intercept=True,
+                 tol=1e-4, max_iter=100, solver_options=None):
+        self.penalty = penalty
+        self.C = C
+        self.l1_ratio = l1_ratio
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+
+    def _family(self):
+        return Binomial()
+
+    def _penalty(self, total_weight):
+        if not (isinstance(self.C, (int, float, np.number)) and self.C > 0):
+            raise ValueError(f"C must be a positive number; got {self.C!r}.")
+        if self.penalty not in ("l2", "l1", "elasticnet", None, "none"):
+            raise ValueError(
+                f"penalty must be 'l2', 'l1', 'elasticnet' or None; got {self.penalty!r}."
+            )
+        if self.penalty in (None, "none") or math.isinf(self.C):
+            return NoPenalty()
+        strength = 1.0 / (self.C * total_weight)
+        if self.penalty == "l2":
+            return L2(strength)
+        if self.penalty == "l1":
+            return L1(strength)
+        return make_penalty("elasticnet", strength, self.l1_ratio)
+
+    def _prepare_target(self, y):
+        if is_dask(y):
+            import dask.array as da
+
+            classes = np.unique(da.unique(y).compute())
+        else:
+            classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(
+                f"This solver needs samples of at least 2 classes in the data, but the data "
+                f"contains only one class: {classes[0] if classes.size else None!r}."
+            )
+        if classes.size > 2:
+            raise ValueError(
+                f"{type(self).__name__} is binary; y has {classes.size} classes."
+            )
+        self.classes_ = classes
+        return (y == classes[1]).astype(np.float64)
+
+    def _set_coef(self, coef, intercept):
+        self.coef_ = coef.reshape(1, -1)
+        self.intercept_ = np.array([intercept])
+
+    def decision_function(self, X):
+        """Linear predictor ``X @ coef_ + intercept_``; > 0 predicts ``classes_[1]``."""
+        return self._linear_predictor(X)
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, 2), columns ordered as ``classes_``."""
+        prob = self._family().mean(self._linear_predictor(X))
+        if is_dask(prob):
+            import dask.array as da
+
+            return da.stack([1.0 - prob, prob], axis=1)
+        return np.column_stack([1.0 - prob, prob])
+
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    def predict(self, X):
+        """Predicted labels from ``classes_``."""
+        positive = self._linear_predictor(X) > 0
+        if is_dask(positive):
+            classes = self.classes_
+            return positive.map_blocks(lambda b: classes[b.astype(int)], dtype=classes.dtype)
+        return self.classes_[positive.astype(int)]
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (weighted by ``sample_weight``)."""
+        X, y, sample_weight = _align_for_score(X, y, sample_weight)
+        correct = (self.predict(X) == y).astype(float)
+        return _to_float(_weighted_mean(correct, sample_weight))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
+

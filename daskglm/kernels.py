@@ -1,0 +1,281 @@
+"""Pure per-partition computations: ``(partition, broadcast arguments) -> additive statistics``.
+
+A partition is the tuple ``(X, y, weight)`` of one block of rows, co-located on one worker;
+``weight`` is None when every row weighs 1.  The parameter vector is the coefficients
+followed, when an intercept is fitted, by the intercept: no column of ones is ever added
+to ``X``.  Dense partitions are processed in cache-sized row blocks so that each row of
+``X`` is read from memory once per evaluation: ``X_b @ coef`` and ``X_b.T @ r`` run while
+``X_b`` is still in cache.
+
+Every statistic returned here is a sum over rows and supports ``+``; :func:`tree_sum`
+adds a list of them in a fixed order, which is how every engine reduces them.  Nothing in
+this module imports dask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "Stats",
+    "GramStats",
+    "PartitionSummary",
+    "loss_grad",
+    "loss_grad_hess",
+    "gram",
+    "summarize",
+    "tree_sum",
+    "linear_predictor",
+]
+
+#: Bytes of ``X`` processed per block: a quarter of a typical 2 MiB L2 cache.
+BLOCK_BYTES = 1 << 19
+
+
+def _block_rows(n_features):
+    return max(64, BLOCK_BYTES // (8 * max(1, n_features)))
+
+
+def _row_blocks(X):
+    """Yield ``(start, stop)`` row ranges; sparse partitions are one block."""
+    n = X.shape[0]
+    step = n if (sp.issparse(X) or n == 0) else _block_rows(X.shape[1])
+    for start in range(0, n, max(step, 1)):
+        yield start, min(start + step, n)
+
+
+def _take(weight, start, stop):
+    return None if weight is None else weight[start:stop]
+
+
+def linear_predictor(X, params, fit_intercept):
+    """``X @ coef (+ intercept)`` for one block of rows."""
+    if fit_intercept:
+        return np.asarray(X @ params[:-1]).ravel() + params[-1]
+    return np.asarray(X @ params).ravel()
+
+
+@dataclass
+class Stats:
+    """Additive sums over rows: total weight, loss, gradient and optionally Hessian.
+
+    ``grad`` and ``hess`` are with respect to the parameter vector (coefficients, then the
+    intercept when one is fitted).  They are sums, not means.
+    """
+
+    weight: float
+    loss: float
+    grad: np.ndarray
+    hess: np.ndarray | None = None
+
+    def __add__(self, other):
+        hess = None if self.hess is None else self.hess + other.hess
+        return Stats(self.weight + other.weight, self.loss + other.loss, self.grad + other.grad, hess)
+
+
+def _transpose_product(X, r):
+    """``X.T @ r`` as a flat dense vector, for dense or sparse ``X``."""
+    return np.asarray(X.T @ r).ravel()
+
+
+def loss_grad(part, params, family, fit_intercept):
+    """Loss and gradient sums of one partition at ``params``: one read of ``X``."""
+    X, y, weight = part
+    n_params = params.shape[0]
+    grad = np.zeros(n_params)
+    loss = 0.0
+    for start, stop in _row_blocks(X):
+        X_b = X[start:stop]
+        eta = linear_predictor(X_b, params, fit_intercept)
+        block_loss, r = family.loss_and_dloss(y[start:stop], eta, _take(weight, start, stop))
+        loss += block_loss
+        if fit_intercept:
+            grad[:-1] += _transpose_product(X_b, r)
+            grad[-1] += r.sum()
+        else:
+            grad += _transpose_product(X_b, r)
+    total = float(X.shape[0]) if weight is None else float(weight.sum())
+    return Stats(total, loss, grad)
+
+
+def _weighted_gram(X_b, h):
+    """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block."""
+    if sp.issparse(X_b):
+        scaled = sp.diags(h) @ X_b
+        gram_b = np.asarray((X_b.T @ scaled).todense())
+    else:
+        scaled = X_b * h[:, None]
+        gram_b = X_b.T @ scaled
+    return gram_b, np.asarray(scaled.sum(axis=0)).ravel()
+
+
+def loss_grad_hess(part, params, family, fit_intercept):
+    """Loss, gradient and Hessian sums of one partition at ``params``: one read of ``X``."""
+    X, y, weight = part
+    n_params = params.shape[0]
+    n_coef = n_params - 1 if fit_intercept else n_params
+    grad = np.zeros(n_params)
+    hess = np.zeros((n_params, n_params))
+    loss = 0.0
+    for start, stop in _row_blocks(X):
+        X_b = X[start:stop]
+        y_b, w_b = y[start:stop], _take(weight, start, stop)
+        eta = linear_predictor(X_b, params, fit_intercept)
+        block_loss, r = family.loss_and_dloss(y_b, eta, w_b)
+        h = family.d2loss(y_b, eta, w_b)
+        loss += block_loss
+        gram_b, col_sums = _weighted_gram(X_b, h)
+        grad[:n_coef] += _transpose_product(X_b, r)
+        hess[:n_coef, :n_coef] += gram_b
+        if fit_intercept:
+            grad[-1] += r.sum()
+            hess[:n_coef, -1] += col_sums
+            hess[-1, :n_coef] += col_sums
+            hess[-1, -1] += h.sum()
+    total = float(X.shape[0]) if weight is None else float(weight.sum())
+    return Stats(total, loss, grad, hess)
+
+
+@dataclass
+class GramStats:
+    """Weighted centred second moments of ``(X, y)``, merged exactly and stably.
+
+    Holds the total weight, weighted means of the columns of ``X`` and of ``y``, and the
+    centred cross-products ``Sxx = sum w (x - mean_x)(x - mean_x)^T``, ``Sxy``, ``Syy``.
+    ``+`` merges two sets of rows with the pairwise update of Chan, Golub and LeVeque,
+    which avoids the cancellation of the one-pass ``X^T X - n mean mean^T``.
+    """
+
+    weight: float
+    mean_x: np.ndarray
+    mean_y: float
+    sxx: np.ndarray
+    sxy: np.ndarray
+    syy: float
+
+    @classmethod
+    def empty(cls, n_features):
+        d = n_features
+        return cls(0.0, np.zeros(d), 0.0, np.zeros((d, d)), np.zeros(d), 0.0)
+
+    def __add__(self, other):
+        if other.weight == 0:
+            return self
+        if self.weight == 0:
+            return other
+        total = self.weight + other.weight
+        dx = other.mean_x - self.mean_x
+        dy = other.mean_y - self.mean_y
+        factor = self.weight * other.weight / total
+        return GramStats(
+            total,
+            self.mean_x + dx * (other.weight / total),
+            self.mean_y + dy * (other.weight / total),
+            self.sxx + other.sxx + factor * np.outer(dx, dx),
+            self.sxy + other.sxy + factor * dx * dy,
+            self.syy + other.syy + factor * dy * dy,
+        )
+
+    def uncentred(self):
+        """``(X^T W X, X^T W y)`` about the origin, for fits without an intercept."""
+        xtx = self.sxx + self.weight * np.outer(self.mean_x, self.mean_x)
+        xty = self.sxy + self.weight * self.mean_x * self.mean_y
+        return xtx, xty
+
+
+def gram(part):
+    """Centred weighted Gram statistics of one partition: one read of ``X``."""
+    X, y, weight = part
+    total = GramStats.empty(X.shape[1])
+    for start, stop in _row_blocks(X):
+        X_b, y_b = X[start:stop], y[start:stop]
+        w_b = _take(weight, start, stop)
+        block_weight = float(stop - start) if w_b is None else float(w_b.sum())
+        if block_weight == 0:
+            continue
+        if sp.issparse(X_b):
+            X_b = X_b.toarray()
+        if w_b is None:
+            mean_x = X_b.mean(axis=0)
+            mean_y = float(y_b.mean())
+            xc = X_b - mean_x
+            yc = y_b - mean_y
+            wxc, wyc = xc, yc
+        else:
+            mean_x = (w_b @ X_b) / block_weight
+            mean_y = float(w_b @ y_b) / block_weight
+            xc = X_b - mean_x
+            yc = y_b - mean_y
+            wxc, wyc = xc * w_b[:, None], yc * w_b
+        total = total + GramStats(
+            block_weight, mean_x, mean_y, xc.T @ wxc, wxc.T @ yc, float(wyc @ yc)
+        )
+    return total
+
+
+@dataclass
+class PartitionSummary:
+    """What validation needs to know of a partition, gathered in the same read."""
+
+    rows: int
+    weight: float
+    problems: list = field(default_factory=list)
+
+    def __add__(self, other):
+        return PartitionSummary(
+            self.rows + other.rows, self.weight + other.weight, self.problems + other.problems
+        )
+
+
+def _is_finite(a):
+    if sp.issparse(a):
+        a = a.data
+    return bool(np.isfinite(a).all())
+
+
+def summarize(part, family):
+    """Row count, total weight and a list of problems (NaN/inf, bad labels, bad weights)."""
+    X, y, weight = part
+    problems = []
+    if not _is_finite(X):
+        problems.append("Input X contains NaN or infinity.")
+    if not _is_finite(y):
+        problems.append("Input y contains NaN or infinity.")
+    else:
+        try:
+            family.check_target(y)
+        except ValueError as exc:
+            problems.append(str(exc))
+    total = float(X.shape[0])
+    if weight is not None:
+        if not _is_finite(weight):
+            problems.append("sample_weight contains NaN or infinity.")
+        elif weight.size and weight.min() < 0:
+            problems.append("sample_weight has negative values; weights must be >= 0.")
+        total = float(weight.sum())
+    return PartitionSummary(int(X.shape[0]), total, problems)
+
+
+def tree_sum(items, split_every=8):
+    """Sum ``items`` in a fixed-order tree of fan-in ``split_every``.
+
+    Engines reduce partials in exactly this order, so the result does not depend on which
+    worker finished first.
+    """
+    items = list(items)
+    if not items:
+        raise ValueError("Nothing to sum.")
+    while len(items) > 1:
+        items = [sum_group(*items[i : i + split_every]) for i in range(0, len(items), split_every)]
+    return items[0]
+
+
+def sum_group(*group):
+    """Sum the arguments left to right (one node of :func:`tree_sum`)."""
+    total = group[0]
+    for item in group[1:]:
+        total = total + item
+    return total

@@ -1,0 +1,184 @@
+"""Penalties on the coefficients, evaluated on the driver.
+
+A penalty acts on the feature coefficients only; the intercept is never penalised (the
+solvers pass ``coef`` without it).  Each penalty declares whether it is ``smooth`` so that a
+solver can say whether it handles it: smooth solvers use :meth:`Penalty.grad` (and
+:meth:`Penalty.hess_diag`), proximal solvers use :meth:`Penalty.prox`.
+
+The strength convention is glmnet's, applied to the weighted MEAN loss::
+
+    objective = mean_loss + alpha * (l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2 * ||coef||_2^2)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["Penalty", "NoPenalty", "L2", "L1", "ElasticNet", "make_penalty"]
+
+
+class Penalty:
+    """Base class of penalties on the coefficient vector."""
+
+    smooth = True
+    name = "penalty"
+
+    def value(self, coef) -> float:
+        raise NotImplementedError
+
+    def smooth_value(self, coef) -> float:
+        """Value of the smooth part (the whole penalty when ``smooth``)."""
+        return self.value(coef)
+
+    def grad(self, coef):
+        """Gradient of the smooth part."""
+        raise NotImplementedError
+
+    def hess_diag(self, coef):
+        """Diagonal of the Hessian of the smooth part."""
+        raise NotImplementedError
+
+    def prox(self, coef, step):
+        """``argmin_z penalty(z) + ||z - coef||^2 / (2 * step)``."""
+        raise NotImplementedError
+
+    def __repr__(self):
+        params = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({params})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    def __hash__(self):
+        return hash((type(self), tuple(sorted(vars(self).items()))))
+
+
+class NoPenalty(Penalty):
+    """No penalty."""
+
+    name = "none"
+
+    def value(self, coef):
+        return 0.0
+
+    def grad(self, coef):
+        return np.zeros_like(coef)
+
+    def hess_diag(self, coef):
+        return np.zeros_like(coef)
+
+    def prox(self, coef, step):
+        return np.array(coef, dtype=float, copy=True)
+
+
+class L2(Penalty):
+    """Ridge penalty ``alpha / 2 * ||coef||^2``."""
+
+    name = "l2"
+
+    def __init__(self, alpha):
+        self.alpha = float(alpha)
+
+    def value(self, coef):
+        return 0.5 * self.alpha * float(np.dot(coef, coef))
+
+    def grad(self, coef):
+        return self.alpha * coef
+
+    def hess_diag(self, coef):
+        return np.full_like(coef, self.alpha, dtype=float)
+
+    def prox(self, coef, step):
+        return coef / (1.0 + step * self.alpha)
+
+
+class ElasticNet(Penalty):
+    """Elastic net ``alpha * (l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2 * ||coef||^2)``."""
+
+    name = "elasticnet"
+    smooth = False
+
+    def __init__(self, alpha, l1_ratio):
+        self.alpha = float(alpha)
+        self.l1_ratio = float(l1_ratio)
+
+    @property
+    def _l1(self):
+        return self.alpha * self.l1_ratio
+
+    @property
+    def _l2(self):
+        return self.alpha * (1.0 - self.l1_ratio)
+
+    def value(self, coef):
+        return self._l1 * float(np.abs(coef).sum()) + 0.5 * self._l2 * float(np.dot(coef, coef))
+
+    def smooth_value(self, coef):
+        return 0.5 * self._l2 * float(np.dot(coef, coef))
+
+    def grad(self, coef):
+        """Gradient of the smooth (L2) part only."""
+        return self._l2 * coef
+
+    def hess_diag(self, coef):
+        return np.full_like(coef, self._l2, dtype=float)
+
+    def prox(self, coef, step):
+        shrunk = np.sign(coef) * np.maximum(np.abs(coef) - step * self._l1, 0.0)
+        return shrunk / (1.0 + step * self._l2)
+
+    def subgradient_distance(self, coef, smooth_grad):
+        """Per-coordinate distance of ``-smooth_grad`` to the subdifferential at ``coef``.
+
+        Zero everywhere exactly at an optimum; ``smooth_grad`` is the gradient of the loss
+        plus the smooth part of the penalty.
+        """
+        at_zero = np.maximum(np.abs(smooth_grad) - self._l1, 0.0)
+        away = np.abs(smooth_grad + self._l1 * np.sign(coef))
+        return np.where(coef == 0, at_zero, away)
+
+
+class L1(ElasticNet):
+    """Lasso penalty ``alpha * ||coef||_1``."""
+
+    name = "l1"
+
+    def __init__(self, alpha):
+        super().__init__(alpha, 1.0)
+
+    def __repr__(self):
+        return f"L1(alpha={self.alpha!r})"
+
+
+def make_penalty(penalty, alpha=1.0, l1_ratio=0.5):
+    """Build a :class:`Penalty` from a name and strength.
+
+    Parameters
+    ----------
+    penalty : {"none", "l2", "l1", "elasticnet"} or None or Penalty
+    alpha : float
+        Strength on the mean-loss scale, >= 0.
+    l1_ratio : float
+        Mixing in [0, 1], used by ``"elasticnet"``.
+    """
+    if isinstance(penalty, Penalty):
+        return penalty
+    if penalty is None or penalty == "none" or alpha == 0:
+        return NoPenalty()
+    if not np.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"Penalty strength must be a finite number >= 0; got {alpha!r}.")
+    if penalty == "l2":
+        return L2(alpha)
+    if penalty == "l1":
+        return L1(alpha)
+    if penalty == "elasticnet":
+        if l1_ratio is None or not 0.0 <= l1_ratio <= 1.0:
+            raise ValueError(f"l1_ratio must be in [0, 1] for the elastic net; got {l1_ratio!r}.")
+        if l1_ratio == 0.0:
+            return L2(alpha)
+        if l1_ratio == 1.0:
+            return L1(alpha)
+        return ElasticNet(alpha, l1_ratio)
+    raise ValueError(
+        f"Unknown penalty {penalty!r}; choose one of 'none', 'l2', 'l1', 'elasticnet'."
+    )

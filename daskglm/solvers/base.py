@@ -1,0 +1,178 @@
+"""What every solver shares: the problem, the one-round objective, results and history."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..families import Family
+from ..kernels import gram, loss_grad, loss_grad_hess
+from ..penalties import Penalty
+
+__all__ = ["Problem", "Objective", "SolverResult", "Solver", "History"]
+
+
+@dataclass
+class Problem:
+    """``min mean_weighted_loss(family) + penalty(coef)`` over coef (and an unpenalised intercept).
+
+    The parameter vector is the coefficients followed by the intercept when
+    ``fit_intercept``.
+    """
+
+    family: Family
+    penalty: Penalty
+    fit_intercept: bool
+    n_features: int
+
+    @property
+    def n_params(self):
+        return self.n_features + int(self.fit_intercept)
+
+    def coef(self, params):
+        """The penalised part of ``params``."""
+        return params[: self.n_features]
+
+    def split(self, params):
+        """``(coef, intercept)``; the intercept is 0.0 when none is fitted."""
+        intercept = float(params[-1]) if self.fit_intercept else 0.0
+        return np.array(params[: self.n_features]), intercept
+
+
+class Objective:
+    """Evaluations of a :class:`Problem` on an engine's data, one engine round each.
+
+    Losses and gradients come back from the workers as sums; they are divided by the total
+    sample weight here, and the penalty is added on the driver.
+    """
+
+    def __init__(self, problem: Problem, engine):
+        self.problem = problem
+        self.engine = engine
+
+    @property
+    def total_weight(self):
+        return self.engine.sum_weight
+
+    def _penalise(self, params, loss, grad, hess=None):
+        p = self.problem
+        coef = p.coef(params)
+        value = loss / self.total_weight + p.penalty.smooth_value(coef)
+        grad = grad / self.total_weight
+        grad[: p.n_features] += p.penalty.grad(coef)
+        if hess is not None:
+            hess = hess / self.total_weight
+            idx = np.arange(p.n_features)
+            hess[idx, idx] += p.penalty.hess_diag(coef)
+        return value, grad, hess
+
+    def value_and_grad(self, params):
+        """Smooth objective (mean loss + smooth penalty part) and its gradient: one round."""
+        p = self.problem
+        stats = self.engine.reduce(loss_grad, params, p.family, p.fit_intercept, kind="gradient")
+        value, grad, _ = self._penalise(params, stats.loss, stats.grad)
+        return value, grad
+
+    def value_grad_hess(self, params):
+        """Smooth objective, gradient and Hessian: one round."""
+        p = self.problem
+        stats = self.engine.reduce(loss_grad_hess, params, p.family, p.fit_intercept, kind="hessian")
+        return self._penalise(params, stats.loss, stats.grad, stats.hess)
+
+    def gram(self):
+        """Centred weighted Gram statistics of ``(X, y)``: one round."""
+        return self.engine.reduce(gram, kind="gram")
+
+    def nonsmooth_value(self, params):
+        """The part of the penalty that is not in :meth:`value_and_grad`."""
+        coef = self.problem.coef(params)
+        penalty = self.problem.penalty
+        return penalty.value(coef) - penalty.smooth_value(coef)
+
+    def optimality(self, params, grad):
+        """Largest violation of the first-order optimality conditions (0 at the optimum)."""
+        p = self.problem
+        if p.penalty.smooth:
+            return float(np.max(np.abs(grad))) if grad.size else 0.0
+        coef = p.coef(params)
+        violation = np.abs(grad).copy()
+        violation[: p.n_features] = p.penalty.subgradient_distance(coef, grad[: p.n_features])
+        return float(np.max(violation))
+
+
+@dataclass
+class SolverResult:
+    """What a solver returns: the parameters and how it got there."""
+
+    params: np.ndarray
+    n_iter: int
+    converged: bool
+    history: list = field(default_factory=list)
+    message: str = ""
+
+
+class History:
+    """Per-iteration diagnostics: objective, optimality, step, seconds, rounds."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.entries = []
+        self._start = time.perf_counter()
+
+    def record(self, objective, grad_norm, step, **extra):
+        self.entries.append(
+            {
+                "iteration": len(self.entries) + 1,
+                "objective": float(objective),
+                "grad_norm": float(grad_norm),
+                "step": float(step),
+                "seconds": time.perf_counter() - self._start,
+                "rounds": self.engine.ledger.rounds,
+                **extra,
+            }
+        )
+
+
+class Solver:
+    """Base class of solvers.
+
+    Subclasses set ``name``, ``options`` (allowed method-specific options and their
+    defaults) and implement :meth:`solve`; :meth:`unsupported` says why a problem is out
+    of reach, so that the estimator can name the solvers that can handle it.
+    """
+
+    name = "solver"
+    options: dict = {}
+    #: Families the solver handles; None means all.
+    families: tuple | None = None
+    handles_nonsmooth = False
+
+    def __init__(self, tol=1e-4, max_iter=100, **options):
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            allowed = ", ".join(sorted(self.options)) or "none"
+            raise ValueError(
+                f"Unknown option(s) {unknown} for solver {self.name!r}; allowed: {allowed}."
+            )
+        if not (isinstance(tol, (int, float, np.number)) and tol >= 0):
+            raise ValueError(f"tol must be a number >= 0; got {tol!r}.")
+        if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+            raise ValueError(f"max_iter must be an integer >= 1; got {max_iter!r}.")
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.opts = {**self.options, **options}
+
+    @classmethod
+    def unsupported(cls, problem: Problem) -> str | None:
+        """None when the solver handles ``problem``, else the reason it does not."""
+        if cls.families is not None and type(problem.family) not in cls.families:
+            names = ", ".join(f.name for f in cls.families)
+            return f"solver {cls.name!r} handles only the {names} family"
+        if not problem.penalty.smooth and not cls.handles_nonsmooth:
+            return f"solver {cls.name!r} handles only smooth penalties (none, l2)"
+        return None
+
+    def solve(self, problem: Problem, engine, params0) -> SolverResult:
+        raise NotImplementedError

@@ -1,0 +1,58 @@
+"""Backtracking (Armijo) line search, shared by every solver that takes steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["LineSearchResult", "backtracking"]
+
+
+@dataclass
+class LineSearchResult:
+    step: float
+    params: np.ndarray
+    value: float
+    grad: np.ndarray
+    evaluations: int
+    success: bool
+
+
+def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink=0.5,
+                 sufficient_decrease=1e-4, max_evaluations=40):
+    """Find a step along ``direction`` that satisfies the Armijo condition.
+
+    Every trial point costs one call of ``value_and_grad`` (one engine round), whose
+    gradient is kept so that the accepted point needs no further round.
+
+    Parameters
+    ----------
+    value_and_grad : callable
+        ``params -> (value, grad)``.
+    params, value, grad : current point, its value and gradient.
+    direction : ndarray
+        A descent direction (``grad @ direction < 0``).
+    step : float
+        First step tried.
+    shrink : float
+        Factor applied to the step after each failed trial.
+    sufficient_decrease : float
+        Armijo constant ``c1``.
+    max_evaluations : int
+        Trials before giving up.
+
+    Returns
+    -------
+    LineSearchResult
+        ``success`` is False when no trial decreased the objective enough; the point
+        returned is then the starting point.
+    """
+    slope = float(grad @ direction)
+    for evaluation in range(1, max_evaluations + 1):
+        trial = params + step * direction
+        trial_value, trial_grad = value_and_grad(trial)
+        if np.isfinite(trial_value) and trial_value <= value + sufficient_decrease * step * slope:
+            return LineSearchResult(step, trial, trial_value, trial_grad, evaluation, True)
+        step *= shrink
+    return LineSearchResult(0.0, params, value, grad, max_evaluations, False)
