@@ -1,9 +1,17 @@
 """daskglm: generalised linear models on Dask, with every round of communication accounted for."""
 
 from .comm import CommLedger
-from .estimators import GLM, LinearRegression, LogisticRegression, PoissonRegressor, Ridge
+from .estimators import (
+    GLM,
+    ElasticNet,
+    Lasso,
+    LinearRegression,
+    LogisticRegression,
+    PoissonRegressor,
+    Ridge,
+)
 from .families import Binomial, Family, Gaussian, Poisson
-from .penalties import L1, L2, ElasticNet, NoPenalty, Penalty
+from .penalties import L1, L2, NoPenalty, Penalty
 
 __version__ = "0.1.0"
 
@@ -11,6 +19,8 @@ __all__ = [
     "GLM",
     "LinearRegression",
     "Ridge",
+    "Lasso",
+    "ElasticNet",
     "LogisticRegression",
     "PoissonRegressor",
     "Family",
@@ -21,6 +31,5 @@ __all__ = [
     "NoPenalty",
     "L2",
     "L1",
-    "ElasticNet",
     "CommLedger",
 ]

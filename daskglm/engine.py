@@ -2,12 +2,14 @@
 
 An engine holds the row partitions ``(X, y, weight)`` of one data set, co-located and kept
 in memory where they are computed (on the workers of a ``distributed`` cluster, or in this
-process), and offers two verbs to the solvers:
+process), and offers these verbs to the solvers:
 
 * :meth:`Engine.reduce` -- ONE round: run a kernel on every partition with the same
   broadcast arguments and sum the partial results in a fixed-order tree;
 * :meth:`Engine.map` -- ONE round: run a function on every partition and return one
-  result per partition.
+  result per partition;
+* :meth:`Engine.map_each` -- ONE round, as ``map`` but with one extra argument per
+  partition (per-partition solver state, as in ADMM).
 
 Each round is written to the engine's :class:`~daskglm.comm.CommLedger`.  No dask.array
 graph is built per round: the partitions are persisted once and every round maps over
@@ -84,6 +86,23 @@ class Engine:
         """One round: ``[fn(part, *args) for part in partitions]``."""
         raise NotImplementedError
 
+    def map_each(self, fn, each, *args, kind):
+        """One round: ``[fn(part, item, *args) for part, item in zip(partitions, each)]``.
+
+        ``each`` holds one item per partition, sent to that partition only; ``args`` go to
+        every partition.
+        """
+        raise NotImplementedError
+
+    def _check_each(self, each):
+        each = list(each)
+        if len(each) != self.n_partitions:
+            raise ValueError(
+                f"map_each needs one item per partition: got {len(each)} for "
+                f"{self.n_partitions} partitions."
+            )
+        return each
+
     def close(self):
         """Release the partitions."""
 
@@ -138,11 +157,12 @@ class LocalEngine(Engine):
         self.n_threads = max(1, min(n_threads or os.cpu_count() or 1, self.n_partitions))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
 
-    def _run(self, fn, args):
+    def _run(self, fn, args, each=None):
+        each = [()] * self.n_partitions if each is None else [(item,) for item in each]
         if self._pool is None:
-            return [fn(part, *args) for part in self.parts]
+            return [fn(part, *item, *args) for part, item in zip(self.parts, each)]
         with threadpool_limits(1):
-            return list(self._pool.map(lambda part: fn(part, *args), self.parts))
+            return list(self._pool.map(lambda pi: fn(pi[0], *pi[1], *args), zip(self.parts, each)))
 
     def reduce(self, kernel, *args, kind):
         with Timer() as timer:
@@ -158,6 +178,14 @@ class LocalEngine(Engine):
             results = self._run(fn, args)
         n = self.n_partitions
         self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds)
+        return results
+
+    def map_each(self, fn, each, *args, kind):
+        each = self._check_each(each)
+        with Timer() as timer:
+            results = self._run(fn, args, each)
+        n = self.n_partitions
+        self.ledger.record(kind, n, nbytes(each) + n * nbytes(args), nbytes(results), timer.seconds)
         return results
 
     def close(self):
@@ -187,10 +215,11 @@ class DistributedEngine(Engine):
             for a in args
         )
 
-    def _submit(self, fn, args):
+    def _submit(self, fn, args, each=None):
         sent = self._broadcast(args)
         n = self.n_partitions
-        return self.client.map(fn, self.parts, *[[a] * n for a in sent], pure=False)
+        per_part = [] if each is None else [each]
+        return self.client.map(fn, self.parts, *per_part, *[[a] * n for a in sent], pure=False)
 
     def reduce(self, kernel, *args, kind):
         with Timer() as timer:
@@ -211,6 +240,14 @@ class DistributedEngine(Engine):
             results = self.client.gather(self._submit(fn, args))
         n = self.n_partitions
         self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds)
+        return results
+
+    def map_each(self, fn, each, *args, kind):
+        each = self._check_each(each)
+        with Timer() as timer:
+            results = self.client.gather(self._submit(fn, args, each))
+        n = self.n_partitions
+        self.ledger.record(kind, n, nbytes(each) + n * nbytes(args), nbytes(results), timer.seconds)
         return results
 
     def close(self):

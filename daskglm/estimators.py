@@ -17,6 +17,7 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .engine import is_dask, make_engine
@@ -24,7 +25,10 @@ from .families import Binomial, Family, Gaussian, Poisson, get_family
 from .penalties import L1, L2, NoPenalty, make_penalty
 from .solvers import SOLVERS, Problem, get_solver
 
-__all__ = ["GLM", "LinearRegression", "Ridge", "LogisticRegression", "PoissonRegressor"]
+__all__ = [
+    "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
+    "PoissonRegressor",
+]
 
 
 def _choose_solver(problem):
@@ -220,6 +224,13 @@ class _GLMBase(BaseEstimator):
         return np.asarray(X @ coef).ravel() + intercept
 
 
+def _apply_rowwise(fn, values):
+    """``fn(values)``, lazily block by block for a Dask array."""
+    if is_dask(values):
+        return values.map_blocks(fn, dtype=np.float64)
+    return fn(values)
+
+
 def _block_predictor(X_block, coef, intercept):
     return np.asarray(X_block @ coef, dtype=np.float64).ravel() + intercept
 
@@ -262,7 +273,7 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
 
         Returns a lazy Dask array chunked like ``X``'s rows for Dask input, numpy otherwise.
         """
-        return self._family().mean(self._linear_predictor(X))
+        return _apply_rowwise(self._family().mean, self._linear_predictor(X))
 
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R^2 (Gaussian) or fraction of deviance explained D^2.
@@ -309,15 +320,19 @@ def _deviance_mean(family, y, mu, weight):
 
 
 _COMMON_DOC = """
-    solver : {"auto", "normal", "gd", "lbfgs"}, default="auto"
+    solver : {"auto", "normal", "gd", "lbfgs", "newton", "proximal", "admm", "averaging"}, \
+default="auto"
         Optimisation method.  ``"auto"`` uses the normal equations where they apply
-        (Gaussian family, no or L2 penalty) and L-BFGS otherwise.  A solver that cannot
-        handle the problem raises a ValueError naming the solvers that can.
+        (Gaussian family, no or L2 penalty), L-BFGS for other smooth problems and
+        proximal gradient for L1 and elastic-net penalties.  A solver that cannot handle
+        the problem raises a ValueError naming the solvers that can.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
     tol : float, default=1e-4
         Stop when the largest entry of the gradient of the objective (mean loss +
-        penalty) is at most ``tol``.
+        penalty) is at most ``tol`` (its distance to the subdifferential for L1 and
+        elastic-net penalties; primal and dual residuals for ``"admm"``; the local
+        solves' gradients for ``"averaging"``).
     max_iter : int, default=100
         Most iterations of the solver.
     solver_options : dict, optional
@@ -498,6 +513,88 @@ class PoissonRegressor(_RegressorGLM):
         return tags
 
 
+_LONG_COMMON_DOC = _COMMON_DOC.replace("max_iter : int, default=100", "max_iter : int, default=1000")
+
+
+class Lasso(_RegressorGLM):
+    __doc__ = (
+        """Least squares with an L1 penalty, as :class:`sklearn.linear_model.Lasso`.
+
+    Minimises ``1 / 2 * mean_W (y - X coef - intercept)^2 + alpha * ||coef||_1``, the mean
+    weighted by ``sample_weight`` (scikit-learn rescales the weights to sum to
+    ``n_samples``, which is the same).  ``solver="auto"`` uses proximal gradient.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        L1 strength, >= 0; ``alpha=0`` fits ordinary least squares.
+"""
+        + _LONG_COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=1000,
+                 solver_options=None):
+        self.alpha = alpha
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+
+    def _family(self):
+        return Gaussian()
+
+    def _penalty(self, total_weight):
+        return make_penalty("l1", self.alpha)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class ElasticNet(_RegressorGLM):
+    __doc__ = (
+        """Least squares with an elastic-net penalty, as :class:`sklearn.linear_model.ElasticNet`.
+
+    Minimises ``1 / 2 * mean_W (y - X coef - intercept)^2 + alpha * l1_ratio * ||coef||_1
+    + alpha * (1 - l1_ratio) / 2 * ||coef||^2``, the mean weighted by ``sample_weight``.
+    ``solver="auto"`` uses proximal gradient (the normal equations when ``l1_ratio=0``).
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Penalty strength, >= 0.
+    l1_ratio : float, default=0.5
+        Mixing in [0, 1]: 1 is the lasso, 0 ridge.
+"""
+        + _LONG_COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, alpha=1.0, *, l1_ratio=0.5, solver="auto", fit_intercept=True, tol=1e-4,
+                 max_iter=1000, solver_options=None):
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+
+    def _family(self):
+        return Gaussian()
+
+    def _penalty(self, total_weight):
+        return make_penalty("elasticnet", self.alpha, self.l1_ratio)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
 class LogisticRegression(ClassifierMixin, _GLMBase):
     __doc__ = (
         """Binary logistic regression, as :class:`sklearn.linear_model.LogisticRegression`.
@@ -558,8 +655,14 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
             import dask.array as da
 
             classes = np.unique(da.unique(y).compute())
+            if classes.dtype.kind == "f" and not np.isfinite(classes).all():
+                raise ValueError("Input y contains NaN or infinity.")
+            kind = "binary" if classes.size <= 2 else "multiclass"
         else:
+            kind = type_of_target(y, input_name="y")
             classes = np.unique(y)
+        if kind in ("continuous", "continuous-multioutput"):
+            raise ValueError(f"Unknown label type: {kind}. Labels must be class names, not a continuous target.")
         if classes.size < 2:
             raise ValueError(
                 f"This solver needs samples of at least 2 classes in the data, but the data "
@@ -567,7 +670,8 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
             )
         if classes.size > 2:
             raise ValueError(
-                f"{type(self).__name__} is binary; y has {classes.size} classes."
+                f"Only binary classification is supported: {type(self).__name__} got y with "
+                f"{classes.size} classes (target type {kind})."
             )
         self.classes_ = classes
         return (y == classes[1]).astype(np.float64)
@@ -582,7 +686,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, 2), columns ordered as ``classes_``."""
-        prob = self._family().mean(self._linear_predictor(X))
+        prob = _apply_rowwise(self._family().mean, self._linear_predictor(X))
         if is_dask(prob):
             import dask.array as da
 

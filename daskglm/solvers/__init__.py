@@ -6,16 +6,22 @@ naming the solvers that do when it does not.
 
 from __future__ import annotations
 
+from .admm import ADMM
+from .averaging import Averaging
 from .base import Objective, Problem, Solver, SolverResult
 from .gradient import GradientDescent
 from .lbfgs import LBFGS
+from .newton import Newton
 from .normal import NormalEquations
+from .proximal import ProximalGradient
 
 __all__ = ["SOLVERS", "get_solver", "Problem", "Objective", "Solver", "SolverResult"]
 
 #: Every solver by its ``solver=`` name.
 SOLVERS: dict[str, type[Solver]] = {
-    cls.name: cls for cls in (NormalEquations, GradientDescent, LBFGS)
+    cls.name: cls
+    for cls in (NormalEquations, GradientDescent, LBFGS, Newton, ProximalGradient, ADMM,
+                Averaging)
 }
 
 

@@ -1,0 +1,103 @@
+"""Command line: ``python -m benchmarks run --suite quick [--output PATH]``.
+
+Sub-commands
+------------
+run
+    Run a suite, write its JSON results and print the markdown table.
+report
+    Print the markdown table of a results file.
+list
+    List the suites, their cases and the registered methods.
+rounds
+    Break the time of daskglm's distributed rounds down (see :mod:`benchmarks.rounds`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+__all__ = ["main"]
+
+#: Where ``run`` writes its results unless told otherwise (git-ignored).
+DEFAULT_OUTPUT = pathlib.Path(__file__).resolve().parent / "results" / "latest.json"
+
+
+def _log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+def _run(args):
+    from .cases import get_suite
+    from .report import markdown, write_json
+    from .runner import run_suite
+
+    suite = get_suite(args.suite)
+    results = run_suite(suite, log=_log)
+    path = write_json(results, args.output)
+    print(markdown(results))
+    print(f"Results written to {path}")
+    return 0
+
+
+def _report(args):
+    from .report import markdown, read_json
+
+    print(markdown(read_json(args.path)))
+    return 0
+
+
+def _list(args):
+    from .cases import SUITES
+    from .methods import METHODS
+
+    for suite in SUITES.values():
+        print(f"suite {suite.name}: {suite.repeats} repeats, target gap {suite.target_gap:g}")
+        for case in suite.cases:
+            print(f"  {case.name} on {case.data.label}: {', '.join(case.methods)}")
+    print("methods:")
+    for method in METHODS.values():
+        print(f"  {method.name:<18} {method.label} [{method.library}, {method.where}]")
+    return 0
+
+
+def _rounds(args):
+    from .rounds import main as rounds_main
+
+    return rounds_main(args)
+
+
+def build_parser():
+    """The argument parser of ``python -m benchmarks``."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run a suite and write its results")
+    run.add_argument("--suite", default="quick", help="quick (default), full or smoke")
+    run.add_argument("--output", default=str(DEFAULT_OUTPUT),
+                     help="JSON results file (default: benchmarks/results/latest.json)")
+    run.set_defaults(handler=_run)
+
+    report = commands.add_parser("report", help="print the table of a results file")
+    report.add_argument("path", nargs="?", default=str(DEFAULT_OUTPUT))
+    report.set_defaults(handler=_report)
+
+    listing = commands.add_parser("list", help="list suites, cases and methods")
+    listing.set_defaults(handler=_list)
+
+    rounds = commands.add_parser("rounds", help="where the time of one daskglm round goes")
+    rounds.add_argument("--suite", default="quick", help="take the data set of this suite")
+    rounds.add_argument("--repeats", type=int, default=10, help="rounds timed per measurement")
+    rounds.set_defaults(handler=_rounds)
+    return parser
+
+
+def main(argv=None):
+    """Entry point; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""The local Dask cluster a suite runs on."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import asdict, dataclass
+
+__all__ = ["ClusterSpec", "local_cluster", "describe_cluster"]
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """Shape of a ``distributed.LocalCluster`` of worker processes.
+
+    Attributes
+    ----------
+    n_workers : int
+        Worker processes.
+    threads_per_worker : int
+        Threads per worker (BLAS in each worker is limited to this many threads too).
+    """
+
+    n_workers: int = 2
+    threads_per_worker: int = 1
+
+    def to_dict(self):
+        """The spec as a plain dict."""
+        return asdict(self)
+
+
+@contextlib.contextmanager
+def local_cluster(spec: ClusterSpec, quiet=True):
+    """Start a ``LocalCluster`` and a ``Client`` (the default client) for the block.
+
+    Parameters
+    ----------
+    spec : ClusterSpec
+    quiet : bool
+        Silence ``distributed``'s informational logging.
+
+    Yields
+    ------
+    distributed.Client
+    """
+    from distributed import Client, LocalCluster
+
+    if quiet:
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+    with LocalCluster(
+        n_workers=spec.n_workers,
+        threads_per_worker=spec.threads_per_worker,
+        processes=True,
+        dashboard_address=None,
+        worker_dashboard_address=None,
+    ) as cluster, Client(cluster) as client:
+        yield client
+
+
+def describe_cluster(client):
+    """Workers, threads and memory limits of the cluster behind ``client``.
+
+    Returns
+    -------
+    dict
+    """
+    info = client.scheduler_info()
+    workers = info.get("workers", {})
+    return {
+        "n_workers": len(workers),
+        "threads": sum(w.get("nthreads", 0) for w in workers.values()),
+        "memory_limit_bytes": [w.get("memory_limit") for w in workers.values()],
+    }

@@ -1,0 +1,29 @@
+"""The registry of benchmarked methods: ``METHODS[name]`` -> :class:`Method`.
+
+A new method is a :class:`~benchmarks.methods.base.Method` subclass in the module of its
+library, listed by that module's ``methods()`` function.  Each method maps a problem's
+parameters onto its library's conventions, so that every method of a case minimises the
+same objective.
+"""
+
+from __future__ import annotations
+
+from . import dask_glm_algorithms, daskglm_estimators, numpy_kernels, sklearn_estimators
+from .base import Fit, Method
+
+__all__ = ["METHODS", "get_method", "Fit", "Method"]
+
+#: Every method by its name.
+METHODS: dict[str, Method] = {
+    method.name: method
+    for module in (daskglm_estimators, dask_glm_algorithms, sklearn_estimators, numpy_kernels)
+    for method in module.methods()
+}
+
+
+def get_method(name):
+    """The method called ``name``; a KeyError lists the known names."""
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise KeyError(f"Unknown method {name!r}; known: {sorted(METHODS)}.") from None

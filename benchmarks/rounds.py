@@ -1,0 +1,206 @@
+"""Where the time of a daskglm fit goes: per-round overhead versus kernel time.
+
+``python -m benchmarks rounds`` persists the data set of a suite on a local cluster and
+measures, each as the median of several repeats:
+
+* the phases of one ``LogisticRegression(solver="lbfgs")`` fit: total, time inside the
+  engine's rounds (from the ledger), and the rest (driver work between rounds);
+* the set-up a fit pays before its first solver round: reading the labels
+  (``da.unique``) and building the engine (packing partitions plus the validation round);
+* one round on the cluster: an empty round (no work per partition: the fixed cost of
+  scheduling, sending arguments and gathering), a gradient round and a Gram round;
+* the same kernels run on the workers but timed inside the task (pure compute time);
+* the same kernels on one partition in this process, single-threaded, broken into
+  their numpy steps, next to one read of the partition (``X_p.sum()``).
+
+The ideal round is ``ceil(partitions / workers)`` kernel times; what a round costs above
+that is overhead.  This module uses daskglm's engine and kernels directly.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+__all__ = ["profile_rounds", "main"]
+
+
+def _empty(part, n_params):
+    """A kernel that does nothing: the gradient round's result shape, zero work."""
+    from daskglm.kernels import Stats
+
+    return Stats(0.0, 0.0, np.zeros(n_params))
+
+
+def _timed_call(part, function, *args):
+    """Seconds ``function(part, *args)`` takes, measured inside the task."""
+    start = time.perf_counter()
+    function(part, *args)
+    return time.perf_counter() - start
+
+
+def _median_seconds(function, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _cluster_rounds(engine, params, family, repeats):
+    from daskglm.kernels import gram, loss_grad
+
+    d = params.shape[0]
+    rows = {}
+    rows["round: empty (no work per partition)"] = _median_seconds(
+        lambda: engine.reduce(_empty, d, kind="profile"), repeats)
+    rows["round: gradient (loss_grad)"] = _median_seconds(
+        lambda: engine.reduce(loss_grad, params, family, False, kind="profile"), repeats)
+    rows["round: gram"] = _median_seconds(
+        lambda: engine.reduce(gram, kind="profile"), repeats)
+    inside = {"loss_grad": [], "gram": []}
+    for _ in range(repeats):
+        inside["loss_grad"].append(engine.map(_timed_call, loss_grad, params, family, False,
+                                              kind="profile"))
+        inside["gram"].append(engine.map(_timed_call, gram, kind="profile"))
+    for name, runs in inside.items():
+        per_partition = statistics.median(t for run in runs for t in run)
+        rows[f"on workers: {name}, one partition (timed in task)"] = per_partition
+    return rows
+
+
+def _local_kernels(part, params, family, repeats):
+    from daskglm.kernels import gram, loss_grad
+
+    X, y, _ = part
+    eta = X @ params
+    _, residual = family.loss_and_dloss(y, eta)
+    steps = {
+        "local: X_p.sum() (one read of the partition)": lambda: X.sum(),
+        "local: loss_grad(partition)": lambda: loss_grad(part, params, family, False),
+        "local:   X_p @ coef": lambda: X @ params,
+        "local:   family.loss_and_dloss(y, eta)": lambda: family.loss_and_dloss(y, eta),
+        "local:   X_p.T @ r": lambda: X.T @ residual,
+        "local: gram(partition)": lambda: gram(part),
+        "local:   X_p.T @ X_p": lambda: X.T @ X,
+    }
+    with threadpool_limits(1):
+        return {name: _median_seconds(step, repeats) for name, step in steps.items()}
+
+
+def _fit_phases(data, tol, repeats):
+    import dask.array as da
+
+    import daskglm
+    from daskglm.engine import make_engine
+    from daskglm.families import Binomial
+
+    y = data.target("binary")
+    rows, extra = {}, {}
+    model = daskglm.LogisticRegression(C=1.0, solver="lbfgs", fit_intercept=False, tol=tol,
+                                       max_iter=10_000)
+    totals = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.fit(data.X, y)
+        totals.append(time.perf_counter() - start)
+    ledger = model.comm_
+    by_kind = {}
+    for record in ledger.records:
+        by_kind.setdefault(record.kind, []).append(record.seconds)
+    rows["fit: LogisticRegression(lbfgs), total"] = statistics.median(totals)
+    rows["fit:   inside engine rounds (ledger)"] = ledger.seconds
+    for kind, seconds in by_kind.items():
+        rows[f"fit:     {kind} rounds: {len(seconds)} x median"] = statistics.median(seconds)
+    rows["fit:   outside rounds (driver, set-up)"] = statistics.median(totals) - ledger.seconds
+    rows["set-up: da.unique(y).compute()"] = _median_seconds(
+        lambda: np.unique(da.unique(y).compute()), repeats)
+    labels = (y == 1.0).astype(np.float64)
+
+    def build():
+        make_engine(data.X, labels, family=Binomial()).close()
+
+    rows["set-up: make_engine (pack partitions + validate round)"] = _median_seconds(build, 3)
+    extra.update(tol=tol, rounds=ledger.rounds, n_iter=int(model.n_iter_))
+    return rows, extra
+
+
+def profile_rounds(data, client, repeats=10, tol=1e-6):
+    """Measure the phases of a fit, the cost of rounds and of their kernels.
+
+    Parameters
+    ----------
+    data : benchmarks.data.Data
+        Persisted on ``client``'s workers.
+    client : distributed.Client
+    repeats : int
+        Repeats per measurement (the median is kept).
+    tol : float
+        Tolerance of the profiled fit.
+
+    Returns
+    -------
+    dict
+        ``rows`` (description -> seconds) and ``info`` (partition and worker counts, the
+        ideal round and the profiled fit's rounds and iterations).
+    """
+    from daskglm.engine import make_engine
+    from daskglm.families import Binomial
+
+    family = Binomial()
+    params = np.random.default_rng(0).standard_normal(data.spec.n_features) * 0.1
+    rows, info = _fit_phases(data, tol, max(3, repeats // 3))
+    labels = (data.target("binary") == 1.0).astype(np.float64)
+    with make_engine(data.X, labels, family=family) as engine:
+        rows.update(_cluster_rounds(engine, params, family, repeats))
+        n_partitions = engine.n_partitions
+    first = math.ceil(data.spec.n_samples / data.spec.n_partitions)
+    part = (data.X_local[:first], data.target_local("binary")[:first], None)
+    rows.update(_local_kernels(part, params, family, repeats))
+    workers = len(client.scheduler_info()["workers"])
+    waves = math.ceil(n_partitions / workers)
+    info.update(partitions=n_partitions, workers=workers, partitions_per_worker=waves)
+    rows["ideal gradient round: waves x local loss_grad"] = waves * rows["local: loss_grad(partition)"]
+    rows["ideal gram round: waves x local gram"] = waves * rows["local: gram(partition)"]
+    return {"rows": rows, "info": info}
+
+
+def _markdown(result, spec):
+    info = result["info"]
+    lines = [
+        f"Data {spec.label}; {info['workers']} workers, {info['partitions']} partitions "
+        f"({info['partitions_per_worker']} per worker); profiled fit: tol={info['tol']:g}, "
+        f"{info['rounds']} rounds, {info['n_iter']} iterations.",
+        "",
+        "| measurement | seconds |",
+        "|---|---|",
+    ]
+    lines += [f"| {name} | {seconds:.4f} |" for name, seconds in result["rows"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(args):
+    """Run the profile on the data set of ``args.suite`` and print a table; returns 0."""
+    import pathlib
+
+    from .cases import get_suite
+    from .cluster import local_cluster
+    from .data import make_data
+    from .environment import library_versions, machine_info
+    from .report import write_json
+
+    suite = get_suite(args.suite)
+    spec = suite.cases[0].data
+    with local_cluster(suite.cluster) as client:
+        data = make_data(spec, client)
+        result = profile_rounds(data, client, repeats=args.repeats)
+    result.update(data=spec.to_dict(), machine=machine_info(), versions=library_versions())
+    path = write_json(result, pathlib.Path(__file__).resolve().parent / "results" / "rounds.json")
+    print(_markdown(result, spec))
+    print(f"Results written to {path}")
+    return 0

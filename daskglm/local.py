@@ -1,0 +1,186 @@
+"""Pure local solves: optimisation problems on ONE partition's data, run where it lives.
+
+Methods that optimise on the workers (divide-and-conquer averaging, consensus ADMM) map
+these functions over the partitions.  Each minimises a problem built from the partition's
+loss with scipy's L-BFGS-B, evaluating the loss and its gradient with
+:func:`daskglm.kernels.loss_grad` on the partition's in-memory arrays.  Like the kernels,
+they are functions of ``(partition, arguments)`` only; nothing here imports dask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.optimize
+
+from .kernels import loss_grad
+
+__all__ = ["LocalFit", "partition_weight", "fit_partition", "proximal_point"]
+
+#: scipy's relative-reduction stopping test, set to round-off so that ``gtol`` decides.
+_FTOL = 64 * np.finfo(float).eps
+
+
+@dataclass
+class LocalFit:
+    """The result of one partition's solve.
+
+    Attributes
+    ----------
+    params : ndarray
+        The local solution (coefficients, then the intercept when fitted).
+    weight : float
+        Total sample weight of the partition.
+    converged : bool
+    n_iter : int
+    loss : float
+        Sum of the partition's weighted losses at ``center`` (:func:`proximal_point`) or
+        at ``params`` (:func:`fit_partition`).
+    grad : ndarray or None
+        Sum of the partition's loss gradients at ``center`` (:func:`proximal_point` only).
+    """
+
+    params: np.ndarray
+    weight: float
+    converged: bool
+    n_iter: int
+    loss: float = 0.0
+    grad: np.ndarray | None = None
+
+
+def partition_weight(part):
+    """Total sample weight of a partition (its row count when unweighted)."""
+    _, y, weight = part
+    return float(y.shape[0]) if weight is None else float(weight.sum())
+
+
+def _lbfgs(fun, x0, tol, max_iter, bounds=None):
+    return scipy.optimize.minimize(
+        fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+        options={"maxiter": max_iter, "maxfun": 20 * max_iter, "gtol": tol, "ftol": _FTOL,
+                 "maxls": 50},
+    )
+
+
+def _converged(result, grad_max, tol):
+    # status 2 (no further decrease) is L-BFGS-B's answer at an optimum within round-off
+    return bool(result.status == 0 or (result.status == 2 and grad_max <= 10 * tol))
+
+
+def fit_partition(part, params0, family, penalty, fit_intercept, tol, max_iter):
+    """Minimise the partition's weighted MEAN loss plus ``penalty`` (intercept unpenalised).
+
+    Smooth penalties are handled directly.  The L1 part of a non-smooth penalty is made
+    smooth by splitting the coefficients into non-negative parts, ``coef = plus - minus``,
+    with ``l1 * sum(plus + minus)`` and bounds ``plus, minus >= 0`` (exact at the optimum).
+
+    Parameters
+    ----------
+    part : tuple
+        ``(X, y, weight)`` of one partition.
+    params0 : ndarray
+        Starting point.
+    family : Family
+    penalty : Penalty
+        On the mean-loss scale, acting on the coefficients.
+    fit_intercept : bool
+    tol : float
+        Stop when the largest entry of the (projected) gradient is at most ``tol``.
+    max_iter : int
+        Most L-BFGS-B iterations.
+
+    Returns
+    -------
+    LocalFit
+        ``weight`` 0 (and ``params0`` returned) for a partition without weight.
+    """
+    weight = partition_weight(part)
+    params0 = np.asarray(params0, dtype=float)
+    if weight <= 0:
+        return LocalFit(params0.copy(), 0.0, True, 0)
+    n_coef = params0.shape[0] - int(fit_intercept)
+
+    def mean_loss(params):
+        stats = loss_grad(part, params, family, fit_intercept)
+        return stats.loss / weight, stats.grad / weight
+
+    if penalty.smooth:
+        def fun(params):
+            loss, grad = mean_loss(params)
+            coef = params[:n_coef]
+            grad[:n_coef] += penalty.grad(coef)
+            return loss + penalty.value(coef), grad
+
+        result = _lbfgs(fun, params0, tol, max_iter)
+        params = result.x
+        grad_max = float(np.max(np.abs(result.jac), initial=0.0))
+    else:
+        l1 = penalty.alpha * penalty.l1_ratio
+
+        def fun(z):
+            plus, minus = z[:n_coef], z[n_coef : 2 * n_coef]
+            params = np.concatenate([plus - minus, z[2 * n_coef :]])
+            loss, grad = mean_loss(params)
+            coef = params[:n_coef]
+            coef_grad = grad[:n_coef] + penalty.grad(coef)
+            value = loss + penalty.smooth_value(coef) + l1 * float(plus.sum() + minus.sum())
+            return value, np.concatenate([coef_grad + l1, l1 - coef_grad, grad[n_coef:]])
+
+        coef0 = params0[:n_coef]
+        z0 = np.concatenate([np.maximum(coef0, 0), np.maximum(-coef0, 0), params0[n_coef:]])
+        bounds = [(0.0, None)] * (2 * n_coef) + [(None, None)] * int(fit_intercept)
+        result = _lbfgs(fun, z0, tol, max_iter, bounds)
+        z = result.x
+        params = np.concatenate([z[:n_coef] - z[n_coef : 2 * n_coef], z[2 * n_coef :]])
+        projected = np.where((z > 0) | (result.jac < 0), result.jac, 0.0)
+        projected[2 * n_coef :] = result.jac[2 * n_coef :]
+        grad_max = float(np.max(np.abs(projected), initial=0.0))
+    loss = loss_grad(part, params, family, fit_intercept).loss
+    return LocalFit(params, weight, _converged(result, grad_max, tol), int(result.nit), loss)
+
+
+def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, scale, tol, max_iter):
+    """ADMM's local step: ``argmin_x scale * loss(x) + rho / 2 * |x - center + dual|^2``.
+
+    Warm-started from the partition's previous solution.  In the same pass the loss and
+    gradient sums at ``center`` are returned, so the driver can follow the objective of
+    the consensus point without another round.
+
+    Parameters
+    ----------
+    part : tuple
+        ``(X, y, weight)`` of one partition.
+    start_and_dual : tuple of ndarray
+        ``(x, dual)``: the partition's previous solution and its scaled dual variable.
+    center : ndarray
+        The consensus point ``z``.
+    rho : float
+        Augmented-Lagrangian parameter.
+    family : Family
+    fit_intercept : bool
+    scale : float
+        Factor on the loss sum (``1 / total weight`` of the whole data set).
+    tol : float
+        Stop when the largest gradient entry is at most ``tol``.
+    max_iter : int
+        Most L-BFGS-B iterations.
+
+    Returns
+    -------
+    LocalFit
+        With ``loss`` and ``grad`` the sums at ``center``.
+    """
+    start, dual = start_and_dual
+    target = center - dual
+    at_center = loss_grad(part, center, family, fit_intercept)
+
+    def fun(params):
+        stats = loss_grad(part, params, family, fit_intercept)
+        diff = params - target
+        return scale * stats.loss + 0.5 * rho * float(diff @ diff), scale * stats.grad + rho * diff
+
+    result = _lbfgs(fun, np.asarray(start, dtype=float), tol, max_iter)
+    grad_max = float(np.max(np.abs(result.jac), initial=0.0))
+    return LocalFit(result.x, at_center.weight, _converged(result, grad_max, tol), int(result.nit),
+                    at_center.loss, at_center.grad)
