@@ -97,8 +97,9 @@ def glm_cases(data):
     """The cases comparing daskglm with its peers on one data set."""
     return (
         Case("logistic-l2", data, LogisticL2(C=1.0, fit_intercept=False),
-             ("daskglm-lbfgs", "dask-glm-lbfgs", "sklearn-lbfgs")),
-        Case("ols", data, LeastSquares(fit_intercept=True), ("daskglm-normal", "numpy-gram")),
+             ("daskglm-lbfgs", "dask-glm-lbfgs", "sklearn-lbfgs", "sklearn-lbfgs-1thread")),
+        Case("ols", data, LeastSquares(fit_intercept=True),
+             ("daskglm-normal", "numpy-gram", "numpy-gram-1thread")),
         Case("memory-read", data, None, ("numpy-sum", "numpy-matvec")),
     )
 
@@ -110,8 +111,12 @@ def glm_ratios():
               ("logistic-l2", "daskglm-lbfgs"), target=5.0, goal="at least"),
         Ratio("daskglm / sklearn (logistic)", ("logistic-l2", "daskglm-lbfgs"),
               ("logistic-l2", "sklearn-lbfgs"), target=1.0, goal="at most"),
+        Ratio("daskglm / sklearn on 1 thread (logistic)", ("logistic-l2", "daskglm-lbfgs"),
+              ("logistic-l2", "sklearn-lbfgs-1thread")),
         Ratio("daskglm normal / numpy X.T@X (ols)", ("ols", "daskglm-normal"),
               ("ols", "numpy-gram"), target=2.0, goal="at most"),
+        Ratio("daskglm normal / numpy X.T@X on 1 thread (ols)", ("ols", "daskglm-normal"),
+              ("ols", "numpy-gram-1thread")),
         Ratio("daskglm lbfgs / one read of X", ("logistic-l2", "daskglm-lbfgs"),
               ("memory-read", "numpy-sum")),
     )

@@ -24,6 +24,11 @@ class ClusterSpec:
     n_workers: int = 2
     threads_per_worker: int = 1
 
+    @property
+    def total_threads(self):
+        """Worker threads in all: the cores the cluster computes on."""
+        return self.n_workers * self.threads_per_worker
+
     def to_dict(self):
         """The spec as a plain dict."""
         return asdict(self)

@@ -70,7 +70,7 @@ class Data:
     targets : dict of str to dask.array.Array
         Persisted, chunked like ``X``'s rows.
     X_local : numpy.ndarray
-        The same ``X`` in this process (C-contiguous).
+        The same ``X`` in this process (C-contiguous, aligned, owning its memory).
     targets_local : dict of str to numpy.ndarray
     true_coef : numpy.ndarray
         The coefficients the targets were drawn with.
@@ -131,6 +131,16 @@ def make_data(spec: DataSpec, client):
     wait(persisted)
     X, targets = persisted[0], dict(zip(names, persisted[1:], strict=True))
     local = client.compute([X, *(targets[k] for k in names)], sync=True)
-    X_local = np.ascontiguousarray(local[0])
-    targets_local = {k: np.ascontiguousarray(v) for k, v in zip(names, local[1:], strict=True)}
+    X_local, *targets_local = (_owned(a) for a in local)
+    targets_local = dict(zip(names, targets_local, strict=True))
     return Data(spec, X, targets, X_local, targets_local, coef)
+
+
+def _owned(a):
+    """A fresh, aligned, C-contiguous copy of ``a``.
+
+    Arrays received from the workers may live at an unaligned offset inside a network
+    buffer; numpy's ``matmul`` does not hand those to BLAS and falls back to loops several
+    times slower, which would penalise every in-memory method.
+    """
+    return np.array(a, dtype=np.float64, order="C", copy=True)

@@ -121,25 +121,23 @@ class LogisticL2(Problem):
             diagonal[-1] = 0.0
         return diagonal
 
-    def _value_grad_hess(self, X, y, params):
+    def _grad_hess(self, X, y, params):
         penalty = self._penalty_diagonal(X.shape[1])
-        value = 0.5 * float(params @ (penalty * params))
         grad = penalty * params
         hess = np.diag(penalty)
         for start, stop in _blocks(X.shape[0]):
             X_b = _with_ones(X[start:stop], self.fit_intercept)
-            eta = X_b @ params
-            prob = 0.5 * (1.0 + np.tanh(0.5 * eta))
-            value += np.sum(np.logaddexp(0.0, eta)) - float(y[start:stop] @ eta)
+            prob = 0.5 * (1.0 + np.tanh(0.5 * (X_b @ params)))
             grad += X_b.T @ (prob - y[start:stop])
             hess += (X_b * (prob * (1.0 - prob))[:, None]).T @ X_b
-        return value, grad, hess
+        return grad, hess
 
     def reference(self, X, y, max_iter=50):
         """Damped Newton's method from zero, run until the Newton decrement is round-off."""
         params = np.zeros(X.shape[1] + int(self.fit_intercept))
-        value, grad, hess = self._value_grad_hess(X, y, params)
+        value = self.objective(X, y, _split(params, self.fit_intercept))
         for _ in range(max_iter):
+            grad, hess = self._grad_hess(X, y, params)
             step = cho_solve(cho_factor(hess), grad)
             if float(grad @ step) <= 1e-15 * abs(value):
                 params = params - step  # a last full step: the gap is now round-off
@@ -147,11 +145,11 @@ class LogisticL2(Problem):
             scale = 1.0
             while True:
                 trial = params - scale * step
-                trial_value, trial_grad, trial_hess = self._value_grad_hess(X, y, trial)
+                trial_value = self.objective(X, y, _split(trial, self.fit_intercept))
                 if trial_value <= value or scale < 1e-10:
                     break
                 scale *= 0.5
-            params, value, grad, hess = trial, trial_value, trial_grad, trial_hess
+            params, value = trial, trial_value
         return _split(params, self.fit_intercept)
 
 

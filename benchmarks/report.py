@@ -56,8 +56,11 @@ def _results_table(results):
             gap = _number(entry.get("gap"), ".1e")
             if entry.get("gap_met") is False:
                 gap += " (target missed)"
+            where = entry["where"]
+            if entry.get("threads"):
+                where += f", {entry['threads']} thread" + ("s" if entry["threads"] > 1 else "")
             rows.append([
-                case["case"], entry["label"], entry["where"], _number(entry.get("tol"), ".3g"),
+                case["case"], entry["label"], where, _number(entry.get("tol"), ".3g"),
                 _number(entry["median_s"], ".3g"), _number(entry["min_s"], ".3g"), gap,
                 _number(entry.get("n_iter"), "d"), _number(entry.get("rounds"), "d"),
             ])
@@ -80,6 +83,8 @@ def _summary(results):
     peers = ", ".join(f"{name} {version}" for name, version in versions.items() if version)
     load = machine.get("load_average_before")
     load_text = f", load average {load[0]:.2f} at the start" if load else ""
+    if load and machine.get("usable_cores") and load[0] > machine["usable_cores"]:
+        load_text += " (busier than its cores: timings are noisy)"
     return "\n".join([
         f"Suite `{results['suite']}` ({results['started']}): median of {settings['repeats']} "
         f"repeats; every fit must reach relative objective gap <= {settings['target_gap']:g}.",
@@ -99,5 +104,8 @@ def markdown(results):
         _summary(results),
         "Data: " + "; ".join(sorted(data)) + ". Problems: " + "; ".join(problems) + ".",
         _results_table(results),
+        "tol: each method's own stopping tolerance, the loosest of its ladder reaching the "
+        "target gap. rounds: daskglm's engine rounds (validation + solver); dask-glm's "
+        "function evaluations (one Dask computation each).",
         _ratios_table(results),
     ]) + "\n"

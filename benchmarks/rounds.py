@@ -9,7 +9,8 @@ measures, each as the median of several repeats:
   (``da.unique``) and building the engine (packing partitions plus the validation round);
 * one round on the cluster: an empty round (no work per partition: the fixed cost of
   scheduling, sending arguments and gathering), a gradient round and a Gram round;
-* the same kernels run on the workers but timed inside the task (pure compute time);
+* the same kernels run on the workers but timed inside the task (pure compute time),
+  with every worker busy and with one task alone;
 * the same kernels on one partition in this process, single-threaded, broken into
   their numpy steps, next to one read of the partition (``X_p.sum()``).
 
@@ -43,6 +44,11 @@ def _timed_call(part, function, *args):
     return time.perf_counter() - start
 
 
+def _is_aligned(part):
+    """Whether the partition's ``X`` is aligned (numpy hands only aligned arrays to BLAS)."""
+    return bool(part[0].flags.aligned)
+
+
 def _median_seconds(function, repeats):
     times = []
     for _ in range(repeats):
@@ -70,12 +76,18 @@ def _cluster_rounds(engine, params, family, repeats):
         inside["gram"].append(engine.map(_timed_call, gram, kind="profile"))
     for name, runs in inside.items():
         per_partition = statistics.median(t for run in runs for t in run)
-        rows[f"on workers: {name}, one partition (timed in task)"] = per_partition
+        rows[f"on workers: {name}, one partition, all busy (timed in task)"] = per_partition
+    first = engine.parts[0]  # one task at a time: the kernel without contention
+    for name, kernel, args in (("loss_grad", loss_grad, (params, family, False)),
+                               ("gram", gram, ())):
+        alone = [engine.client.submit(_timed_call, first, kernel, *args, pure=False).result()
+                 for _ in range(repeats)]
+        rows[f"on workers: {name}, one partition, alone (timed in task)"] = statistics.median(alone)
     return rows
 
 
 def _local_kernels(part, params, family, repeats):
-    from daskglm.kernels import gram, loss_grad
+    from daskglm.kernels import gram, loss_grad, summarize
 
     X, y, _ = part
     eta = X @ params
@@ -88,9 +100,30 @@ def _local_kernels(part, params, family, repeats):
         "local:   X_p.T @ r": lambda: X.T @ residual,
         "local: gram(partition)": lambda: gram(part),
         "local:   X_p.T @ X_p": lambda: X.T @ X,
+        "local: summarize(partition) (the validate kernel)": lambda: summarize(part, family),
     }
     with threadpool_limits(1):
         return {name: _median_seconds(step, repeats) for name, step in steps.items()}
+
+
+def _fit_rows(label, model, X, y, repeats):
+    """Total time of a fit and its split between engine rounds and the rest (medians)."""
+    totals, in_rounds, by_kind = [], [], {}
+    for _ in range(repeats):
+        start = time.perf_counter()
+        model.fit(X, y)
+        totals.append(time.perf_counter() - start)
+        in_rounds.append(model.comm_.seconds)
+        for record in model.comm_.records:
+            by_kind.setdefault(record.kind, []).append(record.seconds)
+    rows = {f"fit: {label}, total": statistics.median(totals),
+            "fit:   inside engine rounds (ledger)": statistics.median(in_rounds)}
+    for kind, seconds in by_kind.items():
+        count = len(seconds) // repeats
+        rows[f"fit:     {kind} rounds: {count} x median"] = statistics.median(seconds)
+    rows["fit:   outside rounds (driver, set-up)"] = statistics.median(
+        total - inside for total, inside in zip(totals, in_rounds, strict=True))
+    return rows, model.comm_.rounds, int(model.n_iter_)
 
 
 def _fit_phases(data, tol, repeats):
@@ -101,23 +134,13 @@ def _fit_phases(data, tol, repeats):
     from daskglm.families import Binomial
 
     y = data.target("binary")
-    rows, extra = {}, {}
-    model = daskglm.LogisticRegression(C=1.0, solver="lbfgs", fit_intercept=False, tol=tol,
-                                       max_iter=10_000)
-    totals = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        model.fit(data.X, y)
-        totals.append(time.perf_counter() - start)
-    ledger = model.comm_
-    by_kind = {}
-    for record in ledger.records:
-        by_kind.setdefault(record.kind, []).append(record.seconds)
-    rows["fit: LogisticRegression(lbfgs), total"] = statistics.median(totals)
-    rows["fit:   inside engine rounds (ledger)"] = ledger.seconds
-    for kind, seconds in by_kind.items():
-        rows[f"fit:     {kind} rounds: {len(seconds)} x median"] = statistics.median(seconds)
-    rows["fit:   outside rounds (driver, set-up)"] = statistics.median(totals) - ledger.seconds
+    logistic = daskglm.LogisticRegression(C=1.0, solver="lbfgs", fit_intercept=False, tol=tol,
+                                          max_iter=10_000)
+    rows, rounds, n_iter = _fit_rows("LogisticRegression(lbfgs)", logistic, data.X, y, repeats)
+    ols_rows, _, _ = _fit_rows("LinearRegression(normal)", daskglm.LinearRegression(
+        solver="normal"), data.X, data.target("continuous"), repeats)
+    rows.update({name.replace("fit:   ", "fit (ols):   "): value
+                 for name, value in ols_rows.items()})
     rows["set-up: da.unique(y).compute()"] = _median_seconds(
         lambda: np.unique(da.unique(y).compute()), repeats)
     labels = (y == 1.0).astype(np.float64)
@@ -126,8 +149,7 @@ def _fit_phases(data, tol, repeats):
         make_engine(data.X, labels, family=Binomial()).close()
 
     rows["set-up: make_engine (pack partitions + validate round)"] = _median_seconds(build, 3)
-    extra.update(tol=tol, rounds=ledger.rounds, n_iter=int(model.n_iter_))
-    return rows, extra
+    return rows, {"tol": tol, "rounds": rounds, "n_iter": n_iter}
 
 
 def profile_rounds(data, client, repeats=10, tol=1e-6):
@@ -159,12 +181,14 @@ def profile_rounds(data, client, repeats=10, tol=1e-6):
     with make_engine(data.X, labels, family=family) as engine:
         rows.update(_cluster_rounds(engine, params, family, repeats))
         n_partitions = engine.n_partitions
+        aligned = engine.map(_is_aligned, kind="profile")
     first = math.ceil(data.spec.n_samples / data.spec.n_partitions)
     part = (data.X_local[:first], data.target_local("binary")[:first], None)
     rows.update(_local_kernels(part, params, family, repeats))
     workers = len(client.scheduler_info()["workers"])
     waves = math.ceil(n_partitions / workers)
-    info.update(partitions=n_partitions, workers=workers, partitions_per_worker=waves)
+    info.update(partitions=n_partitions, workers=workers, partitions_per_worker=waves,
+                misaligned_partitions=len(aligned) - sum(aligned))
     rows["ideal gradient round: waves x local loss_grad"] = waves * rows["local: loss_grad(partition)"]
     rows["ideal gram round: waves x local gram"] = waves * rows["local: gram(partition)"]
     return {"rows": rows, "info": info}
@@ -174,8 +198,9 @@ def _markdown(result, spec):
     info = result["info"]
     lines = [
         f"Data {spec.label}; {info['workers']} workers, {info['partitions']} partitions "
-        f"({info['partitions_per_worker']} per worker); profiled fit: tol={info['tol']:g}, "
-        f"{info['rounds']} rounds, {info['n_iter']} iterations.",
+        f"({info['partitions_per_worker']} per worker, {info['misaligned_partitions']} "
+        f"misaligned); profiled fit: tol={info['tol']:g}, {info['rounds']} rounds, "
+        f"{info['n_iter']} iterations.",
         "",
         "| measurement | seconds |",
         "|---|---|",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from .cluster import describe_cluster, local_cluster
 from .data import make_data
@@ -30,7 +32,9 @@ class _Reference:
         self.X = data.X_local
         self.y = data.target_local(problem.target)
         start = time.perf_counter()
-        self.solution = problem.reference(self.X, self.y)
+        # untimed; one BLAS thread is never slowed by threads competing for busy cores
+        with threadpool_limits(limits=1):
+            self.solution = problem.reference(self.X, self.y)
         self.seconds = time.perf_counter() - start
         self.value = problem.objective(self.X, self.y, self.solution)
 
@@ -45,8 +49,24 @@ class _Reference:
                 "intercept": self.solution.intercept}
 
 
+def _thread_limit(method, suite):
+    """In-memory methods get as many BLAS/OpenMP threads as the cluster has cores."""
+    if method.where != "memory":
+        return None, contextlib.nullcontext()
+    threads = method.threads or suite.cluster.total_threads
+    return threads, threadpool_limits(limits=threads)
+
+
 def _run_method(method, case, data, reference, suite, log):
     """Calibrate (fits) or warm up (kernels and direct solvers), then time the repeats."""
+    threads, limit = _thread_limit(method, suite)
+    with limit:
+        entry = _calibrate_and_time(method, case, data, reference, suite, log)
+    entry["threads"] = threads
+    return entry
+
+
+def _calibrate_and_time(method, case, data, reference, suite, log):
     def run(tol):
         return method.run(data, case.problem, tol)
 

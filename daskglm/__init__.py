@@ -1,6 +1,7 @@
 """daskglm: generalised linear models on Dask, with every round of communication accounted for."""
 
-from .comm import CommLedger
+from .comm import CommLedger, CommReport
+from .compare import Comparison, compare
 from .estimators import (
     GLM,
     ElasticNet,
@@ -9,6 +10,8 @@ from .estimators import (
     LogisticRegression,
     PoissonRegressor,
     Ridge,
+    SGDClassifier,
+    SGDRegressor,
 )
 from .families import Binomial, Family, Gaussian, Poisson
 from .penalties import L1, L2, NoPenalty, Penalty
@@ -23,6 +26,8 @@ __all__ = [
     "ElasticNet",
     "LogisticRegression",
     "PoissonRegressor",
+    "SGDRegressor",
+    "SGDClassifier",
     "Family",
     "Gaussian",
     "Binomial",
@@ -31,5 +36,8 @@ __all__ = [
     "NoPenalty",
     "L2",
     "L1",
+    "CommReport",
     "CommLedger",
+    "compare",
+    "Comparison",
 ]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-import warnings
 
 import numpy as np
 
@@ -37,58 +35,67 @@ def synthetic(n_samples, n_features, family="binomial", chunks=None, random_stat
     return X, y, coef
 
 
+def _local_cluster(args):
+    """A LocalCluster of ``args.workers`` single-threaded worker processes."""
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+
+
+def _synthetic_persisted(args):
+    X, y, _ = synthetic(args.n, args.d, args.family, chunks=max(1, args.n // args.partitions))
+    return X.persist(), y.persist()
+
+
 def demo(args):
     """Fit one synthetic problem with every solver on a LocalCluster and print a table."""
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
-    from .estimators import GLM
-    from .solvers import SOLVERS
+    from .compare import compare
 
-    with LocalCluster(
-        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, Client(cluster):
-        X, y, _ = synthetic(args.n, args.d, args.family, chunks=args.n // args.partitions)
-        X, y = X.persist(), y.persist()
-        split = int(0.8 * args.n)
-        X_train, y_train, X_test, y_test = X[:split], y[:split], X[split:], y[split:]
+    with _local_cluster(args) as cluster, Client(cluster):
+        X, y = _synthetic_persisted(args)
         print(
             f"daskglm demo: {args.family} family, L2 alpha={args.alpha}, n={args.n}, d={args.d}, "
             f"{args.partitions} partitions, {args.workers} worker processes"
         )
-        rows = []
-        for name in SOLVERS:
-            model = GLM(args.family, "l2", args.alpha, solver=name, tol=1e-8, max_iter=500)
-            start = time.perf_counter()
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    model.fit(X_train, y_train)
-            except ValueError as exc:
-                rows.append((name, "-", "-", "-", "-", f"n/a: {str(exc).split(';')[0]}"))
-                continue
-            seconds = time.perf_counter() - start
-            rows.append(
-                (
-                    name,
-                    model.n_iter_,
-                    model.comm_.rounds,
-                    f"{seconds:.2f}",
-                    f"{model.history_[-1]['objective']:.8f}",
-                    f"{model.score(X_test, y_test):.4f}",
-                )
-            )
-        header = ("method", "iterations", "rounds", "seconds", "objective", "held-out score")
-        _print_table(header, rows)
+        result = compare(X, y, family=args.family, penalty="l2", alpha=args.alpha, tol=1e-8,
+                         max_iter=500, test_size=0.2)
+        print(result.table(
+            ("method", "iterations", "rounds", "seconds", "objective", "held-out score")
+        ))
     return 0
 
 
-def _print_table(header, rows):
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = "  ".join(str(h).ljust(w) for h, w in zip(header, widths))
-    print(line)
-    print("-" * len(line))
-    for row in rows:
-        print("  ".join(str(v).ljust(w) for v, w in zip(row, widths)))
+def compare_command(args):
+    """Fit a synthetic data set with the chosen methods on a LocalCluster; print the table."""
+    from distributed import Client
+
+    from .compare import compare
+    from .costmodel import Cluster
+
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
+    if args.project:
+        Cluster.parse(args.project, base=Cluster(1))  # a bad specification fails early
+    with _local_cluster(args) as cluster, Client(cluster):
+        X, y = _synthetic_persisted(args)
+        print(
+            f"daskglm compare: {args.family} family, {args.penalty} alpha={args.alpha}, "
+            f"n={args.n}, d={args.d}, {args.partitions} partitions, {args.workers} worker processes"
+        )
+        result = compare(X, y, methods, family=args.family, penalty=args.penalty,
+                         alpha=args.alpha, tol=args.tol, max_iter=args.max_iter,
+                         test_size=args.test_size)
+        print(result.table())
+        if args.project:
+            print()
+            print(result.project(args.project))
+        if args.plot:
+            result.plot(args.plot)
+            print(f"\nplot written to {args.plot}")
+    return 0
 
 
 def main(argv=None):
@@ -105,6 +112,38 @@ def main(argv=None):
     demo_parser.add_argument("--partitions", type=int, default=8)
     demo_parser.add_argument("--workers", type=int, default=2)
     demo_parser.set_defaults(run=demo)
+
+    compare_parser = commands.add_parser(
+        "compare",
+        help="fit a synthetic data set with chosen methods on a LocalCluster and compare costs",
+    )
+    compare_parser.add_argument("--n", type=int, default=200_000, help="rows")
+    compare_parser.add_argument("--d", type=int, default=20, help="features")
+    compare_parser.add_argument(
+        "--family", default="binomial", choices=["binomial", "gaussian", "poisson"]
+    )
+    compare_parser.add_argument(
+        "--penalty", default="l2", choices=["l2", "l1", "elasticnet", "none"]
+    )
+    compare_parser.add_argument("--alpha", type=float, default=1e-4,
+                                help="penalty strength (mean-loss scale)")
+    compare_parser.add_argument("--partitions", type=int, default=8)
+    compare_parser.add_argument("--workers", type=int, default=2)
+    compare_parser.add_argument("--methods", default=None,
+                                help="comma-separated solver names (default: all)")
+    compare_parser.add_argument("--tol", type=float, default=1e-8)
+    compare_parser.add_argument("--max-iter", type=int, default=500)
+    compare_parser.add_argument("--test-size", type=float, default=0.2,
+                                help="fraction of the rows held out for the score")
+    compare_parser.add_argument("--plot", metavar="FILE.png", default=None,
+                                help="save objective gap vs bytes, rounds and seconds "
+                                     "(needs matplotlib)")
+    compare_parser.add_argument(
+        "--project", metavar="SPEC", default=None,
+        help="predict each method's time on another cluster, e.g. "
+             "workers=64,bandwidth=1e9,latency=1e-3 (see daskglm.costmodel)",
+    )
+    compare_parser.set_defaults(run=compare_command)
     args = parser.parse_args(argv)
     return args.run(args)
 

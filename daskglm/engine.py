@@ -9,7 +9,11 @@ process), and offers these verbs to the solvers:
 * :meth:`Engine.map` -- ONE round: run a function on every partition and return one
   result per partition;
 * :meth:`Engine.map_each` -- ONE round, as ``map`` but with one extra argument per
-  partition (per-partition solver state, as in ADMM).
+  partition (per-partition solver state, as in ADMM);
+* :meth:`Engine.reduce_each` -- ONE round, as ``reduce`` but with one extra argument per
+  partition (what each partition of a mini-batch draws, as in SGD).
+
+:func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
 
 Each round is written to the engine's :class:`~daskglm.comm.CommLedger`.  No dask.array
 graph is built per round: the partitions are persisted once and every round maps over
@@ -18,22 +22,36 @@ their futures.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
-from .comm import CommLedger, Timer, nbytes
+from .comm import CommLedger, DaskMeter, LocalProbe, Timer, nbytes
 from .kernels import PartitionSummary, sum_group, summarize, tree_sum
 
-__all__ = ["Engine", "LocalEngine", "DistributedEngine", "make_engine", "active_client", "is_dask"]
+__all__ = [
+    "Engine", "LocalEngine", "DistributedEngine", "make_engine", "stream_engines", "active_client",
+    "is_dask",
+]
 
 #: Broadcast arguments larger than this are scattered to the workers once per round
 #: instead of being embedded in every task.
 SCATTER_BYTES = 1 << 20
+
+
+@functools.cache
+def _blas_controller():
+    """The native thread pools (BLAS, OpenMP) of this process, inspected once.
+
+    Inspecting them is slow (it reads the process's memory map), so it is not repeated on
+    every round.
+    """
+    return ThreadpoolController()
 
 
 def is_dask(obj) -> bool:
@@ -94,11 +112,19 @@ class Engine:
         """
         raise NotImplementedError
 
+    def reduce_each(self, kernel, each, *args, kind):
+        """One round: ``sum(kernel(part, item, *args) for part, item in zip(partitions, each))``.
+
+        As :meth:`reduce`, summed in the same fixed-order tree, with ``each`` holding one
+        item per partition, sent to that partition only.
+        """
+        raise NotImplementedError
+
     def _check_each(self, each):
         each = list(each)
         if len(each) != self.n_partitions:
             raise ValueError(
-                f"map_each needs one item per partition: got {len(each)} for "
+                f"Need one item per partition: got {len(each)} for "
                 f"{self.n_partitions} partitions."
             )
         return each
@@ -113,6 +139,15 @@ class Engine:
             n = math.ceil(n / self.split_every)
             tasks += n
         return tasks
+
+    def _probe(self, kind):
+        """What measures one round of ``kind`` (see :mod:`daskglm.comm`)."""
+        raise NotImplementedError
+
+    def _round_fields(self, probe, tree):
+        """What every round's record gets besides its bytes and seconds."""
+        split_every = self.split_every if tree else None
+        return {"partitions": self.n_partitions, "split_every": split_every, "probe": probe}
 
     def validate(self, family):
         """One round over the data: row count, total weight, NaN/inf, labels, weights.
@@ -157,36 +192,55 @@ class LocalEngine(Engine):
         self.n_threads = max(1, min(n_threads or os.cpu_count() or 1, self.n_partitions))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
 
-    def _run(self, fn, args, each=None):
+    def _probe(self, kind):
+        return LocalProbe(self.n_threads)
+
+    def _run(self, fn, args, each=None, probe=None):
+        fn = fn if probe is None else probe.timed(fn)
         each = [()] * self.n_partitions if each is None else [(item,) for item in each]
         if self._pool is None:
             return [fn(part, *item, *args) for part, item in zip(self.parts, each)]
-        with threadpool_limits(1):
+        with _blas_controller().limit(limits=1):
             return list(self._pool.map(lambda pi: fn(pi[0], *pi[1], *args), zip(self.parts, each)))
 
     def reduce(self, kernel, *args, kind):
-        with Timer() as timer:
-            partials = self._run(kernel, args)
+        with Timer() as timer, self._probe(kind) as probe:
+            partials = self._run(kernel, args, probe=probe)
             result = tree_sum(partials, self.split_every)
         n = self.n_partitions
         tasks = n + self._tree_tasks(n)
-        self.ledger.record(kind, tasks, n * nbytes(args), tasks * nbytes(result), timer.seconds)
+        self.ledger.record(kind, tasks, n * nbytes(args), tasks * nbytes(result), timer.seconds,
+                           **self._round_fields(probe, tree=True))
         return result
 
     def map(self, fn, *args, kind):
-        with Timer() as timer:
-            results = self._run(fn, args)
+        with Timer() as timer, self._probe(kind) as probe:
+            results = self._run(fn, args, probe=probe)
         n = self.n_partitions
-        self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds)
+        self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds,
+                           **self._round_fields(probe, tree=False))
         return results
 
     def map_each(self, fn, each, *args, kind):
         each = self._check_each(each)
-        with Timer() as timer:
-            results = self._run(fn, args, each)
+        with Timer() as timer, self._probe(kind) as probe:
+            results = self._run(fn, args, each, probe=probe)
         n = self.n_partitions
-        self.ledger.record(kind, n, nbytes(each) + n * nbytes(args), nbytes(results), timer.seconds)
+        self.ledger.record(kind, n, nbytes(each) + n * nbytes(args), nbytes(results), timer.seconds,
+                           **self._round_fields(probe, tree=False))
         return results
+
+    def reduce_each(self, kernel, each, *args, kind):
+        each = self._check_each(each)
+        with Timer() as timer, self._probe(kind) as probe:
+            result = tree_sum(self._run(kernel, args, each, probe=probe), self.split_every)
+        n = self.n_partitions
+        tasks = n + self._tree_tasks(n)
+        self.ledger.record(
+            kind, tasks, nbytes(each) + n * nbytes(args), tasks * nbytes(result), timer.seconds,
+            **self._round_fields(probe, tree=True),
+        )
+        return result
 
     def close(self):
         if self._pool is not None:
@@ -208,6 +262,10 @@ class DistributedEngine(Engine):
         self.client = client
         self.parts = list(part_futures)
         self.n_partitions = len(self.parts)
+        self.meter = DaskMeter.for_client(client)
+
+    def _probe(self, kind):
+        return self.meter.round(kind)
 
     def _broadcast(self, args):
         return tuple(
@@ -215,42 +273,67 @@ class DistributedEngine(Engine):
             for a in args
         )
 
-    def _submit(self, fn, args, each=None):
+    def _submit(self, fn, args, each=None, probe=None):
         sent = self._broadcast(args)
         n = self.n_partitions
         per_part = [] if each is None else [each]
-        return self.client.map(fn, self.parts, *per_part, *[[a] * n for a in sent], pure=False)
+        keys = None if probe is None else probe.keys(n)  # names the round's tasks
+        return self.client.map(
+            fn, self.parts, *per_part, *[[a] * n for a in sent], key=keys, pure=False
+        )
+
+    def _tree(self, level, probe=None):
+        """Sum futures on the workers in the fixed-order tree; return the gathered result."""
+        while len(level) > 1:
+            level = [
+                self.client.submit(
+                    sum_group, *level[i : i + self.split_every], pure=False,
+                    key=None if probe is None else probe.combine_key(),
+                )
+                for i in range(0, len(level), self.split_every)
+            ]
+        return level[0].result()
 
     def reduce(self, kernel, *args, kind):
-        with Timer() as timer:
-            level = self._submit(kernel, args)
-            while len(level) > 1:
-                level = [
-                    self.client.submit(sum_group, *level[i : i + self.split_every], pure=False)
-                    for i in range(0, len(level), self.split_every)
-                ]
-            result = level[0].result()
+        with Timer() as timer, self._probe(kind) as probe:
+            result = self._tree(self._submit(kernel, args, probe=probe), probe)
         n = self.n_partitions
         tasks = n + self._tree_tasks(n)
-        self.ledger.record(kind, tasks, n * nbytes(args), tasks * nbytes(result), timer.seconds)
+        self.ledger.record(kind, tasks, n * nbytes(args), tasks * nbytes(result), timer.seconds,
+                           **self._round_fields(probe, tree=True))
         return result
 
     def map(self, fn, *args, kind):
-        with Timer() as timer:
-            results = self.client.gather(self._submit(fn, args))
+        with Timer() as timer, self._probe(kind) as probe:
+            results = self.client.gather(self._submit(fn, args, probe=probe))
         n = self.n_partitions
-        self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds)
+        self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds,
+                           **self._round_fields(probe, tree=False))
         return results
 
     def map_each(self, fn, each, *args, kind):
         each = self._check_each(each)
-        with Timer() as timer:
-            results = self.client.gather(self._submit(fn, args, each))
+        with Timer() as timer, self._probe(kind) as probe:
+            results = self.client.gather(self._submit(fn, args, each, probe=probe))
         n = self.n_partitions
-        self.ledger.record(kind, n, nbytes(each) + n * nbytes(args), nbytes(results), timer.seconds)
+        self.ledger.record(kind, n, nbytes(each) + n * nbytes(args), nbytes(results), timer.seconds,
+                           **self._round_fields(probe, tree=False))
         return results
 
+    def reduce_each(self, kernel, each, *args, kind):
+        each = self._check_each(each)
+        with Timer() as timer, self._probe(kind) as probe:
+            result = self._tree(self._submit(kernel, args, each, probe=probe), probe)
+        n = self.n_partitions
+        tasks = n + self._tree_tasks(n)
+        self.ledger.record(
+            kind, tasks, nbytes(each) + n * nbytes(args), tasks * nbytes(result), timer.seconds,
+            **self._round_fields(probe, tree=True),
+        )
+        return result
+
     def close(self):
+        self.ledger.flush()  # fetch the measurements of the rounds still pending
         if self.parts:
             self.client.cancel(self.parts)
         self.parts = []
@@ -389,3 +472,55 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         engine.close()
         raise
     return engine
+
+
+def stream_engines(X, y, sample_weight=None, *, family, client="auto", ledger=None):
+    """Yield one validated single-partition engine per row chunk of ``X``, in order.
+
+    A Dask array is computed one row chunk at a time, when its turn comes: on the cluster
+    when there is a client (the chunk stays on the worker that computed it), in this
+    process otherwise.  Each engine is closed, releasing its chunk, before the next chunk
+    is computed, so the whole array is never held at once.  In-memory input is one
+    partition.
+
+    Parameters
+    ----------
+    X, y, sample_weight
+        As for :func:`make_engine`.
+    family : Family
+        Used to check the targets in each chunk's validation round.
+    client : distributed.Client, None or "auto"
+        As for :func:`make_engine`.
+    ledger : CommLedger, optional
+        Every engine writes its rounds here (a new ledger by default).
+
+    Yields
+    ------
+    Engine
+        With one partition; ``n_samples`` and ``sum_weight`` are those of the chunk.
+    """
+    if client == "auto":
+        client = active_client()
+    ledger = CommLedger() if ledger is None else ledger
+    if not any(is_dask(a) for a in (X, y, sample_weight)):
+        parts = _in_memory_parts(X, y, sample_weight, 1)
+        yield from _validated(LocalEngine(parts, X.shape[1], ledger=ledger), family)
+        return
+    if not is_dask(X):
+        import dask.array as da
+
+        X = da.from_array(X, chunks=(X.shape[0], -1))
+    delayed_parts, d = _dask_partitions(X, y, sample_weight)
+    for delayed_part in delayed_parts:
+        if client is None:
+            engine = LocalEngine([delayed_part.compute(scheduler="threads")], d, ledger=ledger)
+        else:
+            engine = DistributedEngine(client, [client.compute(delayed_part)], d, ledger=ledger)
+        yield from _validated(engine, family)
+
+
+def _validated(engine, family):
+    """Yield ``engine`` after its validation round; close it when the consumer moves on."""
+    with engine:
+        engine.validate(family)
+        yield engine

@@ -26,6 +26,8 @@ __all__ = [
     "loss_grad",
     "loss_grad_hess",
     "gram",
+    "ColumnMoments",
+    "column_moments",
     "summarize",
     "tree_sum",
     "linear_predictor",
@@ -101,15 +103,14 @@ def loss_grad(part, params, family, fit_intercept):
     return Stats(total, loss, grad)
 
 
-def _weighted_gram(X_b, h):
-    """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block."""
+def _weighted_gram(X_b, h, scratch):
+    """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block (``scratch``: a block buffer)."""
     if sp.issparse(X_b):
         scaled = sp.diags(h) @ X_b
         gram_b = np.asarray((X_b.T @ scaled).todense())
-    else:
-        scaled = X_b * h[:, None]
-        gram_b = X_b.T @ scaled
-    return gram_b, np.asarray(scaled.sum(axis=0)).ravel()
+        return gram_b, np.asarray(scaled.sum(axis=0)).ravel()
+    scaled = np.multiply(X_b, h[:, None], out=scratch[: X_b.shape[0]])
+    return X_b.T @ scaled, X_b.T @ h
 
 
 def loss_grad_hess(part, params, family, fit_intercept):
@@ -120,6 +121,7 @@ def loss_grad_hess(part, params, family, fit_intercept):
     grad = np.zeros(n_params)
     hess = np.zeros((n_params, n_params))
     loss = 0.0
+    scratch = _scratch(X)
     for start, stop in _row_blocks(X):
         X_b = X[start:stop]
         y_b, w_b = y[start:stop], _take(weight, start, stop)
@@ -127,7 +129,7 @@ def loss_grad_hess(part, params, family, fit_intercept):
         block_loss, r = family.loss_and_dloss(y_b, eta, w_b)
         h = family.d2loss(y_b, eta, w_b)
         loss += block_loss
-        gram_b, col_sums = _weighted_gram(X_b, h)
+        gram_b, col_sums = _weighted_gram(X_b, h, scratch)
         grad[:n_coef] += _transpose_product(X_b, r)
         hess[:n_coef, :n_coef] += gram_b
         if fit_intercept:
@@ -186,10 +188,24 @@ class GramStats:
         return xtx, xty
 
 
+def _scratch(X):
+    """One reusable block-sized buffer for a kernel call on dense ``X``.
+
+    Reusing it keeps every block's temporaries out of the allocator: with the small
+    ``MALLOC_TRIM_THRESHOLD_`` that Dask's nanny sets, a fresh 512 KiB temporary per block
+    costs a new memory mapping and its page faults each time.
+    """
+    if sp.issparse(X):
+        return None
+    return np.empty((min(X.shape[0], _block_rows(X.shape[1])), X.shape[1]))
+
+
 def gram(part):
     """Centred weighted Gram statistics of one partition: one read of ``X``."""
     X, y, weight = part
     total = GramStats.empty(X.shape[1])
+    centred = _scratch(X)
+    weighted = None if weight is None else _scratch(X)
     for start, stop in _row_blocks(X):
         X_b, y_b = X[start:stop], y[start:stop]
         w_b = _take(weight, start, stop)
@@ -198,22 +214,53 @@ def gram(part):
             continue
         if sp.issparse(X_b):
             X_b = X_b.toarray()
+            xc = np.empty_like(X_b)
+        else:
+            xc = centred[: stop - start]
         if w_b is None:
             mean_x = X_b.mean(axis=0)
             mean_y = float(y_b.mean())
-            xc = X_b - mean_x
-            yc = y_b - mean_y
-            wxc, wyc = xc, yc
         else:
             mean_x = (w_b @ X_b) / block_weight
             mean_y = float(w_b @ y_b) / block_weight
-            xc = X_b - mean_x
-            yc = y_b - mean_y
-            wxc, wyc = xc * w_b[:, None], yc * w_b
-        total = total + GramStats(
-            block_weight, mean_x, mean_y, xc.T @ wxc, wxc.T @ yc, float(wyc @ yc)
-        )
+        np.subtract(X_b, mean_x, out=xc)
+        yc = y_b - mean_y
+        wyc = yc if w_b is None else yc * w_b
+        if w_b is None:
+            sxx = xc.T @ xc
+        else:
+            wxc = weighted[: stop - start] if weighted is not None else np.empty_like(xc)
+            sxx = np.multiply(xc, w_b[:, None], out=wxc).T @ xc
+        total = total + GramStats(block_weight, mean_x, mean_y, sxx, xc.T @ wyc, float(wyc @ yc))
     return total
+
+
+@dataclass
+class ColumnMoments:
+    """Total weight, weighted column sums and weighted column sums of squares of ``X``."""
+
+    weight: float
+    sums: np.ndarray
+    squares: np.ndarray
+
+    def __add__(self, other):
+        return ColumnMoments(
+            self.weight + other.weight, self.sums + other.sums, self.squares + other.squares
+        )
+
+
+def column_moments(part):
+    """Weighted first and second column moments (as sums) of one partition: one read of ``X``."""
+    X, _, weight = part
+    weight = np.ones(X.shape[0]) if weight is None else weight
+    sums = np.zeros(X.shape[1])
+    squares = np.zeros(X.shape[1])
+    for start, stop in _row_blocks(X):
+        X_b, w_b = X[start:stop], weight[start:stop]
+        sums += _transpose_product(X_b, w_b)
+        squared = X_b.multiply(X_b) if sp.issparse(X_b) else np.square(X_b, dtype=np.float64)
+        squares += _transpose_product(squared, w_b)
+    return ColumnMoments(float(weight.sum()), sums, squares)
 
 
 @dataclass

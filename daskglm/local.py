@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
+from .coordinates import Standardised
 from .kernels import loss_grad
 
 __all__ = ["LocalFit", "partition_weight", "fit_partition", "proximal_point"]
@@ -140,12 +141,14 @@ def fit_partition(part, params0, family, penalty, fit_intercept, tol, max_iter):
     return LocalFit(params, weight, _converged(result, grad_max, tol), int(result.nit), loss)
 
 
-def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, scale, tol, max_iter):
+def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, scale, tol, max_iter,
+                   coordinates=None):
     """ADMM's local step: ``argmin_x scale * loss(x) + rho / 2 * |x - center + dual|^2``.
 
     Warm-started from the partition's previous solution.  In the same pass the loss and
     gradient sums at ``center`` are returned, so the driver can follow the objective of
-    the consensus point without another round.
+    the consensus point without another round.  With ``coordinates``, ``x``, ``dual`` and
+    ``center`` are in those coordinates (:mod:`daskglm.coordinates`).
 
     Parameters
     ----------
@@ -165,20 +168,25 @@ def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, sca
         Stop when the largest gradient entry is at most ``tol``.
     max_iter : int
         Most L-BFGS-B iterations.
+    coordinates : Standardised, optional
+        The change of variables the consensus runs in (identity when None).
 
     Returns
     -------
     LocalFit
-        With ``loss`` and ``grad`` the sums at ``center``.
+        With ``loss`` and ``grad`` the sums at ``center``, the gradient with respect to
+        the parameters ``(coef, intercept)``.
     """
+    coordinates = Standardised() if coordinates is None else coordinates
     start, dual = start_and_dual
     target = center - dual
-    at_center = loss_grad(part, center, family, fit_intercept)
+    at_center = loss_grad(part, coordinates.to_params(center), family, fit_intercept)
 
-    def fun(params):
-        stats = loss_grad(part, params, family, fit_intercept)
-        diff = params - target
-        return scale * stats.loss + 0.5 * rho * float(diff @ diff), scale * stats.grad + rho * diff
+    def fun(theta):
+        stats = loss_grad(part, coordinates.to_params(theta), family, fit_intercept)
+        diff = theta - target
+        return (scale * stats.loss + 0.5 * rho * float(diff @ diff),
+                scale * coordinates.grad_to_theta(stats.grad) + rho * diff)
 
     result = _lbfgs(fun, np.asarray(start, dtype=float), tol, max_iter)
     grad_max = float(np.max(np.abs(result.jac), initial=0.0))

@@ -10,7 +10,7 @@ __all__ = ["Fit", "Method", "TOLERANCE_LADDER"]
 
 #: Default tolerances tried, loosest first, for solvers whose tolerance bounds the
 #: largest entry of the gradient of the MEAN objective (scipy's ``gtol`` on that scale).
-TOLERANCE_LADDER = tuple(float(t) for t in np.logspace(-4, -9, 11))
+TOLERANCE_LADDER = tuple(float(t) for t in np.logspace(-4, -9, 21))
 
 
 @dataclass
@@ -57,6 +57,9 @@ class Method:
         plain computation timed for comparison (no problem, no gap).
     where : {"cluster", "memory"}
         Whether it runs on the persisted Dask arrays or on the in-memory numpy copy.
+    threads : int or None
+        For in-memory methods, the BLAS/OpenMP threads it may use; None means as many
+        as the cluster has in all (the same cores as the distributed methods).
     """
 
     name = "method"
@@ -64,6 +67,7 @@ class Method:
     library = ""
     kind = "fit"
     where = "cluster"
+    threads = None
 
     def supports(self, problem) -> bool:
         """Whether the method can solve ``problem`` exactly as stated (same objective).

@@ -32,16 +32,19 @@ class NumpyKernel(Method):
         The expression, as shown in tables.
     function : callable
         ``X -> result``.
+    threads : int, optional
+        BLAS threads (default: as many as the cluster has).
     """
 
     library = "numpy"
     kind = "kernel"
     where = "memory"
 
-    def __init__(self, name, label, function):
+    def __init__(self, name, label, function, threads=None):
         self.name = name
         self.label = label
         self.function = function
+        self.threads = threads
 
     def run(self, data, problem, tol):
         self.function(data.X_local)
@@ -54,4 +57,5 @@ def methods():
         NumpyKernel("numpy-sum", "numpy X.sum()", _sum),
         NumpyKernel("numpy-matvec", "numpy X @ v", _matvec),
         NumpyKernel("numpy-gram", "numpy X.T @ X", _gram),
+        NumpyKernel("numpy-gram-1thread", "numpy X.T @ X (1 thread)", _gram, threads=1),
     ]

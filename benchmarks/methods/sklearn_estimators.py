@@ -17,16 +17,27 @@ class SklearnLogisticRegression(Method):
 
     ``LogisticL2(C)`` is scikit-learn's own objective.  For ``"lbfgs"`` ``tol`` is scipy's
     ``gtol`` on the gradient of the MEAN objective, as daskglm's.
+
+    Parameters
+    ----------
+    solver : str
+    max_iter : int
+    threads : int, optional
+        BLAS/OpenMP threads (default: as many as the cluster has).
     """
 
     library = "scikit-learn"
     where = "memory"
 
-    def __init__(self, solver="lbfgs", max_iter=10_000):
+    def __init__(self, solver="lbfgs", max_iter=10_000, threads=None):
         self.solver = solver
         self.max_iter = max_iter
-        self.name = f"sklearn-{solver}"
+        self.threads = threads
+        suffix = "" if threads is None else f"-{threads}thread"
+        self.name = f"sklearn-{solver}{suffix}"
         self.label = f"sklearn LogisticRegression(solver={solver!r})"
+        if threads is not None:
+            self.label += f" ({threads} thread{'s' if threads > 1 else ''})"
 
     def supports(self, problem):
         return isinstance(problem, LogisticL2)
@@ -71,4 +82,5 @@ class SklearnLinearRegression(Method):
 
 def methods():
     """The scikit-learn methods of the registry."""
-    return [SklearnLogisticRegression("lbfgs"), SklearnLinearRegression()]
+    return [SklearnLogisticRegression("lbfgs"), SklearnLogisticRegression("lbfgs", threads=1),
+            SklearnLinearRegression()]

@@ -14,6 +14,7 @@ from .lbfgs import LBFGS
 from .newton import Newton
 from .normal import NormalEquations
 from .proximal import ProximalGradient
+from .sgd import SGD
 
 __all__ = ["SOLVERS", "get_solver", "Problem", "Objective", "Solver", "SolverResult"]
 
@@ -21,7 +22,7 @@ __all__ = ["SOLVERS", "get_solver", "Problem", "Objective", "Solver", "SolverRes
 SOLVERS: dict[str, type[Solver]] = {
     cls.name: cls
     for cls in (NormalEquations, GradientDescent, LBFGS, Newton, ProximalGradient, ADMM,
-                Averaging)
+                Averaging, SGD)
 }
 
 

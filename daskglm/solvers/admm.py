@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..coordinates import Standardised
 from ..local import proximal_point
 from .base import History, Objective, Solver, SolverResult
 
@@ -24,12 +25,14 @@ class ADMM(Solver):
     * the driver sets ``z`` to the proximal operator of ``g`` (step ``1 / (N rho)``) at
       the mean of ``x_i + u_i``, and ``u_i += x_i - z``.
 
-    The partitions' ``x_i`` and ``u_i`` live on the driver and travel with each round
-    (two vectors per partition).  ``rho`` is rebalanced when the primal residual
-    ``|x - z|`` and the dual residual ``rho |z - z_old|`` drift more than ``mu`` apart.
-    Stops when both residuals fall below ``sqrt(N p) * tol + tol * scale`` (the stacked
-    absolute and relative criteria of Boyd et al., with ``tol`` for both).  Every family;
-    no, L2, L1 or elastic-net penalty.
+    One round first computes the column moments of ``X`` and the iterations run in
+    standardised coordinates (the local solves included).  The partitions' ``x_i`` and
+    ``u_i`` live on the driver and travel with each round (two vectors per partition,
+    through :meth:`~daskglm.engine.Engine.map_each`).  ``rho`` is rebalanced when the
+    primal residual ``|x - z|`` and the dual residual ``rho |z - z_old|`` drift more than
+    ``mu`` apart.  Stops when both residuals fall below ``sqrt(N p) * tol + tol * scale``
+    (the stacked absolute and relative criteria of Boyd et al., with ``tol`` for both).
+    Every family; no, L2, L1 or elastic-net penalty.
 
     Each history entry also reports the objective and the optimality violation at the
     consensus point the iteration started from, computed in the same round.
@@ -45,26 +48,30 @@ class ADMM(Solver):
         Residual ratio that triggers a change of ``rho``.
     tau : float, default 2.0
         Factor by which ``rho`` changes.
+    standardize : bool, default True
+        Run in standardised coordinates (:mod:`daskglm.coordinates`: as if ``X`` were
+        centred and scaled to unit variance), which removes the ill-conditioning column
+        offsets and unequal scales cause; one extra round computes the column moments.
     local_max_iter : int, default 500
         Most L-BFGS-B iterations of each local solve.
     """
 
     name = "admm"
-    options = {"rho": 1.0, "adaptive_rho": True, "mu": 10.0, "tau": 2.0, "local_max_iter": 500}
+    options = {"rho": 1.0, "adaptive_rho": True, "mu": 10.0, "tau": 2.0, "standardize": True,
+               "local_max_iter": 500}
     handles_nonsmooth = True
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
-        for key in ("rho", "mu", "tau"):
-            if not float(self.opts[key]) > 0:
-                raise ValueError(f"Option {key!r} of solver 'admm' must be > 0; got {self.opts[key]!r}.")
-        if not float(self.opts["tau"]) > 1 or not float(self.opts["mu"]) > 1:
-            raise ValueError("Options 'mu' and 'tau' of solver 'admm' must be > 1.")
+        self._check_option("rho", 0, strict=True)
+        self._check_option("mu", 1, strict=True)
+        self._check_option("tau", 1, strict=True)
+        self._check_option("local_max_iter", 1, integer=True)
 
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)
-        penalty, n_features = problem.penalty, problem.n_features
+        penalty = problem.penalty
         n_parts, n_params = engine.n_partitions, problem.n_params
         scale = 1.0 / engine.sum_weight
         rho = float(self.opts["rho"]) / n_parts
@@ -72,24 +79,28 @@ class ADMM(Solver):
         local_max_iter = int(self.opts["local_max_iter"])
         threshold = math.sqrt(n_parts * n_params) * self.tol
 
-        z = np.array(params0, dtype=float)
+        coordinates = Standardised()
+        if self.opts["standardize"]:
+            coordinates = Standardised.from_moments(*objective.column_moments(),
+                                                    problem.fit_intercept)
+        z = coordinates.to_theta(np.asarray(params0, dtype=float))
         xs = [z.copy() for _ in range(n_parts)]
         us = [np.zeros(n_params) for _ in range(n_parts)]
         converged = False
         n_iter = 0
-        for n_iter in range(1, self.max_iter + 1):
+        while not converged and n_iter < self.max_iter:
+            n_iter += 1
             # local solves tight enough that their error stays well below the stopping test
             local_tol = 0.1 * self.tol * rho
             fits = engine.map_each(
                 proximal_point, list(zip(xs, us)), z, rho, problem.family, problem.fit_intercept,
-                scale, local_tol, local_max_iter, kind="local_solve",
+                scale, local_tol, local_max_iter, coordinates, kind="local_solve",
             )
-            self._record(history, objective, z, fits, rho)
+            self._record(history, objective, coordinates.to_params(z), fits, rho)
             xs = [fit.params for fit in fits]
             z_old = z
             mean = np.mean([x + u for x, u in zip(xs, us)], axis=0)
-            z = mean.copy()
-            z[:n_features] = penalty.prox(mean[:n_features], 1.0 / (n_parts * rho))
+            z = coordinates.prox(penalty, mean, 1.0 / (n_parts * rho))
             us = [u + x - z for x, u in zip(xs, us)]
 
             primal = math.sqrt(sum(float((x - z) @ (x - z)) for x in xs))
@@ -99,10 +110,8 @@ class ADMM(Solver):
             primal_tol = threshold + self.tol * max(x_norm, math.sqrt(n_parts) * np.linalg.norm(z))
             dual_tol = threshold + self.tol * rho * u_norm
             history.entries[-1].update(primal_residual=primal, dual_residual=dual)
-            if primal <= primal_tol and dual <= dual_tol:
-                converged = True
-                break
-            if self.opts["adaptive_rho"]:
+            converged = primal <= primal_tol and dual <= dual_tol
+            if self.opts["adaptive_rho"] and not converged:
                 if primal > mu * dual:
                     rho *= tau
                     us = [u / tau for u in us]
@@ -110,7 +119,7 @@ class ADMM(Solver):
                     rho /= tau
                     us = [u * tau for u in us]
         message = "converged" if converged else "maximum number of iterations reached"
-        return SolverResult(z, n_iter, converged, history.entries, message)
+        return SolverResult(coordinates.to_params(z), n_iter, converged, history.entries, message)
 
     @staticmethod
     def _record(history, objective, z, fits, rho):

@@ -54,6 +54,7 @@ class Averaging(Solver):
                 f"Option 'correction' of solver 'averaging' must be None or 'newton'; "
                 f"got {self.opts['correction']!r}."
             )
+        self._check_option("local_max_iter", 1, integer=True)
 
     def solve(self, problem, engine, params0):
         history = History(engine)
@@ -78,7 +79,8 @@ class Averaging(Solver):
 
         objective = Objective(problem, engine)
         value, grad, hess = objective.value_grad_hess(average)
-        history.entries[0].update(objective=value, grad_norm=objective.optimality(average, grad))
+        history.entries[0].update(objective=value + objective.nonsmooth_value(average),
+                                  grad_norm=objective.optimality(average, grad))
         params, solved = self._newton_step(problem, average, grad, hess)
         history.record(np.nan, np.nan, float(np.linalg.norm(params - average)))
         return SolverResult(params, 2, converged and solved, history.entries, "averaged, Newton step")

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..families import Family
-from ..kernels import gram, loss_grad, loss_grad_hess
+from ..kernels import column_moments, gram, loss_grad, loss_grad_hess
 from ..penalties import Penalty
 
 __all__ = ["Problem", "Objective", "SolverResult", "Solver", "History"]
@@ -84,6 +84,11 @@ class Objective:
     def gram(self):
         """Centred weighted Gram statistics of ``(X, y)``: one round."""
         return self.engine.reduce(gram, kind="gram")
+
+    def column_moments(self):
+        """Weighted means and mean squares of the columns of ``X``: one round."""
+        stats = self.engine.reduce(column_moments, kind="moments")
+        return stats.sums / stats.weight, stats.squares / stats.weight
 
     def nonsmooth_value(self, params):
         """The part of the penalty that is not in :meth:`value_and_grad`."""
@@ -163,6 +168,23 @@ class Solver:
         self.tol = float(tol)
         self.max_iter = int(max_iter)
         self.opts = {**self.options, **options}
+
+    def _check_option(self, key, minimum, *, integer=False, strict=False):
+        """Raise ValueError unless option ``key`` is a number (an integer) >= ``minimum``.
+
+        ``strict`` asks for ``> minimum`` instead.
+        """
+        value = self.opts[key]
+        kinds = (int, np.integer) if integer else (int, float, np.number)
+        valid = isinstance(value, kinds) and not isinstance(value, bool)
+        valid = valid and (value > minimum if strict else value >= minimum)
+        if not valid:
+            kind = "an integer" if integer else "a number"
+            relation = ">" if strict else ">="
+            raise ValueError(
+                f"Option {key!r} of solver {self.name!r} must be {kind} {relation} {minimum}; "
+                f"got {value!r}."
+            )
 
     @classmethod
     def unsupported(cls, problem: Problem) -> str | None:

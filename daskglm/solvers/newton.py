@@ -38,6 +38,10 @@ class Newton(Solver):
     name = "newton"
     options = {"max_line_search": 40}
 
+    def __init__(self, tol=1e-4, max_iter=100, **options):
+        super().__init__(tol=tol, max_iter=max_iter, **options)
+        self._check_option("max_line_search", 1, integer=True)
+
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)
@@ -60,12 +64,13 @@ class Newton(Solver):
             direction, _ = solve_symmetric(hessians["last"], -grad)
             if not float(grad @ direction) < 0:
                 direction = -grad  # a singular or indefinite system: fall back to the gradient
-            search = None
+            search, first_step = None, 1.0
             if -float(grad @ direction) <= _ROUND_OFF * max(1.0, abs(value)):
                 search = self._full_step(value_and_grad, params, grad, direction)
+                first_step = 0.5  # the full step was just tried
             if search is None:
                 search = backtracking(
-                    value_and_grad, params, value, grad, direction, 1.0,
+                    value_and_grad, params, value, grad, direction, first_step,
                     max_evaluations=int(self.opts["max_line_search"]),
                 )
             if not search.success:

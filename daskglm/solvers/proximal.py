@@ -19,16 +19,10 @@ import math
 
 import numpy as np
 
+from ..coordinates import Standardised
 from .base import History, Objective, Solver, SolverResult
 
 __all__ = ["ProximalGradient", "accelerated_proximal_gradient", "solve_composite_quadratic"]
-
-
-def _prox(penalty, params, step, n_features):
-    """Proximal operator of the penalty on the coefficients; the intercept passes through."""
-    out = np.array(params, dtype=float, copy=True)
-    out[:n_features] = penalty.prox(params[:n_features], step)
-    return out
 
 
 def _descent_lemma_holds(loss_new, grad_new, loss_y, grad_y, diff, lipschitz):
@@ -44,23 +38,39 @@ def _descent_lemma_holds(loss_new, grad_new, loss_y, grad_y, diff, lipschitz):
     return excess <= quadratic
 
 
-def accelerated_proximal_gradient(evaluate, problem, params0, *, step, tol, max_iter,
+def _backtrack(evaluate, prox, y, loss_y, grad_y, lipschitz, max_trials):
+    """The proximal step from ``y``, doubling ``L`` until the descent lemma holds.
+
+    Returns ``(x, loss, grad, optimality, L, trials)``, or None after ``max_trials``.
+    """
+    for trials in range(1, max_trials + 1):
+        x = prox(y - grad_y / lipschitz, 1.0 / lipschitz)
+        loss, grad, optimality = evaluate(x)
+        if np.isfinite(loss) and _descent_lemma_holds(loss, grad, loss_y, grad_y, x - y, lipschitz):
+            return x, loss, grad, optimality, lipschitz, trials
+        lipschitz *= 2.0
+    return None
+
+
+def accelerated_proximal_gradient(evaluate, prox, penalty_value, x0, *, step, tol, max_iter,
                                   restart=True, max_line_search=50, history=None):
-    """FISTA with backtracking and adaptive restart on ``loss(params) + penalty(coef)``.
+    """FISTA with backtracking and adaptive restart on ``loss(x) + penalty(x)``.
 
     Parameters
     ----------
     evaluate : callable
-        ``params -> (loss, loss_grad)``: the smooth part without the penalty.
-    problem : Problem
-        Supplies the penalty, the number of penalised coefficients and the optimality
-        measure.
-    params0 : ndarray
+        ``x -> (loss, loss_grad, optimality)``: the smooth part without the penalty, its
+        gradient, and the optimality violation at ``x`` that decides convergence.
+    prox : callable
+        ``(x, step) -> argmin_z penalty(z) + |z - x|^2 / (2 step)``.
+    penalty_value : callable
+        ``x -> penalty(x)``, for the history.
+    x0 : ndarray
         Starting point.
     step : float
-        First trial step ``1 / L``.
+        First trial step ``1 / L``; only ever shortened.
     tol : float
-        Stop when the first-order optimality violation is at most ``tol``.
+        Stop when the optimality violation is at most ``tol``.
     max_iter : int
         Most iterations.
     restart : bool
@@ -72,39 +82,23 @@ def accelerated_proximal_gradient(evaluate, problem, params0, *, step, tol, max_
 
     Returns
     -------
-    params, n_iter, converged, message
+    x, n_iter, converged, message
     """
-    penalty, n_features = problem.penalty, problem.n_features
-    optimality_of = Objective(problem, None).optimality
-
-    def smooth_grad(params, loss_grad):
-        grad = np.array(loss_grad, dtype=float, copy=True)
-        grad[:n_features] += penalty.grad(params[:n_features])
-        return grad
-
-    x = np.array(params0, dtype=float)
-    loss_x, grad_x = evaluate(x)
-    if optimality_of(x, smooth_grad(x, grad_x)) <= tol:
+    x = np.array(x0, dtype=float)
+    loss_x, grad_x, optimality = evaluate(x)
+    if optimality <= tol:
         return x, 0, True, "converged"
     y, loss_y, grad_y = x, loss_x, grad_x
     lipschitz = 1.0 / step
     t = 1.0
     for n_iter in range(1, max_iter + 1):
-        for trials in range(1, max_line_search + 1):
-            x_new = _prox(penalty, y - grad_y / lipschitz, 1.0 / lipschitz, n_features)
-            diff = x_new - y
-            loss_new, grad_new = evaluate(x_new)
-            if np.isfinite(loss_new) and _descent_lemma_holds(
-                loss_new, grad_new, loss_y, grad_y, diff, lipschitz
-            ):
-                break
-            lipschitz *= 2.0
-        else:
+        step_found = _backtrack(evaluate, prox, y, loss_y, grad_y, lipschitz, max_line_search)
+        if step_found is None:
             return x, n_iter - 1, False, "the backtracking found no acceptable step"
-        optimality = optimality_of(x_new, smooth_grad(x_new, grad_new))
+        x_new, loss_new, grad_new, optimality, lipschitz, trials = step_found
         if history is not None:
-            value = loss_new + penalty.value(x_new[:n_features])
-            history.record(value, optimality, 1.0 / lipschitz, evaluations=trials)
+            history.record(loss_new + penalty_value(x_new), optimality, 1.0 / lipschitz,
+                           evaluations=trials)
         if optimality <= tol:
             return x_new, n_iter, True, "converged"
         t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
@@ -113,7 +107,7 @@ def accelerated_proximal_gradient(evaluate, problem, params0, *, step, tol, max_
         momentum = (t - 1.0) / t_next
         if momentum > 0:
             y = x_new + momentum * (x_new - x)
-            loss_y, grad_y = evaluate(y)
+            loss_y, grad_y, _ = evaluate(y)
         else:
             y, loss_y, grad_y = x_new, loss_new, grad_new
         x, t = x_new, t_next
@@ -125,67 +119,101 @@ class ProximalGradient(Solver):
 
     Handles every family with no, L2, L1 or elastic-net penalty.  Every trial point and
     every extrapolated point is one engine round returning the loss and its gradient
-    together, so an iteration costs two rounds when no step is rejected.  Stops when the
-    largest violation of the optimality conditions (the distance of the gradient to the
-    penalty's subdifferential) is at most ``tol``.
+    together, so an iteration costs two rounds when no step is rejected.  One more round
+    first computes the column moments of ``X``, and the iterations run in standardised
+    coordinates (:mod:`daskglm.coordinates`: as if ``X`` were centred and scaled to unit
+    variance, without forming such a copy), which removes the ill-conditioning that
+    column offsets and unequal column scales cause.  Stops when the largest violation of
+    the optimality conditions (the distance of the gradient to the penalty's
+    subdifferential, in the original coordinates) is at most ``tol``.
 
     Options
     -------
     step_size : float, default 1.0
-        First trial step ``1 / L``; halved until the descent lemma holds and never
-        increased, so a too small value slows the method down.
+        First trial step ``1 / L`` (in standardised coordinates); halved until the
+        descent lemma holds and never increased.
     restart : bool, default True
         Restart the momentum whenever it points uphill.
+    standardize : bool, default True
+        Run in standardised coordinates (one extra round).
     max_line_search : int, default 50
         Trials per iteration before giving up.
     """
 
     name = "proximal"
-    options = {"step_size": 1.0, "restart": True, "max_line_search": 50}
+    options = {"step_size": 1.0, "restart": True, "standardize": True, "max_line_search": 50}
     handles_nonsmooth = True
+
+    def __init__(self, tol=1e-4, max_iter=100, **options):
+        super().__init__(tol=tol, max_iter=max_iter, **options)
+        self._check_option("step_size", 0, strict=True)
+        self._check_option("max_line_search", 1, integer=True)
 
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)
         penalty, n_features = problem.penalty, problem.n_features
+        coordinates = Standardised()
+        if self.opts["standardize"]:
+            coordinates = Standardised.from_moments(*objective.column_moments(),
+                                                    problem.fit_intercept)
 
-        def evaluate(params):
+        def evaluate(theta):
+            params = coordinates.to_params(theta)
             value, grad = objective.value_and_grad(params)
+            optimality = objective.optimality(params, grad)
             coef = params[:n_features]
-            grad = grad.copy()
-            grad[:n_features] -= penalty.grad(coef)
-            return value - penalty.smooth_value(coef), grad
+            loss_grad = grad.copy()
+            loss_grad[:n_features] -= penalty.grad(coef)
+            loss = value - penalty.smooth_value(coef)
+            return loss, coordinates.grad_to_theta(loss_grad), optimality
 
-        params, n_iter, converged, message = accelerated_proximal_gradient(
-            evaluate, problem, params0,
+        theta, n_iter, converged, message = accelerated_proximal_gradient(
+            evaluate, lambda theta, step: coordinates.prox(penalty, theta, step),
+            lambda theta: penalty.value(coordinates.to_params(theta)[:n_features]),
+            coordinates.to_theta(np.asarray(params0, dtype=float)),
             step=float(self.opts["step_size"]), tol=self.tol, max_iter=self.max_iter,
             restart=bool(self.opts["restart"]), max_line_search=int(self.opts["max_line_search"]),
             history=history,
         )
-        return SolverResult(params, n_iter, converged, history.entries, message)
+        return SolverResult(coordinates.to_params(theta), n_iter, converged, history.entries,
+                            message)
 
 
 def solve_composite_quadratic(hess, grad, center, problem, *, tol=1e-12, max_iter=100_000):
     """Minimise ``grad.(x - center) + (x - center).hess.(x - center) / 2 + penalty(coef)``.
 
     Runs on the driver, without any round: the proximal Newton step of a model built from
-    one Hessian round.  ``grad`` and ``hess`` are those of the loss alone.
+    one Hessian round.  ``grad`` and ``hess`` are those of the loss alone (no penalty).
+    The iterations run in coordinates standardised by ``hess`` itself
+    (:meth:`Standardised.from_hessian`).
 
     Returns
     -------
     params : ndarray
     converged : bool
     """
+    penalty, n_features = problem.penalty, problem.n_features
+    optimality_of = Objective(problem, None).optimality
     center = np.asarray(center, dtype=float)
+    coordinates = Standardised.from_hessian(hess, problem.fit_intercept)
+    jacobian = coordinates.jacobian(hess.shape[0])
+    theta_hess = jacobian.T @ hess @ jacobian
 
-    def evaluate(params):
+    def evaluate(theta):
+        params = coordinates.to_params(theta)
         diff = params - center
         model_grad = grad + hess @ diff
-        return float(grad @ diff + 0.5 * diff @ (hess @ diff)), model_grad
+        smooth_grad = model_grad.copy()
+        smooth_grad[:n_features] += penalty.grad(params[:n_features])
+        loss = float(grad @ diff + 0.5 * diff @ (hess @ diff))
+        return loss, coordinates.grad_to_theta(model_grad), optimality_of(params, smooth_grad)
 
-    largest = float(np.linalg.eigvalsh(hess)[-1]) if hess.size else 0.0
-    step = 1.0 / largest if largest > 0 else 1.0
-    params, _, converged, _ = accelerated_proximal_gradient(
-        evaluate, problem, center, step=step, tol=tol, max_iter=max_iter
+    largest = float(np.linalg.eigvalsh(theta_hess)[-1]) if hess.size else 0.0
+    theta, _, converged, _ = accelerated_proximal_gradient(
+        evaluate, lambda theta, step: coordinates.prox(penalty, theta, step),
+        lambda theta: penalty.value(coordinates.to_params(theta)[:n_features]),
+        coordinates.to_theta(center),
+        step=1.0 / largest if largest > 0 else 1.0, tol=tol, max_iter=max_iter,
     )
-    return params, converged
+    return coordinates.to_params(theta), converged

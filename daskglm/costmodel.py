@@ -1,0 +1,577 @@
+"""How long would these fits take on another cluster?  A cost model of engine rounds.
+
+Every round of a fit (a :class:`~daskglm.comm.RoundRecord`) is priced on a cluster
+described by a :class:`Cluster`: ``W`` workers of ``c`` threads (``C = W c`` cores), a
+network of ``bandwidth`` bytes per second per link and ``latency`` seconds per message,
+cores that stream through ``throughput`` bytes of ``X`` per second, and three software
+costs of Dask: ``step_overhead`` seconds per message step beyond the network's latency
+(event loops, batched sends, scheduler decisions), ``worker_overhead`` seconds a worker
+thread spends per task besides computing it, and ``scheduler_overhead`` seconds per task
+spent one after the other by the client and the scheduler.  A round over ``P``
+partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
+``V = ceil(P / C)`` tasks per thread, costs
+
+``t = (8 + 4 D) (latency + step_overhead) + T scheduler_overhead + span + transfer``
+
+* ``8 + 4 D`` message steps lie on the round's critical path: the submission reaches
+  the scheduler and the tasks their workers (2); each tree level needs the finished
+  partials reported, the combine task dispatched, and its inputs requested and sent
+  (4 per level); the result is reported to the client, which asks for it, and the
+  scheduler fetches it from the worker and forwards it (6).
+* ``span = V worker_overhead + S (throughput_measured / throughput) V / P (1 + w)``: each
+  thread runs ``V`` tasks in turn; ``S`` is the round's measured compute time
+  (thread-seconds) and ``w`` its measured waiting time over ``S``, the imbalance between
+  partitions.
+* ``transfer = [P (b_down + TASK_BYTES) + D k f (b_up + TASK_BYTES) + 2 b_up] / bandwidth``
+  for a tree round (``k`` the fan-in, ``f = 1 - 1 / min(W, k)`` the share of a combine's
+  inputs on other workers, ``b_down`` a partition's arguments, ``b_up`` one task's
+  result): the scheduler sends every task message over its own link, each tree level
+  receives ``k f`` partials over one link, the root's result travels to the scheduler
+  and on to the client.  A gather round moves ``2 P b_up`` instead of the last two terms.
+
+The number of rounds and their payloads are the fit's own: the model assumes the same
+rounds would run on the other cluster, on ``max(P, C)`` partitions.  That holds for the
+full-batch methods; the local-solve methods (``averaging``, ``admm``) may converge in a
+different number of rounds when the data are cut into more partitions.
+
+Calibration
+-----------
+:func:`calibrate` derives the cluster the fits ran on from their records alone.  Each
+parameter comes from its own measurement, so that the model is checked, not fitted, when
+it predicts the wall times of the rounds:
+
+``latency``
+    Half the median round trip of the workers' small data transfers (the transfer logs
+    time sending a partial and receiving its acknowledgement; transfers of at most
+    64 KiB, where bytes take a negligible share of the time).
+``bandwidth``
+    The least-squares slope of the rounds' transfer time beyond those round trips against
+    their transferred bytes, over rounds moving more than 64 KiB per transfer; infinite
+    (bytes cost nothing measurable) when no round moved that much.
+``step_overhead``
+    A quarter of the median time one tree level adds to a round (from the end of the last
+    partition task to the end of the root task, per level, from the tasks' own times),
+    less the latency.  0 when no round had a tree.
+``worker_overhead``
+    The median over rounds of the threads' time between the round's first task start and
+    its last partition's end that was neither computing nor waiting at the barrier, per
+    task: ``(min(P, C) span - S - waiting) / P``.
+``scheduler_overhead``
+    The median over rounds of what remains of the wall time after the span, the tree and
+    ``8`` message steps, per task.
+``throughput``
+    Data bytes (``8 n p``, given by the caller) over the median compute time of the
+    one-pass rounds (``gradient``, else ``validate``).  Without the data size the model
+    works in relative speed: a target's ``throughput`` must then be left unset.
+
+Medians over rounds are taken per round kind first and then across kinds, so that a
+method with many rounds does not set the cluster's parameters alone, and so that the odd
+slow round (the first one on fresh workers, which import the package) does not either.
+In-process runs have no network and no Dask scheduler to learn from: projecting one onto
+a cluster uses :data:`DEFAULT_TASK_OVERHEAD` per task for the scheduler and the workers,
+unless the target says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, replace
+
+import numpy as np
+
+from .comm import TASK_BYTES, tree_depth, tree_tasks
+
+__all__ = [
+    "Cluster",
+    "Calibration",
+    "calibrate",
+    "round_seconds",
+    "predict",
+    "project",
+    "Projection",
+    "ranking_changes",
+    "DEFAULT_TASK_OVERHEAD",
+]
+
+#: Per-task overhead (seconds) assumed for the scheduler and for the workers when the
+#: calibration run was in-process, the order of magnitude Dask's documentation gives.
+DEFAULT_TASK_OVERHEAD = 1e-3
+
+#: Transfers up to this size (bytes) measure latency; rounds moving more than this per
+#: transfer measure bandwidth.
+SMALL_TRANSFER = 64 * 1024
+
+#: Round kinds that read every row of X once, in order of preference, for throughput.
+ONE_PASS_KINDS = ("gradient", "validate")
+
+#: Message steps of a round besides its tree levels, and per tree level.
+ROUND_STEPS, LEVEL_STEPS = 8, 4
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A cluster to price rounds on.
+
+    Parameters
+    ----------
+    workers : int
+        Worker processes.
+    threads_per_worker : int
+    bandwidth : float
+        Bytes per second of one network link (``math.inf``: free).
+    latency : float
+        Seconds per message on the network.
+    throughput : float, optional
+        Bytes of ``X`` one core processes per second in a one-pass round; None means as
+        fast as the cores of the calibration run.
+    step_overhead, worker_overhead, scheduler_overhead : float, optional
+        Dask's software costs (see the module docstring); None uses the calibrated ones.
+    partitions : int, optional
+        Partitions of the data on this cluster; None keeps the run's partitions, or one
+        per core when there are more cores.
+    """
+
+    workers: int
+    threads_per_worker: int = 1
+    bandwidth: float = math.inf
+    latency: float = 0.0
+    throughput: float | None = None
+    step_overhead: float | None = None
+    worker_overhead: float | None = None
+    scheduler_overhead: float | None = None
+    partitions: int | None = None
+
+    def __post_init__(self):
+        if int(self.workers) < 1 or int(self.threads_per_worker) < 1:
+            raise ValueError("A cluster needs at least one worker with one thread.")
+        if not self.bandwidth > 0 or self.latency < 0:
+            raise ValueError("bandwidth must be > 0 and latency >= 0.")
+        if self.throughput is not None and not self.throughput > 0:
+            raise ValueError("throughput must be > 0.")
+
+    @property
+    def cores(self) -> int:
+        """Worker threads in all."""
+        return int(self.workers) * int(self.threads_per_worker)
+
+    @classmethod
+    def parse(cls, spec, base=None):
+        """A cluster from ``"workers=64,bandwidth=1e9,latency=1e-3"``.
+
+        Parameters
+        ----------
+        spec : str
+            Comma-separated ``name=value`` pairs naming fields of :class:`Cluster`
+            (``threads`` is short for ``threads_per_worker``).
+        base : Cluster, optional
+            Where the fields ``spec`` leaves out come from (e.g. the calibrated cluster).
+
+        Returns
+        -------
+        Cluster
+        """
+        names = {f.name for f in fields(cls)}
+        values = {}
+        for item in filter(None, (part.strip() for part in spec.split(","))):
+            name, sep, text = item.partition("=")
+            name = {"threads": "threads_per_worker"}.get(name.strip(), name.strip())
+            if not sep or name not in names:
+                raise ValueError(
+                    f"Cannot read {item!r}: expected name=value with name one of {sorted(names)}."
+                )
+            number = float(text)
+            integral = name in ("workers", "threads_per_worker", "partitions")
+            values[name] = int(number) if integral else number
+        if base is None:
+            if "workers" not in values:
+                raise ValueError("The cluster specification needs workers=N.")
+            return cls(**values)
+        return replace(base, **values)
+
+    def describe(self):
+        """A one-line summary."""
+        def seconds(value):
+            return "calibrated" if value is None else f"{value:.3g} s"
+
+        bandwidth = "inf" if math.isinf(self.bandwidth) else f"{self.bandwidth:.3g} B/s"
+        throughput = "as measured" if self.throughput is None else f"{self.throughput:.3g} B/s"
+        return (f"{self.workers} workers x {self.threads_per_worker} threads, bandwidth "
+                f"{bandwidth}, latency {self.latency:.3g} s, throughput {throughput}/core; "
+                f"overhead per step {seconds(self.step_overhead)}, per task on a worker "
+                f"{seconds(self.worker_overhead)}, per task on the scheduler "
+                f"{seconds(self.scheduler_overhead)}")
+
+
+@dataclass
+class Calibration:
+    """The cluster a set of fits ran on, as the cost model sees it.
+
+    Attributes
+    ----------
+    cluster : Cluster
+        Workers and threads, and the calibrated bandwidth, latency, throughput and
+        overheads.
+    engine : str
+        ``"distributed"`` or ``"local"``.
+    rounds : int
+        Records the calibration used.
+    data_bytes : int or None
+    """
+
+    cluster: Cluster
+    engine: str
+    rounds: int
+    data_bytes: int | None = None
+
+    def describe(self):
+        return f"calibrated on {self.rounds} {self.engine} rounds: {self.cluster.describe()}"
+
+
+def _robust(values_by_kind):
+    """Median over kinds of the per-kind medians (None when there is nothing)."""
+    medians = [float(np.median(v)) for v in values_by_kind.values() if v]
+    return float(np.median(medians)) if medians else None
+
+
+def _known(value):
+    return 0.0 if value is None or not np.isfinite(value) else float(value)
+
+
+def calibrate(reports, data_bytes=None):
+    """Calibrate the cost model on fits' communication reports (see the module docstring).
+
+    Parameters
+    ----------
+    reports : CommReport, list of CommReport or dict of name to CommReport
+        Fits that ran on the same cluster (their ``comm_``).
+    data_bytes : int, optional
+        Size of the training data, ``8 * n_samples * n_features``; needed to state
+        throughput in bytes per second.
+
+    Returns
+    -------
+    Calibration
+    """
+    if hasattr(reports, "records"):
+        reports = [reports]
+    reports = list(reports.values()) if isinstance(reports, dict) else list(reports)
+    for report in reports:
+        report.flush()
+    records = [r for report in reports for r in report.records]
+    if not records:
+        raise ValueError("Nothing to calibrate on: the reports hold no rounds.")
+    engine = reports[0].engine or "local"
+    workers = max(1, int(reports[0].workers or 1))
+    cores = max(workers, int(reports[0].cores or workers))
+
+    # latency: half the median round trip of small transfers
+    trips = [r.seconds_transferring / r.transfers for r in records
+             if r.transfers and (r.bytes_transferred or 0) / r.transfers <= SMALL_TRANSFER]
+    latency = float(np.median(trips)) / 2 if trips else 0.0
+
+    # bandwidth: transfer time beyond the round trips, against bytes, over large transfers
+    large = [r for r in records
+             if r.transfers and (r.bytes_transferred or 0) / r.transfers > SMALL_TRANSFER]
+    bandwidth = math.inf
+    if large:
+        x = np.array([r.bytes_transferred for r in large], dtype=float)
+        y = np.array([r.seconds_transferring - 2 * latency * r.transfers for r in large])
+        slope = float(x @ y / (x @ x))
+        if slope > 0:
+            bandwidth = 1.0 / slope
+
+    # throughput: bytes of X per core-second in a one-pass round
+    throughput = None
+    if data_bytes:
+        for kind in ONE_PASS_KINDS:
+            seconds = [r.seconds_compute for r in records if r.kind == kind and r.seconds_compute]
+            if seconds:
+                throughput = float(data_bytes) / float(np.median(seconds))
+                break
+
+    by_kind = {}
+    for r in records:
+        by_kind.setdefault(r.kind, []).append(r)
+
+    # one message step: a quarter of a tree level, less the network's latency
+    level = _robust({kind: [r.seconds_tree / r.depth for r in rs
+                            if r.seconds_tree is not None and r.depth]
+                     for kind, rs in by_kind.items()})
+    step = max(0.0, level / LEVEL_STEPS - latency) if level is not None else 0.0
+
+    # per task on a worker thread: the span's time neither computing nor waiting
+    def gaps(r):
+        used = min(cores, max(1, r.partitions))
+        return (used * r.seconds_span - _known(r.seconds_compute)
+                - _known(r.seconds_waiting)) / max(1, r.partitions)
+
+    worker = _robust({kind: [gaps(r) for r in rs if r.seconds_span is not None]
+                      for kind, rs in by_kind.items()})
+    worker = max(0.0, worker) if worker is not None else 0.0
+
+    # per task on the scheduler and client: the wall time left after span, tree and steps
+    def left(r):
+        rest = (r.seconds - _known(r.seconds_span) - _known(r.seconds_tree)
+                - ROUND_STEPS * (latency + step))
+        return rest / max(1, r.tasks)
+
+    scheduler = max(0.0, _robust({kind: [left(r) for r in rs] for kind, rs in by_kind.items()}))
+    cluster = Cluster(workers, max(1, cores // workers), bandwidth, latency, throughput,
+                      step_overhead=step, worker_overhead=worker, scheduler_overhead=scheduler)
+    return Calibration(cluster, engine, len(records), data_bytes)
+
+
+def _overheads(cluster, calibration, here):
+    """``(step, worker, scheduler)`` overheads for ``cluster``, filled from the calibration."""
+    calibrated = calibration.cluster if calibration is not None else Cluster(1)
+    local = calibration is not None and calibration.engine == "local" and not here
+    values = []
+    for name in ("step_overhead", "worker_overhead", "scheduler_overhead"):
+        value = getattr(cluster, name)
+        if value is None:
+            value = DEFAULT_TASK_OVERHEAD if local and name != "step_overhead" else \
+                (getattr(calibrated, name) or 0.0)
+        values.append(float(value))
+    return values
+
+
+def round_seconds(record, cluster, calibration=None, *, here=False):
+    """Predicted seconds of one round on ``cluster``, by term.
+
+    Parameters
+    ----------
+    record : RoundRecord
+    cluster : Cluster
+    calibration : Calibration, optional
+        Supplies the measured throughput and the overheads ``cluster`` leaves unset.
+    here : bool
+        Price the round with its own partitions on the calibration run's cluster.
+
+    Returns
+    -------
+    dict
+        ``latency`` (message steps), ``overhead`` (scheduler and worker overheads),
+        ``compute`` and ``transfer`` seconds.
+    """
+    P0 = max(1, int(record.partitions or record.tasks))
+    if here:
+        P = P0
+    elif cluster.partitions:
+        P = int(cluster.partitions)
+    else:
+        P = max(P0, cluster.cores)
+    k = record.split_every
+    tree = k is not None
+    T = P + tree_tasks(P, k) if tree else P
+    D = tree_depth(P, k) if tree else 0
+    waves = math.ceil(P / cluster.cores)
+    step, worker, scheduler = _overheads(cluster, calibration, here)
+
+    # compute: measured work, rescaled to the cores' speed, spread in waves
+    work = _known(record.seconds_compute)
+    imbalance = 1.0 + (_known(record.seconds_waiting) / work if work > 0 else 0.0)
+    speed = 1.0
+    if cluster.throughput is not None and not here:
+        measured = None if calibration is None else calibration.cluster.throughput
+        if measured is None:
+            raise ValueError(
+                "A target throughput needs the calibration's: pass data_bytes to calibrate()."
+            )
+        speed = measured / cluster.throughput
+    compute = work * speed * waves / P * imbalance
+
+    # transfer: task messages out, partials up the tree, the result to the client
+    down = record.bytes_sent / P0
+    if tree:
+        up = record.bytes_returned / max(1, record.tasks)
+        crossing = 1.0 - 1.0 / min(int(cluster.workers), k)
+        moved = P * (down + TASK_BYTES) + D * k * crossing * (up + TASK_BYTES) + 2 * up
+    else:
+        up = record.bytes_returned / P0
+        moved = P * (down + TASK_BYTES) + 2 * P * up
+    transfer = 0.0 if math.isinf(cluster.bandwidth) else moved / cluster.bandwidth
+
+    return {
+        "latency": (ROUND_STEPS + LEVEL_STEPS * D) * (cluster.latency + step),
+        "overhead": T * scheduler + waves * worker,
+        "compute": compute,
+        "transfer": transfer,
+    }
+
+
+def predict(report, cluster, calibration, *, here=False):
+    """Predicted seconds of a fit's rounds on ``cluster``, by term and in total.
+
+    Returns
+    -------
+    dict
+        ``latency``, ``overhead``, ``compute``, ``transfer`` and ``total`` seconds.
+    """
+    totals = dict.fromkeys(("latency", "overhead", "compute", "transfer"), 0.0)
+    for record in report.records:
+        for term, seconds in round_seconds(record, cluster, calibration, here=here).items():
+            totals[term] += seconds
+    totals["total"] = sum(totals.values())
+    return totals
+
+
+@dataclass
+class ProjectedMethod:
+    """One method's measured and predicted times (seconds in rounds)."""
+
+    method: str
+    rounds: int
+    measured: float
+    predicted_here: float
+    predicted_there: float
+    terms_there: dict = field(default_factory=dict)
+
+    @property
+    def error(self) -> float:
+        """Relative error of the prediction for the measured cluster."""
+        return self.predicted_here / self.measured - 1.0 if self.measured > 0 else math.nan
+
+
+@dataclass
+class Projection:
+    """Methods' times on the measured cluster and on a target cluster.
+
+    Attributes
+    ----------
+    rows : list of ProjectedMethod
+    calibration : Calibration
+    target : Cluster
+    ranking_here, ranking_there : list of str
+        Methods from fastest to slowest (predicted).
+    changes : list of str
+        Where, moving one parameter at a time from the measured cluster to the target,
+        the ranking of the methods changes.
+    """
+
+    rows: list
+    calibration: Calibration
+    target: Cluster
+    ranking_here: list
+    ranking_there: list
+    changes: list
+
+    def to_frame(self):
+        """The rows as a pandas DataFrame (needs pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame([
+            {"method": r.method, "rounds": r.rounds, "measured_s": r.measured,
+             "predicted_here_s": r.predicted_here, "error": r.error,
+             "predicted_there_s": r.predicted_there, **{f"there_{k}_s": v for k, v in
+                                                         r.terms_there.items()}}
+            for r in self.rows
+        ])
+
+    def __repr__(self):
+        lines = [self.calibration.describe(), f"target: {self.target.describe()}"]
+        header = (f"{'method':<12}{'rounds':>7}{'measured s':>12}{'model here':>12}{'error':>8}"
+                  f"{'model there':>13}{'latency':>9}{'overhead':>10}{'compute':>9}{'transfer':>10}")
+        lines.append(header)
+        for r in self.rows:
+            t = r.terms_there
+            lines.append(
+                f"{r.method:<12}{r.rounds:>7}{r.measured:>12.3f}{r.predicted_here:>12.3f}"
+                f"{100 * r.error:>7.0f}%{r.predicted_there:>13.3f}{t['latency']:>9.3f}"
+                f"{t['overhead']:>10.3f}{t['compute']:>9.3f}{t['transfer']:>10.3f}"
+            )
+        lines.append("fastest first, measured cluster: " + " < ".join(self.ranking_here))
+        lines.append("fastest first, target cluster:   " + " < ".join(self.ranking_there))
+        lines += [f"ranking changes: {c}" for c in self.changes] or ["ranking changes: none"]
+        return "\n".join(lines)
+
+
+def _ranking(reports, cluster, calibration):
+    times = {name: predict(report, cluster, calibration)["total"]
+             for name, report in reports.items()}
+    return sorted(times, key=times.get)
+
+
+def _sweep(start, stop, integral, steps=9):
+    """Values from ``start`` to ``stop``, geometrically spaced; an infinite or zero end is
+    stood in for by four decades beyond the other end."""
+    a = stop * 1e4 if math.isinf(start) else start
+    b = start * 1e4 if math.isinf(stop) else stop
+    a = a if a > 0 else b * 1e-4
+    b = b if b > 0 else a * 1e-4
+    values = [start, *np.geomspace(a, b, steps)[1:-1], stop]
+    if integral:
+        values = list(dict.fromkeys(int(round(v)) for v in values))
+    return values
+
+
+def ranking_changes(reports, calibration, target):
+    """Where the methods' ranking changes, moving one parameter at a time to ``target``.
+
+    For each of workers, bandwidth, latency and throughput that differ between the
+    measured cluster and ``target``, the parameter sweeps geometrically from its measured
+    value to the target's while the others keep the target's values.
+
+    Returns
+    -------
+    list of str
+    """
+    here = calibration.cluster
+    changes = []
+    for name in ("workers", "bandwidth", "latency", "throughput"):
+        start, stop = getattr(here, name), getattr(target, name)
+        if start is None or stop is None or start == stop:
+            continue
+        values = _sweep(float(start), float(stop), name == "workers")
+        previous = None
+        for value in values:
+            value = int(value) if name == "workers" else value
+            ranking = _ranking(reports, replace(target, **{name: value}), calibration)
+            if previous is not None and ranking != previous[1]:
+                changes.append(
+                    f"{name} {previous[0]:.3g} -> {value:.3g}: "
+                    f"{' < '.join(previous[1])}  becomes  {' < '.join(ranking)}"
+                )
+            previous = (value, ranking)
+    return changes
+
+
+def project(reports, target, calibration=None, *, data_bytes=None):
+    """Predict each method's time in rounds on ``target``; say where the ranking changes.
+
+    Parameters
+    ----------
+    reports : dict of str to CommReport
+        The fits to project, by method name (one cluster).
+    target : Cluster or str
+        The hypothetical cluster, or a specification for :meth:`Cluster.parse` whose
+        missing fields come from the calibrated cluster.
+    calibration : Calibration, optional
+        Default: :func:`calibrate` on ``reports``.
+    data_bytes : int, optional
+        Passed to :func:`calibrate`.
+
+    Returns
+    -------
+    Projection
+    """
+    if calibration is None:
+        calibration = calibrate(reports, data_bytes=data_bytes)
+    if isinstance(target, str):
+        base = replace(calibration.cluster, partitions=None)
+        if calibration.engine == "local":  # no Dask scheduling was measured
+            base = replace(base, step_overhead=None, worker_overhead=None,
+                           scheduler_overhead=None)
+        target = Cluster.parse(target, base=base)
+    rows = []
+    for name, report in reports.items():
+        here = predict(report, calibration.cluster, calibration, here=True)
+        there = predict(report, target, calibration)
+        rows.append(ProjectedMethod(name, report.rounds, report.seconds, here["total"],
+                                    there["total"], {k: v for k, v in there.items()
+                                                     if k != "total"}))
+    ranking_here = sorted(reports, key=lambda n: next(r.predicted_here for r in rows
+                                                       if r.method == n))
+    ranking_there = sorted(reports, key=lambda n: next(r.predicted_there for r in rows
+                                                        if r.method == n))
+    return Projection(rows, calibration, target, ranking_here, ranking_there,
+                      ranking_changes(reports, calibration, target))

@@ -1,0 +1,303 @@
+"""Mini-batch SGD and local SGD: stochastic steps, one engine round per step or per sync."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ..schedules import LEARNING_RATES, make_step_rule
+from ..stochastic import (
+    SGDConfig,
+    average_update,
+    batch_counts,
+    batch_loss_grad,
+    l1_prox,
+    local_sgd,
+    partition_size,
+    sgd_step,
+)
+from .base import History, Solver, SolverResult
+
+__all__ = ["SGD", "SGDState", "SGDResult"]
+
+
+@dataclass
+class SGDState:
+    """Where a stochastic run stands; passing it back to :meth:`SGD.solve` continues the run.
+
+    Attributes
+    ----------
+    params : ndarray
+        The current iterate.
+    rule : step rule
+        The rule ``rule_state`` belongs to.
+    rule_state
+        The step rule's state (e.g. Adagrad's sums of squared gradients).
+    average : ndarray or None
+        Running mean of the iterates (Polyak-Ruppert), None before averaging begins.
+    step : int
+        Steps taken so far; it numbers the learning-rate schedule and the random draws.
+    seed : int
+        Root of the random draws.
+    """
+
+    params: np.ndarray
+    rule: object
+    rule_state: object
+    average: np.ndarray | None
+    step: int
+    seed: int
+
+    @property
+    def solution(self):
+        """The running mean once averaging has begun, the current iterate otherwise."""
+        return self.params if self.average is None else self.average
+
+
+@dataclass
+class SGDResult(SolverResult):
+    """A :class:`SolverResult` with the final :class:`SGDState`."""
+
+    state: SGDState | None = None
+
+
+def _seed(random_state):
+    """A non-negative integer seed from None, an int, a RandomState or a Generator."""
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy)
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        if random_state < 0:
+            raise ValueError(f"random_state must be >= 0; got {random_state!r}.")
+        return int(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(np.iinfo(np.int32).max))
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(np.iinfo(np.int64).max))
+    raise ValueError(
+        f"random_state must be None, an int, a RandomState or a Generator; got {random_state!r}."
+    )
+
+
+def _is_int(value, minimum):
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= minimum
+
+
+class SGD(Solver):
+    """Mini-batch stochastic gradient descent, synchronous or local.
+
+    An epoch is ``ceil(n_samples / batch_size)`` steps; ``max_iter`` counts epochs.  Each
+    step draws ``batch_size`` rows uniformly with replacement, spread over the partitions
+    in proportion to their rows (a seeded multinomial on the driver; each partition draws
+    its rows with a seed derived from ``(random_state, step, partition index)``, so a run
+    does not depend on the number of workers).  The gradient of the drawn rows, scaled to
+    estimate the gradient of the weighted mean loss, plus the gradient of the smooth
+    (L2) part of the penalty gives the step; the L1 part of an L1 or elastic-net penalty
+    is applied by soft-thresholding after it (proximal SGD).  The intercept is never
+    penalised.
+
+    * Synchronous (``sync_every=None``): ONE round per step returns the mini-batch's loss
+      and gradient sums; the driver updates.
+    * Local SGD (``sync_every=K``): in ONE round every partition runs ``K`` steps on its
+      own rows (it draws the rows synchronous SGD would draw there, and scales their
+      gradient to estimate its own mean gradient), then the iterates, step-rule states
+      and running means are averaged, weighted by the partitions' sample weight.
+      ``K=1`` is synchronous SGD up to round-off; for ``"adagrad"`` the per-coordinate
+      rates then come from each partition's gradient rather than the mini-batch's, so
+      only the gradient-free schedules match exactly.
+
+    With a single partition, synchronous SGD runs each epoch as local SGD in one round:
+    the same computation, in the same order.
+
+    Early stopping follows scikit-learn: after each epoch, the objective estimated from
+    the epoch (mean loss of the rows drawn, each at the iterate before its step, plus the
+    penalty at the epoch's last iterate) counts as no improvement when it exceeds the best
+    so far minus ``tol``; the run stops (``converged``) after ``n_iter_no_change`` such
+    epochs in a row.  ``tol=None`` runs all ``max_iter`` epochs.  ``history`` has one entry
+    per epoch; its ``grad_norm`` is NaN (SGD never computes a full gradient) and ``step``
+    is the last learning rate (its mean for per-coordinate rates).
+
+    Options
+    -------
+    batch_size : int, default 16
+        Rows per step over all partitions.
+    learning_rate : {"constant", "invscaling", "optimal", "adagrad"}, default "invscaling"
+        See :func:`daskglm.schedules.make_step_rule`; ``"optimal"`` needs a penalty with
+        ``alpha > 0``.
+    eta0 : float, default 0.01
+        Initial learning rate (unused by ``"optimal"``).
+    power_t : float, default 0.25
+        Exponent of ``"invscaling"``.
+    average : bool or int, default False
+        Polyak-Ruppert averaging of the iterates: True averages from the first step, an
+        int ``k`` from the step at which ``k`` rows have been drawn; the solution is the
+        average.  Local SGD averages the local iterates of each partition.
+    n_iter_no_change : int, default 5
+        Epochs without improvement before stopping.
+    random_state : None, int, RandomState or Generator, default None
+        Seed of the random draws.
+    sync_every : int or None, default None
+        Local steps between averaging rounds; None for synchronous SGD.
+    """
+
+    name = "sgd"
+    options = {
+        "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
+        "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
+    }
+    handles_nonsmooth = True
+
+    def __init__(self, tol=1e-4, max_iter=100, **options):
+        no_tol = tol is None
+        super().__init__(tol=0.0 if no_tol else tol, max_iter=max_iter, **options)
+        self.tol = None if no_tol else self.tol
+        opts = self.opts
+        average = opts["average"]
+        checks = {
+            "batch_size": (_is_int(opts["batch_size"], 1), "an integer >= 1"),
+            "learning_rate": (opts["learning_rate"] in LEARNING_RATES,
+                              f"one of {list(LEARNING_RATES)}"),
+            "average": (isinstance(average, (bool, np.bool_)) or _is_int(average, 0),
+                        "a bool or an integer >= 0"),
+            "n_iter_no_change": (_is_int(opts["n_iter_no_change"], 1), "an integer >= 1"),
+            "sync_every": (opts["sync_every"] is None or _is_int(opts["sync_every"], 1),
+                           "None or an integer >= 1"),
+        }
+        for key, (valid, requirement) in checks.items():
+            if not valid:
+                raise ValueError(
+                    f"Option {key!r} of solver 'sgd' must be {requirement}; got {opts[key]!r}."
+                )
+        if opts["learning_rate"] != "optimal":
+            make_step_rule(opts["learning_rate"], opts["eta0"], opts["power_t"])  # checks them
+        if not isinstance(opts["random_state"], (np.random.RandomState, np.random.Generator)):
+            _seed(opts["random_state"])  # checks it
+
+    # ----------------------------------------------------------------------------------
+    def step_rule(self, problem):
+        """The step rule of the options; ``"optimal"`` takes ``alpha`` from the penalty."""
+        return make_step_rule(
+            self.opts["learning_rate"], self.opts["eta0"], self.opts["power_t"],
+            alpha=getattr(problem.penalty, "alpha", 0.0),
+        )
+
+    def initial_state(self, problem, params0):
+        """A fresh :class:`SGDState` at ``params0``."""
+        rule = self.step_rule(problem)
+        params = np.array(params0, dtype=float)
+        return SGDState(params, rule, rule.init(params), None, 0, _seed(self.opts["random_state"]))
+
+    def solve(self, problem, engine, params0, state=None):
+        """Run up to ``max_iter`` epochs from ``params0``, or from ``state`` to continue a run.
+
+        Returns
+        -------
+        SGDResult
+            ``params`` is the solution (the running mean with averaging); ``state`` can be
+            passed back to continue on the same or other data.
+        """
+        if state is None:
+            state = self.initial_state(problem, params0)
+        else:
+            state = self._resume(problem, state)
+        history = History(engine)
+        config = self._config(problem, engine, state)
+        rows = (
+            [engine.n_samples] if engine.n_partitions == 1
+            else [size[0] for size in engine.map(partition_size, kind="sizes")]
+        )
+        steps_per_epoch = math.ceil(engine.n_samples / config.batch_size)
+        sync_every = self.opts["sync_every"]
+        if sync_every is None and engine.n_partitions == 1:
+            sync_every = steps_per_epoch  # the same computation, one round per epoch
+        best, bad_epochs, converged, n_epochs = math.inf, 0, False, 0
+        for n_epochs in range(1, self.max_iter + 1):
+            if sync_every is None:
+                loss, weight, rate = self._synchronous_epoch(
+                    engine, config, state, rows, steps_per_epoch)
+            else:
+                loss, weight, rate = self._local_epoch(
+                    engine, config, state, rows, steps_per_epoch, sync_every)
+            mean_loss = loss / weight if weight > 0 else math.nan
+            value = mean_loss + problem.penalty.value(problem.coef(state.params))
+            history.record(value, math.nan, float(np.mean(rate)), loss=mean_loss,
+                           steps=steps_per_epoch)
+            if not np.all(np.isfinite(state.params)):
+                return SGDResult(state.solution, n_epochs, False, history.entries,
+                                 "the iterates diverged; lower the learning rate", state)
+            if self.tol is not None:
+                bad_epochs = bad_epochs + 1 if value > best - self.tol else 0
+                best = min(best, value)
+                if bad_epochs >= int(self.opts["n_iter_no_change"]):
+                    converged = True
+                    break
+        if self.tol is None:
+            converged, message = True, "ran every epoch (no tolerance)"
+        else:
+            message = "converged" if converged else "maximum number of epochs reached"
+        return SGDResult(state.solution, n_epochs, converged, history.entries, message, state)
+
+    def _resume(self, problem, state):
+        """Continue ``state``; a changed step rule starts afresh from its iterate."""
+        state = replace(state)  # the caller's state is left as it was
+        rule = self.step_rule(problem)
+        if rule != state.rule:
+            state.rule, state.rule_state = rule, rule.init(state.params)
+        return state
+
+    def _config(self, problem, engine, state):
+        batch_size = int(self.opts["batch_size"])
+        average = int(self.opts["average"])
+        return SGDConfig(
+            family=problem.family, penalty=problem.penalty, rule=state.rule,
+            fit_intercept=problem.fit_intercept, n_features=problem.n_features,
+            batch_size=batch_size, n_rows=engine.n_samples, total_weight=engine.sum_weight,
+            seed=state.seed,
+            average_from=None if average == 0 else max(0, math.ceil(average / batch_size) - 1),
+        )
+
+    @staticmethod
+    def _synchronous_epoch(engine, config, state, rows, n_steps):
+        """``n_steps`` steps, one round each; ``state`` is updated in place."""
+        loss = weight = 0.0
+        rate = 0.0
+        for step in range(state.step, state.step + n_steps):
+            counts = batch_counts(rows, config.batch_size, config.seed, step)
+            stats = engine.reduce_each(
+                batch_loss_grad, list(enumerate(counts)), state.params, config, step,
+                kind="sgd_batch",
+            )
+            loss += stats.loss
+            weight += stats.weight
+            moved, rate, state.rule_state = sgd_step(
+                state.params, stats.grad, engine.sum_weight, config, state.rule_state, step
+            )
+            state.params = l1_prox(moved, rate, config)
+            state.average = average_update(state.average, state.params, step, config)
+        state.step += n_steps
+        return loss, weight, rate
+
+    @staticmethod
+    def _local_epoch(engine, config, state, rows, n_steps, sync_every):
+        """``n_steps`` steps, ``sync_every`` local steps per round; ``state`` updated in place."""
+        loss = weight = 0.0
+        rate = 0.0
+        end = state.step + n_steps
+        while state.step < end:
+            first = state.step
+            steps = range(first, min(first + sync_every, end))
+            counts = np.array([batch_counts(rows, config.batch_size, config.seed, s)
+                               for s in steps])
+            each = [(index, first, counts[:, index]) for index in range(engine.n_partitions)]
+            local = engine.reduce_each(
+                local_sgd, each, state.params, state.rule_state, state.average, config,
+                kind="local_sgd",
+            )
+            loss += local.loss
+            weight += local.batch_weight
+            rate, state.rule_state = local.rate, local.rule_state
+            state.params = l1_prox(local.params, rate, config)
+            state.average = average_update(local.average, state.params, steps[-1], config)
+            state.step = steps[-1] + 1
+        return loss, weight, rate
