@@ -5,34 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
+from .datasets import KINDS
 
-__all__ = ["main", "synthetic"]
+__all__ = ["main"]
 
-
-def synthetic(n_samples, n_features, family="binomial", chunks=None, random_state=0):
-    """A synthetic GLM data set as Dask arrays ``(X, y, coef)``, generated chunk by chunk.
-
-    Rows are standard normal features; the target follows ``family`` with true
-    coefficients drawn once from ``random_state``.
-    """
-    import dask.array as da
-
-    chunks = chunks or max(1, n_samples // 8)
-    rng = np.random.default_rng(random_state)
-    coef = rng.normal(scale=1.0 / np.sqrt(n_features), size=n_features)
-    state = da.random.RandomState(random_state)
-    X = state.standard_normal((n_samples, n_features), chunks=(chunks, n_features))
-    eta = X @ coef + 0.5
-    if family == "binomial":
-        y = (state.uniform(size=n_samples, chunks=chunks) < 1 / (1 + da.exp(-eta))).astype(float)
-    elif family == "poisson":
-        y = state.poisson(da.exp(0.5 * eta)).astype(float)
-    elif family == "gaussian":
-        y = eta + state.standard_normal(n_samples, chunks=chunks)
-    else:
-        raise ValueError(f"Unknown family {family!r}.")
-    return X, y, coef
+#: The synthetic data set of each family.
+_KIND_OF_FAMILY = {"binomial": "classification", "gaussian": "regression", "poisson": "poisson"}
 
 
 def _local_cluster(args):
@@ -45,8 +23,21 @@ def _local_cluster(args):
 
 
 def _synthetic_persisted(args):
-    X, y, _ = synthetic(args.n, args.d, args.family, chunks=max(1, args.n // args.partitions))
+    make = KINDS[_KIND_OF_FAMILY[args.family]]
+    X, y, _ = make(args.n, args.d, chunks=max(1, -(-args.n // args.partitions)), random_state=0)
     return X.persist(), y.persist()
+
+
+def make_data(args):
+    """Write a synthetic data set to a zarr store, chunk by chunk, and describe it."""
+    X, _, _ = KINDS[args.kind](args.n, args.d, chunks=args.chunks, random_state=args.seed,
+                               path=args.path, density=args.density)
+    layout = "dense" if args.density is None else f"sparse CSR, density {args.density:g}"
+    print(
+        f"wrote {args.kind} data set to {args.path}: {X.shape[0]} rows x {X.shape[1]} "
+        f"features ({layout}), {X.numblocks[0]} chunks of up to {max(X.chunks[0])} rows"
+    )
+    return 0
 
 
 def demo(args):
@@ -144,6 +135,20 @@ def main(argv=None):
              "workers=64,bandwidth=1e9,latency=1e-3 (see daskglm.costmodel)",
     )
     compare_parser.set_defaults(run=compare_command)
+
+    data_parser = commands.add_parser(
+        "make-data", help="write a synthetic data set to a zarr store (see daskglm.io)"
+    )
+    data_parser.add_argument("--kind", default="classification", choices=sorted(KINDS))
+    data_parser.add_argument("--n", type=int, default=100_000, help="rows")
+    data_parser.add_argument("--d", type=int, default=20, help="features")
+    data_parser.add_argument("--chunks", type=int, default=None,
+                             help="rows per chunk (default: about 32 MiB per chunk)")
+    data_parser.add_argument("--density", type=float, default=None,
+                             help="fraction of non-zero features per row: sparse X (default: dense)")
+    data_parser.add_argument("--seed", type=int, default=0, help="random seed")
+    data_parser.add_argument("--path", required=True, help="directory of the zarr store to write")
+    data_parser.set_defaults(run=make_data)
     args = parser.parse_args(argv)
     return args.run(args)
 

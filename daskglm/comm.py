@@ -42,9 +42,9 @@ overhead      every round         both ways:               ``TASK_BYTES T`` (0 i
 ============  ==================  =======================  ===============================
 
 ``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
-ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.  The
-engine does not use the table: it counts the bytes of the objects it actually sends and
-receives (:func:`nbytes`), which is what the table summarises; ``tests/test_comm.py``
+ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
+The engine does not use the table: it counts the bytes of the objects it actually sends
+and receives (:func:`nbytes`), which is what the table summarises; ``tests/test_comm.py``
 checks the two agree.
 
 Dask adds control traffic to every task: the task's key (about 50 characters, repeated in
@@ -52,7 +52,7 @@ several messages), the reference to the function, the submission to the schedule
 ``compute-task`` message to the worker, the scheduler's notices to the client, and a
 message header on every transfer.  For small payloads this dominates, so the model
 includes it explicitly as :data:`TASK_BYTES` per task, a constant measured on
-``distributed`` 2026.x; see ``docs/costs.md``.
+``distributed`` 2026.8 (1.8 to 2.3 kB per task); see ``docs/costs.md``.
 
 Measurement
 -----------
@@ -78,9 +78,12 @@ Not counted: the workers' status messages to the scheduler, heartbeats, and the
 scheduler's relay of gathered results to the client (a second hop of bytes already
 counted once when they left their worker).
 
-Per-task start and stop times are recorded by the same scheduler plugin from the
-``task-finished`` messages workers already send.  The plugin's snapshots and timings, and
-the workers' transfer logs, are fetched in one call to the scheduler and one to the
+Per-task compute times are recorded by the same scheduler plugin from the
+``task-finished`` messages workers already send; a task's end is placed at the moment
+the scheduler receives that message, so that the tasks of all workers share one clock
+(workers stamp their own times with an estimate of their offset to the scheduler's clock
+that can be off by more than the waits measured).  The plugin's snapshots and timings,
+and the workers' transfer logs, are fetched in one call to the scheduler and one to the
 workers when the engine closes (and every :data:`COLLECT_EVERY_TASKS` tasks during long
 fits, before the workers' bounded logs wrap), so that the per-round cost of measurement
 is reading one local counter.  Until then a distributed record's measured fields are
@@ -124,6 +127,9 @@ __all__ = [
     "TASK_BYTES",
     "COLLECT_EVERY_TASKS",
     "payload_model",
+    "kept_local",
+    "tree_tasks",
+    "tree_depth",
 ]
 
 #: Dask's control traffic per task, in bytes, counted as part of the modelled bytes of
@@ -435,7 +441,7 @@ class CommReport:
 
     @property
     def bytes_measured(self) -> int | None:
-        """Total measured bytes; None when no round could be measured."""
+        """Total measured bytes of the rounds that were measured; None when none was."""
         self._settle()
         known = [r.bytes_measured for r in self.records if r.bytes_measured is not None]
         return sum(known) if known else None
@@ -538,20 +544,20 @@ class CommReport:
             return (f"{name:<12}{row['rounds']:>8}{row['tasks']:>8}{row['bytes_modelled']:>14,}"
                     f"{measured:>14}{row['seconds']:>10.3f}{row['seconds_waiting']:>11.3f}")
 
-        lines = [title, header]
-        lines += [line(kind, row) for kind, row in kinds.items()]
-        total = dict.fromkeys(("rounds", "tasks", "bytes_modelled", "seconds", "seconds_waiting"), 0)
-        total["bytes_measured"] = 0
-        for row in kinds.values():
-            for key in total:
-                if key == "bytes_measured":
-                    total[key] = None if (total[key] is None or row[key] is None) \
-                        else total[key] + row[key]
-                else:
-                    total[key] += row[key]
-        lines.append(line("total", total))
+        total = {key: sum(row[key] for row in kinds.values())
+                 for key in ("rounds", "tasks", "bytes_modelled", "seconds", "seconds_waiting")}
+        measured = [row["bytes_measured"] for row in kinds.values()]
+        total["bytes_measured"] = None if None in measured else sum(measured)
+        lines = [title, header, *(line(kind, row) for kind, row in kinds.items()),
+                 line("total", total)]
         lines.append(f"measured: {self.measurement}; read from storage: {self.bytes_read:,} B")
         return "\n".join(lines)
+
+
+    def __getstate__(self):
+        # the meters hold the client; a pickled report keeps what was measured
+        self._settle()
+        return {**self.__dict__, "_meters": []}
 
 
 #: The ledger of a fit, under its earlier name.
@@ -635,7 +641,8 @@ def _stream_bytes(scheduler):
 
 class RoundsPlugin(_SchedulerPlugin):
     """Scheduler plugin: per engine round, a snapshot of the scheduler's stream bytes
-    when the round's first graph arrives, and the compute times of its tasks.
+    when the round's first graph arrives, and the compute times of its tasks (ending when
+    the scheduler hears of them, on its own clock).
 
     Only keys the engine named (``daskglm_...``) are looked at; the state is bounded.
     """
@@ -665,11 +672,16 @@ class RoundsPlugin(_SchedulerPlugin):
         entry = None if token is None else self.rounds.get(token)
         if entry is None:
             return
+        # End times on the scheduler's clock, when it hears of them: the workers' own
+        # times are shifted onto it by an estimate that can be off by more than the
+        # waits being measured.  Durations come from the worker's clock.
+        received = time.time()
         is_partition = not key.startswith(SUM_PREFIX)
         thread = (kwargs.get("worker"), kwargs.get("thread"))
         for startstop in kwargs.get("startstops") or ():
             if startstop.get("action") == "compute":
-                entry["tasks"].append((is_partition, thread, startstop["start"], startstop["stop"]))
+                duration = startstop["stop"] - startstop["start"]
+                entry["tasks"].append((is_partition, thread, received - duration, received))
 
 
 def _collect_on_scheduler(tokens, dask_scheduler=None):
@@ -755,6 +767,7 @@ class DaskMeter:
     def __init__(self, client):
         self._client = weakref.ref(client)
         self.cores = self.workers = None
+        self._pending_lock = threading.Lock()
         self.pending = []
         self.pending_tasks = 0
         try:
@@ -797,14 +810,17 @@ class DaskMeter:
 
     def add(self, record, token, report):
         """Queue ``record`` for measurement; fetch when many tasks are pending."""
-        self.pending.append((record, token, report))
-        self.pending_tasks += record.tasks
-        if self.pending_tasks >= COLLECT_EVERY_TASKS:
+        with self._pending_lock:
+            self.pending.append((record, token, report))
+            self.pending_tasks += record.tasks
+            due = self.pending_tasks >= COLLECT_EVERY_TASKS
+        if due:
             self.collect()
 
     def collect(self):
         """Fetch the pending rounds' measurements: one call to the scheduler, one to the workers."""
-        pending, self.pending, self.pending_tasks = self.pending, [], 0
+        with self._pending_lock:
+            pending, self.pending, self.pending_tasks = self.pending, [], 0
         client = self.client
         if not pending or client is None:
             return

@@ -197,7 +197,7 @@ class Comparison:
             ``{method: {"gap": [...], "bytes": [...], "rounds": [...], "seconds": [...]}}``
             from the fit's ``history_`` (entries with an objective), ending at the
             objective evaluated after the fit.  Bytes are the measured ones when every
-            round was measured, else the modelled ones.
+            round was measured on a cluster, else the modelled ones.
         """
         best = min((r.objective for r in self.rows if r.ok and r.objective is not None),
                    default=None)
@@ -206,7 +206,8 @@ class Comparison:
             report = row.report
             if not row.ok or report is None or best is None:
                 continue
-            measured = all(r.bytes_measured is not None for r in report.records)
+            measured = report.engine == "distributed" and all(
+                r.bytes_measured is not None for r in report.records)
             per_round = [r.bytes_measured if measured else r.bytes_modelled
                          for r in report.records]
             cum_bytes = np.concatenate([[0], np.cumsum(per_round)])
@@ -245,7 +246,7 @@ class Comparison:
             ax.set_xlabel(labels[x])
             ax.set_yscale("log")
             if x == "bytes":
-                ax.set_xscale("symlog")
+                ax.set_xscale("log")
             ax.grid(True, alpha=0.3)
         axes[0].set_ylabel("objective gap to the best")
         axes[-1].legend()

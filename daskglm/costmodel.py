@@ -29,6 +29,9 @@ partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
   receives ``k f`` partials over one link, the root's result travels to the scheduler
   and on to the client.  A gather round moves ``2 P b_up`` instead of the last two terms.
 
+The model prices a fit's solver rounds; the validation round every fit runs first is left
+out (:data:`SETUP_KINDS`): it is the same for every method, and on Dask arrays it also
+builds the partitions from the array's chunks, which is loading data, not communicating.
 The number of rounds and their payloads are the fit's own: the model assumes the same
 rounds would run on the other cluster, on ``max(P, C)`` partitions.  That holds for the
 full-batch methods; the local-solve methods (``averaging``, ``admm``) may converge in a
@@ -90,7 +93,10 @@ __all__ = [
     "project",
     "Projection",
     "ranking_changes",
+    "solver_rounds",
+    "measured_seconds",
     "DEFAULT_TASK_OVERHEAD",
+    "SETUP_KINDS",
 ]
 
 #: Per-task overhead (seconds) assumed for the scheduler and for the workers when the
@@ -103,6 +109,11 @@ SMALL_TRANSFER = 64 * 1024
 
 #: Round kinds that read every row of X once, in order of preference, for throughput.
 ONE_PASS_KINDS = ("gradient", "validate")
+
+#: Round kinds every fit runs once before its solver, left out of calibration and
+#: predictions: they are the same for every method, and on Dask arrays the validation
+#: round also builds the partitions from the array's chunks, which is loading data.
+SETUP_KINDS = ("validate",)
 
 #: Message steps of a round besides its tree levels, and per tree level.
 ROUND_STEPS, LEVEL_STEPS = 8, 4
@@ -291,7 +302,8 @@ def calibrate(reports, data_bytes=None):
 
     by_kind = {}
     for r in records:
-        by_kind.setdefault(r.kind, []).append(r)
+        if r.kind not in SETUP_KINDS:
+            by_kind.setdefault(r.kind, []).append(r)
 
     # one message step: a quarter of a tree level, less the network's latency
     level = _robust({kind: [r.seconds_tree / r.depth for r in rs
@@ -315,7 +327,8 @@ def calibrate(reports, data_bytes=None):
                 - ROUND_STEPS * (latency + step))
         return rest / max(1, r.tasks)
 
-    scheduler = max(0.0, _robust({kind: [left(r) for r in rs] for kind, rs in by_kind.items()}))
+    scheduler = _robust({kind: [left(r) for r in rs] for kind, rs in by_kind.items()})
+    scheduler = max(0.0, scheduler) if scheduler is not None else 0.0
     cluster = Cluster(workers, max(1, cores // workers), bandwidth, latency, throughput,
                       step_overhead=step, worker_overhead=worker, scheduler_overhead=scheduler)
     return Calibration(cluster, engine, len(records), data_bytes)
@@ -399,8 +412,28 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
     }
 
 
+def solver_rounds(report):
+    """The records of ``report`` the model prices: all but the set-up rounds."""
+    return [r for r in report.records if r.kind not in SETUP_KINDS]
+
+
+def measured_seconds(report):
+    """Seconds the solver's rounds took (the set-up rounds left out, as in :func:`predict`)."""
+    return sum(r.seconds for r in solver_rounds(report))
+
+
 def predict(report, cluster, calibration, *, here=False):
-    """Predicted seconds of a fit's rounds on ``cluster``, by term and in total.
+    """Predicted seconds of a fit's solver rounds on ``cluster``, by term and in total.
+
+    The set-up rounds (:data:`SETUP_KINDS`) are left out: every fit runs the same one.
+
+    Parameters
+    ----------
+    report : CommReport
+    cluster : Cluster
+    calibration : Calibration
+    here : bool
+        Price the rounds with their own partitions on the calibration run's cluster.
 
     Returns
     -------
@@ -408,7 +441,7 @@ def predict(report, cluster, calibration, *, here=False):
         ``latency``, ``overhead``, ``compute``, ``transfer`` and ``total`` seconds.
     """
     totals = dict.fromkeys(("latency", "overhead", "compute", "transfer"), 0.0)
-    for record in report.records:
+    for record in solver_rounds(report):
         for term, seconds in round_seconds(record, cluster, calibration, here=here).items():
             totals[term] += seconds
     totals["total"] = sum(totals.values())
@@ -417,7 +450,7 @@ def predict(report, cluster, calibration, *, here=False):
 
 @dataclass
 class ProjectedMethod:
-    """One method's measured and predicted times (seconds in rounds)."""
+    """One method's measured and predicted times (seconds in its solver's rounds)."""
 
     method: str
     rounds: int
@@ -442,7 +475,8 @@ class Projection:
     calibration : Calibration
     target : Cluster
     ranking_here, ranking_there : list of str
-        Methods from fastest to slowest (predicted).
+        Methods from fastest to slowest (predicted); methods within 5% of each other
+        count as tied and are listed alphabetically.
     changes : list of str
         Where, moving one parameter at a time from the measured cluster to the target,
         the ranking of the methods changes.
@@ -469,8 +503,9 @@ class Projection:
 
     def __repr__(self):
         lines = [self.calibration.describe(), f"target: {self.target.describe()}"]
-        header = (f"{'method':<12}{'rounds':>7}{'measured s':>12}{'model here':>12}{'error':>8}"
-                  f"{'model there':>13}{'latency':>9}{'overhead':>10}{'compute':>9}{'transfer':>10}")
+        header = (f"{'method':<12}{'rounds':>7}{'measured s':>12}{'model here':>12}"
+                  f"{'error':>8}{'model there':>13}{'latency':>9}{'overhead':>10}"
+                  f"{'compute':>9}{'transfer':>10}")
         lines.append(header)
         for r in self.rows:
             t = r.terms_there
@@ -485,10 +520,26 @@ class Projection:
         return "\n".join(lines)
 
 
+#: Predicted times within this fraction of each other count as a tie when ranking.
+TIE = 0.05
+
+
+def _order(times):
+    """Method names fastest first; within a tie (:data:`TIE`) in alphabetical order, so
+    that near-equal methods do not swap places on rounding."""
+    names = sorted(times, key=times.get)
+    groups = []
+    for name in names:
+        if groups and times[name] <= times[groups[-1][0]] * (1 + TIE):
+            groups[-1].append(name)
+        else:
+            groups.append([name])
+    return [name for group in groups for name in sorted(group)]
+
+
 def _ranking(reports, cluster, calibration):
-    times = {name: predict(report, cluster, calibration)["total"]
-             for name, report in reports.items()}
-    return sorted(times, key=times.get)
+    return _order({name: predict(report, cluster, calibration)["total"]
+                   for name, report in reports.items()})
 
 
 def _sweep(start, stop, integral, steps=9):
@@ -566,12 +617,10 @@ def project(reports, target, calibration=None, *, data_bytes=None):
     for name, report in reports.items():
         here = predict(report, calibration.cluster, calibration, here=True)
         there = predict(report, target, calibration)
-        rows.append(ProjectedMethod(name, report.rounds, report.seconds, here["total"],
-                                    there["total"], {k: v for k, v in there.items()
-                                                     if k != "total"}))
-    ranking_here = sorted(reports, key=lambda n: next(r.predicted_here for r in rows
-                                                       if r.method == n))
-    ranking_there = sorted(reports, key=lambda n: next(r.predicted_there for r in rows
-                                                        if r.method == n))
+        terms = {k: v for k, v in there.items() if k != "total"}
+        rows.append(ProjectedMethod(name, len(solver_rounds(report)), measured_seconds(report),
+                                    here["total"], there["total"], terms))
+    ranking_here = _order({r.method: r.predicted_here for r in rows})
+    ranking_there = _order({r.method: r.predicted_there for r in rows})
     return Projection(rows, calibration, target, ranking_here, ranking_there,
                       ranking_changes(reports, calibration, target))

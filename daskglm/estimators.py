@@ -46,6 +46,10 @@ def _dask_frame_to_array(data):
     if hasattr(data, "columns"):
         names = np.asarray(data.columns, dtype=object)
     if hasattr(data, "to_dask_array"):
+        if hasattr(data, "optimize"):
+            # the partitions the data will really have: a parquet read of few columns, for
+            # one, fuses files, so the unoptimised count disagrees with the computed lengths
+            data = data.optimize()
         data = data.to_dask_array(lengths=True)
     return data, names
 

@@ -7,6 +7,11 @@ to ``X``.  Dense partitions are processed in cache-sized row blocks so that each
 ``X`` is read from memory once per evaluation: ``X_b @ coef`` and ``X_b.T @ r`` run while
 ``X_b`` is still in cache.
 
+Sparse partitions are scipy CSR matrices (:func:`as_csr_or_dense` converts any other sparse
+layout once, when a partition is packed) and every kernel works on them without densifying
+``X``: products with ``X`` and ``X.T`` are sparse products, and second moments come from the
+sparse ``X^T W X``.
+
 Every statistic returned here is a sum over rows and supports ``+``; :func:`tree_sum`
 adds a list of them in a fixed order, which is how every engine reduces them.  Nothing in
 this module imports dask.
@@ -31,6 +36,7 @@ __all__ = [
     "summarize",
     "tree_sum",
     "linear_predictor",
+    "as_csr_or_dense",
 ]
 
 #: Bytes of ``X`` processed per block: a quarter of a typical 2 MiB L2 cache.
@@ -51,6 +57,50 @@ def _row_blocks(X):
 
 def _take(weight, start, stop):
     return None if weight is None else weight[start:stop]
+
+
+def as_csr_or_dense(X):
+    """``X`` in a layout every kernel accepts: a scipy CSR matrix or a C-contiguous ndarray.
+
+    Engines call this once per partition, when they pack it, so that the kernels never
+    convert.  CSR is the one sparse layout of the kernels: its row slices (cache blocks,
+    mini-batches) cost only the rows' non-zeros, ``X @ v`` and ``X.T @ r`` are compiled
+    loops over the stored entries, scikit-learn's text vectorisers produce it, and Dask
+    concatenates scipy matrices natively.  pydata ``sparse`` arrays (COO, GCXS) are
+    converted rather than supported twice: their products are slower and their row
+    indexing copies.
+
+    Parameters
+    ----------
+    X : ndarray, scipy.sparse matrix or array, or pydata ``sparse`` array, 2-D
+
+    Returns
+    -------
+    scipy.sparse CSR matrix or ndarray
+        Sparse input becomes CSR in canonical form (sorted column indices, no duplicate
+        entries; the input is never modified); anything else a C-contiguous ndarray.  A
+        float32 or float64 dtype is kept; other dtypes become float64.
+    """
+    if not sp.issparse(X) and hasattr(X, "to_scipy_sparse"):  # pydata sparse
+        X = X.to_scipy_sparse()
+    if sp.issparse(X):
+        csr = X.tocsr()
+        if csr.dtype not in (np.float32, np.float64):
+            csr = csr.astype(np.float64)
+        if not csr.has_canonical_format:
+            csr = csr.copy() if csr is X else csr
+            csr.sum_duplicates()  # also sorts the column indices of every row
+        return csr
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    return np.ascontiguousarray(X)
+
+
+def _scale_rows(X, factors):
+    """``diag(factors) @ X`` for a CSR matrix, sharing ``X``'s index arrays."""
+    data = X.data * np.repeat(factors, np.diff(X.indptr))
+    return type(X)((data, X.indices, X.indptr), shape=X.shape)
 
 
 def linear_predictor(X, params, fit_intercept):
@@ -106,9 +156,8 @@ def loss_grad(part, params, family, fit_intercept):
 def _weighted_gram(X_b, h, scratch):
     """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block (``scratch``: a block buffer)."""
     if sp.issparse(X_b):
-        scaled = sp.diags(h) @ X_b
-        gram_b = np.asarray((X_b.T @ scaled).todense())
-        return gram_b, np.asarray(scaled.sum(axis=0)).ravel()
+        gram_b = (X_b.T @ _scale_rows(X_b, h)).toarray()  # sparse product, d x d result
+        return gram_b, _transpose_product(X_b, h)
     scaled = np.multiply(X_b, h[:, None], out=scratch[: X_b.shape[0]])
     return X_b.T @ scaled, X_b.T @ h
 
@@ -200,9 +249,34 @@ def _scratch(X):
     return np.empty((min(X.shape[0], _block_rows(X.shape[1])), X.shape[1]))
 
 
+def _sparse_gram(X, y, weight):
+    """Centred weighted Gram statistics of a CSR partition, ``X`` never densified.
+
+    With ``W`` the total weight and ``m = X^T w / W`` the weighted column means,
+    ``Sxx = X^T W X - W m m^T`` from the sparse product ``X^T W X``; ``Sxy = X^T (w * (y -
+    mean_y))`` and ``Syy`` are exact.  Unlike the dense kernel's centred products, the
+    subtraction in ``Sxx`` loses relative accuracy of about ``eps * max(m^2) / var`` for a
+    column whose mean is large against its spread; sparse columns, mostly zeros, have small
+    means.  Partitions are still merged exactly by :class:`GramStats`.
+    """
+    weight = np.ones(X.shape[0]) if weight is None else weight
+    total = float(weight.sum())
+    if total == 0:
+        return GramStats.empty(X.shape[1])
+    mean_x = _transpose_product(X, weight) / total
+    mean_y = float(weight @ y) / total
+    yc = y - mean_y
+    wyc = yc * weight
+    xtwx = np.asarray((X.T @ _scale_rows(X, weight)).toarray())
+    sxx = xtwx - total * np.outer(mean_x, mean_x)
+    return GramStats(total, mean_x, mean_y, sxx, _transpose_product(X, wyc), float(wyc @ yc))
+
+
 def gram(part):
     """Centred weighted Gram statistics of one partition: one read of ``X``."""
     X, y, weight = part
+    if sp.issparse(X):
+        return _sparse_gram(X, y, weight)
     total = GramStats.empty(X.shape[1])
     centred = _scratch(X)
     weighted = None if weight is None else _scratch(X)
@@ -212,11 +286,7 @@ def gram(part):
         block_weight = float(stop - start) if w_b is None else float(w_b.sum())
         if block_weight == 0:
             continue
-        if sp.issparse(X_b):
-            X_b = X_b.toarray()
-            xc = np.empty_like(X_b)
-        else:
-            xc = centred[: stop - start]
+        xc = centred[: stop - start]
         if w_b is None:
             mean_x = X_b.mean(axis=0)
             mean_y = float(y_b.mean())
@@ -258,7 +328,11 @@ def column_moments(part):
     for start, stop in _row_blocks(X):
         X_b, w_b = X[start:stop], weight[start:stop]
         sums += _transpose_product(X_b, w_b)
-        squared = X_b.multiply(X_b) if sp.issparse(X_b) else np.square(X_b, dtype=np.float64)
+        if sp.issparse(X_b):
+            squared = type(X_b)((np.square(X_b.data, dtype=np.float64), X_b.indices, X_b.indptr),
+                                shape=X_b.shape)
+        else:
+            squared = np.square(X_b, dtype=np.float64)
         squares += _transpose_product(squared, w_b)
     return ColumnMoments(float(weight.sum()), sums, squares)
 

@@ -19,7 +19,7 @@ import numpy as np
 from distributed import Client, LocalCluster
 
 import daskglm
-from daskglm.cli import synthetic
+from daskglm.datasets import make_classification
 
 N_SAMPLES = 200_000
 N_FEATURES = 10
@@ -36,12 +36,8 @@ def main():
 
         # Features and labels are generated on the workers, chunk by chunk, and kept
         # there: nothing of size n_samples ever comes back to this process.
-        X, y, true_coef = synthetic(
-            N_SAMPLES,
-            N_FEATURES,
-            family="binomial",
-            chunks=N_SAMPLES // N_PARTITIONS,
-            random_state=0,
+        X, y, true_coef = make_classification(
+            N_SAMPLES, N_FEATURES, chunks=N_SAMPLES // N_PARTITIONS, random_state=0
         )
         X, y = X.persist(), y.persist()
         split = int(TRAIN_FRACTION * N_SAMPLES)

@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from daskglm.cli import main, synthetic
+from daskglm.cli import main
+from daskglm.io import load_zarr
 
 
 def test_demo_prints_a_row_per_method():
@@ -23,12 +24,16 @@ def test_demo_prints_a_row_per_method():
     assert "n/a" in rows["normal"]  # not applicable to the binomial family
 
 
-def test_synthetic_data_is_reproducible():
-    X1, y1, coef1 = synthetic(1000, 4, "poisson", chunks=300, random_state=3)
-    X2, y2, coef2 = synthetic(1000, 4, "poisson", chunks=300, random_state=3)
-    assert X1.chunks[0] == (300, 300, 300, 100)
-    assert (X1.compute() == X2.compute()).all() and (y1.compute() == y2.compute()).all()
-    assert (y1.compute() >= 0).all()
+@pytest.mark.parametrize("density", [None, 0.2], ids=["dense", "sparse"])
+def test_make_data_writes_a_zarr_store(tmp_path, capsys, density):
+    path = tmp_path / "data.zarr"
+    argv = ["make-data", "--kind", "poisson", "--n", "1000", "--d", "10", "--chunks", "300",
+            "--seed", "3", "--path", str(path)]
+    assert main(argv + (["--density", str(density)] if density else [])) == 0
+    assert "1000 rows x 10 features" in capsys.readouterr().out
+    X, y, weight = load_zarr(path)
+    assert X.shape == (1000, 10) and X.chunks[0] == (300, 300, 300, 100) and weight is None
+    assert (y.compute() >= 0).all()
 
 
 def test_unknown_command_is_an_error():

@@ -23,6 +23,12 @@ EXPECTED = {
         r"gradient\s+\d+\s",
         r"total\s+\d+\s",
     ],
+    "text_classification.py": [
+        r"documents: 40000 in 8 partitions",
+        r"features: 65536 hashed columns",
+        r"converged: True",
+        r"held-out accuracy: 0\.[89]\d+",
+    ],
 }
 
 TIMEOUT_S = 120
