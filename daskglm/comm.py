@@ -13,33 +13,37 @@ fit's :class:`CommReport` (exposed by the estimators as ``comm_``) holding
 
 Model
 -----
-``P`` partitions, ``d`` parameters (features, plus one for the intercept), ``p`` features,
-``k`` the fan-in of the reduction tree (``split_every``), ``T`` tasks: ``P`` plus the
-``ceil(P / k) + ceil(P / k^2) + ... + 1`` combine tasks of a tree round, ``P`` for a
-gather round.  Payload is 8 bytes per float; scalars (the intercept flag, tolerances,
-counters) 8 bytes each; objects without numeric data (a family, a penalty) 0.  Down is
-the broadcast arguments times ``P`` (plus the per-partition items of ``*_each`` rounds);
-up is every task's result moving once: each partial to its combine task, the root to the
-driver.  On a cluster the model subtracts the partials expected to be combined on the
-worker that made them (:func:`kept_local`) and adds Dask's per-task control traffic.
+``P`` partitions, ``G`` the tasks they run in (a round runs all the partitions one
+worker thread holds in one task, so ``G`` is the number of worker threads on a cluster
+and ``P`` in this process), ``d`` parameters (features, plus one for the intercept), ``p``
+features, ``k`` the fan-in of the reduction tree (``split_every``), ``T`` tasks: ``G``
+plus the ``ceil(G / k) + ceil(G / k^2) + ... + 1`` combine tasks of a tree round, ``G``
+for a gather round.  Payload is 8 bytes per float; scalars (the intercept flag,
+tolerances, counters) 8 bytes each; objects without numeric data (a family, a penalty) 0.
+Down is the broadcast arguments times ``G`` (plus the per-partition items of ``*_each``
+rounds, times ``P``); up is every task's result moving once: each partial to its combine
+task, the root to the driver (a gather round returns one result per partition).  On a
+cluster the model subtracts the partials expected to be combined on the worker that made
+them (:func:`kept_local`) and adds Dask's per-task control traffic.
 
-============  ==================  =======================  ===============================
-kind          verb (method)       down (bytes)             up (bytes)
-============  ==================  =======================  ===============================
-validate      reduce (every fit)  ``0``                    ``16 T``
-gradient      reduce (gd, lbfgs,  ``8 (d + 1) P``          ``8 (d + 2) T``
+============  ==================  ==============================  ============================
+kind          verb (method)       down (bytes)                    up (bytes)
+============  ==================  ==============================  ============================
+validate      reduce (every fit)  ``0``                           ``16 T``
+gradient      reduce (gd, lbfgs,  ``8 (d + 1) G``                 ``8 (d + 2) T``
               proximal, newton)
-hessian       reduce (newton,     ``8 (d + 1) P``          ``8 (d^2 + d + 2) T``
+hessian       reduce (newton,     ``8 (d + 1) G``                 ``8 (d^2 + d + 2) T``
               averaging+newton)
-gram          reduce (normal)     ``0``                    ``8 (p^2 + 2 p + 3) T``
-moments       reduce (admm)       ``0``                    ``8 (2 p + 1) T``
-local_solve   map (averaging)     ``8 (d + 3) P``          ``8 (d + 4) P`` (once)
-local_solve   map_each (admm)     ``8 (3 d + 2 p + 5) P``  ``8 (2 d + 4) P`` per iteration
-sizes         map (sgd)           ``0``                    ``16 P``
-sgd_batch     reduce_each (sgd)   ``8 (d + s) P``          ``8 (d + 2) T``
-local_sgd     reduce_each (sgd)   ``8 (d + s) P``          ``8 (d + s') T``
-overhead      every round         both ways:               ``TASK_BYTES T`` (0 in-process)
-============  ==================  =======================  ===============================
+gram          reduce (normal)     ``0``                           ``8 (p^2 + 2 p + 3) T``
+moments       reduce (admm)       ``0``                           ``8 (2 p + 1) T``
+local_solve   map (averaging)     ``8 (d + 3) G``                 ``8 (d + 4) P`` (once)
+local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) P`` per iteration
+sizes         map (sgd)           ``0``                           ``16 P``
+sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
+local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
+overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
+                                  ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
+============  ==================  ==============================  ============================
 
 ``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
 ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
@@ -125,6 +129,9 @@ __all__ = [
     "DaskMeter",
     "RoundsPlugin",
     "TASK_BYTES",
+    "REF_BYTES",
+    "RESULT_BYTES",
+    "control_bytes",
     "COLLECT_EVERY_TASKS",
     "payload_model",
     "kept_local",
@@ -135,6 +142,21 @@ __all__ = [
 #: Dask's control traffic per task, in bytes, counted as part of the modelled bytes of
 #: distributed rounds (see the module docstring and docs/costs.md).
 TASK_BYTES = 1900
+
+#: Control traffic of every partition a task references beyond its first (a grouped task
+#: names each of its partitions' keys in several messages), and of every result beyond the
+#: first that a gathered task returns (each is pickled with its own header); measured on
+#: ``distributed`` 2026.x at 330-670 and 550-700 bytes.
+REF_BYTES = 450
+RESULT_BYTES = 600
+
+
+def control_bytes(record):
+    """Modelled Dask control traffic of a distributed round (see :data:`TASK_BYTES`)."""
+    extra = max(0, record.partitions - record.groups)
+    per_extra = REF_BYTES + (RESULT_BYTES if record.split_every is None else 0)
+    return TASK_BYTES * record.tasks + per_extra * extra
+
 
 #: Measurements of pending rounds are fetched from the cluster once this many tasks have
 #: run since the last fetch (the workers keep only their last 1000 transfers).
@@ -187,7 +209,7 @@ def tree_depth(partitions, split_every):
     return depth
 
 
-def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None):
+def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -204,6 +226,9 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None)
     n_features : int, optional
         Features ``p`` (for ``"gram"``, ``"moments"`` and ``"admm"``, which standardises
         the columns by default); ``n_params`` by default.
+    groups : int, optional
+        Tasks ``G`` the partitions run in (one per worker thread on a cluster);
+        ``partitions`` by default.
 
     Returns
     -------
@@ -211,16 +236,17 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None)
         Bytes down (to the partitions) and up (partials and results).
     """
     d, P = int(n_params), int(partitions)
+    G = P if groups is None else int(groups)
     p = d if n_features is None else int(n_features)
-    T = P + tree_tasks(P, split_every)
+    T = G + tree_tasks(G, split_every)
     table = {
         "validate": (0, 16 * T),
-        "gradient": (8 * (d + 1) * P, 8 * (d + 2) * T),
-        "hessian": (8 * (d + 1) * P, 8 * (d * d + d + 2) * T),
+        "gradient": (8 * (d + 1) * G, 8 * (d + 2) * T),
+        "hessian": (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
         "gram": (0, 8 * (p * p + 2 * p + 3) * T),
         "moments": (0, 8 * (2 * p + 1) * T),
-        "averaging": (8 * (d + 3) * P, 8 * (d + 4) * P),
-        "admm": (8 * (3 * d + 2 * p + 5) * P, 8 * (2 * d + 4) * P),
+        "averaging": (8 * (d + 3) * G, 8 * (d + 4) * P),
+        "admm": (8 * 2 * d * P + 8 * (d + 2 * p + 5) * G, 8 * (2 * d + 4) * P),
         "sizes": (0, 16 * P),
     }
     if kind not in table:
@@ -247,6 +273,9 @@ class RoundRecord:
         Wall time of the round, as seen by the driver.
     partitions : int
         Partitions the round mapped over.
+    groups : int
+        Tasks the partitions ran in: one per worker thread on a cluster (all the
+        partitions a thread holds, in one task), one per partition in this process.
     split_every : int or None
         Fan-in of the reduction tree; None for a gather round (``map``).
     bytes_overhead : int
@@ -301,6 +330,7 @@ class RoundRecord:
     seconds_tree: float | None = None
     transfers: int | None = None
     seconds_transferring: float | None = None
+    groups: int = 0
 
     @property
     def bytes_modelled(self) -> int:
@@ -311,7 +341,8 @@ class RoundRecord:
     @property
     def depth(self) -> int:
         """Levels of the reduction tree (0 for a gather round)."""
-        return 0 if self.split_every is None else tree_depth(self.partitions, self.split_every)
+        tasks = self.groups or self.partitions
+        return 0 if self.split_every is None else tree_depth(tasks, self.split_every)
 
     def to_dict(self):
         """The record's fields and ``bytes_modelled`` as a plain dict."""
@@ -393,7 +424,7 @@ class CommReport:
 
     # writing (engine side) ---------------------------------------------------------
     def record(self, kind, tasks, bytes_sent, bytes_returned, seconds, *, partitions=0,
-               split_every=None, probe=None):
+               groups=None, split_every=None, probe=None):
         """Append one round; ``probe`` (from the engine) fills in the measured fields.
 
         Returns
@@ -401,7 +432,8 @@ class CommReport:
         RoundRecord
         """
         rec = RoundRecord(kind, int(tasks), int(bytes_sent), int(bytes_returned), float(seconds),
-                          int(partitions), split_every)
+                          int(partitions), split_every,
+                          groups=int(partitions if groups is None else groups))
         self.records.append(rec)
         if probe is not None:
             probe.finish(rec, self)
@@ -743,7 +775,7 @@ class _DaskProbe:
         return None
 
     def finish(self, record, report):
-        record.bytes_overhead = TASK_BYTES * record.tasks
+        record.bytes_overhead = control_bytes(record)
         record.bytes_kept_local = kept_local(record, self.meter.workers)
         record.bytes_submitted = self.submitted
         report.engine = "distributed"

@@ -22,12 +22,13 @@ partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
   thread runs ``V`` tasks in turn; ``S`` is the round's measured compute time
   (thread-seconds) and ``w`` its measured waiting time over ``S``, the imbalance between
   partitions.
-* ``transfer = [P (b_down + TASK_BYTES) + D k f (b_up + TASK_BYTES) + 2 b_up] / bandwidth``
-  for a tree round (``k`` the fan-in, ``f = 1 - 1 / min(W, k)`` the share of a combine's
-  inputs on other workers, ``b_down`` a partition's arguments, ``b_up`` one task's
-  result): the scheduler sends every task message over its own link, each tree level
-  receives ``k f`` partials over one link, the root's result travels to the scheduler
-  and on to the client.  A gather round moves ``2 P b_up`` instead of the last two terms.
+* ``transfer = [G (b_down + TASK_BYTES) + D k f (b_up + TASK_BYTES) + 2 b_up] / bandwidth``
+  for a tree round (``G`` the round's tasks, one per worker thread holding partitions,
+  ``k`` the fan-in, ``f = 1 - 1 / min(W, k)`` the share of a combine's inputs on other
+  workers, ``b_down`` a task's arguments, ``b_up`` one task's result): the scheduler
+  sends every task message over its own link, each tree level receives ``k f`` partials
+  over one link, the root's result travels to the scheduler and on to the client.  A
+  gather round moves ``2 P b_up`` instead of the last two terms.
 
 The model prices a fit's solver rounds; the validation round every fit runs first is left
 out (:data:`SETUP_KINDS`): it is the same for every method, and on Dask arrays it also
@@ -313,9 +314,10 @@ def calibrate(reports, data_bytes=None):
 
     # per task on a worker thread: the span's time neither computing nor waiting
     def gaps(r):
-        used = min(cores, max(1, r.partitions))
+        tasks = max(1, r.groups or r.partitions)
+        used = min(cores, tasks)
         return (used * r.seconds_span - _known(r.seconds_compute)
-                - _known(r.seconds_waiting)) / max(1, r.partitions)
+                - _known(r.seconds_waiting)) / tasks
 
     worker = _robust({kind: [gaps(r) for r in rs if r.seconds_span is not None]
                       for kind, rs in by_kind.items()})
@@ -367,17 +369,20 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
         ``compute`` and ``transfer`` seconds.
     """
     P0 = max(1, int(record.partitions or record.tasks))
+    G0 = max(1, int(record.groups or P0))
     if here:
-        P = P0
-    elif cluster.partitions:
-        P = int(cluster.partitions)
+        P, G = P0, G0
     else:
-        P = max(P0, cluster.cores)
+        P = int(cluster.partitions) if cluster.partitions else max(P0, cluster.cores)
+        # a round runs one task per worker thread holding partitions, unless the run
+        # submitted one task per partition
+        G = P if G0 == P0 > cluster_cores(calibration, cluster) else min(P, cluster.cores)
     k = record.split_every
     tree = k is not None
-    T = P + tree_tasks(P, k) if tree else P
-    D = tree_depth(P, k) if tree else 0
+    T = G + tree_tasks(G, k) if tree else G
+    D = tree_depth(G, k) if tree else 0
     waves = math.ceil(P / cluster.cores)
+    task_waves = math.ceil(G / cluster.cores)
     step, worker, scheduler = _overheads(cluster, calibration, here)
 
     # compute: measured work, rescaled to the cores' speed, spread in waves
@@ -394,22 +399,29 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
     compute = work * speed * waves / P * imbalance
 
     # transfer: task messages out, partials up the tree, the result to the client
-    down = record.bytes_sent / P0
+    down = record.bytes_sent / G0
     if tree:
         up = record.bytes_returned / max(1, record.tasks)
         crossing = 1.0 - 1.0 / min(int(cluster.workers), k)
-        moved = P * (down + TASK_BYTES) + D * k * crossing * (up + TASK_BYTES) + 2 * up
+        moved = G * (down + TASK_BYTES) + D * k * crossing * (up + TASK_BYTES) + 2 * up
     else:
         up = record.bytes_returned / P0
-        moved = P * (down + TASK_BYTES) + 2 * P * up
+        moved = G * (down + TASK_BYTES) + 2 * P * up
     transfer = 0.0 if math.isinf(cluster.bandwidth) else moved / cluster.bandwidth
 
     return {
         "latency": (ROUND_STEPS + LEVEL_STEPS * D) * (cluster.latency + step),
-        "overhead": T * scheduler + waves * worker,
+        "overhead": T * scheduler + task_waves * worker,
         "compute": compute,
         "transfer": transfer,
     }
+
+
+def cluster_cores(calibration, cluster):
+    """Worker threads of the calibration run's cluster (the target's when there is none)."""
+    if calibration is not None and getattr(calibration.cluster, "cores", None):
+        return int(calibration.cluster.cores)
+    return int(cluster.cores)
 
 
 def solver_rounds(report):

@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from .comm import CommLedger, DaskMeter, LocalProbe, Timer, nbytes
-from .kernels import PartitionSummary, sum_group, summarize, tree_sum
+from .kernels import PartitionSummary, as_csr_or_dense, run_group, sum_group, summarize, tree_sum
 
 __all__ = [
     "Engine", "LocalEngine", "DistributedEngine", "make_engine", "stream_engines", "active_client",
@@ -98,11 +98,11 @@ class Engine:
     # verbs ---------------------------------------------------------------------------
     def reduce(self, kernel, *args, kind):
         """One round: ``sum(kernel(part, *args) for part in partitions)``, summed in a tree."""
-        raise NotImplementedError
+        return self._round(kernel, args, None, True, kind)
 
     def map(self, fn, *args, kind):
         """One round: ``[fn(part, *args) for part in partitions]``."""
-        raise NotImplementedError
+        return self._round(fn, args, None, False, kind)
 
     def map_each(self, fn, each, *args, kind):
         """One round: ``[fn(part, item, *args) for part, item in zip(partitions, each)]``.
@@ -110,7 +110,7 @@ class Engine:
         ``each`` holds one item per partition, sent to that partition only; ``args`` go to
         every partition.
         """
-        raise NotImplementedError
+        return self._round(fn, args, self._check_each(each), False, kind)
 
     def reduce_each(self, kernel, each, *args, kind):
         """One round: ``sum(kernel(part, item, *args) for part, item in zip(partitions, each))``.
@@ -118,6 +118,24 @@ class Engine:
         As :meth:`reduce`, summed in the same fixed-order tree, with ``each`` holding one
         item per partition, sent to that partition only.
         """
+        return self._round(kernel, args, self._check_each(each), True, kind)
+
+    def _round(self, fn, args, each, tree, kind):
+        """Run one round and write its record: one task per group of partitions."""
+        with Timer() as timer, self._probe(kind) as probe:
+            result = self._execute(fn, args, each, tree, probe)
+        groups = len(self.groups)
+        tasks = groups + (self._tree_tasks(groups) if tree else 0)
+        sent = groups * nbytes(args) + (0 if each is None else nbytes(each))
+        returned = tasks * nbytes(result) if tree else nbytes(result)
+        self.ledger.record(
+            kind, tasks, sent, returned, timer.seconds, partitions=self.n_partitions,
+            groups=groups, split_every=self.split_every if tree else None, probe=probe,
+        )
+        return result
+
+    def _execute(self, fn, args, each, tree, probe):
+        """Run ``fn`` over every group; the tree sum (``tree``) or per-partition results."""
         raise NotImplementedError
 
     def _check_each(self, each):
@@ -189,58 +207,28 @@ class LocalEngine(Engine):
         super().__init__(n_features, ledger, split_every)
         self.parts = list(parts)
         self.n_partitions = len(self.parts)
+        self.groups = [[i] for i in range(self.n_partitions)]
         self.n_threads = max(1, min(n_threads or os.cpu_count() or 1, self.n_partitions))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
 
     def _probe(self, kind):
         return LocalProbe(self.n_threads)
 
-    def _run(self, fn, args, each=None, probe=None):
-        fn = fn if probe is None else probe.timed(fn)
-        each = [()] * self.n_partitions if each is None else [(item,) for item in each]
+    def _execute(self, fn, args, each, tree, probe):
+        run = probe.timed(run_group)
+        jobs = [
+            (fn, [self.parts[i] for i in group], None if each is None else [each[i] for i in group],
+             args, tree, self.split_every)
+            for group in self.groups
+        ]
         if self._pool is None:
-            return [fn(part, *item, *args) for part, item in zip(self.parts, each)]
-        with _blas_controller().limit(limits=1):
-            return list(self._pool.map(lambda pi: fn(pi[0], *pi[1], *args), zip(self.parts, each)))
-
-    def reduce(self, kernel, *args, kind):
-        with Timer() as timer, self._probe(kind) as probe:
-            partials = self._run(kernel, args, probe=probe)
-            result = tree_sum(partials, self.split_every)
-        n = self.n_partitions
-        tasks = n + self._tree_tasks(n)
-        self.ledger.record(kind, tasks, n * nbytes(args), tasks * nbytes(result), timer.seconds,
-                           **self._round_fields(probe, tree=True))
-        return result
-
-    def map(self, fn, *args, kind):
-        with Timer() as timer, self._probe(kind) as probe:
-            results = self._run(fn, args, probe=probe)
-        n = self.n_partitions
-        self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds,
-                           **self._round_fields(probe, tree=False))
-        return results
-
-    def map_each(self, fn, each, *args, kind):
-        each = self._check_each(each)
-        with Timer() as timer, self._probe(kind) as probe:
-            results = self._run(fn, args, each, probe=probe)
-        n = self.n_partitions
-        self.ledger.record(kind, n, nbytes(each) + n * nbytes(args), nbytes(results), timer.seconds,
-                           **self._round_fields(probe, tree=False))
-        return results
-
-    def reduce_each(self, kernel, each, *args, kind):
-        each = self._check_each(each)
-        with Timer() as timer, self._probe(kind) as probe:
-            result = tree_sum(self._run(kernel, args, each, probe=probe), self.split_every)
-        n = self.n_partitions
-        tasks = n + self._tree_tasks(n)
-        self.ledger.record(
-            kind, tasks, nbytes(each) + n * nbytes(args), tasks * nbytes(result), timer.seconds,
-            **self._round_fields(probe, tree=True),
-        )
-        return result
+            results = [run(*job) for job in jobs]
+        else:
+            with _blas_controller().limit(limits=1):
+                results = list(self._pool.map(lambda job: run(*job), jobs))
+        if tree:
+            return tree_sum(results, self.split_every)
+        return [item for group_results in results for item in group_results]
 
     def close(self):
         if self._pool is not None:
@@ -257,12 +245,17 @@ class DistributedEngine(Engine):
     and gathers one small result.
     """
 
-    def __init__(self, client, part_futures, n_features, ledger=None, split_every=8):
+    def __init__(self, client, part_futures, n_features, ledger=None, split_every=8,
+                 group_partitions=True):
         super().__init__(n_features, ledger, split_every)
         self.client = client
         self.parts = list(part_futures)
         self.n_partitions = len(self.parts)
         self.meter = DaskMeter.for_client(client)
+        self.groups = (
+            _groups_by_thread(client, self.parts) if group_partitions
+            else [[i] for i in range(self.n_partitions)]
+        )
 
     def _probe(self, kind):
         return self.meter.round(kind)
@@ -273,64 +266,39 @@ class DistributedEngine(Engine):
             for a in args
         )
 
-    def _submit(self, fn, args, each=None, probe=None):
+    def _execute(self, fn, args, each, tree, probe):
         sent = self._broadcast(args)
-        n = self.n_partitions
-        per_part = [] if each is None else [each]
-        keys = None if probe is None else probe.keys(n)  # names the round's tasks
-        return self.client.map(
-            fn, self.parts, *per_part, *[[a] * n for a in sent], key=keys, pure=False
+        groups = self.groups
+        futures = self.client.map(
+            run_group,
+            [fn] * len(groups),
+            [[self.parts[i] for i in group] for group in groups],
+            [None if each is None else [each[i] for i in group] for group in groups],
+            [sent] * len(groups),
+            [tree] * len(groups),
+            [self.split_every] * len(groups),
+            key=probe.keys(len(groups)),
+            pure=False,
         )
+        if tree:
+            return self._tree(futures, probe)
+        results = [None] * self.n_partitions
+        for group, group_results in zip(groups, self.client.gather(futures)):
+            for index, item in zip(group, group_results):
+                results[index] = item
+        return results
 
-    def _tree(self, level, probe=None):
+    def _tree(self, level, probe):
         """Sum futures on the workers in the fixed-order tree; return the gathered result."""
         while len(level) > 1:
             level = [
                 self.client.submit(
                     sum_group, *level[i : i + self.split_every], pure=False,
-                    key=None if probe is None else probe.combine_key(),
+                    key=probe.combine_key(),
                 )
                 for i in range(0, len(level), self.split_every)
             ]
         return level[0].result()
-
-    def reduce(self, kernel, *args, kind):
-        with Timer() as timer, self._probe(kind) as probe:
-            result = self._tree(self._submit(kernel, args, probe=probe), probe)
-        n = self.n_partitions
-        tasks = n + self._tree_tasks(n)
-        self.ledger.record(kind, tasks, n * nbytes(args), tasks * nbytes(result), timer.seconds,
-                           **self._round_fields(probe, tree=True))
-        return result
-
-    def map(self, fn, *args, kind):
-        with Timer() as timer, self._probe(kind) as probe:
-            results = self.client.gather(self._submit(fn, args, probe=probe))
-        n = self.n_partitions
-        self.ledger.record(kind, n, n * nbytes(args), nbytes(results), timer.seconds,
-                           **self._round_fields(probe, tree=False))
-        return results
-
-    def map_each(self, fn, each, *args, kind):
-        each = self._check_each(each)
-        with Timer() as timer, self._probe(kind) as probe:
-            results = self.client.gather(self._submit(fn, args, each, probe=probe))
-        n = self.n_partitions
-        self.ledger.record(kind, n, nbytes(each) + n * nbytes(args), nbytes(results), timer.seconds,
-                           **self._round_fields(probe, tree=False))
-        return results
-
-    def reduce_each(self, kernel, each, *args, kind):
-        each = self._check_each(each)
-        with Timer() as timer, self._probe(kind) as probe:
-            result = self._tree(self._submit(kernel, args, each, probe=probe), probe)
-        n = self.n_partitions
-        tasks = n + self._tree_tasks(n)
-        self.ledger.record(
-            kind, tasks, nbytes(each) + n * nbytes(args), tasks * nbytes(result), timer.seconds,
-            **self._round_fields(probe, tree=True),
-        )
-        return result
 
     def close(self):
         self.ledger.flush()  # fetch the measurements of the rounds still pending
@@ -339,18 +307,54 @@ class DistributedEngine(Engine):
         self.parts = []
 
 
+def _groups_by_thread(client, parts):
+    """Partition indices grouped by the worker thread that will run them.
+
+    Each worker's partitions (in index order) are split into as many contiguous groups as
+    it has threads.  Partitions whose holder is unknown get a group of their own.
+    """
+    from distributed import wait
+
+    wait(parts)
+    holders = client.who_has(parts)
+    nthreads = client.nthreads()
+    by_worker, groups = {}, []
+    for index, future in enumerate(parts):
+        workers = holders.get(future.key) or ()
+        if workers:
+            by_worker.setdefault(workers[0], []).append(index)
+        else:
+            groups.append([index])
+    for worker, indices in by_worker.items():
+        slots = max(1, min(nthreads.get(worker, 1), len(indices)))
+        groups.extend(chunk.tolist() for chunk in np.array_split(np.array(indices), slots))
+    return sorted(groups)
+
+
 # building engines ----------------------------------------------------------------------
+def _aligned(a):
+    """``a`` as an aligned, C-contiguous array (copied only if it is not one already).
+
+    Buffers deserialised on a worker can be misaligned, which makes numpy skip BLAS.
+    """
+    return a if a is None or sp.issparse(a) else np.require(a, requirements=["C", "A"])
+
+
 def _as_partition(X, y, weight):
-    """Normalise one row block to the kernels' layout: ``(X, float64 y, float64 weight|None)``."""
-    if not sp.issparse(X):
-        X = np.asarray(X)
-        if X.dtype not in (np.float32, np.float64):
-            X = X.astype(np.float64)
-        X = np.ascontiguousarray(X)
-    y = np.ascontiguousarray(np.asarray(y, dtype=np.float64).ravel())
+    """Normalise one row block to the kernels' layout: ``(X, float64 y, float64 weight|None)``.
+
+    ``X`` becomes a CSR matrix (any sparse input) or an aligned C-contiguous array.
+    """
+    X = as_csr_or_dense(X)
+    y = np.asarray(y, dtype=np.float64).ravel()
     if weight is not None:
-        weight = np.ascontiguousarray(np.asarray(weight, dtype=np.float64).ravel())
-    return X, y, weight
+        weight = np.asarray(weight, dtype=np.float64).ravel()
+    return _aligned(X), _aligned(y), _aligned(weight)
+
+
+def _realign(part):
+    """Run on a worker after a scatter: the partition with aligned buffers."""
+    return tuple(_aligned(a) for a in part)
 
 
 def _split_rows(n_rows, n_partitions):
@@ -409,7 +413,8 @@ def _dask_partitions(X, y, weight):
     return [pack(xb, yb, wb) for xb, yb, wb in zip(x_blocks, y_blocks, w_blocks)], X.shape[1]
 
 
-def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None, split_every=8):
+def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
+                split_every=8, group_partitions=True):
     """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
 
     Parameters
@@ -427,6 +432,10 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         array keeps its own row chunks.
     split_every : int
         Fan-in of the reduction tree.
+    group_partitions : bool
+        On a cluster, run all the partitions one worker thread holds in one task per
+        round (one task per thread instead of one per partition: less scheduling per
+        round); False for one task per partition.
 
     Returns
     -------
@@ -463,9 +472,12 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
                     sample_weight = sample_weight.compute()
             n_partitions = n_partitions or sum(client.nthreads().values()) or 1
             parts = _in_memory_parts(X, y, sample_weight, n_partitions)
-            futures = client.scatter(parts, hash=False)
+            scattered = client.scatter(parts, hash=False)
+            futures = client.map(_realign, scattered, pure=False)
+            del scattered
             d = X.shape[1]
-        engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every)
+        engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every,
+                                   group_partitions=group_partitions)
     try:
         engine.validate(family)
     except BaseException:

@@ -400,3 +400,18 @@ def sum_group(*group):
     for item in group[1:]:
         total = total + item
     return total
+
+
+def run_group(fn, parts, items, args, combine, split_every):
+    """Run ``fn`` on the partitions of one task, in order.
+
+    ``fn(part, item, *args)`` when ``items`` holds one item per partition, else
+    ``fn(part, *args)``.  Returns their fixed-order tree sum (``combine``) or the list of
+    results.  Engines run one such call per group of partitions that share a worker
+    thread, so a round costs one task per thread, not one per partition.
+    """
+    if items is None:
+        results = [fn(part, *args) for part in parts]
+    else:
+        results = [fn(part, item, *args) for part, item in zip(parts, items)]
+    return tree_sum(results, split_every) if combine else results

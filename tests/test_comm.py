@@ -108,7 +108,7 @@ def test_the_model_table_is_what_the_engine_counts(method):
     for record in report.records:
         kind = {"local_solve": method}.get(record.kind, record.kind)
         down, up = payload_model(kind, n_params=6, n_features=5, partitions=record.partitions,
-                                 split_every=record.split_every or 8)
+                                 split_every=record.split_every or 8, groups=record.groups)
         assert (record.bytes_sent, record.bytes_returned) == (down, up), record.kind
 
 
@@ -155,7 +155,7 @@ def test_split_every_is_recorded_and_a_smaller_fan_in_runs_more_tasks(client):
     tasks, measured = {}, {}
     for split_every in (2, 8):
         with make_engine(X, y, family=Binomial(), client=client, n_partitions=16,
-                         split_every=split_every) as engine:
+                         split_every=split_every, group_partitions=False) as engine:
             assert isinstance(engine, DistributedEngine)
             fit_on_engine(engine, "gd", Binomial(), max_iter=2)
         report = engine.ledger

@@ -209,10 +209,6 @@ def test_sparse_fit_on_a_cluster_matches_in_process(client):
     np.testing.assert_allclose(on_cluster, in_process, rtol=1e-7, atol=1e-9)
 
 
-@pytest.mark.xfail(
-    reason="pydata sparse chunks need engine._as_partition to call kernels.as_csr_or_dense",
-    strict=False,
-)
 def test_pydata_sparse_chunks_are_fitted_as_csr():
     X, y, _ = sparse_data("binomial")
     chunks = da.from_array(X.toarray(), chunks=(250, D)).map_blocks(
