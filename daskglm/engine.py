@@ -76,6 +76,8 @@ class Engine:
 
     Attributes
     ----------
+    cache : {"memory", "none"}
+        Whether the partitions are kept in memory or read from their source every round.
     n_partitions : int
     n_samples : int
     n_features : int
@@ -86,11 +88,16 @@ class Engine:
         Fan-in of the reduction tree.
     """
 
+    cache = "memory"
+
     def __init__(self, n_features, ledger=None, split_every=8):
         if split_every < 2:
             raise ValueError(f"split_every must be >= 2; got {split_every}.")
         self.n_features = int(n_features)
         self.ledger = CommLedger() if ledger is None else ledger
+        self.bytes_per_pass = 0
+        #: bytes the first round reads from storage while it persists the partitions
+        self._first_read = 0
         self.split_every = int(split_every)
         self.n_samples = 0
         self.sum_weight = 0.0
@@ -128,10 +135,12 @@ class Engine:
         tasks = groups + (self._tree_tasks(groups) if tree else 0)
         sent = groups * nbytes(args) + (0 if each is None else nbytes(each))
         returned = tasks * nbytes(result) if tree else nbytes(result)
-        self.ledger.record(
+        record = self.ledger.record(
             kind, tasks, sent, returned, timer.seconds, partitions=self.n_partitions,
             groups=groups, split_every=self.split_every if tree else None, probe=probe,
         )
+        record.bytes_read = self.bytes_per_pass if self.cache == "none" else self._first_read
+        self._first_read = 0
         return result
 
     def _execute(self, fn, args, each, tree, probe):
@@ -302,8 +311,71 @@ class DistributedEngine(Engine):
 
     def close(self):
         self.ledger.flush()  # fetch the measurements of the rounds still pending
-        if self.parts:
-            self.client.cancel(self.parts)
+        # release, not cancel: another engine may hold futures of the same keys
+        for future in self.parts:
+            future.release()
+        self.parts = []
+
+
+class _Loading:
+    """``fn`` called on a partition loaded from its source first (streaming rounds)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, part, *args):
+        return self.fn(part.compute(scheduler="sync"), *args)
+
+
+class StreamingLocalEngine(LocalEngine):
+    """Partitions read from their source in every round, in this process (``cache="none"``).
+
+    ``parts`` are delayed partitions; each round loads each one in the thread that uses
+    it, so at most one partition per thread is in memory at a time.
+    """
+
+    cache = "none"
+
+    def __init__(self, parts, n_features, bytes_per_pass, **kwargs):
+        super().__init__(parts, n_features, **kwargs)
+        self.bytes_per_pass = int(bytes_per_pass)
+
+    def _execute(self, fn, args, each, tree, probe):
+        return super()._execute(_Loading(fn), args, each, tree, probe)
+
+
+class StreamingDistributedEngine(DistributedEngine):
+    """Partitions read from their source in every round, on the workers (``cache="none"``).
+
+    Each round computes one task per partition from the partition's own (small) graph,
+    so the workers read, use and drop it; Dask's queuing of root tasks keeps only about
+    one partition per worker thread in memory.
+    """
+
+    cache = "none"
+
+    def __init__(self, client, delayed_parts, n_features, bytes_per_pass, **kwargs):
+        super().__init__(client, delayed_parts, n_features, group_partitions=False, **kwargs)
+        self.bytes_per_pass = int(bytes_per_pass)
+
+    def _execute(self, fn, args, each, tree, probe):
+        import dask
+
+        sent = self._broadcast(args)
+        keys = probe.keys(self.n_partitions)
+        run = dask.delayed(run_group, pure=False)
+        tasks = [
+            run(fn, [part], None if each is None else [each[i]], sent, tree, self.split_every,
+                dask_key_name=keys[i])
+            for i, part in enumerate(self.parts)
+        ]
+        futures = self.client.compute(tasks)
+        if tree:
+            return self._tree(futures, probe)
+        return [group_results[0] for group_results in self.client.gather(futures)]
+
+    def close(self):
+        self.ledger.flush()
         self.parts = []
 
 
@@ -332,6 +404,72 @@ def _groups_by_thread(client, parts):
 
 
 # building engines ----------------------------------------------------------------------
+#: ``cache="auto"`` keeps the data in memory when they take at most this share of the
+#: memory free on the workers (or in this process), leaving room for the rounds' work.
+CACHE_SAFETY = 0.5
+
+
+def data_nbytes(X, y, sample_weight=None):
+    """Bytes of ``(X, y, sample_weight)`` once in memory.
+
+    The dense size for a Dask array (an upper bound when its chunks are sparse); an array
+    whose length is not known yet counts as 0.
+    """
+    total = 0
+    for a in (X, y, sample_weight):
+        if a is None:
+            continue
+        if sp.issparse(a):
+            total += a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
+        elif not any(math.isnan(size) for size in np.shape(a)):
+            total += int(np.prod(np.shape(a))) * np.dtype(a.dtype).itemsize
+    return total
+
+
+def free_memory(client):
+    """Bytes of memory free for data: on the workers of ``client``, or in this process."""
+    if client is None:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    free = 0
+    for info in workers:
+        limit = info.get("memory_limit") or 0
+        used = (info.get("metrics") or {}).get("memory", 0) or 0
+        free += max(0, int(limit) - int(used))
+    return free
+
+
+def choose_cache(cache, X, y, sample_weight, client):
+    """The cache policy for a fit and why: ``("memory" | "none", reason)``.
+
+    Parameters
+    ----------
+    cache : {"auto", "memory", "none"}
+    X, y, sample_weight : the data
+    client : distributed.Client or None
+
+    Raises
+    ------
+    ValueError
+        For an unknown policy.
+    """
+    if cache not in ("auto", "memory", "none"):
+        raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {cache!r}.")
+    if not any(is_dask(a) for a in (X, y, sample_weight)):
+        return "memory", "the data are already in memory"
+    if cache != "auto":
+        return cache, f"cache={cache!r} was asked for"
+    need = data_nbytes(X, y, sample_weight)
+    free = free_memory(client)
+    where = "on the workers" if client is not None else "in this process"
+    if need <= CACHE_SAFETY * free:
+        return "memory", (f"the data ({need / 1e9:.2f} GB) fit in {CACHE_SAFETY:.0%} of the "
+                          f"{free / 1e9:.2f} GB free {where}")
+    return "none", (f"the data ({need / 1e9:.2f} GB) exceed {CACHE_SAFETY:.0%} of the "
+                    f"{free / 1e9:.2f} GB free {where}: streaming them from their source")
+
 def _aligned(a):
     """``a`` as an aligned, C-contiguous array (copied only if it is not one already).
 
@@ -409,12 +547,12 @@ def _dask_partitions(X, y, weight):
     x_blocks = X.to_delayed().ravel()
     y_blocks = list(np.ravel(y.to_delayed()))
     w_blocks = [None] * len(x_blocks) if weight is None else list(np.ravel(weight.to_delayed()))
-    pack = dask.delayed(_as_partition, pure=True)
+    pack = dask.delayed(_as_partition, pure=False)  # each engine owns its partitions
     return [pack(xb, yb, wb) for xb, yb, wb in zip(x_blocks, y_blocks, w_blocks)], X.shape[1]
 
 
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
-                split_every=8, group_partitions=True):
+                split_every=8, group_partitions=True, cache="memory"):
     """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
 
     Parameters
@@ -436,6 +574,12 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         On a cluster, run all the partitions one worker thread holds in one task per
         round (one task per thread instead of one per partition: less scheduling per
         round); False for one task per partition.
+    cache : {"memory", "none", "auto"}
+        ``"memory"`` persists the partitions once (on the workers, or in this process);
+        ``"none"`` reads them from the source of the Dask arrays in every round, with
+        memory bounded by about one partition per thread; ``"auto"`` persists when the
+        data take at most half of the free memory (:func:`choose_cache`).  In-memory input
+        is always ``"memory"``.
 
     Returns
     -------
@@ -446,14 +590,25 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         client = active_client()
     ledger = CommLedger()
     dask_input = any(is_dask(a) for a in (X, y, sample_weight))
-    if client is None:
+    policy, reason = choose_cache(cache, X, y, sample_weight, client)
+    if dask_input and not is_dask(X):
+        import dask.array as da
+
+        threads = sum(client.nthreads().values()) if client is not None else os.cpu_count()
+        X = da.from_array(X, chunks=(max(1, -(-X.shape[0] // (threads or 1))), -1))
+    if policy == "none":
+        delayed_parts, d = _dask_partitions(X, y, sample_weight)
+        read = data_nbytes(X, y, sample_weight)
+        if client is None:
+            engine = StreamingLocalEngine(delayed_parts, d, read, ledger=ledger,
+                                          split_every=split_every)
+        else:
+            engine = StreamingDistributedEngine(client, delayed_parts, d, read, ledger=ledger,
+                                                split_every=split_every)
+    elif client is None:
         if dask_input:
             import dask
 
-            if not is_dask(X):
-                import dask.array as da
-
-                X = da.from_array(X, chunks=(max(1, X.shape[0] // (os.cpu_count() or 1)), -1))
             delayed_parts, d = _dask_partitions(X, y, sample_weight)
             parts = dask.compute(*delayed_parts, scheduler="threads")
         else:
@@ -462,14 +617,10 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
             d = X.shape[1]
         engine = LocalEngine(parts, d, ledger=ledger, split_every=split_every)
     else:
-        if dask_input and is_dask(X):
+        if dask_input:
             delayed_parts, d = _dask_partitions(X, y, sample_weight)
             futures = client.compute(delayed_parts)
         else:
-            if dask_input:
-                y = np.asarray(y) if not is_dask(y) else y.compute()
-                if is_dask(sample_weight):
-                    sample_weight = sample_weight.compute()
             n_partitions = n_partitions or sum(client.nthreads().values()) or 1
             parts = _in_memory_parts(X, y, sample_weight, n_partitions)
             scattered = client.scatter(parts, hash=False)
@@ -478,6 +629,9 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
             d = X.shape[1]
         engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every,
                                    group_partitions=group_partitions)
+    if policy == "memory" and dask_input:
+        engine._first_read = data_nbytes(X, y, sample_weight)
+    engine.cache_reason = reason
     try:
         engine.validate(family)
     except BaseException:

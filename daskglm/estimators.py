@@ -11,6 +11,7 @@ active ``distributed.Client`` the fit runs on its workers; otherwise in this pro
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 
@@ -25,6 +26,8 @@ from .engine import is_dask, make_engine, stream_engines
 from .families import Binomial, Family, Gaussian, Poisson, get_family
 from .penalties import L1, L2, NoPenalty, make_penalty
 from .solvers import SOLVERS, Problem, get_solver
+
+logger = logging.getLogger("daskglm")
 
 __all__ = [
     "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
@@ -109,6 +112,8 @@ class _GLMBase(BaseEstimator):
             raise ValueError(f"Unknown solver {self.solver!r}; choose 'auto' or one of {sorted(SOLVERS)}.")
         if self.solver_options is not None and not isinstance(self.solver_options, dict):
             raise TypeError("solver_options must be a dict or None.")
+        if self.cache not in ("auto", "memory", "none"):
+            raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
 
     def _validate_input(self, X, y, sample_weight):
         """Cheap checks that need no pass over the data; NaN/inf come in the engine's round."""
@@ -179,7 +184,7 @@ class _GLMBase(BaseEstimator):
         name = _choose_solver(trial) if self.solver == "auto" else self.solver
         get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
 
-        with make_engine(X, y, sample_weight, family=family) as engine:
+        with self._engine(X, y, sample_weight, family) as engine:
             problem = Problem(
                 family, self._penalty(engine.sum_weight), bool(self.fit_intercept), n_features
             )
@@ -202,6 +207,14 @@ class _GLMBase(BaseEstimator):
                 stacklevel=2,
             )
         return self
+
+    def _engine(self, X, y, sample_weight, family):
+        """The validated engine of a fit, honouring the ``cache`` policy."""
+        engine = make_engine(X, y, sample_weight, family=family, cache=self.cache)
+        self.cache_ = engine.cache
+        logger.info("%s: cache=%r -> %r (%s)", type(self).__name__, self.cache, engine.cache,
+                    engine.cache_reason)
+        return engine
 
     def _set_coef(self, coef, intercept):
         self.coef_ = coef
@@ -343,6 +356,13 @@ _COMMON_DOC = """
         Most iterations of the solver.
     solver_options : dict, optional
         Method-specific options, e.g. ``{"memory": 20}`` for ``"lbfgs"``.
+    cache : {"auto", "memory", "none"}, default="auto"
+        For Dask input: ``"memory"`` reads the data once and keeps the partitions on the
+        workers; ``"none"`` reads them from their source (e.g. zarr) in every round, with
+        memory bounded by about one partition per worker thread; ``"auto"`` keeps them
+        when they take at most half of the free worker memory and streams otherwise.
+        The choice is in ``cache_`` and logged; bytes read from storage are in
+        ``comm_.bytes_read``.
 """
 
 _FITTED_DOC = """
@@ -359,6 +379,8 @@ _FITTED_DOC = """
     history_ : list of dict
         One entry per iteration: ``objective``, ``grad_norm``, ``step``, ``seconds``,
         ``rounds``.
+    cache_ : {"memory", "none"}
+        Whether the fit kept the data in memory or streamed them from their source.
     comm_ : CommReport
         Every engine round of the fit: kind, tasks, bytes (modelled and measured),
         seconds, time spent waiting for the slowest partition (see :mod:`daskglm.comm`).
@@ -391,7 +413,7 @@ class GLM(_RegressorGLM):
     )
 
     def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
-                 fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None):
+                 fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto"):
         self.family = family
         self.penalty = penalty
         self.alpha = alpha
@@ -401,6 +423,7 @@ class GLM(_RegressorGLM):
         self.tol = tol
         self.max_iter = max_iter
         self.solver_options = solver_options
+        self.cache = cache
 
     def _family(self):
         return get_family(self.family)
@@ -427,12 +450,13 @@ class LinearRegression(_RegressorGLM):
     )
 
     def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
-                 solver_options=None):
+                 solver_options=None, cache="auto"):
         self.solver = solver
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.max_iter = max_iter
         self.solver_options = solver_options
+        self.cache = cache
 
     def _family(self):
         return Gaussian()
@@ -463,13 +487,14 @@ class Ridge(_RegressorGLM):
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
-                 solver_options=None):
+                 solver_options=None, cache="auto"):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.max_iter = max_iter
         self.solver_options = solver_options
+        self.cache = cache
 
     def _family(self):
         return Gaussian()
@@ -499,13 +524,14 @@ class PoissonRegressor(_RegressorGLM):
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
-                 solver_options=None):
+                 solver_options=None, cache="auto"):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.max_iter = max_iter
         self.solver_options = solver_options
+        self.cache = cache
 
     def _family(self):
         return Poisson()
@@ -541,13 +567,14 @@ class Lasso(_RegressorGLM):
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=1000,
-                 solver_options=None):
+                 solver_options=None, cache="auto"):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.max_iter = max_iter
         self.solver_options = solver_options
+        self.cache = cache
 
     def _family(self):
         return Gaussian()
@@ -581,7 +608,7 @@ class ElasticNet(_RegressorGLM):
     )
 
     def __init__(self, alpha=1.0, *, l1_ratio=0.5, solver="auto", fit_intercept=True, tol=1e-4,
-                 max_iter=1000, solver_options=None):
+                 max_iter=1000, solver_options=None, cache="auto"):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.solver = solver
@@ -589,6 +616,7 @@ class ElasticNet(_RegressorGLM):
         self.tol = tol
         self.max_iter = max_iter
         self.solver_options = solver_options
+        self.cache = cache
 
     def _family(self):
         return Gaussian()
@@ -628,7 +656,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     _classifier = True
 
     def __init__(self, penalty="l2", *, C=1.0, l1_ratio=None, solver="auto", fit_intercept=True,
-                 tol=1e-4, max_iter=100, solver_options=None):
+                 tol=1e-4, max_iter=100, solver_options=None, cache="auto"):
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio
@@ -637,6 +665,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         self.tol = tol
         self.max_iter = max_iter
         self.solver_options = solver_options
+        self.cache = cache
 
     def _family(self):
         return Binomial()
@@ -769,6 +798,8 @@ class _SGDBase(_GLMBase):
             )
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        if self.cache not in ("auto", "memory", "none"):
+            raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
 
     def _problem(self, n_features):
         penalty = self._penalty(1.0)
@@ -804,7 +835,7 @@ class _SGDBase(_GLMBase):
         y = self._prepare_target(y)
         problem = self._problem(X.shape[1])
         solver = self._solver(problem, self.tol, self.max_iter)
-        with make_engine(X, y, sample_weight, family=problem.family) as engine:
+        with self._engine(X, y, sample_weight, problem.family) as engine:
             result = solver.solve(problem, engine, np.zeros(problem.n_params))
             self.comm_ = engine.ledger
         self.history_ = []
@@ -931,6 +962,10 @@ _SGD_DOC = """
     sync_every : int or None, default=None
         Local SGD: every partition takes ``sync_every`` steps on its own rows between two
         averaging rounds.  None (or 1, up to round-off) is synchronous mini-batch SGD.
+    cache : {"auto", "memory", "none"}, default="auto"
+        For Dask input, keep the partitions in worker memory or read them from their
+        source in every round (``"auto"``: keep them when they take at most half of the
+        free worker memory).  ``partial_fit`` always streams its chunks.
 
     Attributes
     ----------
@@ -947,6 +982,8 @@ _SGD_DOC = """
         One entry per epoch (per chunk with ``partial_fit``): ``objective`` (estimated from
         the epoch's draws), ``loss``, ``step`` (learning rate), ``steps``, ``seconds``,
         ``rounds``.
+    cache_ : {"memory", "none"}
+        Whether the fit kept the data in memory or streamed them from their source.
     comm_ : CommLedger
         Every engine round (accumulated over ``partial_fit`` calls).
     n_features_in_ : int
@@ -974,7 +1011,7 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     def __init__(self, loss="squared_error", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="invscaling",
                  eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every=None):
+                 batch_size=16, sync_every=None, cache="auto"):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -990,6 +1027,7 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         self.n_iter_no_change = n_iter_no_change
         self.batch_size = batch_size
         self.sync_every = sync_every
+        self.cache = cache
 
     def _family(self):
         return Gaussian()
@@ -1023,7 +1061,7 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.0,
                  power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every=None):
+                 batch_size=16, sync_every=None, cache="auto"):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -1039,6 +1077,7 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         self.n_iter_no_change = n_iter_no_change
         self.batch_size = batch_size
         self.sync_every = sync_every
+        self.cache = cache
 
     def _family(self):
         return Binomial()

@@ -1,0 +1,87 @@
+"""The cache policy: keep the partitions in memory, or stream them from zarr every round."""
+
+import logging
+
+import numpy as np
+import pytest
+
+import daskglm
+import daskglm.engine as engine_module
+from daskglm.datasets import make_classification
+from daskglm.io import load_zarr
+
+
+@pytest.fixture
+def store(tmp_path):
+    path = tmp_path / "data.zarr"
+    make_classification(4000, 6, chunks=700, random_state=1, path=str(path))
+    return load_zarr(str(path))
+
+
+def _fit(X, y, cache):
+    model = daskglm.LogisticRegression(C=0.5, solver="lbfgs", tol=1e-10, max_iter=500, cache=cache)
+    return model.fit(X, y)
+
+
+@pytest.mark.parametrize("where", ["in-process", "cluster"])
+def test_streaming_and_caching_give_the_same_model(store, where, request):
+    if where == "cluster":
+        request.getfixturevalue("client")
+    X, y, _ = store
+    cached = _fit(X, y, "memory")
+    streamed = _fit(X, y, "none")
+    assert (cached.cache_, streamed.cache_) == ("memory", "none")
+    np.testing.assert_allclose(streamed.coef_, cached.coef_, rtol=1e-12)
+    data_bytes = X.nbytes + y.nbytes
+    # memory: the data are read once, by the round that persists them
+    assert [r.bytes_read for r in cached.comm_.records][0] == data_bytes
+    assert cached.comm_.bytes_read == data_bytes
+    # none: every round reads every partition from the store
+    assert all(r.bytes_read == data_bytes for r in streamed.comm_.records)
+    assert streamed.comm_.bytes_read == data_bytes * streamed.comm_.rounds
+
+
+def test_auto_streams_when_the_data_do_not_fit(store, monkeypatch, caplog):
+    X, y, _ = store
+    with caplog.at_level(logging.INFO, logger="daskglm"):
+        assert _fit(X, y, "auto").cache_ == "memory"
+        monkeypatch.setattr(engine_module, "free_memory", lambda client: X.nbytes)
+        assert _fit(X, y, "auto").cache_ == "none"
+    messages = " ".join(record.getMessage() for record in caplog.records)
+    assert "-> 'memory'" in messages and "-> 'none'" in messages and "streaming" in messages
+
+
+def test_in_memory_input_is_always_cached():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 3)), rng.integers(0, 2, 200)
+    model = daskglm.LogisticRegression(cache="none").fit(X, y)
+    assert model.cache_ == "memory" and model.comm_.bytes_read == 0
+
+
+def test_bad_cache_policy_is_rejected():
+    with pytest.raises(ValueError, match="cache must be"):
+        daskglm.Ridge(cache="disk").fit(np.ones((3, 1)), np.ones(3))
+
+
+@pytest.mark.slow
+def test_a_store_twice_the_workers_memory_fits_without_losing_a_worker(tmp_path):
+    """2 workers of 600 MB, a 2.4 GB zarr store: streamed with bounded memory."""
+    from distributed import Client, LocalCluster
+    from distributed.diagnostics import MemorySampler
+
+    path = str(tmp_path / "big.zarr")
+    n, d = 6_000_000, 49  # X 2.35 GB + y 48 MB
+    make_classification(n, d, chunks=100_000, random_state=0, path=path)
+    with LocalCluster(n_workers=2, threads_per_worker=1, memory_limit="600MB",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        X, y, _ = load_zarr(path)
+        assert X.nbytes + y.nbytes >= 2 * 2 * 600e6 * 0.95
+        workers_before = set(client.scheduler_info()["workers"])
+        sampler = MemorySampler()
+        with sampler.sample("fit", measure="process"):
+            model = daskglm.LogisticRegression(solver="lbfgs", max_iter=5, tol=1e-6).fit(X, y)
+        assert model.cache_ == "none"
+        assert set(client.scheduler_info()["workers"]) == workers_before  # none restarted
+        peak = sampler.to_pandas()["fit"].max()
+        assert peak < 2 * 600e6  # both workers together stay under their limits
+        assert model.comm_.bytes_read >= model.comm_.rounds * X.nbytes
