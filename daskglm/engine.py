@@ -32,7 +32,15 @@ import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
 from .comm import CommLedger, DaskMeter, LocalProbe, Timer, nbytes
-from .kernels import PartitionSummary, as_csr_or_dense, run_group, sum_group, summarize, tree_sum
+from .kernels import (
+    PartitionSummary,
+    as_csr_or_dense,
+    encode_positive,
+    run_group,
+    sum_group,
+    summarize,
+    tree_sum,
+)
 
 __all__ = [
     "Engine", "LocalEngine", "DistributedEngine", "make_engine", "stream_engines", "active_client",
@@ -176,12 +184,15 @@ class Engine:
         split_every = self.split_every if tree else None
         return {"partitions": self.n_partitions, "split_every": split_every, "probe": probe}
 
-    def validate(self, family):
+    def validate(self, family, labels=False):
         """One round over the data: row count, total weight, NaN/inf, labels, weights.
 
-        Raises ValueError naming every problem found.
+        With ``labels``, the distinct target values are collected into ``self.labels``
+        instead of being checked against ``family``.  Raises ValueError naming every
+        problem found.
         """
-        summary: PartitionSummary = self.reduce(summarize, family, kind="validate")
+        summary: PartitionSummary = self.reduce(summarize, family, labels, kind="validate")
+        self.labels = summary.labels
         if summary.problems:
             raise ValueError(" ".join(dict.fromkeys(summary.problems)))
         if summary.rows == 0:
@@ -191,6 +202,18 @@ class Engine:
         self.n_samples = summary.rows
         self.sum_weight = summary.weight
         return summary
+
+    def relabel(self, positive):
+        """Replace every partition's targets by ``1.0`` where they equal ``positive``, else 0."""
+        with Timer() as timer, self._probe("encode") as probe:
+            self._replace_parts(encode_positive, positive, probe)
+        n = self.n_partitions
+        self.ledger.record("encode", n, 8 * n, 0, timer.seconds, partitions=n, groups=n,
+                           probe=probe)
+
+    def _replace_parts(self, fn, arg, probe):
+        """``parts[i] = fn(parts[i], arg)`` where the partitions live."""
+        raise NotImplementedError
 
     def __enter__(self):
         return self
@@ -238,6 +261,10 @@ class LocalEngine(Engine):
         if tree:
             return tree_sum(results, self.split_every)
         return [item for group_results in results for item in group_results]
+
+    def _replace_parts(self, fn, arg, probe):
+        run = probe.timed(fn)
+        self.parts = [run(part, arg) for part in self.parts]
 
     def close(self):
         if self._pool is not None:
@@ -309,6 +336,15 @@ class DistributedEngine(Engine):
             ]
         return level[0].result()
 
+    def _replace_parts(self, fn, arg, probe):
+        new = self.client.map(fn, self.parts, [arg] * self.n_partitions,
+                              key=probe.keys(self.n_partitions), pure=False)
+        for future in self.parts:
+            future.release()
+        self.parts = new
+        if len(self.groups) < self.n_partitions:
+            self.groups = _groups_by_thread(self.client, self.parts)
+
     def close(self):
         self.ledger.flush()  # fetch the measurements of the rounds still pending
         # release, not cancel: another engine may hold futures of the same keys
@@ -343,6 +379,11 @@ class StreamingLocalEngine(LocalEngine):
     def _execute(self, fn, args, each, tree, probe):
         return super()._execute(_Loading(fn), args, each, tree, probe)
 
+    def _replace_parts(self, fn, arg, probe):
+        import dask
+
+        self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
+
 
 class StreamingDistributedEngine(DistributedEngine):
     """Partitions read from their source in every round, on the workers (``cache="none"``).
@@ -373,6 +414,11 @@ class StreamingDistributedEngine(DistributedEngine):
         if tree:
             return self._tree(futures, probe)
         return [group_results[0] for group_results in self.client.gather(futures)]
+
+    def _replace_parts(self, fn, arg, probe):
+        import dask
+
+        self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
 
     def close(self):
         self.ledger.flush()
@@ -552,7 +598,7 @@ def _dask_partitions(X, y, weight):
 
 
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
-                split_every=8, group_partitions=True, cache="memory"):
+                split_every=8, group_partitions=True, cache="memory", labels=False):
     """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
 
     Parameters
@@ -580,6 +626,10 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         memory bounded by about one partition per thread; ``"auto"`` persists when the
         data take at most half of the free memory (:func:`choose_cache`).  In-memory input
         is always ``"memory"``.
+    labels : bool
+        Collect the distinct target values (``engine.labels``) instead of checking the
+        targets against ``family``: for class labels, encoded afterwards with
+        :meth:`Engine.relabel`.
 
     Returns
     -------
@@ -633,7 +683,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         engine._first_read = data_nbytes(X, y, sample_weight)
     engine.cache_reason = reason
     try:
-        engine.validate(family)
+        engine.validate(family, labels)
     except BaseException:
         engine.close()
         raise

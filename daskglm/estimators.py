@@ -210,7 +210,14 @@ class _GLMBase(BaseEstimator):
 
     def _engine(self, X, y, sample_weight, family):
         """The validated engine of a fit, honouring the ``cache`` policy."""
-        engine = make_engine(X, y, sample_weight, family=family, cache=self.cache)
+        labels = self.__dict__.pop("_labels_from_engine", False)
+        engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels)
+        if labels:
+            try:
+                self._classes_from_engine(engine)
+            except BaseException:
+                engine.close()
+                raise
         self.cache_ = engine.cache
         logger.info("%s: cache=%r -> %r (%s)", type(self).__name__, self.cache, engine.cache,
                     engine.cache_reason)
@@ -687,16 +694,23 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         return make_penalty("elasticnet", strength, self.l1_ratio)
 
     def _prepare_target(self, y):
+        if is_dask(y) and (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+            # numeric labels are found by the engine's validation round (no extra pass)
+            self._labels_from_engine = True
+            return y
         if is_dask(y):
             import dask.array as da
 
             classes = np.unique(da.unique(y).compute())
-            if classes.dtype.kind == "f" and not np.isfinite(classes).all():
-                raise ValueError("Input y contains NaN or infinity.")
             kind = "binary" if classes.size <= 2 else "multiclass"
         else:
             kind = type_of_target(y, input_name="y")
             classes = np.unique(y)
+        self._set_classes(classes, kind)
+        return (y == classes[1]).astype(np.float64)
+
+    def _set_classes(self, classes, kind):
+        """Check there are exactly two classes and store them in ``classes_``."""
         if kind in ("continuous", "continuous-multioutput"):
             raise ValueError(f"Unknown label type: {kind}. Labels must be class names, not a continuous target.")
         if classes.size < 2:
@@ -707,10 +721,16 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         if classes.size > 2:
             raise ValueError(
                 f"Only binary classification is supported: {type(self).__name__} got y with "
-                f"{classes.size} classes (target type {kind})."
+                f"{classes.size} or more classes (target type {kind})."
             )
         self.classes_ = classes
-        return (y == classes[1]).astype(np.float64)
+
+    def _classes_from_engine(self, engine):
+        """``classes_`` from the labels the validation round found; targets encoded to 0/1."""
+        classes = np.asarray(engine.labels)
+        self._set_classes(classes, "binary" if classes.size <= 2 else "multiclass")
+        if not np.array_equal(classes, [0.0, 1.0]):
+            engine.relabel(classes[1])
 
     def _set_coef(self, coef, intercept):
         self.coef_ = coef.reshape(1, -1)
@@ -1104,6 +1124,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
 
     # binary predictions, as LogisticRegression's
     _prepare_target = LogisticRegression._prepare_target
+    _set_classes = LogisticRegression._set_classes
+    _classes_from_engine = LogisticRegression._classes_from_engine
     _set_coef = LogisticRegression._set_coef
     decision_function = LogisticRegression.decision_function
     predict_proba = LogisticRegression.predict_proba

@@ -344,11 +344,39 @@ class PartitionSummary:
     rows: int
     weight: float
     problems: list = field(default_factory=list)
+    #: Distinct target values (at most ``MAX_LABELS``), when asked for.
+    labels: tuple | None = None
 
     def __add__(self, other):
+        labels = None
+        if self.labels is not None and other.labels is not None:
+            labels = tuple(sorted(set(self.labels) | set(other.labels)))[:MAX_LABELS]
         return PartitionSummary(
-            self.rows + other.rows, self.weight + other.weight, self.problems + other.problems
+            self.rows + other.rows, self.weight + other.weight, self.problems + other.problems,
+            labels,
         )
+
+
+#: Distinct labels a summary keeps: enough to tell one, two or more than two classes.
+MAX_LABELS = 3
+
+
+def distinct_labels(y):
+    """Up to :data:`MAX_LABELS` distinct values of ``y``, sorted (one pass when binary)."""
+    if y.size == 0:
+        return ()
+    low, high = y.min(), y.max()
+    if low == high:
+        return (float(low),)
+    if np.all((y == low) | (y == high)):
+        return float(low), float(high)
+    return tuple(float(v) for v in np.unique(y)[:MAX_LABELS])
+
+
+def encode_positive(part, positive):
+    """The partition with ``y`` replaced by ``1.0`` where it equals ``positive``, else ``0.0``."""
+    X, y, weight = part
+    return X, (y == positive).astype(np.float64), weight
 
 
 def _is_finite(a):
@@ -357,14 +385,21 @@ def _is_finite(a):
     return bool(np.isfinite(a).all())
 
 
-def summarize(part, family):
-    """Row count, total weight and a list of problems (NaN/inf, bad labels, bad weights)."""
+def summarize(part, family, labels=False):
+    """Row count, total weight and a list of problems (NaN/inf, bad labels, bad weights).
+
+    With ``labels``, the distinct target values are collected instead of checking them
+    against ``family`` (class labels are encoded after validation).
+    """
     X, y, weight = part
     problems = []
+    found = None
     if not _is_finite(X):
         problems.append("Input X contains NaN or infinity.")
     if not _is_finite(y):
         problems.append("Input y contains NaN or infinity.")
+    elif labels:
+        found = distinct_labels(y)
     else:
         try:
             family.check_target(y)
@@ -377,7 +412,7 @@ def summarize(part, family):
         elif weight.size and weight.min() < 0:
             problems.append("sample_weight has negative values; weights must be >= 0.")
         total = float(weight.sum())
-    return PartitionSummary(int(X.shape[0]), total, problems)
+    return PartitionSummary(int(X.shape[0]), total, problems, found)
 
 
 def tree_sum(items, split_every=8):

@@ -3,6 +3,12 @@
 Build with ``tox -e docs`` or, from this directory,
 ``sphinx-build -W --keep-going -b html . _build/html``.  The API stubs under
 ``api/generated/`` are written by autosummary at build time and are not kept in git.
+
+The quickstart and the tutorials are MyST markdown notebooks (``file_format: mystnb``),
+executed by myst-nb during the build, each on its own two-worker ``LocalCluster``; a page
+whose code raises fails the build.  Executed notebooks are cached in
+``_build/.jupyter_cache`` and run again only when their code changes; add
+``-D nb_execution_mode=force`` to run them all again (after a change to the package).
 """
 
 import re
@@ -24,10 +30,10 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "numpydoc",
-    "myst_parser",
+    "myst_nb",  # includes myst_parser: plain .md pages, and .md notebooks with front matter
 ]
 
-source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
 root_doc = "index"
 templates_path = ["_templates"]
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
@@ -51,8 +57,20 @@ numpydoc_attributes_as_param_list = True
 # this build is offline, so type fields stay plain text.
 numpydoc_xref_param_type = False
 
-myst_enable_extensions = ["colon_fence"]
+myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
+
+# -- Executed pages (myst-nb) --------------------------------------------------------------
+
+nb_execution_mode = "cache"
+nb_execution_raise_on_error = True  # an exception in a page fails the build
+nb_execution_show_tb = True  # ... and the log shows where
+nb_execution_timeout = 300  # seconds per cell
+nb_execution_in_temp = True  # files a page writes land in a temporary directory
+# Worker processes log to stderr at start and shutdown (nothing a reader needs, and not
+# the same from one run to the next); the pages show what the code prints and returns.
+nb_output_stderr = "remove"
+nb_merge_streams = True
 
 # -- HTML --------------------------------------------------------------------------------
 

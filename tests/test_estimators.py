@@ -224,3 +224,23 @@ def test_grid_search_over_a_pipeline_on_a_cluster(client):
     assert search.best_score_ > 0.6
     fitted = search.best_estimator_.named_steps["model"]
     assert fitted.comm_.rounds > 1 and fitted.converged_
+
+
+@pytest.mark.parametrize("where", ["in-process", "cluster"])
+def test_dask_labels_are_found_and_encoded_in_the_validation_round(where, request):
+    if where == "cluster":
+        request.getfixturevalue("client")
+    X, y, _ = make_data("binomial")
+    labels = np.where(y == 1, 3, -1)
+    expected = daskglm.LogisticRegression(tol=1e-10).fit(X, labels)
+    model = daskglm.LogisticRegression(tol=1e-10).fit(
+        da.from_array(X, chunks=(600, -1)), da.from_array(labels, chunks=600)
+    )
+    assert list(model.classes_) == [-1, 3]
+    np.testing.assert_allclose(model.coef_, expected.coef_, rtol=1e-8)
+    kinds = [r.kind for r in model.comm_.records]
+    assert kinds[:2] == ["validate", "encode"] and "encode" not in kinds[2:]
+    zero_one = daskglm.LogisticRegression().fit(
+        da.from_array(X, chunks=(600, -1)), da.from_array(y, chunks=600)
+    )
+    assert "encode" not in [r.kind for r in zero_one.comm_.records]  # already 0/1
