@@ -64,6 +64,7 @@ def test_bad_cache_policy_is_rejected():
 
 
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_a_store_twice_the_workers_memory_fits_without_losing_a_worker(tmp_path):
     """2 workers of 600 MB, a 2.4 GB zarr store: streamed with bounded memory."""
     from distributed import Client, LocalCluster
