@@ -177,36 +177,50 @@ class _GLMBase(BaseEstimator):
         self._check_params()
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
         y = self._prepare_target(y)
-        family = self._family()
         n_features = int(X.shape[1])
-        # the solver is checked before any pass over the data
-        trial = Problem(family, self._penalty(1.0), bool(self.fit_intercept), n_features)
-        name = _choose_solver(trial) if self.solver == "auto" else self.solver
-        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
-
-        with self._engine(X, y, sample_weight, family) as engine:
-            problem = Problem(
-                family, self._penalty(engine.sum_weight), bool(self.fit_intercept), n_features
-            )
-            solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
-                                options=self.solver_options)
+        name = self._check_solver(n_features)  # before any pass over the data
+        with self._engine(X, y, sample_weight, self._family()) as engine:
+            problem, solver = self._configure(name, engine.sum_weight, n_features)
             result = solver.solve(problem, engine, np.zeros(problem.n_params))
             self.comm_ = engine.ledger
             self.comm_.method = name
-        coef, intercept = problem.split(result.params)
-        self._set_coef(coef, intercept)
-        self.solver_ = name
-        self.n_iter_ = result.n_iter
-        self.converged_ = bool(result.converged)
-        self.history_ = result.history
+        self._record_fit(problem, result)
         if not self.converged_:
             warnings.warn(
-                f"Solver {name!r} did not converge in {self.max_iter} iterations "
+                f"Solver {name!r} did not converge in {self.max_iter} {self._iterations} "
                 f"({result.message or 'tolerance not reached'}); increase max_iter or tol.",
                 ConvergenceWarning,
                 stacklevel=2,
             )
         return self
+
+    #: What ``max_iter`` counts.
+    _iterations = "iterations"
+
+    def _check_solver(self, n_features):
+        """The solver's name, after checking it handles the problem and its options."""
+        trial = Problem(self._family(), self._penalty(1.0), bool(self.fit_intercept), n_features)
+        name = _choose_solver(trial) if self.solver == "auto" else self.solver
+        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
+        return name
+
+    def _configure(self, name, total_weight, n_features):
+        """The problem (its penalty scaled to the data's total weight) and its solver."""
+        problem = Problem(
+            self._family(), self._penalty(total_weight), bool(self.fit_intercept), n_features
+        )
+        solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
+                            options=self.solver_options)
+        return problem, solver
+
+    def _record_fit(self, problem, result):
+        """The fitted attributes from a solver's result."""
+        coef, intercept = problem.split(result.params)
+        self._set_coef(coef, intercept)
+        self.solver_ = self.comm_.method
+        self.n_iter_ = result.n_iter
+        self.converged_ = bool(result.converged)
+        self.history_ = result.history
 
     def _engine(self, X, y, sample_weight, family):
         """The validated engine of a fit, honouring the ``cache`` policy."""
@@ -850,25 +864,22 @@ class _SGDBase(_GLMBase):
         -------
         self
         """
-        self._check_params()
-        X, y, sample_weight = self._validate_input(X, y, sample_weight)
-        y = self._prepare_target(y)
-        problem = self._problem(X.shape[1])
-        solver = self._solver(problem, self.tol, self.max_iter)
-        with self._engine(X, y, sample_weight, problem.family) as engine:
-            result = solver.solve(problem, engine, np.zeros(problem.n_params))
-            self.comm_ = engine.ledger
+        return super().fit(X, y, sample_weight)
+
+    _iterations = "epochs"
+
+    def _check_solver(self, n_features):
+        self._solver(self._problem(n_features), self.tol, self.max_iter)
+        return "sgd"
+
+    def _configure(self, name, total_weight, n_features):
+        problem = self._problem(n_features)
+        return problem, self._solver(problem, self.tol, self.max_iter)
+
+    def _record_fit(self, problem, result):
         self.history_ = []
         self._store(problem, result.state, result.history, result.n_iter)
         self.converged_ = bool(result.converged)
-        if not self.converged_:
-            warnings.warn(
-                f"SGD did not converge in {self.max_iter} epochs ({result.message}); "
-                "increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        return self
 
     def partial_fit(self, X, y, sample_weight=None, classes=None):
         """One epoch of SGD over the given data, continuing from the current state.
