@@ -34,7 +34,8 @@ def _run(args):
     from .runner import run_suite
 
     suite = get_suite(args.suite)
-    results = run_suite(suite, log=_log)
+    results = run_suite(suite, log=_log, only=args.only)
+    results["command"] = " ".join(["python -m benchmarks", *args.argv])
     path = write_json(results, args.output)
     print(markdown(results))
     print(f"Results written to {path}")
@@ -53,7 +54,8 @@ def _list(args):
     from .methods import METHODS
 
     for suite in SUITES.values():
-        print(f"suite {suite.name}: {suite.repeats} repeats, target gap {suite.target_gap:g}")
+        print(f"suite {suite.name}: up to {suite.repeats} repeats, target gap "
+              f"{suite.target_gap:g}")
         for case in suite.cases:
             print(f"  {case.name} on {case.data.label}: {', '.join(case.methods)}")
     print("methods:")
@@ -77,6 +79,9 @@ def build_parser():
     run.add_argument("--suite", default="quick", help="quick (default), full or smoke")
     run.add_argument("--output", default=str(DEFAULT_OUTPUT),
                      help="JSON results file (default: benchmarks/results/latest.json)")
+    run.add_argument("--only", nargs="+", default=[], metavar="PATTERN",
+                     help="run only the cases whose names match these shell-style patterns, "
+                          "e.g. 'ols*' 'logistic-l2/1e5x*'")
     run.set_defaults(handler=_run)
 
     report = commands.add_parser("report", help="print the table of a results file")
@@ -95,7 +100,9 @@ def build_parser():
 
 def main(argv=None):
     """Entry point; returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     return args.handler(args)
 
 

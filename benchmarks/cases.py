@@ -1,9 +1,11 @@
-"""The registry of suites: cases (data x problem x methods) and the ratios between them.
+"""The registry of suites: cases (data x problem x methods), ratios, limits and scaling.
 
 A case fits one problem on one data set with several methods, all minimising the same
-objective; a ratio compares two timed entries, optionally against a target.  Adding a
-problem size, a peer or a solver to a suite is one line here (plus, for a new method, its
-class in :mod:`benchmarks.methods`).
+objective; a ratio compares two timed entries, optionally against a target.  An entry of
+a case is a method name, optionally with its own gap target after an ``@``
+(``"daskglm-admm@1e-4"``): the method is then calibrated to that gap instead of the
+suite's (or the method's own).  Adding a problem size, a peer or a solver to a suite is
+one line here (plus, for a new method, its class in :mod:`benchmarks.methods`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,21 @@ from dataclasses import dataclass, field
 
 from .cluster import ClusterSpec
 from .data import DataSpec
-from .problems import LeastSquares, LogisticL2, Problem
+from .problems import LeastSquares, LogisticL2, PoissonL2
 
-__all__ = ["Case", "Ratio", "Suite", "SUITES", "get_suite"]
+__all__ = ["Case", "Ratio", "Scaling", "Suite", "SUITES", "get_suite", "parse_entry",
+           "entry_id"]
+
+
+def entry_id(name, gap=None):
+    """The entry of method ``name`` held to ``gap``: ``"name@1e-04"`` (``"name"`` for None)."""
+    return name if gap is None else f"{name}@{gap:.0e}"
+
+
+def parse_entry(entry):
+    """``"name@1e-04"`` -> ``("name", 1e-4)``; ``"name"`` -> ``("name", None)``."""
+    name, _, gap = entry.partition("@")
+    return name, (float(gap) if gap else None)
 
 
 @dataclass(frozen=True)
@@ -29,13 +43,19 @@ class Case:
     problem : Problem or None
         None for cases of kernels only.
     methods : tuple of str
-        Names in :data:`benchmarks.methods.METHODS`.
+        Entries: names in :data:`benchmarks.methods.METHODS`, each optionally followed by
+        ``@gap`` (see the module docstring).
+    starts : tuple of (str, float)
+        Where calibration begins for some entries (see :func:`benchmarks.tuning.calibrate`):
+        settings found by walking the ladder from its loose end on the same data, so that
+        a suite walks one step from them instead of the whole ladder.
     """
 
     name: str
     data: DataSpec
-    problem: Problem | None
+    problem: object
     methods: tuple
+    starts: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -46,7 +66,7 @@ class Ratio:
     ----------
     name : str
     numerator, denominator : tuple of (str, str)
-        ``(case name, method name)``.
+        ``(case name, entry)``.
     target : float, optional
     goal : {"at least", "at most"}
         How the ratio should compare with ``target``.
@@ -66,6 +86,36 @@ class Ratio:
 
 
 @dataclass(frozen=True)
+class Scaling:
+    """Strong scaling of some entries from fewer workers, and the cost model's projection.
+
+    Attributes
+    ----------
+    entries : tuple of (str, str)
+        ``(case name, entry)`` of daskglm methods to time on each worker count, at the
+        setting calibrated in the main run.
+    workers : tuple of int
+        Worker processes to time them on, each on a cluster of its own, one after the
+        other (so that the machine's load is alike for all); the largest is the base of
+        the speed-ups.
+    project_case : str
+        The case whose daskglm fits calibrate :mod:`daskglm.costmodel`.
+    project_workers : tuple of int
+        Worker counts to project them to.
+    networks : tuple of (str, str)
+        ``(label, specification)`` of the networks to project on; an empty specification
+        keeps the network measured on this machine.
+    """
+
+    entries: tuple
+    workers: tuple = (1, 2)
+    project_case: str = ""
+    project_workers: tuple = (8, 64, 512)
+    networks: tuple = (("measured here", ""),
+                       ("10 Gb/s, 0.1 ms", "bandwidth=1.25e9,latency=1e-4"))
+
+
+@dataclass(frozen=True)
 class Suite:
     """A set of cases, ratios and measurement settings.
 
@@ -75,12 +125,27 @@ class Suite:
     cases : tuple of Case
     ratios : tuple of Ratio
     repeats : int
-        Timed repeats per method; the median is reported.
+        Most timed repeats per entry; the median is reported.
+    repeat_budget_s : float
+        Seconds of repeats an entry may take: fewer repeats (at least one) for slow
+        entries.  An entry whose accepted calibration run took longer than this is timed
+        by that run alone.
     warmup : int
-        Untimed runs before the repeats of methods without a tolerance (for the others the
-        accepted calibration run is the warm-up).
+        Untimed runs before the repeats of methods without a knob.
     target_gap : float
-        Relative objective gap every fit must reach.
+        Relative objective gap every fit must reach unless its method or entry says
+        otherwise.
+    ladder_stride : int
+        Use every ``ladder_stride``-th tolerance of the methods' ladders (4 per decade), so
+        that a quick suite calibrates to within a decade.
+    trust_starts : bool
+        Accept a case's start setting when it meets the target, without trying looser
+        ones (see :func:`benchmarks.tuning.calibrate`).
+    time_cap_s : float
+        Calibration stops tightening after a run longer than this.
+    limits_data : DataSpec or None
+        The data set whose in-memory copy measures the machine's limits.
+    scaling : Scaling or None
     cluster : ClusterSpec
     """
 
@@ -88,51 +153,241 @@ class Suite:
     cases: tuple
     ratios: tuple = ()
     repeats: int = 3
+    repeat_budget_s: float = 15.0
     warmup: int = 1
     target_gap: float = 1e-8
+    ladder_stride: int = 1
+    trust_starts: bool = False
+    time_cap_s: float = 300.0
+    limits_data: DataSpec | None = None
+    scaling: Scaling | None = None
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
 
 
-def glm_cases(data):
-    """The cases comparing daskglm with its peers on one data set."""
+# -- data sets ----------------------------------------------------------------------------
+
+#: Rows of the head-to-head data set.
+STANDARD_ROWS = 1_000_000
+
+#: The head-to-head data set: 1,000,000 x 50 float64 (400 MB) in 8 row partitions.
+STANDARD = DataSpec(n_samples=STANDARD_ROWS, n_features=50, n_partitions=8, seed=0)
+
+# -- methods per problem -------------------------------------------------------------------
+
+#: Every daskglm method on the L2-logistic problem; ADMM at its own target (see below).
+DASKGLM_LOGISTIC = ("daskglm-lbfgs", "daskglm-gd", "daskglm-newton", "daskglm-proximal",
+                    "daskglm-averaging-newton", "daskglm-sgd-batch", "daskglm-sgd-local",
+                    "daskglm-sgd-local-avg")
+#: Every dask-glm solver on the same problem; ADMM at its own target.
+DASK_GLM_LOGISTIC = ("dask-glm-lbfgs", "dask-glm-newton", "dask-glm-gradient_descent",
+                     "dask-glm-proximal_grad")
+#: Peers of daskglm on the same problem (Spark only in the full suite).
+PEERS_LOGISTIC = ("dask-ml-logistic", "sklearn-lbfgs", "sklearn-lbfgs-1thread", "sklearn-sgd")
+PEERS_OLS = ("dask-ml-linear", "sklearn-linear", "sklearn-linear-1thread", "numpy-gram-1thread")
+
+#: The gap both ADMMs are held to in the quick suite: dask-glm's ADMM iterations take
+#: seconds each (a full L-BFGS solve per partition), so 1e-8 is left to the full suite.
+ADMM_QUICK_GAP = 1e-4
+
+#: (kind, daskglm entry, dask-glm entry, target speed-up) for the ratios: faster, and at
+#: least 5 times faster for gradient descent and ADMM.
+SAME_KIND = (
+    ("lbfgs", "daskglm-lbfgs", "dask-glm-lbfgs", 1.0),
+    ("gradient descent", "daskglm-gd", "dask-glm-gradient_descent", 5.0),
+    ("newton", "daskglm-newton", "dask-glm-newton", 1.0),
+    ("proximal gradient", "daskglm-proximal", "dask-glm-proximal_grad", 1.0),
+)
+
+#: Where the quick suite's calibration of the head-to-head cases begins: the settings a
+#: walk of the quick ladders (one per decade) from their loose ends accepted on this data
+#: (seed 0); settings at the loose end of a ladder need no entry.  See ``Case.starts``.
+QUICK_STARTS = {
+    "logistic-l2": (
+        ("daskglm-lbfgs", 1e-5), ("daskglm-gd", 1e-5), ("daskglm-newton", 1e-4),
+        ("daskglm-proximal", 1e-5), (entry_id("daskglm-admm", 1e-4), 1e-5),
+        ("dask-glm-lbfgs", 1e-5 * STANDARD_ROWS), ("dask-glm-gradient_descent", 1e-5),
+        ("dask-glm-proximal_grad", 1e-6), ("dask-ml-logistic", 1e-5 * STANDARD_ROWS),
+        ("sklearn-lbfgs", 1e-5), ("sklearn-lbfgs-1thread", 1e-5),
+    ),
+    "poisson-l2": (("sklearn-poisson", 1e-4),),
+    "logistic-l2-sparse": (("daskglm-lbfgs", 1e-5), ("daskglm-newton", 1e-5),
+                           ("sklearn-lbfgs", 1e-5)),
+}
+
+
+def head_to_head(data, admm_gaps, spark=False, starts=None):
+    """The L2-logistic and OLS cases on one data set: every daskglm method against every
+    dask-glm solver and the peers."""
+    starts = starts or {}
+    admm = tuple(entry_id(f"{lib}-admm", gap) for gap in admm_gaps
+                 for lib in ("daskglm", "dask-glm"))
+    logistic_peers = PEERS_LOGISTIC + (("spark-logistic",) if spark else ())
+    ols_peers = PEERS_OLS + (("numpy-gram", "spark-linear") if spark else ())
     return (
         Case("logistic-l2", data, LogisticL2(C=1.0, fit_intercept=False),
-             ("daskglm-lbfgs", "dask-glm-lbfgs", "sklearn-lbfgs", "sklearn-lbfgs-1thread")),
+             DASKGLM_LOGISTIC + admm + DASK_GLM_LOGISTIC + logistic_peers,
+             starts.get("logistic-l2", ())),
         Case("ols", data, LeastSquares(fit_intercept=True),
-             ("daskglm-normal", "numpy-gram", "numpy-gram-1thread")),
-        Case("memory-read", data, None, ("numpy-sum", "numpy-matvec")),
+             ("daskglm-normal", "daskglm-lbfgs") + ols_peers, starts.get("ols", ())),
     )
 
 
-def glm_ratios():
-    """The ratios the GLM cases are judged by."""
-    return (
-        Ratio("dask-glm / daskglm (logistic)", ("logistic-l2", "dask-glm-lbfgs"),
-              ("logistic-l2", "daskglm-lbfgs"), target=5.0, goal="at least"),
-        Ratio("daskglm / sklearn (logistic)", ("logistic-l2", "daskglm-lbfgs"),
+def head_to_head_ratios(admm_gaps, spark=False):
+    """dask-glm over daskglm for every pair of the same kind, daskglm over its peers."""
+    ratios = [
+        Ratio(f"dask-glm / daskglm, {kind}", ("logistic-l2", theirs),
+              ("logistic-l2", ours), target=target, goal="at least")
+        for kind, ours, theirs, target in SAME_KIND
+    ]
+    ratios += [
+        Ratio(f"dask-glm / daskglm, admm (gap {gap:g})",
+              ("logistic-l2", entry_id("dask-glm-admm", gap)),
+              ("logistic-l2", entry_id("daskglm-admm", gap)), target=5.0, goal="at least")
+        for gap in admm_gaps
+    ]
+    ratios += [
+        Ratio("dask-ml / daskglm lbfgs (logistic)", ("logistic-l2", "dask-ml-logistic"),
+              ("logistic-l2", "daskglm-lbfgs"), target=1.0, goal="at least"),
+        Ratio("daskglm lbfgs / sklearn lbfgs (logistic)", ("logistic-l2", "daskglm-lbfgs"),
               ("logistic-l2", "sklearn-lbfgs"), target=1.0, goal="at most"),
-        Ratio("daskglm / sklearn on 1 thread (logistic)", ("logistic-l2", "daskglm-lbfgs"),
-              ("logistic-l2", "sklearn-lbfgs-1thread")),
-        Ratio("daskglm normal / numpy X.T@X (ols)", ("ols", "daskglm-normal"),
-              ("ols", "numpy-gram"), target=2.0, goal="at most"),
+        Ratio("daskglm lbfgs / sklearn lbfgs on 1 thread (logistic)",
+              ("logistic-l2", "daskglm-lbfgs"), ("logistic-l2", "sklearn-lbfgs-1thread")),
+        Ratio("sklearn SGD / daskglm local SGD + averaging (gap 1e-3)",
+              ("logistic-l2", "sklearn-sgd"), ("logistic-l2", "daskglm-sgd-local-avg")),
+        Ratio("dask-ml / daskglm normal (ols)", ("ols", "dask-ml-linear"),
+              ("ols", "daskglm-normal"), target=1.0, goal="at least"),
+        Ratio("daskglm normal / sklearn LinearRegression (ols)", ("ols", "daskglm-normal"),
+              ("ols", "sklearn-linear")),
+        Ratio("daskglm normal / sklearn LinearRegression on 1 thread (ols)",
+              ("ols", "daskglm-normal"), ("ols", "sklearn-linear-1thread")),
         Ratio("daskglm normal / numpy X.T@X on 1 thread (ols)", ("ols", "daskglm-normal"),
               ("ols", "numpy-gram-1thread")),
-        Ratio("daskglm lbfgs / one read of X", ("logistic-l2", "daskglm-lbfgs"),
-              ("memory-read", "numpy-sum")),
+    ]
+    if spark:
+        ratios += [
+            Ratio("daskglm normal / numpy X.T@X (ols)", ("ols", "daskglm-normal"),
+                  ("ols", "numpy-gram"), target=2.0, goal="at most"),
+            Ratio("Spark / daskglm lbfgs (logistic)", ("logistic-l2", "spark-logistic"),
+                  ("logistic-l2", "daskglm-lbfgs"), target=1.0, goal="at least"),
+            Ratio("Spark / daskglm normal (ols)", ("ols", "spark-linear"),
+                  ("ols", "daskglm-normal"), target=1.0, goal="at least"),
+        ]
+    return tuple(ratios)
+
+
+def _size_label(n):
+    exponent = len(str(n)) - 1
+    return f"1e{exponent}" if n == 10 ** exponent else str(n)
+
+
+def grid_cases(sizes, widths, sparse_widths, density=0.01, partitions=8, spark=True):
+    """Logistic, OLS and Poisson cases over a grid of sizes, dense and sparse.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Rows.
+    widths : sequence of int
+        Features of the dense data sets.
+    sparse_widths : sequence of int
+        Features of the sparse data sets (CSR chunks at ``density``).
+    density : float
+    partitions : int
+    spark : bool
+        Include Spark's methods (dense data only).
+
+    Returns
+    -------
+    tuple of Case
+    """
+    cases = []
+    layouts = [(d, None) for d in widths] + [(d, density) for d in sparse_widths]
+    for n in sizes:
+        for d, layout in layouts:
+            data = DataSpec(n_samples=n, n_features=d, n_partitions=partitions, seed=0,
+                            density=layout)
+            suffix = f"{_size_label(n)}x{d}-{'dense' if layout is None else 'sparse'}"
+            spark_logistic = ("spark-logistic",) if spark and layout is None else ()
+            spark_linear = ("spark-linear",) if spark and layout is None else ()
+            dense_only = ("dask-glm-lbfgs", "dask-ml-logistic") if layout is None else ()
+            cases += [
+                Case(f"logistic-l2/{suffix}", data, LogisticL2(C=1.0, fit_intercept=False),
+                     ("daskglm-lbfgs", "daskglm-newton", "daskglm-sgd-local-avg")
+                     + dense_only + ("sklearn-lbfgs",) + spark_logistic),
+                Case(f"ols/{suffix}", data, LeastSquares(fit_intercept=True),
+                     ("daskglm-normal", "daskglm-lbfgs")
+                     + (("dask-ml-linear",) if layout is None else ())
+                     + ("sklearn-linear",) + spark_linear),
+                Case(f"poisson-l2/{suffix}", data, PoissonL2(alpha=1e-4, fit_intercept=True),
+                     ("daskglm-lbfgs", "daskglm-newton", "sklearn-poisson")),
+            ]
+    return tuple(cases)
+
+
+
+#: A small data set for the quick suite's Poisson case.
+SMALL = DataSpec(n_samples=100_000, n_features=50, n_partitions=8, seed=0)
+
+#: A small sparse data set: 100,000 x 1,000, 10 entries per row, CSR chunks.
+SMALL_SPARSE = DataSpec(n_samples=100_000, n_features=1000, n_partitions=8, seed=0,
+                        density=0.01)
+
+#: A tiny data set for smoke tests of the harness itself.
+TINY = DataSpec(n_samples=20_000, n_features=10, n_partitions=4, seed=0)
+
+_SCALING = Scaling(entries=(("logistic-l2", "daskglm-lbfgs"), ("ols", "daskglm-normal")),
+                   workers=(1, 2), project_case="logistic-l2")
+
+
+def _quick_cases():
+    return head_to_head(STANDARD, admm_gaps=(ADMM_QUICK_GAP,), starts=QUICK_STARTS) + (
+        Case("poisson-l2", SMALL, PoissonL2(alpha=1e-4, fit_intercept=True),
+             ("daskglm-lbfgs", "daskglm-newton", "sklearn-poisson"),
+             QUICK_STARTS["poisson-l2"]),
+        Case("logistic-l2-sparse", SMALL_SPARSE, LogisticL2(C=1.0, fit_intercept=False),
+             ("daskglm-lbfgs", "daskglm-newton", "dask-glm-lbfgs", "sklearn-lbfgs"),
+             QUICK_STARTS["logistic-l2-sparse"]),
     )
 
 
-#: The standard data set: 1,000,000 x 50 float64 (400 MB) in 8 row partitions.
-STANDARD = DataSpec(n_samples=1_000_000, n_features=50, n_partitions=8, seed=0)
+def _full_cases():
+    head = head_to_head(STANDARD, admm_gaps=(ADMM_QUICK_GAP, 1e-8), spark=True)
+    ridge = Case("ridge", STANDARD, LeastSquares(fit_intercept=True, alpha=1e4),
+                 ("daskglm-normal", "daskglm-lbfgs", "sklearn-linear"))
+    grid = grid_cases(sizes=(100_000, 1_000_000, 10_000_000), widths=(10, 100, 1000),
+                      sparse_widths=(1000,))
+    return head + (ridge,) + grid
 
-#: A small data set for smoke tests of the harness itself.
-SMALL = DataSpec(n_samples=50_000, n_features=10, n_partitions=4, seed=0)
+
+def _smoke_cases():
+    return (
+        Case("logistic-l2", TINY, LogisticL2(C=1.0, fit_intercept=False),
+             ("daskglm-lbfgs", "daskglm-sgd-local-avg", entry_id("daskglm-admm", 1e-4),
+              "dask-glm-lbfgs", "dask-glm-newton", "dask-ml-logistic", "sklearn-lbfgs",
+              "sklearn-sgd")),
+        Case("ols", TINY, LeastSquares(fit_intercept=True),
+             ("daskglm-normal", "dask-ml-linear", "sklearn-linear", "numpy-gram")),
+        Case("poisson-l2", TINY, PoissonL2(alpha=1e-4, fit_intercept=True),
+             ("daskglm-lbfgs", "sklearn-poisson")),
+        Case("logistic-l2-sparse", DataSpec(20_000, 200, 4, seed=0, density=0.02),
+             LogisticL2(C=1.0, fit_intercept=False),
+             ("daskglm-lbfgs", "dask-glm-lbfgs", "sklearn-lbfgs")),
+    )
+
 
 #: Every suite by name.
 SUITES = {
-    "quick": Suite("quick", glm_cases(STANDARD), glm_ratios(), repeats=3, warmup=1),
-    "full": Suite("full", glm_cases(STANDARD), glm_ratios(), repeats=7, warmup=1),
-    "smoke": Suite("smoke", glm_cases(SMALL), glm_ratios(), repeats=1, warmup=0),
+    "quick": Suite("quick", _quick_cases(), head_to_head_ratios((ADMM_QUICK_GAP,)),
+                   repeats=3, repeat_budget_s=6.0, warmup=1, ladder_stride=4,
+                   trust_starts=True, time_cap_s=120.0, limits_data=STANDARD,
+                   scaling=_SCALING),
+    "full": Suite("full", _full_cases(), head_to_head_ratios((ADMM_QUICK_GAP, 1e-8), spark=True),
+                  repeats=5, repeat_budget_s=60.0, warmup=1, ladder_stride=1,
+                  time_cap_s=600.0, limits_data=STANDARD, scaling=_SCALING),
+    "smoke": Suite("smoke", _smoke_cases(), (), repeats=1, repeat_budget_s=1.0, warmup=0,
+                   ladder_stride=4, time_cap_s=30.0, limits_data=TINY,
+                   scaling=Scaling(entries=(("logistic-l2", "daskglm-lbfgs"),),
+                                   workers=(1, 2), project_case="logistic-l2")),
 }
 
 

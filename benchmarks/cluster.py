@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import warnings
 from dataclasses import asdict, dataclass
 
 __all__ = ["ClusterSpec", "local_cluster", "describe_cluster"]
@@ -42,7 +43,7 @@ def local_cluster(spec: ClusterSpec, quiet=True):
     ----------
     spec : ClusterSpec
     quiet : bool
-        Silence ``distributed``'s informational logging.
+        Silence ``distributed``'s logging below errors here, and all of it in the workers.
 
     Yields
     ------
@@ -51,15 +52,29 @@ def local_cluster(spec: ClusterSpec, quiet=True):
     from distributed import Client, LocalCluster
 
     if quiet:
-        logging.getLogger("distributed").setLevel(logging.WARNING)
-    with LocalCluster(
-        n_workers=spec.n_workers,
-        threads_per_worker=spec.threads_per_worker,
-        processes=True,
-        dashboard_address=None,
-        worker_dashboard_address=None,
-    ) as cluster, Client(cluster) as client:
+        logging.getLogger("distributed").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        # a second cluster in the same process cannot have the default port of the
+        # scheduler's HTTP server, and says so
+        warnings.filterwarnings("ignore", message="Port .* is already in use")
+        cluster = LocalCluster(
+            n_workers=spec.n_workers,
+            threads_per_worker=spec.threads_per_worker,
+            processes=True,
+            dashboard_address=None,
+            worker_dashboard_address=None,
+            # the workers' own logs: none (shutting a cluster down logs failed heartbeats)
+            silence_logs=logging.CRITICAL if quiet else logging.WARNING,
+        )
+    with cluster, Client(cluster) as client:
+        if quiet:
+            # dask-glm's line searches overflow exp() on the workers, harmlessly
+            client.run(_ignore_runtime_warnings)
         yield client
+
+
+def _ignore_runtime_warnings():
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
 
 
 def describe_cluster(client):

@@ -1,11 +1,13 @@
 """Synthetic data sets, generated with a fixed seed and persisted on the workers.
 
-One :class:`DataSpec` describes a design matrix ``X`` (standard normal features, float64,
-split into row partitions) and the targets drawn from it: ``"binary"`` (Bernoulli with a
-logistic link) and ``"continuous"`` (linear plus unit Gaussian noise).  Every problem on
-the same spec therefore uses the very same ``X``.  :func:`make_data` persists the Dask
-arrays on the workers and keeps an in-memory numpy copy for in-memory peers and for the
-shared objective.
+One :class:`DataSpec` describes a design matrix ``X`` split into row partitions, dense
+(standard normal float64) or sparse (scipy CSR chunks), and the three targets drawn from
+it by :mod:`daskglm.datasets`: ``"binary"`` (``make_classification``, no intercept),
+``"continuous"`` (``make_regression``) and ``"counts"`` (``make_poisson``).  The makers
+derive ``X`` from the seed and the chunking alone, so every target of a spec is drawn from
+the very same ``X`` (the Dask graphs even share their keys).  :func:`make_data` persists
+the Dask arrays on the workers and keeps an in-memory copy (numpy, or a CSR matrix) for
+the in-memory peers and for the shared objective.
 """
 
 from __future__ import annotations
@@ -14,11 +16,21 @@ import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
-__all__ = ["DataSpec", "Data", "make_data", "TARGETS"]
+__all__ = ["DataSpec", "Data", "make_data", "TARGETS", "memory_needed"]
 
-#: Kinds of target every data set carries.
-TARGETS = ("binary", "continuous")
+#: Kinds of target every data set carries, and the daskglm maker (and intercept) of each.
+TARGETS = {
+    "binary": ("make_classification", 0.0),
+    "continuous": ("make_regression", 0.5),
+    "counts": ("make_poisson", 0.5),
+}
+
+#: Bytes of memory a data set needs per byte of ``X``: one copy persisted on the workers,
+#: one in this process, and room for the copy in flight while it is gathered, the
+#: reference solver's blocks and the methods' own work arrays.
+MEMORY_FACTOR = 3.0
 
 
 @dataclass(frozen=True)
@@ -33,29 +45,50 @@ class DataSpec:
         Row partitions (Dask chunks) of ``X`` and of the targets.
     seed : int
         Seed of every random draw.
-    signal : float
-        Standard deviation of the true linear predictor ``X @ coef``.
+    density : float or None
+        None for dense ``X``; else the fraction of entries drawn per row (CSR chunks, see
+        :func:`daskglm.datasets.make_classification`).
     """
 
     n_samples: int
     n_features: int
     n_partitions: int
     seed: int = 0
-    signal: float = 2.0
+    density: float | None = None
+
+    @property
+    def sparse(self):
+        """Whether ``X`` is sparse."""
+        return self.density is not None
+
+    @property
+    def chunk_rows(self):
+        """Rows per partition (the last one may be shorter)."""
+        return math.ceil(self.n_samples / self.n_partitions)
 
     @property
     def label(self):
-        """Short description, e.g. ``"1000000x50 float64 / 8 partitions"``."""
-        return f"{self.n_samples}x{self.n_features} float64 / {self.n_partitions} partitions"
+        """Short description, e.g. ``"1000000x50 dense / 8 partitions"``."""
+        layout = "dense" if self.density is None else f"CSR {self.density:g}"
+        return f"{self.n_samples}x{self.n_features} {layout} / {self.n_partitions} partitions"
 
     @property
     def nbytes(self):
-        """Size of ``X`` in bytes."""
-        return 8 * self.n_samples * self.n_features
+        """Size of ``X`` in bytes (values and column indices for CSR)."""
+        if self.density is None:
+            return 8 * self.n_samples * self.n_features
+        per_row = max(1, round(self.density * self.n_features))
+        return 12 * self.n_samples * per_row + 8 * (self.n_samples + 1)
 
     def to_dict(self):
         """The spec, its label and the size of ``X``, as a plain dict."""
         return {**asdict(self), "label": self.label, "X_bytes": self.nbytes}
+
+
+def memory_needed(spec: DataSpec):
+    """Bytes of memory a run on ``spec`` is expected to need (see :data:`MEMORY_FACTOR`)."""
+    targets = 8 * spec.n_samples * len(TARGETS) * 2
+    return int(MEMORY_FACTOR * spec.nbytes + targets)
 
 
 @dataclass
@@ -69,22 +102,25 @@ class Data:
         Persisted; one chunk per row partition, all columns in each.
     targets : dict of str to dask.array.Array
         Persisted, chunked like ``X``'s rows.
-    X_local : numpy.ndarray
-        The same ``X`` in this process (C-contiguous, aligned, owning its memory).
+    X_local : numpy.ndarray or scipy.sparse.csr_matrix
+        The same ``X`` in this process (C-contiguous and aligned when dense).
     targets_local : dict of str to numpy.ndarray
     true_coef : numpy.ndarray
         The coefficients the targets were drawn with.
+    seconds : float
+        Time taken to generate, persist and copy the data set.
     """
 
     spec: DataSpec
     X: object
     targets: dict
-    X_local: np.ndarray
+    X_local: object
     targets_local: dict
     true_coef: np.ndarray
+    seconds: float = 0.0
 
     def target(self, kind):
-        """The persisted Dask target of one kind (``"binary"`` or ``"continuous"``)."""
+        """The persisted Dask target of one kind (a key of :data:`TARGETS`)."""
         return self.targets[kind]
 
     def target_local(self, kind):
@@ -93,54 +129,70 @@ class Data:
 
 
 def _draw(spec: DataSpec):
-    """Lazy Dask arrays ``X``, targets, and the true coefficients of ``spec``."""
-    import dask.array as da
+    """Lazy Dask arrays ``X`` and targets of ``spec``, and the true coefficients."""
+    from daskglm import datasets
 
-    chunk = math.ceil(spec.n_samples / spec.n_partitions)
-    coef = np.random.default_rng(spec.seed).standard_normal(spec.n_features)
-    coef *= spec.signal / math.sqrt(spec.n_features)
-    rng = da.random.default_rng(spec.seed)
-    X = rng.standard_normal((spec.n_samples, spec.n_features), chunks=(chunk, spec.n_features))
-    eta = X @ coef
-    uniform = rng.random(spec.n_samples, chunks=chunk)
-    noise = rng.standard_normal(spec.n_samples, chunks=chunk)
-    targets = {
-        "binary": (uniform < 1.0 / (1.0 + da.exp(-eta))).astype(np.float64),
-        "continuous": eta + noise,
-    }
+    X = coef = None
+    targets = {}
+    for kind, (maker, intercept) in TARGETS.items():
+        X_kind, y, coef = getattr(datasets, maker)(
+            spec.n_samples, spec.n_features, chunks=spec.chunk_rows, random_state=spec.seed,
+            density=spec.density, intercept=intercept)
+        if X is None:
+            X = X_kind
+        elif X_kind.name != X.name:  # the makers promise the same X for the same seed
+            raise RuntimeError(f"{maker} drew a different X; the targets would not share it.")
+        targets[kind] = y
     return X, targets, coef
 
 
-def make_data(spec: DataSpec, client):
+def make_data(spec: DataSpec, client, local=None):
     """Generate ``spec``'s arrays, persist them on ``client``'s workers and wait.
 
     Parameters
     ----------
     spec : DataSpec
     client : distributed.Client
+    local : Data, optional
+        A data set of the same spec made earlier (on another cluster) whose in-memory
+        copies are reused instead of gathering new ones.
 
     Returns
     -------
     Data
     """
+    import time
+
     from distributed import wait
 
+    start = time.perf_counter()
     X, targets, coef = _draw(spec)
     names = list(targets)
     persisted = client.persist([X, *(targets[k] for k in names)])
     wait(persisted)
     X, targets = persisted[0], dict(zip(names, persisted[1:], strict=True))
-    local = client.compute([X, *(targets[k] for k in names)], sync=True)
-    X_local, *targets_local = (_owned(a) for a in local)
-    targets_local = dict(zip(names, targets_local, strict=True))
-    return Data(spec, X, targets, X_local, targets_local, coef)
+    if local is not None:
+        if local.spec != spec:
+            raise ValueError(f"local copies of {local.spec.label} do not match {spec.label}.")
+        return Data(spec, X, targets, local.X_local, local.targets_local, coef,
+                    seconds=time.perf_counter() - start)
+    X_local = _owned(client.compute(X, sync=True))
+    targets_local = {k: _owned(v) for k, v in
+                     zip(names, client.compute([targets[k] for k in names], sync=True),
+                         strict=True)}
+    return Data(spec, X, targets, X_local, targets_local, coef,
+                seconds=time.perf_counter() - start)
 
 
 def _owned(a):
-    """A fresh, aligned, C-contiguous copy of ``a``.
+    """A fresh copy of ``a``: aligned and C-contiguous when dense, canonical CSR when sparse.
 
     Arrays received from the workers may live at an unaligned offset inside a network
     buffer; numpy's ``matmul`` does not hand those to BLAS and falls back to loops several
     times slower, which would penalise every in-memory method.
     """
+    if sp.issparse(a):
+        a = sp.csr_matrix(a, dtype=np.float64, copy=True)
+        a.sum_duplicates()
+        return a
     return np.array(a, dtype=np.float64, order="C", copy=True)

@@ -10,8 +10,8 @@ from importlib import metadata
 __all__ = ["library_versions", "machine_info", "load_average"]
 
 #: Distributions whose versions every result records.
-LIBRARIES = ("daskglm", "dask", "distributed", "dask-glm", "dask-ml", "scikit-learn", "numpy",
-             "scipy")
+LIBRARIES = ("daskglm", "dask", "distributed", "dask-glm", "dask-ml", "scikit-learn", "pyspark",
+             "numpy", "scipy", "pyarrow")
 
 
 def library_versions(names=LIBRARIES):
@@ -70,6 +70,12 @@ def _blas():
     ]
 
 
+def _java():
+    from .methods.spark_mllib import java_version
+
+    return java_version()
+
+
 def load_average():
     """The 1-, 5- and 15-minute load averages, or None where unavailable.
 
@@ -82,7 +88,7 @@ def load_average():
 
 
 def machine_info():
-    """Cores, CPU model, memory, Python, platform and BLAS of this machine.
+    """Cores, CPU model, memory, Python, platform, BLAS and Java of this machine.
 
     Returns
     -------
@@ -96,4 +102,5 @@ def machine_info():
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "blas": _blas(),
+        "java": _java(),
     }

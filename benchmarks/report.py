@@ -7,6 +7,8 @@ import pathlib
 
 import numpy as np
 
+from .limits import one_read_seconds
+
 __all__ = ["write_json", "read_json", "markdown"]
 
 
@@ -41,30 +43,102 @@ def _number(value, spec):
     return "" if value is None else format(value, spec)
 
 
+def _bytes(value):
+    if value is None:
+        return ""
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= size:
+            return f"{value / size:.3g} {unit}"
+    return f"{value:.0f} B"
+
+
 def _table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def _results_table(results):
-    header = ["case", "method", "runs on", "tol", "median s", "min s", "rel. gap", "n_iter",
-              "rounds"]
-    rows = []
-    for case in results["cases"]:
-        for entry in case["results"]:
-            gap = _number(entry.get("gap"), ".1e")
-            if entry.get("gap_met") is False:
-                gap += " (target missed)"
-            where = entry["where"]
-            if entry.get("threads"):
-                where += f", {entry['threads']} thread" + ("s" if entry["threads"] > 1 else "")
-            rows.append([
-                case["case"], entry["label"], where, _number(entry.get("tol"), ".3g"),
-                _number(entry["median_s"], ".3g"), _number(entry["min_s"], ".3g"), gap,
-                _number(entry.get("n_iter"), "d"), _number(entry.get("rounds"), "d"),
-            ])
-    return _table(header, rows)
+def _where(entry):
+    where = entry["where"]
+    if entry.get("threads"):
+        where += f", {entry['threads']} thr"
+    return where
+
+
+def _gap_cell(entry):
+    gap = _number(entry.get("gap"), ".1e")
+    if entry.get("gap_met") is False:
+        capped = entry.get("calibration", {}).get("capped")
+        gap += " (missed" + (f", {entry.get('time_cap_s'):g} s cap" if capped else "") + ")"
+    if entry.get("floor_gap") is not None:
+        gap += f" [floor {entry['floor_gap']:.0e}]"
+    return gap
+
+
+def _setting(entry):
+    tol = entry.get("tol")
+    if tol is None:
+        return ""
+    return f"{int(tol)} ep." if entry.get("knob") == "epochs" else f"{tol:.2g}"
+
+
+def _memory_cell(entry):
+    memory = entry.get("memory")
+    if not memory:
+        return ""
+    return f"{memory['peak_bytes'] / 2**20:.0f} (+{memory['added_bytes'] / 2**20:.0f})"
+
+
+def _per_round(entry, read_s):
+    """Seconds per round, and that over one read of X at the cluster's bandwidth."""
+    rounds = entry.get("rounds")
+    if entry.get("library") != "daskglm" or not rounds:
+        return "", ""
+    per_round = entry["median_s"] / rounds
+    ratio = "" if read_s is None else f"{per_round / read_s:.0f}"
+    return f"{per_round * 1e3:.0f}", ratio
+
+
+def _case_table(case, limits):
+    header = ["method", "runs on", "target", "setting", "median s (runs)", "rel. gap",
+              "n_iter", "rounds", "bytes", "peak worker MiB (+fit)", "ms/round",
+              "round / read"]
+    read_s = one_read_seconds(limits, case["data"]["X_bytes"])
+    rows, notes = [], []
+    for entry in case["results"]:
+        if entry.get("status") != "ok":
+            rows.append([entry["label"], _where(entry), _number(entry.get("target_gap"), ".0e"),
+                         "", f"not run: {entry.get('reason', '')}", "", "", "", "", "", "", ""])
+            continue
+        per_round, ratio = _per_round(entry, read_s)
+        median = f"{entry['median_s']:.3g} ({entry['runs']})"
+        if entry.get("reused_calibration_run"):
+            median += "*"
+        rows.append([
+            entry["label"], _where(entry), _number(entry.get("target_gap"), ".0e"),
+            _setting(entry), median, _gap_cell(entry), _number(entry.get("n_iter"), "d"),
+            _number(entry.get("rounds"), "d"), _bytes(entry.get("bytes")),
+            _memory_cell(entry), per_round, ratio,
+        ])
+        if entry.get("solves"):
+            notes.append(f"Rows marked [floor] minimise another problem ({entry['solves']}); "
+                         "the floor is the gap of that problem's optimum on the stated "
+                         "objective.")
+        load = entry.get("prepare") or {}
+        if "load_s" in load:
+            notes.append(f"{entry['label']}: loading the data into Spark took "
+                         f"{load['load_s']:.1f} s (not in the fit times; session start-up "
+                         f"{load.get('session_start_s') or 0:.1f} s).")
+    title = (f"### {case['case']}: {case['problem']['description'] if case['problem'] else 'kernels'}"
+             f" on {case['data']['label']}")
+    reference = case.get("reference")
+    lines = [title]
+    if reference:
+        lines.append(f"Reference objective {reference['objective']:.12g} "
+                     f"({reference['seconds']:.1f} s).")
+    lines.append(_table(header, rows))
+    lines += [f"- {note}" for note in dict.fromkeys(notes)]
+    return "\n\n".join(lines)
 
 
 def _ratios_table(results):
@@ -73,8 +147,72 @@ def _ratios_table(results):
     for ratio in results["ratios"]:
         target = "" if ratio["target"] is None else f"{ratio['goal']} {ratio['target']:g}"
         met = {True: "yes", False: "NO", None: ""}[ratio["met"]]
-        rows.append([ratio["name"], f"{ratio['value']:.2f}", target, met])
+        value = f"{ratio['value']:.2f}"
+        if ratio.get("bound"):
+            value += f" ({ratio['bound']})"
+        rows.append([ratio["name"], value, target, met])
     return _table(header, rows)
+
+
+def _limits_section(results):
+    limits = results.get("limits")
+    if not limits:
+        return None
+    header = ["threads", "one read of X (s)", "bandwidth GB/s", "X @ v (s)", "X.T @ X (s)",
+              "GFLOP/s"]
+    rows = [[row["threads"], f"{row['read_s']:.4f}", f"{row['read_bytes_per_s'] / 1e9:.1f}",
+             f"{row['matvec_s']:.4f}", f"{row['gram_s']:.3f}",
+             f"{row['gram_flops_per_s'] / 1e9:.1f}"]
+            for row in limits["by_threads"].values()]
+    return "\n\n".join([
+        f"### Machine limits (in-memory copy of {limits['data']['label']})",
+        _table(header, rows),
+        "ms/round and round / read in the case tables: a daskglm method's median time over "
+        "its rounds, and that over one read of the case's X at the bandwidth of "
+        f"{limits['threads']} threads (the least a round that reads X can take).",
+    ])
+
+
+def _scaling_section(results):
+    parts = []
+    scaling = results.get("scaling")
+    if scaling and scaling["rows"]:
+        header = ["case", "method", "workers", "median s (runs)", "rel. gap",
+                  "speed-up to the largest", "efficiency"]
+        rows = [[r["case"], r["entry"], r["workers"], f"{r['median_s']:.3g} ({r['runs']})",
+                 _number(r.get("gap"), ".1e"), _number(r.get("speedup"), ".2f"),
+                 _number(r.get("efficiency"), ".2f")]
+                for r in scaling["rows"]]
+        parts += ["### Strong scaling", scaling["definition"] + ".", _table(header, rows)]
+    projection = results.get("projection")
+    if projection:
+        networks = [n["label"] for n in projection["networks"]]
+        header = ["method", "rounds", "measured s", "model here s", "model error"]
+        header += [f"{w} workers, {net}" for net in networks for w in projection["workers"]]
+        rows = []
+        for r in projection["rows"]:
+            row = [r["method"], r["rounds"], f"{r['measured_s']:.3g}",
+                   f"{r['model_here_s']:.3g}", f"{100 * r['model_error']:+.0f}%"]
+            row += [f"{r['predicted_s'][net][str(w)]:.3g}" for net in networks
+                    for w in projection["workers"]]
+            rows.append(row)
+        parts += [
+            f"### Cost-model projection ({projection['case']})",
+            "Seconds in each method's solver rounds (validation and driver work left out), "
+            "measured here and predicted by `daskglm.costmodel` for the same data on more "
+            f"workers. Calibration: {projection['calibration']}.",
+            _table(header, rows),
+        ]
+    return "\n\n".join(parts) if parts else None
+
+
+def _skipped_section(results):
+    lines = []
+    for item in results.get("skipped", []):
+        lines.append(f"- {item['case']} ({item['data']}): {item['reason']}")
+    if results.get("not_selected"):
+        lines.append(f"- not selected by `--only`: {', '.join(results['not_selected'])}")
+    return "### Skipped\n\n" + "\n".join(lines) if lines else None
 
 
 def _summary(results):
@@ -85,27 +223,45 @@ def _summary(results):
     load_text = f", load average {load[0]:.2f} at the start" if load else ""
     if load and machine.get("usable_cores") and load[0] > machine["usable_cores"]:
         load_text += " (busier than its cores: timings are noisy)"
+    memory = machine.get("memory_bytes")
+    memory_text = f", {memory / 2**30:.0f} GiB" if memory else ""
+    command = results.get("command") or f"python -m benchmarks run --suite {results['suite']}"
     return "\n".join([
-        f"Suite `{results['suite']}` ({results['started']}): median of {settings['repeats']} "
-        f"repeats; every fit must reach relative objective gap <= {settings['target_gap']:g}.",
+        f"Command: `{command}` ({results['started']}, {results['seconds']:.0f} s).",
+        "",
+        f"Suite `{results['suite']}`: median of up to {settings['repeats']} repeats "
+        f"(at most {settings['repeat_budget_s']:g} s of repeats per entry; * marks an entry "
+        "timed by its accepted calibration run alone); every fit must reach its target "
+        f"relative objective gap (default {settings['target_gap']:g}); calibration gives up "
+        f"after a run of {settings['time_cap_s']:g} s.",
         f"Cluster: {cluster['n_workers']} worker processes x {cluster['threads_per_worker']} "
         f"thread. Machine: {machine['usable_cores']} usable cores ({machine['cpu_model']})"
-        f"{load_text}.",
+        f"{memory_text}{load_text}; Java: {machine.get('java') or 'none'}.",
         f"Versions: {peers}.",
     ])
 
 
+_LEGEND = (
+    "target: the relative objective gap the entry is calibrated to reach. setting: the "
+    "loosest tolerance (in the method's own units) or fewest epochs of its ladder that "
+    "reached the target. rel. gap: the largest over the timed runs, (f - f*) / |f*| by one "
+    "numpy objective for every method. rounds: daskglm's engine rounds; for other Dask "
+    "methods the graphs submitted to the scheduler. bytes: `est.comm_.bytes_measured` for "
+    "daskglm; Dask's counters over the whole fit for other Dask methods. peak worker MiB: "
+    "the largest worker's peak resident memory during the fit (the driver's for in-memory "
+    "methods), and in brackets its growth over the memory held before the fit."
+)
+
+
 def markdown(results):
-    """The results document as markdown: a summary, the timings and the ratios."""
-    data = {case["data"]["label"] for case in results["cases"]}
-    problems = [f"`{case['case']}`: {case['problem']['description']}"
-                for case in results["cases"] if case["problem"]]
-    return "\n\n".join([
-        _summary(results),
-        "Data: " + "; ".join(sorted(data)) + ". Problems: " + "; ".join(problems) + ".",
-        _results_table(results),
-        "tol: each method's own stopping tolerance, the loosest of its ladder reaching the "
-        "target gap. rounds: daskglm's engine rounds (validation + solver); dask-glm's "
-        "function evaluations (one Dask computation each).",
-        _ratios_table(results),
-    ]) + "\n"
+    """The results document as markdown: summary, one table per case, ratios, limits,
+    scaling, projection and what was skipped."""
+    sections = [_summary(results), _LEGEND]
+    sections += [_case_table(case, results.get("limits")) for case in results["cases"]]
+    if results["ratios"]:
+        sections += ["### Ratios", _ratios_table(results)]
+    for section in (_limits_section(results), _scaling_section(results),
+                    _skipped_section(results)):
+        if section:
+            sections.append(section)
+    return "\n\n".join(sections) + "\n"

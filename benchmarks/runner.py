@@ -4,36 +4,51 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import fnmatch
+import math
 import time
+import traceback
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .cases import entry_id, parse_entry
 from .cluster import describe_cluster, local_cluster
-from .data import make_data
+from .data import make_data, memory_needed
 from .environment import library_versions, load_average, machine_info
-from .methods import get_method
+from .limits import measure_limits
+from .meters import DaskCounters, PeakMemory
+from .methods import Unsupported, get_method
 from .problems import Solution, relative_gap
-from .timing import measure
-from .tuning import calibrate
+from .scaling import project_case, run_scaling
+from .timing import Timing
+from .tuning import calibrate, thin
 
-__all__ = ["run_suite", "run_case", "evaluate_ratios"]
+__all__ = ["run_suite", "run_case", "evaluate_ratios", "select_cases"]
 
 
 def _silent(*args, **kwargs):
     pass
 
 
-class _Reference:
-    """The reference optimum of a problem on a data set, and the shared gap function."""
+class Reference:
+    """The reference optimum of a problem on a data set, and the shared gap function.
 
-    def __init__(self, problem, data):
+    Parameters
+    ----------
+    problem : Problem
+    data : Data
+    threads : int
+        BLAS threads for the reference solve (untimed; one by default: BLAS threads
+        competing for busy cores can be many times slower than one).
+    """
+
+    def __init__(self, problem, data, threads=1):
         self.problem = problem
         self.X = data.X_local
         self.y = data.target_local(problem.target)
         start = time.perf_counter()
-        # untimed; one BLAS thread is never slowed by threads competing for busy cores
-        with threadpool_limits(limits=1):
+        with threadpool_limits(limits=threads):
             self.solution = problem.reference(self.X, self.y)
         self.seconds = time.perf_counter() - start
         self.value = problem.objective(self.X, self.y, self.solution)
@@ -49,63 +64,162 @@ class _Reference:
                 "intercept": self.solution.intercept}
 
 
+@contextlib.contextmanager
 def _thread_limit(method, suite):
     """In-memory methods get as many BLAS/OpenMP threads as the cluster has cores."""
     if method.where != "memory":
-        return None, contextlib.nullcontext()
+        yield None
+        return
     threads = method.threads or suite.cluster.total_threads
-    return threads, threadpool_limits(limits=threads)
+    with threadpool_limits(limits=threads):
+        yield threads
 
 
-def _run_method(method, case, data, reference, suite, log):
-    """Calibrate (fits) or warm up (kernels and direct solvers), then time the repeats."""
-    threads, limit = _thread_limit(method, suite)
-    with limit:
-        entry = _calibrate_and_time(method, case, data, reference, suite, log)
-    entry["threads"] = threads
-    return entry
+class _Runner:
+    """Runs the entries of the cases on one cluster, with the meters of that cluster."""
+
+    def __init__(self, suite, client, log):
+        self.suite = suite
+        self.client = client
+        self.log = log
+        self.counters = DaskCounters(client)
+        self.worker_memory = PeakMemory(client)
+        self.local_memory = PeakMemory(None)
+        self.floors = {}
+
+    # one measured call ------------------------------------------------------------------
+    def call(self, method, data, problem, tol):
+        """One untimed-metered, timed call: ``(fit, seconds, measurements)``."""
+        on_cluster = method.where == "cluster"
+        memory = self.worker_memory if on_cluster else self.local_memory
+        before = self.counters.snapshot() if on_cluster else None
+        memory.start()
+        start = time.perf_counter()
+        fit = method.run(data, problem, tol)
+        seconds = time.perf_counter() - start
+        measured = {"memory": memory.stop()}
+        if on_cluster:
+            measured["dask"] = DaskCounters.delta(before, self.counters.snapshot())
+        return fit, seconds, measured
+
+    # one entry --------------------------------------------------------------------------
+    def entry(self, case, name, gap_override, data, reference):
+        method = get_method(name)
+        label = entry_id(name, gap_override)
+        target = gap_override or method.target_gap or self.suite.target_gap
+        entry = {"entry": label, "method": name, **method.describe(),
+                 "library_version": library_versions([method.library])[method.library],
+                 "target_gap": target if method.kind == "fit" else None}
+        if not method.supports(case.problem):
+            raise ValueError(f"Method {name!r} does not solve {case.problem!r} as stated.")
+        try:
+            method.check(data, case.problem)
+            with _thread_limit(method, self.suite) as threads:
+                entry["threads"] = threads
+                entry["prepare"] = method.prepare(data, case.problem)
+                start = dict(case.starts).get(label)
+                entry.update(self._measure(method, case, data, reference, target, start))
+            entry["status"] = "ok"
+        except Unsupported as reason:
+            entry.update(status="unsupported", reason=str(reason))
+            self.log(f"  {label}: not run ({reason})")
+        except Exception as error:  # a failing peer must not end the suite
+            entry.update(status="failed", reason=f"{type(error).__name__}: {error}",
+                         traceback=traceback.format_exc(limit=5))
+            self.log(f"  {label}: FAILED ({type(error).__name__}: {error})")
+        if entry.get("status") == "ok" and method.kind == "fit":
+            solved = method.solves(case.problem)
+            if solved != case.problem:
+                entry["solves"] = solved.describe()
+                entry["floor_gap"] = self._floor(solved, case, data, reference)
+        return entry
+
+    def _floor(self, solved, case, data, reference):
+        """Gap of ``solved``'s optimum on the case's objective (cached)."""
+        key = (case.data, solved)
+        if key not in self.floors:
+            other = Reference(solved, data)
+            self.floors[key] = reference.gap(other.solution)
+            self.log(f"  optimum of {solved.describe()}: gap {self.floors[key]:.2e} on "
+                     "the stated objective")
+        return self.floors[key]
+
+    def _measure(self, method, case, data, reference, target, start=None):
+        suite, log = self.suite, self.log
+        records = []
+
+        def run(tol):
+            records.append(self.call(method, data, case.problem, tol))
+            return records[-1]
+
+        out = {}
+        ladder = method.tolerances(data, case.problem) if method.kind == "fit" else ()
+        if ladder and method.knob == "tol":
+            ladder = thin(ladder, suite.ladder_stride)
+            if start is not None and not any(math.isclose(start, t, rel_tol=1e-6)
+                                             for t in ladder):
+                raise ValueError(f"The start {start:g} of {method.name} in {case.name} is not "
+                                 "on its ladder.")
+        tol, first = None, None
+        if ladder:
+            cap = method.time_cap_s or suite.time_cap_s
+            calibration = calibrate(run, lambda record: reference.gap(record[0]), ladder,
+                                    target, stop_after_s=cap, start=start,
+                                    trust_start=suite.trust_starts)
+            tol, first = calibration.tol, calibration.result
+            out["calibration"] = calibration.to_dict()
+            out["time_cap_s"] = cap
+            for trial in calibration.trials:
+                log(f"    {method.knob}={trial.tol:.3g}: gap={trial.gap:.2e} "
+                    f"({trial.seconds:.2f} s)")
+        else:
+            for _ in range(max(1, suite.warmup)):
+                first = run(None)
+        seconds = first[1]
+        timed = []
+        if seconds > suite.repeat_budget_s:
+            timed = [first]  # too long to repeat: the accepted run is the measurement
+            out["reused_calibration_run"] = True
+        else:
+            repeats = min(suite.repeats, max(1, int(suite.repeat_budget_s // max(seconds, 1e-3))))
+            timed = [run(tol) for _ in range(repeats)]
+        timing = Timing([record[1] for record in timed])
+        last_fit = timed[-1][0]
+        out.update(tol=tol, runs=len(timed), **timing.to_dict())
+        out.update(n_iter=last_fit.n_iter, details=last_fit.details)
+        out["memory"] = _largest_memory(record[2].get("memory") for record in timed)
+        dask = [record[2]["dask"] for record in timed if "dask" in record[2]]
+        if dask:
+            out["dask"] = dask[-1]
+        out["rounds"] = last_fit.rounds if last_fit.rounds is not None else (
+            dask[-1]["graphs"] if dask else None)
+        out["bytes_ledger"] = last_fit.bytes_ledger
+        out["bytes"] = last_fit.bytes_ledger if last_fit.bytes_ledger is not None else (
+            dask[-1]["bytes"] if dask else None)
+        if method.kind == "fit":
+            gaps = [reference.gap(record[0]) for record in timed]
+            out.update(gap=max(gaps), gap_met=max(gaps) <= target)
+        out["_ledger"] = last_fit.ledger
+        scored = (f", gap={out['gap']:.2e}, target {target:g}" if "gap" in out else "")
+        log(f"  {method.name}: median {timing.median:.3f} s over {len(timed)} "
+            f"({method.knob}={'-' if tol is None else format(tol, '.3g')}{scored})")
+        return out
 
 
-def _calibrate_and_time(method, case, data, reference, suite, log):
-    def run(tol):
-        return method.run(data, case.problem, tol)
-
-    entry = {"method": method.name, **method.describe(),
-             "library_version": library_versions([method.library])[method.library]}
-    tolerances = method.tolerances(data, case.problem) if method.kind == "fit" else ()
-    tol = None
-    if tolerances:
-        calibration = calibrate(run, reference.gap, tolerances, suite.target_gap)
-        tol = calibration.tol
-        entry["calibration"] = calibration.to_dict()
-        for trial in calibration.trials:
-            log(f"    calibrate tol={trial.tol:.3g}: gap={trial.gap:.2e} ({trial.seconds:.2f} s)")
-    else:
-        for _ in range(suite.warmup):
-            run(tol)
-    timing, fits = measure(lambda: run(tol), suite.repeats)
-    entry.update(tol=tol, **timing.to_dict())
-    last = fits[-1]
-    entry.update(n_iter=last.n_iter, rounds=last.rounds, details=last.details)
-    if method.kind == "fit":
-        gaps = [reference.gap(fit) for fit in fits]
-        entry.update(gap=max(gaps), gap_met=max(gaps) <= suite.target_gap)
-    log(f"  {method.name}: median {timing.median:.3f} s over {suite.repeats} "
-        f"(tol={tol}, gap={entry.get('gap')})")
-    return entry
+def _largest_memory(measurements):
+    rows = [m for m in measurements if m]
+    return max(rows, key=lambda m: m["peak_bytes"]) if rows else None
 
 
-def run_case(case, data, suite, log=_silent):
-    """Time every method of ``case`` on ``data``.
+def run_case(case, data, runner, log=_silent):
+    """Time every entry of ``case`` on ``data``.
 
     Parameters
     ----------
     case : Case
     data : Data
-    suite : Suite
-        Supplies repeats, warm-up and the target gap.
+    runner : _Runner
     log : callable
-        Progress messages.
 
     Returns
     -------
@@ -116,85 +230,175 @@ def run_case(case, data, suite, log=_silent):
         f"on {case.data.label}")
     reference = None
     if case.problem is not None:
-        reference = _Reference(case.problem, data)
+        reference = Reference(case.problem, data)
         log(f"  reference objective {reference.value:.12g} ({reference.seconds:.1f} s)")
-    entries = []
-    for name in case.methods:
-        method = get_method(name)
-        if not method.supports(case.problem):
-            raise ValueError(f"Method {name!r} does not solve {case.problem!r} as stated.")
-        entries.append(_run_method(method, case, data, reference, suite, log))
+    entries = [runner.entry(case, *parse_entry(entry), data, reference)
+               for entry in case.methods]
     return {
         "case": case.name,
         "data": case.data.to_dict(),
         "problem": case.problem.to_dict() if case.problem else None,
         "reference": reference.to_dict() if reference else None,
         "results": entries,
+        "_reference": reference,
     }
 
 
-def _median_of(cases, case_name, method_name):
+def _median_of(cases, case_name, entry):
     for case in cases:
         if case["case"] == case_name:
-            for entry in case["results"]:
-                if entry["method"] == method_name:
-                    return entry["median_s"]
-    return None
+            for result in case["results"]:
+                if result["entry"] == entry and result.get("status") == "ok":
+                    return result["median_s"], result
+    return None, None
 
 
 def evaluate_ratios(ratios, cases):
     """Each ratio's value from the case results, and whether it meets its target.
 
-    Ratios whose entries are missing from ``cases`` are left out.
+    Ratios whose entries are missing from ``cases`` (not run, failed) are left out.  A
+    ratio whose numerator missed its gap target under the time cap is a lower bound: the
+    slower method did not reach the gap at all within the time it was given.
     """
     out = []
     for ratio in ratios:
-        top = _median_of(cases, *ratio.numerator)
-        bottom = _median_of(cases, *ratio.denominator)
+        top, top_entry = _median_of(cases, *ratio.numerator)
+        bottom, bottom_entry = _median_of(cases, *ratio.denominator)
         if top is None or bottom is None:
             continue
         value = top / bottom
+        bound = ""
+        if top_entry.get("gap_met") is False and bottom_entry.get("gap_met") is not False:
+            bound = "lower bound"  # the numerator stopped short of the gap
+        elif bottom_entry.get("gap_met") is False:
+            bound = "denominator missed its gap"
         out.append({"name": ratio.name, "value": value, "target": ratio.target,
                     "goal": ratio.goal if ratio.target is not None else None,
-                    "met": ratio.met(value), "numerator": list(ratio.numerator),
-                    "denominator": list(ratio.denominator)})
+                    "met": ratio.met(value), "bound": bound,
+                    "numerator": list(ratio.numerator), "denominator": list(ratio.denominator)})
     return out
 
 
-def run_suite(suite, log=_silent):
-    """Run every case of ``suite`` on a fresh local cluster.
+def select_cases(cases, patterns):
+    """The cases whose names match any of the shell-style ``patterns`` (all when empty)."""
+    if not patterns:
+        return tuple(cases)
+    return tuple(case for case in cases
+                 if any(fnmatch.fnmatchcase(case.name, pattern) for pattern in patterns))
 
-    Data sets are generated once per :class:`~benchmarks.data.DataSpec` and shared by the
-    cases that use them.
+
+def _available_memory():
+    """Bytes of memory available to the suite (total physical memory when psutil is absent)."""
+    try:
+        import psutil
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:  # pragma: no cover - psutil comes with distributed
+        import os
+
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _group_by_data(cases):
+    """Cases grouped by data set, in the order of first appearance."""
+    groups = {}
+    for case in cases:
+        groups.setdefault(case.data, []).append(case)
+    return groups
+
+
+def _strip_private(case_results):
+    """The case results without the in-memory objects (ledgers, references)."""
+    clean = []
+    for case in case_results:
+        case = {k: v for k, v in case.items() if not k.startswith("_")}
+        case["results"] = [{k: v for k, v in entry.items() if not k.startswith("_")}
+                           for entry in case["results"]]
+        clean.append(case)
+    return clean
+
+
+def run_suite(suite, log=_silent, only=()):
+    """Run the cases of ``suite`` (those matching ``only``) on a fresh local cluster.
+
+    Data sets are generated once per :class:`~benchmarks.data.DataSpec`, shared by the
+    cases that use them and released before the next; data sets that would not fit in
+    memory are skipped and listed.  Then the machine's limits, and the strong scaling and
+    cost-model projection, are measured.
+
+    Parameters
+    ----------
+    suite : Suite
+    log : callable
+        Progress messages.
+    only : sequence of str
+        Shell-style patterns of case names; empty runs every case.
 
     Returns
     -------
     dict
-        The results document: suite settings, environment, cases and ratios.
+        The results document: suite settings, environment, cases, ratios, skipped cases,
+        limits, scaling and projections.
     """
     started = datetime.datetime.now(datetime.timezone.utc)
     load_before = load_average()
-    case_results = []
+    cases = select_cases(suite.cases, only)
+    available = _available_memory()
+    case_results, skipped, limits, kept, projection = [], [], None, {}, None
+    scaling_cases = {case for case, _ in suite.scaling.entries} if suite.scaling else set()
+    scaling_cases.add(suite.scaling.project_case if suite.scaling else "")
     with local_cluster(suite.cluster) as client:
         cluster = describe_cluster(client)
-        datasets = {}
-        for case in suite.cases:
-            if case.data not in datasets:
-                log(f"data {case.data.label}: generating and persisting")
-                datasets[case.data] = make_data(case.data, client)
-            case_results.append(run_case(case, datasets[case.data], suite, log))
-        datasets.clear()
+        runner = _Runner(suite, client, log)
+        for spec, group in _group_by_data(cases).items():
+            needed = memory_needed(spec)
+            if needed > available:
+                for case in group:
+                    skipped.append({"case": case.name, "data": spec.label,
+                                    "reason": f"needs about {needed / 2**30:.1f} GiB, "
+                                              f"{available / 2**30:.1f} GiB available"})
+                log(f"data {spec.label}: skipped (needs about {needed / 2**30:.1f} GiB)")
+                continue
+            log(f"data {spec.label}: generating and persisting")
+            data = make_data(spec, client)
+            log(f"  {data.seconds:.1f} s")
+            for case in group:
+                result = run_case(case, data, runner, log)
+                result["data_seconds"] = data.seconds
+                case_results.append(result)
+                if case.name in scaling_cases:
+                    kept[case.name] = (data, result)
+                if suite.scaling is not None and case.name == suite.scaling.project_case:
+                    projection = project_case(result, suite.scaling, log)
+            if suite.limits_data == spec:
+                limits = measure_limits(data, suite.cluster.total_threads, log)
+            client.cancel([data.X, *data.targets.values()])
+            del data
+        for method_name in {entry["method"] for case in case_results for entry in case["results"]}:
+            get_method(method_name).close()
+    ratios = evaluate_ratios(suite.ratios, case_results)
+    scaling = None
+    if suite.scaling is not None and kept:
+        scaling = run_scaling(suite, kept, log)
     return {
         "suite": suite.name,
+        "only": list(only),
         "started": started.isoformat(timespec="seconds"),
         "seconds": (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds(),
-        "settings": {"repeats": suite.repeats, "warmup": suite.warmup,
-                     "target_gap": suite.target_gap, "statistic": "median",
+        "settings": {"repeats": suite.repeats, "repeat_budget_s": suite.repeat_budget_s,
+                     "warmup": suite.warmup, "target_gap": suite.target_gap,
+                     "ladder_stride": suite.ladder_stride, "time_cap_s": suite.time_cap_s,
+                     "statistic": "median",
                      "warmup_of_calibrated_methods": "the accepted calibration run"},
         "cluster": {**suite.cluster.to_dict(), **cluster},
         "machine": {**machine_info(), "load_average_before": load_before,
                     "load_average_after": load_average()},
         "versions": library_versions(),
-        "cases": case_results,
-        "ratios": evaluate_ratios(suite.ratios, case_results),
+        "cases": _strip_private(case_results),
+        "skipped": skipped,
+        "not_selected": [case.name for case in suite.cases if case not in cases],
+        "ratios": ratios,
+        "limits": limits,
+        "scaling": scaling,
+        "projection": projection,
     }

@@ -8,15 +8,23 @@ same objective.
 
 from __future__ import annotations
 
-from . import dask_glm_algorithms, daskglm_estimators, numpy_kernels, sklearn_estimators
-from .base import Fit, Method
+from . import (
+    dask_glm_algorithms,
+    dask_ml_estimators,
+    daskglm_estimators,
+    numpy_kernels,
+    sklearn_estimators,
+    spark_mllib,
+)
+from .base import Fit, Method, Unsupported
 
-__all__ = ["METHODS", "get_method", "Fit", "Method"]
+__all__ = ["METHODS", "get_method", "Fit", "Method", "Unsupported"]
 
 #: Every method by its name.
 METHODS: dict[str, Method] = {
     method.name: method
-    for module in (daskglm_estimators, dask_glm_algorithms, sklearn_estimators, numpy_kernels)
+    for module in (daskglm_estimators, dask_glm_algorithms, dask_ml_estimators,
+                   sklearn_estimators, spark_mllib, numpy_kernels)
     for method in module.methods()
 }
 
