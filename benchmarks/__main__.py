@@ -10,6 +10,8 @@ list
     List the suites, their cases and the registered methods.
 rounds
     Break the time of daskglm's distributed rounds down (see :mod:`benchmarks.rounds`).
+docs
+    Write ``docs/benchmarks.md`` from results files.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ __all__ = ["main"]
 
 #: Where ``run`` writes its results unless told otherwise (git-ignored).
 DEFAULT_OUTPUT = pathlib.Path(__file__).resolve().parent / "results" / "latest.json"
+
+#: The documentation page ``docs`` writes.
+DOCS_PAGE = pathlib.Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 
 
 def _log(message):
@@ -46,6 +51,17 @@ def _report(args):
     from .report import markdown, read_json
 
     print(markdown(read_json(args.path)))
+    return 0
+
+
+def _docs(args):
+    import pathlib
+
+    from .report import docs_page, read_json
+
+    page = docs_page([read_json(path) for path in args.paths])
+    pathlib.Path(args.output).write_text(page)
+    print(f"Page written to {args.output}")
     return 0
 
 
@@ -87,6 +103,12 @@ def build_parser():
     report = commands.add_parser("report", help="print the table of a results file")
     report.add_argument("path", nargs="?", default=str(DEFAULT_OUTPUT))
     report.set_defaults(handler=_report)
+
+    docs = commands.add_parser("docs", help="write the documentation page of results files")
+    docs.add_argument("paths", nargs="+", help="results files, in the order of the page")
+    docs.add_argument("--output", default=str(DOCS_PAGE),
+                      help="the page to write (default: docs/benchmarks.md)")
+    docs.set_defaults(handler=_docs)
 
     listing = commands.add_parser("list", help="list suites, cases and methods")
     listing.set_defaults(handler=_list)

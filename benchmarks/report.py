@@ -9,7 +9,7 @@ import numpy as np
 
 from .limits import one_read_seconds
 
-__all__ = ["write_json", "read_json", "markdown"]
+__all__ = ["write_json", "read_json", "markdown", "docs_page"]
 
 
 def _plain(obj):
@@ -264,4 +264,67 @@ def markdown(results):
                     _skipped_section(results)):
         if section:
             sections.append(section)
+    return "\n\n".join(sections) + "\n"
+
+
+def _misses(results):
+    """Lines naming every entry that missed its gap or did not run, and every missed ratio."""
+    lines = []
+    for case in results["cases"]:
+        for entry in case["results"]:
+            if entry.get("status") != "ok":
+                lines.append(f"- {case['case']}: {entry['label']} did not run "
+                             f"({entry.get('reason', '')}).")
+            elif entry.get("gap_met") is False:
+                lines.append(f"- {case['case']}: {entry['label']} stopped at gap "
+                             f"{entry['gap']:.1e}, short of its target "
+                             f"{entry['target_gap']:.0e}.")
+    for ratio in results["ratios"]:
+        if ratio["met"] is False:
+            lines.append(f"- ratio {ratio['name']}: {ratio['value']:.2f}, target "
+                         f"{ratio['goal']} {ratio['target']:g}.")
+    return lines
+
+
+_DOCS_INTRO = """# Benchmarks
+
+These tables are written by the benchmark harness in `benchmarks/` of the source tree
+(`benchmarks/README.md` there describes it in full).  Each suite is one command:
+
+```bash
+pip install ".[bench]"          # dask-glm and dask-ml; pip install pyspark for Spark MLlib
+python -m benchmarks run --suite quick
+python -m benchmarks run --suite full --output benchmarks/results/full.json
+python -m benchmarks docs benchmarks/results/latest.json benchmarks/results/full.json
+```
+
+The last command writes this page from the results files.  Every method minimises the
+same objective, stated above each table, and is scored by one numpy objective against a
+reference optimum computed independently: the relative gap `(f - f*) / |f*|`.  Each
+method is calibrated to the loosest setting of its own stopping criterion (or the fewest
+epochs) that reaches its target gap, and timed at that setting; times are medians of
+repeated runs, on data persisted on the workers before anything is timed, with fixed
+seeds.  Versions of every library are listed with each run.
+"""
+
+
+def docs_page(results_list):
+    """The documentation page: an introduction, then each results document's tables.
+
+    Parameters
+    ----------
+    results_list : list of dict
+        Results documents (e.g. the quick and the full suite).
+
+    Returns
+    -------
+    str
+    """
+    sections = [_DOCS_INTRO]
+    for results in results_list:
+        sections.append(f"## Suite `{results['suite']}`")
+        misses = _misses(results)
+        if misses:
+            sections.append("Targets missed in this run:\n\n" + "\n".join(misses))
+        sections.append(markdown(results).rstrip())
     return "\n\n".join(sections) + "\n"

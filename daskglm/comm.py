@@ -29,7 +29,7 @@ them (:func:`kept_local`) and adds Dask's per-task control traffic.
 ============  ==================  ==============================  ============================
 kind          verb (method)       down (bytes)                    up (bytes)
 ============  ==================  ==============================  ============================
-validate      reduce (every fit)  ``0``                           ``16 T``
+validate      reduce (every fit)  ``8 G``                         ``24 T``
 gradient      reduce (gd, lbfgs,  ``8 (d + 1) G``                 ``8 (d + 2) T``
               proximal, newton)
 hessian       reduce (newton,     ``8 (d + 1) G``                 ``8 (d^2 + d + 2) T``
@@ -39,6 +39,8 @@ moments       reduce (admm)       ``0``                           ``8 (2 p + 1) 
 local_solve   map (averaging)     ``8 (d + 3) G``                 ``8 (d + 4) P`` (once)
 local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) P`` per iteration
 sizes         map (sgd)           ``0``                           ``16 P``
+encode        (classifiers whose  ``8 P``                         ``0``
+              labels are not 0/1)
 sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
 local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
@@ -240,7 +242,7 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     p = d if n_features is None else int(n_features)
     T = G + tree_tasks(G, split_every)
     table = {
-        "validate": (0, 16 * T),
+        "validate": (8 * G, 24 * T),
         "gradient": (8 * (d + 1) * G, 8 * (d + 2) * T),
         "hessian": (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
         "gram": (0, 8 * (p * p + 2 * p + 3) * T),

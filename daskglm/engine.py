@@ -37,6 +37,7 @@ from .kernels import (
     as_csr_or_dense,
     encode_positive,
     run_group,
+    stored_bytes,
     sum_group,
     summarize,
     tree_sum,
@@ -103,9 +104,10 @@ class Engine:
             raise ValueError(f"split_every must be >= 2; got {split_every}.")
         self.n_features = int(n_features)
         self.ledger = CommLedger() if ledger is None else ledger
-        self.bytes_per_pass = 0
-        #: bytes the first round reads from storage while it persists the partitions
-        self._first_read = 0
+        #: bytes of the partitions in memory, known after the validation round
+        self.data_bytes = 0
+        #: whether the validation round reads the data from a source (Dask input)
+        self.reads_source = False
         self.split_every = int(split_every)
         self.n_samples = 0
         self.sum_weight = 0.0
@@ -147,8 +149,8 @@ class Engine:
             kind, tasks, sent, returned, timer.seconds, partitions=self.n_partitions,
             groups=groups, split_every=self.split_every if tree else None, probe=probe,
         )
-        record.bytes_read = self.bytes_per_pass if self.cache == "none" else self._first_read
-        self._first_read = 0
+        if self.cache == "none":
+            record.bytes_read = self.data_bytes
         return result
 
     def _execute(self, fn, args, each, tree, probe):
@@ -193,6 +195,9 @@ class Engine:
         """
         summary: PartitionSummary = self.reduce(summarize, family, labels, kind="validate")
         self.labels = summary.labels
+        self.data_bytes = summary.nbytes
+        if self.reads_source:  # this round read the data from their source
+            self.ledger.records[-1].bytes_read = summary.nbytes
         if summary.problems:
             raise ValueError(" ".join(dict.fromkeys(summary.problems)))
         if summary.rows == 0:
@@ -372,9 +377,9 @@ class StreamingLocalEngine(LocalEngine):
 
     cache = "none"
 
-    def __init__(self, parts, n_features, bytes_per_pass, **kwargs):
+    def __init__(self, parts, n_features, **kwargs):
         super().__init__(parts, n_features, **kwargs)
-        self.bytes_per_pass = int(bytes_per_pass)
+        self.reads_source = True
 
     def _execute(self, fn, args, each, tree, probe):
         return super()._execute(_Loading(fn), args, each, tree, probe)
@@ -395,9 +400,9 @@ class StreamingDistributedEngine(DistributedEngine):
 
     cache = "none"
 
-    def __init__(self, client, delayed_parts, n_features, bytes_per_pass, **kwargs):
+    def __init__(self, client, delayed_parts, n_features, **kwargs):
         super().__init__(client, delayed_parts, n_features, group_partitions=False, **kwargs)
-        self.bytes_per_pass = int(bytes_per_pass)
+        self.reads_source = True
 
     def _execute(self, fn, args, each, tree, probe):
         import dask
@@ -458,16 +463,20 @@ CACHE_SAFETY = 0.5
 def data_nbytes(X, y, sample_weight=None):
     """Bytes of ``(X, y, sample_weight)`` once in memory.
 
-    The dense size for a Dask array (an upper bound when its chunks are sparse); an array
-    whose length is not known yet counts as 0.
+    For a Dask array with sparse chunks, the stored size of its first chunk scaled to all
+    its rows (one chunk is read); an array whose length is not known yet counts
+    as 0.
     """
     total = 0
     for a in (X, y, sample_weight):
-        if a is None:
+        if a is None or any(math.isnan(size) for size in np.shape(a)):
             continue
         if sp.issparse(a):
-            total += a.data.nbytes + a.indices.nbytes + a.indptr.nbytes
-        elif not any(math.isnan(size) for size in np.shape(a)):
+            total += stored_bytes(a)
+        elif is_dask(a) and sp.issparse(getattr(a, "_meta", None)) and a.numblocks[0]:
+            first = a.blocks[0].compute()
+            total += stored_bytes(first) * a.shape[0] // max(1, first.shape[0])
+        else:
             total += int(np.prod(np.shape(a))) * np.dtype(a.dtype).itemsize
     return total
 
@@ -648,12 +657,10 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         X = da.from_array(X, chunks=(max(1, -(-X.shape[0] // (threads or 1))), -1))
     if policy == "none":
         delayed_parts, d = _dask_partitions(X, y, sample_weight)
-        read = data_nbytes(X, y, sample_weight)
         if client is None:
-            engine = StreamingLocalEngine(delayed_parts, d, read, ledger=ledger,
-                                          split_every=split_every)
+            engine = StreamingLocalEngine(delayed_parts, d, ledger=ledger, split_every=split_every)
         else:
-            engine = StreamingDistributedEngine(client, delayed_parts, d, read, ledger=ledger,
+            engine = StreamingDistributedEngine(client, delayed_parts, d, ledger=ledger,
                                                 split_every=split_every)
     elif client is None:
         if dask_input:
@@ -679,8 +686,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
             d = X.shape[1]
         engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every,
                                    group_partitions=group_partitions)
-    if policy == "memory" and dask_input:
-        engine._first_read = data_nbytes(X, y, sample_weight)
+    engine.reads_source = dask_input
     engine.cache_reason = reason
     try:
         engine.validate(family, labels)

@@ -224,11 +224,12 @@ class _GLMBase(BaseEstimator):
 
     def _engine(self, X, y, sample_weight, family):
         """The validated engine of a fit, honouring the ``cache`` policy."""
-        labels = self.__dict__.pop("_labels_from_engine", False)
+        label_dtype = self.__dict__.pop("_labels_from_engine", None)
+        labels = label_dtype is not None
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels)
         if labels:
             try:
-                self._classes_from_engine(engine)
+                self._classes_from_engine(engine, label_dtype)
             except BaseException:
                 engine.close()
                 raise
@@ -710,7 +711,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     def _prepare_target(self, y):
         if is_dask(y) and (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
             # numeric labels are found by the engine's validation round (no extra pass)
-            self._labels_from_engine = True
+            self._labels_from_engine = y.dtype
             return y
         if is_dask(y):
             import dask.array as da
@@ -739,12 +740,13 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
             )
         self.classes_ = classes
 
-    def _classes_from_engine(self, engine):
-        """``classes_`` from the labels the validation round found; targets encoded to 0/1."""
-        classes = np.asarray(engine.labels)
-        self._set_classes(classes, "binary" if classes.size <= 2 else "multiclass")
-        if not np.array_equal(classes, [0.0, 1.0]):
-            engine.relabel(classes[1])
+    def _classes_from_engine(self, engine, dtype):
+        """``classes_`` (of the labels' dtype) from the labels the validation round found;
+        the targets are then encoded to 0/1 where they live."""
+        found = np.asarray(engine.labels, dtype=np.float64)
+        self._set_classes(found.astype(dtype), "binary" if found.size <= 2 else "multiclass")
+        if not np.array_equal(found, [0.0, 1.0]):
+            engine.relabel(found[1])
 
     def _set_coef(self, coef, intercept):
         self.coef_ = coef.reshape(1, -1)

@@ -346,6 +346,8 @@ class PartitionSummary:
     problems: list = field(default_factory=list)
     #: Distinct target values (at most ``MAX_LABELS``), when asked for.
     labels: tuple | None = None
+    #: Bytes the partition takes in memory (X as stored: dense, or CSR's three arrays).
+    nbytes: int = 0
 
     def __add__(self, other):
         labels = None
@@ -353,8 +355,17 @@ class PartitionSummary:
             labels = tuple(sorted(set(self.labels) | set(other.labels)))[:MAX_LABELS]
         return PartitionSummary(
             self.rows + other.rows, self.weight + other.weight, self.problems + other.problems,
-            labels,
+            labels, self.nbytes + other.nbytes,
         )
+
+
+def stored_bytes(a):
+    """Bytes an array takes in memory: ``nbytes``, or the three arrays of a CSR matrix."""
+    if a is None:
+        return 0
+    if sp.issparse(a):
+        return int(a.data.nbytes + a.indices.nbytes + a.indptr.nbytes)
+    return int(np.asarray(a).nbytes)
 
 
 #: Distinct labels a summary keeps: enough to tell one, two or more than two classes.
@@ -412,7 +423,8 @@ def summarize(part, family, labels=False):
         elif weight.size and weight.min() < 0:
             problems.append("sample_weight has negative values; weights must be >= 0.")
         total = float(weight.sum())
-    return PartitionSummary(int(X.shape[0]), total, problems, found)
+    size = stored_bytes(X) + stored_bytes(y) + stored_bytes(weight)
+    return PartitionSummary(int(X.shape[0]), total, problems, found, size)
 
 
 def tree_sum(items, split_every=8):

@@ -236,7 +236,7 @@ def test_dask_labels_are_found_and_encoded_in_the_validation_round(where, reques
     model = daskglm.LogisticRegression(tol=1e-10).fit(
         da.from_array(X, chunks=(600, -1)), da.from_array(labels, chunks=600)
     )
-    assert list(model.classes_) == [-1, 3]
+    assert list(model.classes_) == [-1, 3] and model.classes_.dtype == labels.dtype
     np.testing.assert_allclose(model.coef_, expected.coef_, rtol=1e-8)
     kinds = [r.kind for r in model.comm_.records]
     assert kinds[:2] == ["validate", "encode"] and "encode" not in kinds[2:]
