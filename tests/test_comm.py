@@ -261,6 +261,7 @@ def test_cluster_specification_is_parsed():
         Cluster.parse("latency=1")
 
 
+@pytest.mark.slow  # a timing claim: it needs a quiet machine (run with -m slow)
 def test_cost_model_predicts_the_measured_cluster_within_30_percent(client):
     X, y, _ = make_data("binomial", n=6000, d=8)
     methods = ["gd", "lbfgs", "newton", "admm", "averaging"]
