@@ -15,10 +15,15 @@ peer library is one class and one line:
   (or runs a plain numpy kernel);
 * :mod:`benchmarks.cases` -- the ``SUITES`` registry: cases (data x problem x methods)
   and the ratios reported between them;
-* :mod:`benchmarks.tuning` -- per-method tolerance calibration to a target objective gap;
+* :mod:`benchmarks.tuning` -- per-method calibration to a target objective gap;
 * :mod:`benchmarks.timing` -- repeated wall-clock measurement;
+* :mod:`benchmarks.meters` -- graphs, bytes and peak memory of one fit, from Dask's
+  counters and the kernel's high-water mark;
+* :mod:`benchmarks.limits` -- the machine's memory bandwidth and BLAS rate;
+* :mod:`benchmarks.scaling` -- strong scaling over worker counts and the cost model's
+  projection to more workers;
 * :mod:`benchmarks.runner` -- runs a suite and assembles its results;
-* :mod:`benchmarks.report` -- JSON output and markdown tables;
+* :mod:`benchmarks.report` -- JSON output, markdown tables and the documentation page;
 * :mod:`benchmarks.environment` -- library versions and machine description;
 * :mod:`benchmarks.cluster` -- the local Dask cluster a suite runs on;
 * :mod:`benchmarks.rounds` -- where the time of one daskglm round goes.

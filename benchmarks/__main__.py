@@ -17,6 +17,7 @@ docs
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 import sys
 
@@ -39,6 +40,11 @@ def _run(args):
     from .runner import run_suite
 
     suite = get_suite(args.suite)
+    overrides = {key: value for key, value in (("repeats", args.repeats),
+                                               ("repeat_budget_s", args.repeat_budget))
+                 if value is not None}
+    if overrides:
+        suite = dataclasses.replace(suite, **overrides)
     results = run_suite(suite, log=_log, only=args.only)
     results["command"] = " ".join(["python -m benchmarks", *args.argv])
     path = write_json(results, args.output)
@@ -98,6 +104,10 @@ def build_parser():
     run.add_argument("--only", nargs="+", default=[], metavar="PATTERN",
                      help="run only the cases whose names match these shell-style patterns, "
                           "e.g. 'ols*' 'logistic-l2/1e5x*'")
+    run.add_argument("--repeats", type=int, default=None,
+                     help="most timed repeats per entry (default: the suite's)")
+    run.add_argument("--repeat-budget", type=float, default=None, metavar="SECONDS",
+                     help="seconds of repeats an entry may take (default: the suite's)")
     run.set_defaults(handler=_run)
 
     report = commands.add_parser("report", help="print the table of a results file")

@@ -205,6 +205,7 @@ QUICK_STARTS = {
     "logistic-l2": (
         ("daskglm-lbfgs", 1e-5), ("daskglm-gd", 1e-5), ("daskglm-newton", 1e-4),
         ("daskglm-proximal", 1e-5), (entry_id("daskglm-admm", 1e-4), 1e-5),
+        (entry_id("dask-glm-admm", 1e-4), 2),
         ("dask-glm-lbfgs", 1e-5 * STANDARD_ROWS), ("dask-glm-gradient_descent", 1e-5),
         ("dask-glm-proximal_grad", 1e-6), ("dask-ml-logistic", 1e-5 * STANDARD_ROWS),
         ("sklearn-lbfgs", 1e-5), ("sklearn-lbfgs-1thread", 1e-5),
@@ -215,24 +216,52 @@ QUICK_STARTS = {
 }
 
 
-def head_to_head(data, admm_gaps, spark=False, starts=None):
+#: Where the full suite's calibration of the head-to-head cases begins: the quick suite's
+#: settings, from which it walks its finer ladders (four per decade) both ways, and for
+#: the ADMMs' 1e-8 entries settings near the ones exploratory runs accepted.
+FULL_STARTS = {
+    **QUICK_STARTS,
+    "logistic-l2-admm": ((entry_id("daskglm-admm", 1e-8), 1e-6),
+                         (entry_id("dask-glm-admm", 1e-8), 4)),
+    "logistic-l2-spark": (("daskglm-lbfgs", 1e-5), ("sklearn-lbfgs", 1e-5)),
+}
+
+
+def head_to_head(data, admm_gap, starts=None):
     """The L2-logistic and OLS cases on one data set: every daskglm method against every
-    dask-glm solver and the peers."""
+    dask-glm solver and the in-memory and Dask peers; ADMM (both libraries) held to
+    ``admm_gap``."""
     starts = starts or {}
-    admm = tuple(entry_id(f"{lib}-admm", gap) for gap in admm_gaps
-                 for lib in ("daskglm", "dask-glm"))
-    logistic_peers = PEERS_LOGISTIC + (("spark-logistic",) if spark else ())
-    ols_peers = PEERS_OLS + (("numpy-gram", "spark-linear") if spark else ())
+    admm = (entry_id("daskglm-admm", admm_gap), entry_id("dask-glm-admm", admm_gap))
     return (
         Case("logistic-l2", data, LogisticL2(C=1.0, fit_intercept=False),
-             DASKGLM_LOGISTIC + admm + DASK_GLM_LOGISTIC + logistic_peers,
+             DASKGLM_LOGISTIC + admm + DASK_GLM_LOGISTIC + PEERS_LOGISTIC,
              starts.get("logistic-l2", ())),
         Case("ols", data, LeastSquares(fit_intercept=True),
-             ("daskglm-normal", "daskglm-lbfgs") + ols_peers, starts.get("ols", ())),
+             ("daskglm-normal", "daskglm-lbfgs") + PEERS_OLS, starts.get("ols", ())),
     )
 
 
-def head_to_head_ratios(admm_gaps, spark=False):
+def head_to_head_extras(data, starts=None):
+    """Cases of the full suite on the head-to-head data set that take long: both ADMMs to
+    ``1e-8``, Spark MLlib next to daskglm and scikit-learn, ridge regression."""
+    starts = starts or {}
+    logistic = LogisticL2(C=1.0, fit_intercept=False)
+    return (
+        Case("logistic-l2-admm", data, logistic,
+             (entry_id("daskglm-admm", 1e-8), entry_id("dask-glm-admm", 1e-8)),
+             starts.get("logistic-l2-admm", ())),
+        Case("logistic-l2-spark", data, logistic,
+             ("daskglm-lbfgs", "sklearn-lbfgs", "spark-logistic"),
+             starts.get("logistic-l2-spark", ())),
+        Case("ols-spark", data, LeastSquares(fit_intercept=True),
+             ("daskglm-normal", "sklearn-linear", "numpy-gram", "spark-linear")),
+        Case("ridge", data, LeastSquares(fit_intercept=True, alpha=1e4),
+             ("daskglm-normal", "daskglm-lbfgs", "sklearn-linear")),
+    )
+
+
+def head_to_head_ratios(admm_gap):
     """dask-glm over daskglm for every pair of the same kind, daskglm over its peers."""
     ratios = [
         Ratio(f"dask-glm / daskglm, {kind}", ("logistic-l2", theirs),
@@ -240,12 +269,10 @@ def head_to_head_ratios(admm_gaps, spark=False):
         for kind, ours, theirs, target in SAME_KIND
     ]
     ratios += [
-        Ratio(f"dask-glm / daskglm, admm (gap {gap:g})",
-              ("logistic-l2", entry_id("dask-glm-admm", gap)),
-              ("logistic-l2", entry_id("daskglm-admm", gap)), target=5.0, goal="at least")
-        for gap in admm_gaps
-    ]
-    ratios += [
+        Ratio(f"dask-glm / daskglm, admm (gap {admm_gap:g})",
+              ("logistic-l2", entry_id("dask-glm-admm", admm_gap)),
+              ("logistic-l2", entry_id("daskglm-admm", admm_gap)), target=5.0,
+              goal="at least"),
         Ratio("dask-ml / daskglm lbfgs (logistic)", ("logistic-l2", "dask-ml-logistic"),
               ("logistic-l2", "daskglm-lbfgs"), target=1.0, goal="at least"),
         Ratio("daskglm lbfgs / sklearn lbfgs (logistic)", ("logistic-l2", "daskglm-lbfgs"),
@@ -263,16 +290,23 @@ def head_to_head_ratios(admm_gaps, spark=False):
         Ratio("daskglm normal / numpy X.T@X on 1 thread (ols)", ("ols", "daskglm-normal"),
               ("ols", "numpy-gram-1thread")),
     ]
-    if spark:
-        ratios += [
-            Ratio("daskglm normal / numpy X.T@X (ols)", ("ols", "daskglm-normal"),
-                  ("ols", "numpy-gram"), target=2.0, goal="at most"),
-            Ratio("Spark / daskglm lbfgs (logistic)", ("logistic-l2", "spark-logistic"),
-                  ("logistic-l2", "daskglm-lbfgs"), target=1.0, goal="at least"),
-            Ratio("Spark / daskglm normal (ols)", ("ols", "spark-linear"),
-                  ("ols", "daskglm-normal"), target=1.0, goal="at least"),
-        ]
     return tuple(ratios)
+
+
+def extras_ratios():
+    """The ratios of :func:`head_to_head_extras`' cases."""
+    return (
+        Ratio("dask-glm / daskglm, admm (gap 1e-08)",
+              ("logistic-l2-admm", entry_id("dask-glm-admm", 1e-8)),
+              ("logistic-l2-admm", entry_id("daskglm-admm", 1e-8)), target=5.0,
+              goal="at least"),
+        Ratio("Spark / daskglm lbfgs (logistic)", ("logistic-l2-spark", "spark-logistic"),
+              ("logistic-l2-spark", "daskglm-lbfgs"), target=1.0, goal="at least"),
+        Ratio("Spark / daskglm normal (ols)", ("ols-spark", "spark-linear"),
+              ("ols-spark", "daskglm-normal"), target=1.0, goal="at least"),
+        Ratio("daskglm normal / numpy X.T@X (ols)", ("ols-spark", "daskglm-normal"),
+              ("ols-spark", "numpy-gram"), target=2.0, goal="at most"),
+    )
 
 
 def _size_label(n):
@@ -280,7 +314,8 @@ def _size_label(n):
     return f"1e{exponent}" if n == 10 ** exponent else str(n)
 
 
-def grid_cases(sizes, widths, sparse_widths, density=0.01, partitions=8, spark=True):
+def grid_cases(sizes, widths, sparse_widths, density=0.01, partitions=8, spark=True,
+               spark_max_rows=1_000_000):
     """Logistic, OLS and Poisson cases over a grid of sizes, dense and sparse.
 
     Parameters
@@ -295,6 +330,9 @@ def grid_cases(sizes, widths, sparse_widths, density=0.01, partitions=8, spark=T
     partitions : int
     spark : bool
         Include Spark's methods (dense data only).
+    spark_max_rows : int
+        Largest data set Spark is given: loading 10 million rows into a local Spark
+        through Parquet takes minutes on a small machine.
 
     Returns
     -------
@@ -307,8 +345,9 @@ def grid_cases(sizes, widths, sparse_widths, density=0.01, partitions=8, spark=T
             data = DataSpec(n_samples=n, n_features=d, n_partitions=partitions, seed=0,
                             density=layout)
             suffix = f"{_size_label(n)}x{d}-{'dense' if layout is None else 'sparse'}"
-            spark_logistic = ("spark-logistic",) if spark and layout is None else ()
-            spark_linear = ("spark-linear",) if spark and layout is None else ()
+            with_spark = spark and layout is None and n <= spark_max_rows
+            spark_logistic = ("spark-logistic",) if with_spark else ()
+            spark_linear = ("spark-linear",) if with_spark else ()
             dense_only = ("dask-glm-lbfgs", "dask-ml-logistic") if layout is None else ()
             cases += [
                 Case(f"logistic-l2/{suffix}", data, LogisticL2(C=1.0, fit_intercept=False),
@@ -340,7 +379,7 @@ _SCALING = Scaling(entries=(("logistic-l2", "daskglm-lbfgs"), ("ols", "daskglm-n
 
 
 def _quick_cases():
-    return head_to_head(STANDARD, admm_gaps=(ADMM_QUICK_GAP,), starts=QUICK_STARTS) + (
+    return head_to_head(STANDARD, ADMM_QUICK_GAP, starts=QUICK_STARTS) + (
         Case("poisson-l2", SMALL, PoissonL2(alpha=1e-4, fit_intercept=True),
              ("daskglm-lbfgs", "daskglm-newton", "sklearn-poisson"),
              QUICK_STARTS["poisson-l2"]),
@@ -351,12 +390,11 @@ def _quick_cases():
 
 
 def _full_cases():
-    head = head_to_head(STANDARD, admm_gaps=(ADMM_QUICK_GAP, 1e-8), spark=True)
-    ridge = Case("ridge", STANDARD, LeastSquares(fit_intercept=True, alpha=1e4),
-                 ("daskglm-normal", "daskglm-lbfgs", "sklearn-linear"))
+    head = head_to_head(STANDARD, ADMM_QUICK_GAP, starts=FULL_STARTS)
+    extras = head_to_head_extras(STANDARD, starts=FULL_STARTS)
     grid = grid_cases(sizes=(100_000, 1_000_000, 10_000_000), widths=(10, 100, 1000),
                       sparse_widths=(1000,))
-    return head + (ridge,) + grid
+    return head + extras + grid
 
 
 def _smoke_cases():
@@ -377,11 +415,11 @@ def _smoke_cases():
 
 #: Every suite by name.
 SUITES = {
-    "quick": Suite("quick", _quick_cases(), head_to_head_ratios((ADMM_QUICK_GAP,)),
+    "quick": Suite("quick", _quick_cases(), head_to_head_ratios(ADMM_QUICK_GAP),
                    repeats=3, repeat_budget_s=6.0, warmup=1, ladder_stride=4,
                    trust_starts=True, time_cap_s=120.0, limits_data=STANDARD,
                    scaling=_SCALING),
-    "full": Suite("full", _full_cases(), head_to_head_ratios((ADMM_QUICK_GAP, 1e-8), spark=True),
+    "full": Suite("full", _full_cases(), head_to_head_ratios(ADMM_QUICK_GAP) + extras_ratios(),
                   repeats=5, repeat_budget_s=60.0, warmup=1, ladder_stride=1,
                   time_cap_s=600.0, limits_data=STANDARD, scaling=_SCALING),
     "smoke": Suite("smoke", _smoke_cases(), (), repeats=1, repeat_budget_s=1.0, warmup=0,

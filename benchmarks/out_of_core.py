@@ -330,16 +330,24 @@ def local_cluster(memory_limit="auto"):
     with LocalCluster(n_workers=N_WORKERS, threads_per_worker=THREADS_PER_WORKER,
                       processes=True, memory_limit=memory_limit, dashboard_address=None,
                       worker_dashboard_address=None) as cluster, Client(cluster) as client:
-        client.run(_import_on_worker)
+        client.run(_prepare_worker)
         yield client
 
 
-def _import_on_worker():
-    """Run on a worker: import what reading and fitting need, so no round pays for it."""
+def _prepare_worker():
+    """Run on a worker: import what the rounds need, and print tracebacks on a crash.
+
+    Importing first keeps the imports out of the first round's time; ``faulthandler``
+    prints every thread's traceback to stderr should the worker die of a fatal signal.
+    """
+    import faulthandler
+
     import zarr  # noqa: F401
 
     import daskglm.engine  # noqa: F401
     import daskglm.kernels  # noqa: F401
+
+    faulthandler.enable()
 
 
 def _worker_pids(client):
@@ -396,7 +404,8 @@ class WorkerMonitor:
         ``{worker address: largest resident set size seen, in bytes}``.
     cpu_seconds, wait_seconds : dict
         ``{worker address: seconds}`` of CPU time, and of run-queue waits summed over the
-        process's threads, while the block ran (filled when it ends).
+        process's threads, while the block ran (filled when it ends; a worker process
+        that ended meanwhile is left out).
     """
 
     def __init__(self, pids, interval=0.05):
@@ -412,7 +421,10 @@ class WorkerMonitor:
     def _cpu(self):
         times = {}
         for address, process in self.processes.items():
-            cpu = process.cpu_times()
+            try:
+                cpu = process.cpu_times()
+            except Exception:  # a worker that went away: the restart check reports it
+                continue
             times[address] = cpu.user + cpu.system
         return times
 
@@ -438,11 +450,8 @@ class WorkerMonitor:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
-        try:
-            end = self._cpu()
-        except Exception:  # a worker that went away: the restart check reports it
-            end = {}
-        self.cpu_seconds = {a: end[a] - self._cpu_start[a] for a in end}
+        end = self._cpu()
+        self.cpu_seconds = {a: end[a] - self._cpu_start[a] for a in end if a in self._cpu_start}
         waits = self._waits()
         self.wait_seconds = {
             a: waits[a] - self._wait_start[a] for a in waits
@@ -551,10 +560,12 @@ def fit_summary(model, seconds, bytes_on_disk, monitor=None):
         rounds' own tasks), ``first_round`` (the validation round, which reads the store
         for both policies), ``bytes_read`` and, where passes read the store, the median
         read throughput of the passes in gigabytes per second of data (``read_gb_per_s``)
-        and of files (``read_disk_gb_per_s``); ``worker_cpu_share`` and
-        ``worker_wait_share``: the workers' CPU seconds, and their threads' run-queue
-        waits, over the fit's wall time times the worker threads (CPU below 1 when they
-        were idle, or ready but waiting for a core).
+        and of files (``read_disk_gb_per_s``); ``worker_cpu_share``: the workers' CPU
+        seconds over the fit's wall time times the worker threads (below 1 when they were
+        idle, or ready but waiting for a core); ``worker_wait_threads``: their threads'
+        run-queue waits over the fit's wall time, the mean number of the workers' threads
+        (every thread of the processes, not only the task threads) ready to run but
+        waiting for a core.
     """
     records = model.comm_.records
     passes = [r for r in records if r.kind == "gradient"]
@@ -586,7 +597,7 @@ def fit_summary(model, seconds, bytes_on_disk, monitor=None):
         "worker_cpu_seconds": cpu,
         "worker_cpu_share": _scaled(cpu, 1 / thread_seconds),
         "worker_wait_seconds": wait,
-        "worker_wait_share": _scaled(wait, 1 / thread_seconds),
+        "worker_wait_threads": _scaled(wait, 1 / seconds),
     }
 
 
@@ -812,7 +823,7 @@ def run_compare(client, path, args, log=_log):
             "read_gb_per_s": _median(f["read_gb_per_s"] for f in mine),
             "read_disk_gb_per_s": _median(f["read_disk_gb_per_s"] for f in mine),
             "worker_cpu_share": _median(f["worker_cpu_share"] for f in mine),
-            "worker_wait_share": _median(f["worker_wait_share"] for f in mine),
+            "worker_wait_threads": _median(f["worker_wait_threads"] for f in mine),
         }
     summary["speedup_per_pass"] = summary["none"]["pass_median"] / summary["memory"]["pass_median"]
     summary["speedup_per_fit"] = summary["none"]["fit_seconds"] / summary["memory"]["fit_seconds"]
@@ -1053,12 +1064,13 @@ def _compare_tables(compare):
             _fmt(s["pass_median"], ".3f"), _fmt(s["pass_compute_median"], ".3f"),
             _fmt(s["first_round_seconds"], ".2f"), _fmt(s["outside_rounds"], ".2f"),
             _fmt(s["read_gb_per_s"], ".2f", "-"), _fmt(s["read_disk_gb_per_s"], ".2f", "-"),
-            _percent(s["worker_cpu_share"]), _percent(s["worker_wait_share"]),
+            _percent(s["worker_cpu_share"]), _fmt(s["worker_wait_threads"], ".2f", "?"),
         ])
     out.append(_table(
         ["cache", "fit s", "passes", "s / pass", "kernel thread-s / pass",
          "first round s", "s outside rounds", "pass read GB/s (data)",
-         "pass read GB/s (files)", "worker CPU busy", "worker waiting for a core"], rows))
+         "pass read GB/s (files)", "worker CPU busy", "worker threads waiting for a core"],
+        rows))
     out += ["", f"Persisting is **{summary['speedup_per_pass']:.1f}x** faster per pass and "
                 f"**{summary['speedup_per_fit']:.1f}x** faster per fit."]
     disk = compare["disk"]
@@ -1122,8 +1134,8 @@ def _bounded_tables(bounded):
          f"{_percent(bounded['resident_after_fit'])}"],
         ["fit", f"{fit['fit_seconds']:.1f} s, {fit['n_iter']} iterations, "
                 f"{fit['rounds']} rounds"],
-        ["workers' CPU busy / waiting for a core", f"{_percent(fit['worker_cpu_share'])} / "
-                                                   f"{_percent(fit['worker_wait_share'])}"],
+        ["workers' CPU busy; their threads waiting for a core (mean)",
+         f"{_percent(fit['worker_cpu_share'])}; {_fmt(fit['worker_wait_threads'], '.2f', '?')}"],
         ["first round (validate, cold)", f"{fit['first_round']['seconds']:.2f} s, "
                                          f"{_fmt(fit['first_round']['read_gb_per_s'], '.2f')} GB/s"],
         ["s / pass (median of gradient rounds)", f"{fit['pass_median']:.2f} "

@@ -79,7 +79,8 @@ def _setting(entry):
     tol = entry.get("tol")
     if tol is None:
         return ""
-    return f"{int(tol)} ep." if entry.get("knob") == "epochs" else f"{tol:.2g}"
+    units = {"epochs": "ep.", "iterations": "it."}.get(entry.get("knob"))
+    return f"{int(tol)} {units}" if units else f"{tol:.2g}"
 
 
 def _memory_cell(entry):
@@ -243,8 +244,8 @@ def _summary(results):
 
 _LEGEND = (
     "target: the relative objective gap the entry is calibrated to reach. setting: the "
-    "loosest tolerance (in the method's own units) or fewest epochs of its ladder that "
-    "reached the target. rel. gap: the largest over the timed runs, (f - f*) / |f*| by one "
+    "loosest tolerance (in the method's own units), or the fewest epochs or iterations, "
+    "of its ladder that reached the target. rel. gap: the largest over the timed runs, (f - f*) / |f*| by one "
     "numpy objective for every method. rounds: daskglm's engine rounds; for other Dask "
     "methods the graphs submitted to the scheduler. bytes: `est.comm_.bytes_measured` for "
     "daskglm; Dask's counters over the whole fit for other Dask methods. peak worker MiB: "
