@@ -512,6 +512,16 @@ def write_store(path, n_samples, n_features, chunks, random_state=0):
             "bytes_on_disk": on_disk, "seconds": seconds, "gb_per_s": _rate(nbytes, seconds)}
 
 
+def _describe_store(path):
+    """The description :func:`write_store` returns, for an existing store (no timings)."""
+    from daskglm.io import load_zarr
+
+    X, y, _ = load_zarr(path)
+    return {"path": str(path), "n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
+            "chunks": int(X.chunks[0][0]), "n_chunks": int(X.numblocks[0]),
+            "bytes": int(X.nbytes + y.nbytes), "seconds": None, "gb_per_s": None}
+
+
 def _check_free_space(directory, nbytes):
     free = shutil.disk_usage(directory).free
     if nbytes * 1.05 + 1e9 > free:
@@ -557,8 +567,9 @@ def fit_summary(model, seconds, bytes_on_disk, monitor=None):
         engine, persisting the partitions for ``cache="memory"``, the driver's work
         between rounds), ``passes`` (gradient rounds), ``pass_seconds`` (each, in order),
         ``pass_median`` and ``pass_min``, ``pass_compute_median`` (thread-seconds of the
-        rounds' own tasks), ``first_round`` (the validation round, which reads the store
-        for both policies), ``bytes_read`` and, where passes read the store, the median
+        rounds' own tasks), ``first_round`` (the validation round: with ``cache="none"``
+        it reads the store; with ``"memory"`` it records the store's bytes, read before it
+        starts), ``bytes_read`` and, where passes read the store, the median
         read throughput of the passes in gigabytes per second of data (``read_gb_per_s``)
         and of files (``read_disk_gb_per_s``); ``worker_cpu_share``: the workers' CPU
         seconds over the fit's wall time times the worker threads (below 1 when they were
@@ -899,6 +910,9 @@ def run_bounded(path, store, args, log=_log):
                             or restarted["workers_before"] != restarted["workers_after"])
         worker_warnings = _worker_warnings(client)
     fit = fit_summary(model, seconds, store["bytes_on_disk"], monitor)
+    if fit["cache_"] != "none":
+        log(f"bounded: cache='auto' chose {fit['cache_']!r}: the store fits in the workers' "
+            f"memory (use a larger --n or a smaller --memory-limit)")
     samples = sampler.samples.get("fit", [])
     peak_total = max((value for _, value in samples), default=None)
     log(f"  cache={fit['cache_']!r}: {seconds:.1f} s, {fit['passes']} passes of "
@@ -974,7 +988,7 @@ def run(args, log=_log):
     os.makedirs(parent, exist_ok=True)
     workdir = tempfile.mkdtemp(prefix="daskglm-out-of-core-", dir=parent)
     results = {
-        "command": "python -m benchmarks.out_of_core " + " ".join(args.argv),
+        "command": " ".join(["python -m benchmarks.out_of_core", *args.argv]),
         "cluster": {"n_workers": N_WORKERS, "threads_per_worker": THREADS_PER_WORKER},
         "machine": machine_info(),
         "disk": _filesystem(workdir),
@@ -983,21 +997,22 @@ def run(args, log=_log):
         "settings": {key: str(value) if isinstance(value, pathlib.Path) else value
                      for key, value in vars(args).items() if key != "argv"},
     }
+    bounded = "bounded" in args.parts
+    write_bounded = bounded and args.store is None
+    bounded_path = os.path.join(workdir, "bounded.zarr") if write_bounded else args.store
     try:
-        bounded_store = None
         writes = []
-        if "compare" in args.parts or ("bounded" in args.parts and args.store is None):
+        if "compare" in args.parts or write_bounded:
             with local_cluster() as client:
                 if "compare" in args.parts:
-                    results["compare"] = run_compare(
-                        client, os.path.join(workdir, "compare.zarr"), args, log)
+                    compare_path = os.path.join(workdir, "compare.zarr")
+                    results["compare"] = run_compare(client, compare_path, args, log)
                     writes.append(results["compare"]["store"])
-                    shutil.rmtree(os.path.join(workdir, "compare.zarr"), ignore_errors=True)
-                if "bounded" in args.parts and args.store is None:
-                    path = os.path.join(workdir, "bounded.zarr")
+                    shutil.rmtree(compare_path, ignore_errors=True)
+                if write_bounded:
                     _check_free_space(workdir, 8 * args.n * (args.d + 1))
                     log(f"bounded: writing a {args.n:,} x {args.d} store ...")
-                    bounded_store = write_store(path, args.n, args.d,
+                    bounded_store = write_store(bounded_path, args.n, args.d,
                                                 args.chunks or _default_chunks(args.d),
                                                 args.seed)
                     writes.append(bounded_store)
@@ -1012,18 +1027,10 @@ def run(args, log=_log):
                 "larger_than_memory_bytes": target,
                 "seconds_for_larger_than_memory": target / 1e9 / largest["gb_per_s"],
             }
-        if "bounded" in args.parts:
-            if args.store is not None:
-                from daskglm.io import load_zarr
-
-                path = args.store
-                X, y, _ = load_zarr(path)
-                bounded_store = {"path": path, "n_samples": int(X.shape[0]),
-                                 "n_features": int(X.shape[1]), "chunks": int(X.chunks[0][0]),
-                                 "n_chunks": int(X.numblocks[0]),
-                                 "bytes": int(X.nbytes + y.nbytes), "seconds": None,
-                                 "gb_per_s": None}
-            results["bounded"] = run_bounded(path, bounded_store, args, log)
+        if bounded:
+            if not write_bounded:
+                bounded_store = _describe_store(bounded_path)
+            results["bounded"] = run_bounded(bounded_path, bounded_store, args, log)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     results["load_average_end"] = load_average()
@@ -1136,12 +1143,13 @@ def _bounded_tables(bounded):
                 f"{fit['rounds']} rounds"],
         ["workers' CPU busy; their threads waiting for a core (mean)",
          f"{_percent(fit['worker_cpu_share'])}; {_fmt(fit['worker_wait_threads'], '.2f', '?')}"],
-        ["first round (validate, cold)", f"{fit['first_round']['seconds']:.2f} s, "
-                                         f"{_fmt(fit['first_round']['read_gb_per_s'], '.2f')} GB/s"],
+        ["first round (validate; the store evicted before the fit)",
+         f"{fit['first_round']['seconds']:.2f} s, "
+         f"{_fmt(fit['first_round']['read_gb_per_s'], '.2f')} GB/s"],
         ["s / pass (median of gradient rounds)", f"{fit['pass_median']:.2f} "
                                                  f"(min {fit['pass_min']:.2f}, {fit['passes']} passes)"],
-        ["pass read throughput", f"{_fmt(fit['read_gb_per_s'], '.2f')} GB/s of data, "
-                                 f"{_fmt(fit['read_disk_gb_per_s'], '.2f')} GB/s of files"],
+        ["pass read throughput", f"{_fmt(fit['read_gb_per_s'], '.2f', '-')} GB/s of data, "
+                                 f"{_fmt(fit['read_disk_gb_per_s'], '.2f', '-')} GB/s of files"],
         ["peak process memory, workers summed (MemorySampler)",
          f"{_fmt(_gb(bounded['peak_process_memory']), '.2f')} GB of "
          f"{_fmt(_gb(sum(limits)), '.2f')} GB"],
@@ -1157,7 +1165,12 @@ def _bounded_tables(bounded):
     for line in bounded["worker_warnings"]:
         text = line.split(": ", 1)[-1].split(" -- ")[0]
         messages[text] = messages.get(text, 0) + 1
-    out += [""] + [f"* {count} x {text}" for text, count in messages.items()]
+    if messages:
+        out += [""] + [f"* {count} x {text}" for text, count in messages.items()]
+    if fit["cache_"] != "none":
+        out += ["", f"**`cache=\"auto\"` chose `\"{fit['cache_']}\"`**: the store fits in the "
+                    "workers' memory, so this is not an out-of-core fit (use a larger --n or a "
+                    "smaller --memory-limit)."]
     return out
 
 
