@@ -233,8 +233,8 @@ def _summary(results):
         f"Suite `{results['suite']}`: median of up to {settings['repeats']} repeats "
         f"(at most {settings['repeat_budget_s']:g} s of repeats per entry; * marks an entry "
         "timed by its accepted calibration run alone); every fit must reach its target "
-        f"relative objective gap (default {settings['target_gap']:g}); calibration gives up "
-        f"after a run of {settings['time_cap_s']:g} s.",
+        f"relative objective gap (default {settings['target_gap']:g}); calibration stops "
+        f"tightening before its runs exceed {settings['time_cap_s']:g} s in all.",
         f"Cluster: {cluster['n_workers']} worker processes x {cluster['threads_per_worker']} "
         f"thread. Machine: {machine['usable_cores']} usable cores ({machine['cpu_model']})"
         f"{memory_text}{load_text}; Java: {machine.get('java') or 'none'}.",

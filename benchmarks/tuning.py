@@ -107,7 +107,8 @@ def calibrate(run, gap_of, tolerances, target, stop_after_s=None, start=None,
         Loosest first.
     target : float
     stop_after_s : float, optional
-        Stop tightening (``met=False, capped=True``) once one run takes longer than this.
+        The time cap: stop tightening (``met=False, capped=True``) when one more run, if it
+        took as long as the last, would bring the runs' total beyond this many seconds.
     start : float, optional
         Where to begin the walk (the nearest setting of the ladder).
     trust_start : bool
@@ -142,7 +143,8 @@ def calibrate(run, gap_of, tolerances, target, stop_after_s=None, start=None,
             best -= 1
         return Calibration(tolerances[best], True, trials, result=results[best])
     while index + 1 < len(tolerances):
-        if stop_after_s is not None and seconds > stop_after_s:
+        spent = sum(trial.seconds for trial in trials)
+        if stop_after_s is not None and spent + seconds > stop_after_s:
             return Calibration(tolerances[index], False, trials, capped=True,
                                result=results[index])
         index += 1
