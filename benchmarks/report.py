@@ -85,7 +85,7 @@ def _setting(entry):
 
 def _memory_cell(entry):
     memory = entry.get("memory")
-    if not memory:
+    if not memory or entry.get("where") == "spark":  # the JVM's memory is not measured
         return ""
     return f"{memory['peak_bytes'] / 2**20:.0f} (+{memory['added_bytes'] / 2**20:.0f})"
 
@@ -149,7 +149,10 @@ def _ratios_table(results):
         target = "" if ratio["target"] is None else f"{ratio['goal']} {ratio['target']:g}"
         met = {True: "yes", False: "NO", None: ""}[ratio["met"]]
         value = f"{ratio['value']:.2f}"
-        if ratio.get("bound"):
+        if ratio.get("bound") == "lower bound":
+            value = (f"> {value} (the numerator never reached its gap; its last run under "
+                     "the time cap)")
+        elif ratio.get("bound"):
             value += f" ({ratio['bound']})"
         rows.append([ratio["name"], value, target, met])
     return _table(header, rows)
@@ -250,7 +253,8 @@ _LEGEND = (
     "methods the graphs submitted to the scheduler. bytes: `est.comm_.bytes_measured` for "
     "daskglm; Dask's counters over the whole fit for other Dask methods. peak worker MiB: "
     "the largest worker's peak resident memory during the fit (the driver's for in-memory "
-    "methods), and in brackets its growth over the memory held before the fit."
+    "methods; not measured for Spark), and in brackets its growth over the memory held "
+    "before the fit."
 )
 
 
@@ -305,7 +309,10 @@ reference optimum computed independently: the relative gap `(f - f*) / |f*|`.  E
 method is calibrated to the loosest setting of its own stopping criterion (or the fewest
 epochs) that reaches its target gap, and timed at that setting; times are medians of
 repeated runs, on data persisted on the workers before anything is timed, with fixed
-seeds.  Versions of every library are listed with each run.
+seeds.  Versions of every library, the machine and its load average are listed with each
+run: these were taken on a small machine other jobs were using at the same time, so their
+absolute times are noisy; the ratios between methods timed in the same run are the
+figures to read.
 """
 
 
@@ -326,6 +333,7 @@ def docs_page(results_list):
         sections.append(f"## Suite `{results['suite']}`")
         misses = _misses(results)
         if misses:
-            sections.append("Targets missed in this run:\n\n" + "\n".join(misses))
+            sections.append("Missed targets and rows that did not run:\n\n"
+                            + "\n".join(misses))
         sections.append(markdown(results).rstrip())
     return "\n\n".join(sections) + "\n"

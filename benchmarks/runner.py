@@ -91,13 +91,15 @@ class _Runner:
     def call(self, method, data, problem, tol):
         """One untimed-metered, timed call: ``(fit, seconds, measurements)``."""
         on_cluster = method.where == "cluster"
-        memory = self.worker_memory if on_cluster else self.local_memory
+        # Spark's memory is its JVM's, which is not measured here
+        memory = {"cluster": self.worker_memory, "memory": self.local_memory}.get(method.where)
         before = self.counters.snapshot() if on_cluster else None
-        memory.start()
+        if memory is not None:
+            memory.start()
         start = time.perf_counter()
         fit = method.run(data, problem, tol)
         seconds = time.perf_counter() - start
-        measured = {"memory": memory.stop()}
+        measured = {"memory": memory.stop() if memory is not None else None}
         if on_cluster:
             measured["dask"] = DaskCounters.delta(before, self.counters.snapshot())
         return fit, seconds, measured
