@@ -28,6 +28,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
+from .seeds import root_seed
+
 __all__ = ["make_classification", "make_regression", "make_poisson", "KINDS"]
 
 #: Bytes of one dense row chunk when the chunking is left to the maker.
@@ -39,17 +41,6 @@ _COEF, _FEATURES, _TARGETS = 0, 1, 2
 
 def _rng(entropy, *key):
     return np.random.default_rng(np.random.SeedSequence(entropy, spawn_key=key))
-
-
-def _entropy(random_state):
-    """A non-negative integer root of every random stream."""
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy)
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"random_state must be >= 0; got {random_state!r}.")
-        return int(random_state)
-    raise ValueError(f"random_state must be None or an integer >= 0; got {random_state!r}.")
 
 
 def _row_nnz(density, n_features):
@@ -107,7 +98,7 @@ def _make(kind, n_samples, n_features, chunks, random_state, path, density, inte
         if not (isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= 1):
             raise ValueError(f"{name} must be an integer >= 1; got {value!r}.")
     n_samples, n_features = int(n_samples), int(n_features)
-    entropy = _entropy(random_state)
+    entropy = root_seed(random_state)
     row_nnz = _row_nnz(density, n_features)
     # a stored entry costs 8 bytes dense, 12 in CSR (value and column index)
     row_bytes = 8 * n_features if row_nnz is None else 12 * row_nnz

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..schedules import LEARNING_RATES, make_step_rule
+from ..seeds import root_seed
 from ..stochastic import (
     SGDConfig,
     average_update,
@@ -61,23 +62,6 @@ class SGDResult(SolverResult):
     """A :class:`SolverResult` with the final :class:`SGDState`."""
 
     state: SGDState | None = None
-
-
-def _seed(random_state):
-    """A non-negative integer seed from None, an int, a RandomState or a Generator."""
-    if random_state is None:
-        return int(np.random.SeedSequence().entropy)
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        if random_state < 0:
-            raise ValueError(f"random_state must be >= 0; got {random_state!r}.")
-        return int(random_state)
-    if isinstance(random_state, np.random.RandomState):
-        return int(random_state.randint(np.iinfo(np.int32).max))
-    if isinstance(random_state, np.random.Generator):
-        return int(random_state.integers(np.iinfo(np.int64).max))
-    raise ValueError(
-        f"random_state must be None, an int, a RandomState or a Generator; got {random_state!r}."
-    )
 
 
 def _is_int(value, minimum):
@@ -172,7 +156,7 @@ class SGD(Solver):
         if opts["learning_rate"] != "optimal":
             make_step_rule(opts["learning_rate"], opts["eta0"], opts["power_t"])  # checks them
         if not isinstance(opts["random_state"], (np.random.RandomState, np.random.Generator)):
-            _seed(opts["random_state"])  # checks it
+            root_seed(opts["random_state"])  # checks it
 
     # ----------------------------------------------------------------------------------
     def step_rule(self, problem):
@@ -186,7 +170,7 @@ class SGD(Solver):
         """A fresh :class:`SGDState` at ``params0``."""
         rule = self.step_rule(problem)
         params = np.array(params0, dtype=float)
-        return SGDState(params, rule, rule.init(params), None, 0, _seed(self.opts["random_state"]))
+        return SGDState(params, rule, rule.init(params), None, 0, root_seed(self.opts["random_state"]))
 
     def solve(self, problem, engine, params0, state=None):
         """Run up to ``max_iter`` epochs from ``params0``, or from ``state`` to continue a run.
