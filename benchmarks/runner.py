@@ -156,7 +156,7 @@ class _Runner:
 
         out = {}
         ladder = method.tolerances(data, case.problem) if method.kind == "fit" else ()
-        if ladder and method.knob == "tol":  # counts (epochs, iterations) are not thinned
+        if ladder and method.knob == "tol" and method.thinned:  # counts are never thinned
             ladder = thin(ladder, suite.ladder_stride)
             if start is not None and not any(math.isclose(start, t, rel_tol=1e-6)
                                              for t in ladder):

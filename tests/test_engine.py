@@ -6,7 +6,7 @@ import pytest
 
 from daskglm.engine import DistributedEngine, LocalEngine, make_engine
 from daskglm.families import Binomial, Gaussian
-from daskglm.kernels import Stats, gram, loss_grad, tree_sum
+from daskglm.kernels import Stats, gram, loss_grad, loss_grad_hess, tree_sum
 
 from .conftest import make_data
 
@@ -88,6 +88,30 @@ def test_gram_is_exact_and_stable_across_partitions():
     np.testing.assert_allclose(stats.sxx, centred.T @ centred, rtol=1e-8)  # naive: ~1e-4
     np.testing.assert_allclose(stats.sxy, centred.T @ (y - y.mean()), rtol=1e-8)
     np.testing.assert_allclose(stats.mean_x, X.mean(0), rtol=1e-14)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+def test_second_moments_with_more_columns_than_cache_block_rows(monkeypatch, weights):
+    import daskglm.kernels as kernels
+
+    # 64-row cache blocks for 200 columns: the products' blocks grow to 200 rows
+    monkeypatch.setattr(kernels, "BLOCK_BYTES", 1 << 10)
+    assert kernels._block_rows(200) == 64 and kernels._block_rows(200, products=True) == 200
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(1000, 200)) + 3.0
+    y = (rng.uniform(size=1000) < 0.4).astype(float)
+    w = rng.uniform(0.5, 2.0, size=1000) if weights else None
+    params = rng.normal(scale=0.05, size=201)
+    stats = loss_grad_hess((X, y, w), params, Binomial(), True)
+    eta = X @ params[:-1] + params[-1]
+    h = Binomial().variance(eta) * (1.0 if w is None else w)
+    design = np.hstack([X, np.ones((1000, 1))])
+    np.testing.assert_allclose(stats.hess, design.T @ (h[:, None] * design), rtol=1e-10)
+    moments = gram((X, y, w))
+    weight = np.ones(1000) if w is None else w
+    mean = weight @ X / weight.sum()
+    np.testing.assert_allclose(moments.sxx, (X - mean).T @ (weight[:, None] * (X - mean)),
+                               rtol=1e-10, atol=1e-8)
 
 
 def test_column_chunked_and_unknown_chunks_are_handled(binomial_data):

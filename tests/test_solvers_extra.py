@@ -328,6 +328,30 @@ def test_admm_history_and_rounds():
     assert objectives[-1] <= objectives[0]
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("family, fit_intercept, curvature", [
+    ("binomial", False, 0.25),   # p (1 - p) at p = 1/2
+    ("poisson", True, 1.0),      # exp(0)
+    ("gaussian", True, 1.0),
+])
+def test_admm_auto_rho_is_a_fraction_of_the_starting_curvature(family, fit_intercept, curvature):
+    from daskglm.solvers.admm import RHO_FACTOR
+
+    X, y, _ = make_data(family)
+    Xd, yd = chunked(X, y, None, 4)[:2]
+    model = {
+        "binomial": daskglm.LogisticRegression(C=0.5, fit_intercept=fit_intercept),
+        "poisson": daskglm.PoissonRegressor(alpha=0.1, fit_intercept=fit_intercept),
+        "gaussian": daskglm.Ridge(alpha=1.0, fit_intercept=fit_intercept),
+    }[family].set_params(solver="admm", max_iter=1)
+    model.fit(Xd, yd)
+    # history records rho on the per-partition scale, rho / N
+    assert model.history_[0]["step"] * 4 == pytest.approx(RHO_FACTOR * curvature, rel=1e-12)
+    explicit = clone(model).set_params(solver_options={"rho": 0.3})
+    explicit.fit(Xd, yd)
+    assert explicit.history_[0]["step"] * 4 == pytest.approx(0.3, rel=1e-12)
+
+
 # the distributed engine ----------------------------------------------------------------
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("solver", ["admm", "averaging"])
@@ -413,13 +437,15 @@ def test_smooth_only_solvers_reject_l1(solver):
         ("averaging", {"correction": "exact"}, "must be None or 'newton'"),
         ("averaging", {"local_max_iter": 0}, "'local_max_iter' of solver 'averaging' must be an"),
         ("admm", {"rho": 0.0}, "'rho' of solver 'admm' must be a number > 0"),
+        ("admm", {"rho": "large"}, "'rho' of solver 'admm' must be 'auto' or a number > 0"),
         ("admm", {"tau": 1.0}, "'tau' of solver 'admm' must be a number > 1"),
         ("proximal", {"step_size": -1.0}, "'step_size' of solver 'proximal' must be a number > 0"),
         ("proximal", {"momentum": True}, "Unknown option"),
         ("newton", {"max_line_search": 0.5}, "must be an integer >= 1"),
         ("newton", {"memory": 3}, "Unknown option"),
     ],
-    ids=["averaging-correction", "averaging-local-max-iter", "admm-rho", "admm-tau",
+    ids=["averaging-correction", "averaging-local-max-iter", "admm-rho", "admm-rho-name",
+         "admm-tau",
          "proximal-step-size", "proximal-unknown", "newton-line-search", "newton-unknown"],
 )
 def test_bad_solver_options(solver, options, message):

@@ -105,6 +105,10 @@ class Method:
     time_cap_s : float or None
         Calibration stops tightening once one run takes longer than this (the gap reached
         is then reported as a miss under the cap); None means the suite's cap.
+    thinned : bool
+        Whether a suite may calibrate on every ``ladder_stride``-th tolerance only.  False
+        for methods whose gap jumps by decades between neighbouring tolerances (ADMM's
+        residual test), which a thinned ladder would leave at the far side of each jump.
     """
 
     name = "method"
@@ -116,6 +120,7 @@ class Method:
     knob = "tol"
     target_gap = None
     time_cap_s = None
+    thinned = True
 
     def supports(self, problem) -> bool:
         """Whether the method can solve ``problem`` exactly as stated (same objective).
