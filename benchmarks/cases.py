@@ -226,7 +226,7 @@ QUICK_STARTS = {
 #: the ADMMs' 1e-8 entries settings near the ones exploratory runs accepted.
 FULL_STARTS = {
     **QUICK_STARTS,
-    "logistic-l2-admm": ((entry_id("daskglm-admm", 1e-8), 1e-6),
+    "logistic-l2-admm": ((entry_id("daskglm-admm", 1e-8), 5),
                          (entry_id("dask-glm-admm", 1e-8), 4)),
     "logistic-l2-spark": (("daskglm-lbfgs", 1e-5), ("sklearn-lbfgs", 1e-5)),
 }

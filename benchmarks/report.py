@@ -310,9 +310,10 @@ method is calibrated to the loosest setting of its own stopping criterion (or th
 epochs) that reaches its target gap, and timed at that setting; times are medians of
 repeated runs, on data persisted on the workers before anything is timed, with fixed
 seeds.  Versions of every library, the machine and its load average are listed with each
-run: these were taken on a small machine other jobs were using at the same time, so their
-absolute times are noisy; the ratios between methods timed in the same run are the
-figures to read.
+run.  They were taken on a small machine (2 cores) that other jobs may share, so absolute
+times are noisy; the ratios between methods timed in the same run are the figures to
+read.  A page may hold several runs of the full suite, each over some of its cases
+(`--only`); their commands are listed with their tables.
 """
 
 

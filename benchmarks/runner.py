@@ -156,7 +156,7 @@ class _Runner:
 
         out = {}
         ladder = method.tolerances(data, case.problem) if method.kind == "fit" else ()
-        if ladder and method.knob == "tol" and method.thinned:  # counts are never thinned
+        if ladder and method.knob == "tol":  # counts (epochs, iterations) are not thinned
             ladder = thin(ladder, suite.ladder_stride)
             if start is not None and not any(math.isclose(start, t, rel_tol=1e-6)
                                              for t in ladder):
@@ -362,7 +362,14 @@ def run_suite(suite, log=_silent, only=()):
                 log(f"data {spec.label}: skipped (needs about {needed / 2**30:.1f} GiB)")
                 continue
             log(f"data {spec.label}: generating and persisting")
-            data = make_data(spec, client)
+            try:
+                data = make_data(spec, client)
+            except Exception as error:  # e.g. workers killed for memory: go on without it
+                for case in group:
+                    skipped.append({"case": case.name, "data": spec.label,
+                                    "reason": f"the data set could not be built: {error!r}"})
+                log(f"  failed: {error!r}")
+                continue
             log(f"  {data.seconds:.1f} s")
             for case in group:
                 result = run_case(case, data, runner, log)

@@ -6,12 +6,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["Fit", "Method", "Unsupported", "TOLERANCE_LADDER", "EPOCH_LADDER", "ladder"]
+__all__ = ["Fit", "Method", "Unsupported", "TOLERANCE_LADDER", "EPOCH_LADDER",
+           "ITERATION_LADDER", "ladder"]
 
 #: Default tolerances tried, loosest first, for solvers whose tolerance bounds the
 #: largest entry of the gradient of the MEAN objective (scipy's ``gtol`` on that scale):
 #: four per decade from 1e-3 to 1e-10.
 TOLERANCE_LADDER = tuple(float(t) for t in np.logspace(-3, -10, 29))
+
+#: Iterations tried, fewest first, where the knob is the number of iterations.
+ITERATION_LADDER = (1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)
 
 #: Epochs tried, fewest first, by stochastic methods (their knob is the number of passes).
 EPOCH_LADDER = (1, 2, 3, 5, 8, 13, 20)
@@ -97,7 +101,7 @@ class Method:
         as the cluster has in all (the same cores as the distributed methods).
     knob : str
         What the calibration ladder sets: ``"tol"`` (a stopping tolerance in the
-        method's own units) or ``"epochs"`` (passes over the data).
+        method's own units), ``"epochs"`` (passes over the data) or ``"iterations"``.
     target_gap : float or None
         The relative objective gap this method is asked to reach when the case does not
         say otherwise; None means the suite's target.  Set for methods that cannot reach
@@ -105,10 +109,6 @@ class Method:
     time_cap_s : float or None
         Calibration stops tightening once one run takes longer than this (the gap reached
         is then reported as a miss under the cap); None means the suite's cap.
-    thinned : bool
-        Whether a suite may calibrate on every ``ladder_stride``-th tolerance only.  False
-        for methods whose gap jumps by decades between neighbouring tolerances (ADMM's
-        residual test), which a thinned ladder would leave at the far side of each jump.
     """
 
     name = "method"
@@ -120,7 +120,6 @@ class Method:
     knob = "tol"
     target_gap = None
     time_cap_s = None
-    thinned = True
 
     def supports(self, problem) -> bool:
         """Whether the method can solve ``problem`` exactly as stated (same objective).

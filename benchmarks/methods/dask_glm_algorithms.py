@@ -30,12 +30,9 @@ from dataclasses import replace
 import numpy as np
 
 from ..problems import LogisticL2
-from .base import TOLERANCE_LADDER, Fit, Method, Unsupported, ladder
+from .base import ITERATION_LADDER, TOLERANCE_LADDER, Fit, Method, Unsupported, ladder
 
 __all__ = ["DaskGlmSolver", "ITERATION_LADDER"]
-
-#: Iterations tried, fewest first, where the knob is the number of iterations.
-ITERATION_LADDER = (1, 2, 3, 4, 5, 6, 8, 10, 13, 16, 20, 25, 32, 40, 50)
 
 
 @contextlib.contextmanager

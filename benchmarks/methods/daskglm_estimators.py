@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ..problems import LeastSquares, LogisticL2, PoissonL2
-from .base import EPOCH_LADDER, TOLERANCE_LADDER, Fit, Method, ladder
+from .base import EPOCH_LADDER, ITERATION_LADDER, TOLERANCE_LADDER, Fit, Method
 
 __all__ = ["DaskglmFit", "DaskglmSGD"]
 
@@ -83,17 +83,20 @@ class DaskglmFit(Method):
         The ladder (default :data:`~benchmarks.methods.base.TOLERANCE_LADDER`).
     target_gap : float, optional
         The method's own gap target (default: the suite's).
-    thinned : bool
-        See :class:`~benchmarks.methods.base.Method`.
+    knob : {"tol", "iterations"}
+        What the ladder sets: ``tol``, or ``max_iter`` (:data:`ITERATION_LADDER`, with the
+        solver's default ``tol``), for a solver whose stopping test is too coarse to land
+        near a gap target (ADMM's residual test: at neighbouring tolerances it stops one
+        or several iterations apart).
     """
 
     library = "daskglm"
     where = "cluster"
 
     def __init__(self, solver, problems, iterative=True, options=None, name=None, label=None,
-                 max_iter=10_000, tolerances=TOLERANCE_LADDER, target_gap=None, thinned=True):
+                 max_iter=10_000, tolerances=TOLERANCE_LADDER, target_gap=None, knob="tol"):
         self.solver = solver
-        self.thinned = thinned
+        self.knob = knob
         self.problems = tuple(problems)
         self.iterative = iterative
         self.options = dict(options or {})
@@ -108,13 +111,17 @@ class DaskglmFit(Method):
         return isinstance(problem, self.problems)
 
     def tolerances(self, data, problem):
-        return self.ladder if self.iterative else ()
+        if not self.iterative:
+            return ()
+        return ITERATION_LADDER if self.knob == "iterations" else self.ladder
 
     def run(self, data, problem, tol):
         options = {"solver": self.solver, "max_iter": self.max_iter}
         if self.options:
             options["solver_options"] = dict(self.options)
-        if tol is not None:
+        if self.knob == "iterations":
+            options["max_iter"] = int(tol)
+        elif tol is not None:
             options["tol"] = tol
         return _fit(_estimator(problem, **options), data, problem)
 
@@ -185,9 +192,9 @@ def methods():
         DaskglmFit("gd", smooth),
         DaskglmFit("newton", smooth),
         DaskglmFit("proximal", smooth),
-        # ADMM's tolerance bounds its residuals: loose values already stop it near the
-        # optimum, and one step of the ladder can be the difference of several iterations
-        DaskglmFit("admm", smooth, tolerances=ladder(1e-1, 1e-10), thinned=False),
+        # as dask-glm's ADMM: its residual test stops it 1 or 4 iterations in at
+        # neighbouring tolerances, far on either side of a gap target
+        DaskglmFit("admm", smooth, knob="iterations"),
         DaskglmFit("averaging", smooth, options={"correction": "newton"},
                    name="daskglm-averaging-newton"),
         DaskglmFit("normal", (LeastSquares,), iterative=False),
