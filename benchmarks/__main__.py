@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import pathlib
+import shlex
 import sys
 
 __all__ = ["main"]
@@ -46,7 +47,7 @@ def _run(args):
     if overrides:
         suite = dataclasses.replace(suite, **overrides)
     results = run_suite(suite, log=_log, only=args.only)
-    results["command"] = " ".join(["python -m benchmarks", *args.argv])
+    results["command"] = "python -m benchmarks " + shlex.join(args.argv)
     path = write_json(results, args.output)
     print(markdown(results))
     print(f"Results written to {path}")
