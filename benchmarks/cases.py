@@ -210,7 +210,7 @@ QUICK_STARTS = {
     "logistic-l2": (
         ("daskglm-lbfgs", 1e-5), ("daskglm-gd", 1e-5), ("daskglm-newton", 1e-4),
         ("daskglm-proximal", 1e-5),
-        (entry_id("dask-glm-admm", 1e-4), 2), (entry_id("dask-glm-admm", 1e-6), 4),
+        (entry_id("dask-glm-admm", 1e-4), 2), (entry_id("dask-glm-admm", 1e-6), 3),
         ("dask-glm-lbfgs", 1e-5 * STANDARD_ROWS), ("dask-glm-gradient_descent", 1e-5),
         ("dask-glm-proximal_grad", 1e-6), ("dask-ml-logistic", 1e-5 * STANDARD_ROWS),
         ("sklearn-lbfgs", 1e-5), ("sklearn-lbfgs-1thread", 1e-5),
