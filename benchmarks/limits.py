@@ -13,23 +13,17 @@ each daskglm method's time per round by the one-read time (:func:`one_read_secon
 
 from __future__ import annotations
 
-import statistics
-import time
-
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+from .timing import measure
 
 __all__ = ["measure_limits", "one_read_seconds"]
 
 
 def _median_seconds(function, repeats=5):
     function()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return measure(function, repeats)[0].median
 
 
 def measure_limits(data, threads, log=print):

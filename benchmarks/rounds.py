@@ -27,6 +27,8 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .timing import measure
+
 __all__ = ["profile_rounds", "main"]
 
 
@@ -50,12 +52,7 @@ def _is_aligned(part):
 
 
 def _median_seconds(function, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return measure(function, repeats)[0].median
 
 
 def _cluster_rounds(engine, params, family, repeats):
