@@ -29,13 +29,12 @@ them (:func:`kept_local`) and adds Dask's per-task control traffic.
 ============  ==================  ==============================  ============================
 kind          verb (method)       down (bytes)                    up (bytes)
 ============  ==================  ==============================  ============================
-validate      reduce (every fit)  ``8 G``                         ``24 T``
+validate      reduce (every fit)  ``8 G``                         ``8 (2 p + 4) T``
 gradient      reduce (gd, lbfgs,  ``8 (d + 1) G``                 ``8 (d + 2) T``
               proximal, newton)
 hessian       reduce (newton,     ``8 (d + 1) G``                 ``8 (d^2 + d + 2) T``
               averaging+newton)
 gram          reduce (normal)     ``0``                           ``8 (p^2 + 2 p + 3) T``
-moments       reduce (admm)       ``0``                           ``8 (2 p + 1) T``
 local_solve   map (averaging)     ``8 (d + 3) G``                 ``8 (d + 4) P`` (once)
 local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) P`` per iteration
 sizes         map (sgd)           ``0``                           ``16 P``
@@ -49,6 +48,9 @@ overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)`
 
 ``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
 ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
+The validation round returns the column sums and sums of squares of ``X`` with its row
+count, weight and size, so the solvers that standardise (``admm``, ``proximal``) need no
+round of their own for them.
 The engine does not use the table: it counts the bytes of the objects it actually sends
 and receives (:func:`nbytes`), which is what the table summarises; ``tests/test_comm.py``
 checks the two agree.
@@ -217,7 +219,7 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     Parameters
     ----------
     kind : str
-        One of ``"validate"``, ``"gradient"``, ``"hessian"``, ``"gram"``, ``"moments"``,
+        One of ``"validate"``, ``"gradient"``, ``"hessian"``, ``"gram"``,
         ``"averaging"`` (the local solves of divide-and-conquer averaging), ``"admm"``
         (one ADMM iteration's local solves), ``"sizes"``.
     n_params : int
@@ -226,8 +228,8 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     split_every : int
         Fan-in of the reduction tree.
     n_features : int, optional
-        Features ``p`` (for ``"gram"``, ``"moments"`` and ``"admm"``, which standardises
-        the columns by default); ``n_params`` by default.
+        Features ``p`` (for ``"validate"``, ``"gram"`` and ``"admm"``, which
+        standardises the columns by default); ``n_params`` by default.
     groups : int, optional
         Tasks ``G`` the partitions run in (one per worker thread on a cluster);
         ``partitions`` by default.
@@ -242,11 +244,10 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     p = d if n_features is None else int(n_features)
     T = G + tree_tasks(G, split_every)
     table = {
-        "validate": (8 * G, 24 * T),
+        "validate": (8 * G, 8 * (2 * p + 4) * T),
         "gradient": (8 * (d + 1) * G, 8 * (d + 2) * T),
         "hessian": (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
         "gram": (0, 8 * (p * p + 2 * p + 3) * T),
-        "moments": (0, 8 * (2 * p + 1) * T),
         "averaging": (8 * (d + 3) * G, 8 * (d + 4) * P),
         "admm": (8 * 2 * d * P + 8 * (d + 2 * p + 5) * G, 8 * (2 * d + 4) * P),
         "sizes": (0, 16 * P),

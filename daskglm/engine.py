@@ -111,6 +111,8 @@ class Engine:
         self.split_every = int(split_every)
         self.n_samples = 0
         self.sum_weight = 0.0
+        #: weighted column sums and sums of squares of ``X``, from the validation round
+        self.column_moments = None
 
     # verbs ---------------------------------------------------------------------------
     def reduce(self, kernel, *args, kind):
@@ -190,11 +192,13 @@ class Engine:
         """One round over the data: row count, total weight, NaN/inf, labels, weights.
 
         With ``labels``, the distinct target values are collected into ``self.labels``
-        instead of being checked against ``family``.  Raises ValueError naming every
-        problem found.
+        instead of being checked against ``family``.  The same read sums the columns of
+        ``X`` and their squares (``self.column_moments``), which standardising solvers
+        need.  Raises ValueError naming every problem found.
         """
         summary: PartitionSummary = self.reduce(summarize, family, labels, kind="validate")
         self.labels = summary.labels
+        self.column_moments = summary.moments
         self.data_bytes = summary.nbytes
         if self.reads_source:  # this round read the data from their source
             self.ledger.records[-1].bytes_read = summary.nbytes

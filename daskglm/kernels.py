@@ -335,6 +335,7 @@ def column_moments(part):
     weight = np.ones(X.shape[0]) if weight is None else weight
     sums = np.zeros(X.shape[1])
     squares = np.zeros(X.shape[1])
+    scratch = _scratch(X)
     for start, stop in _row_blocks(X):
         X_b, w_b = X[start:stop], weight[start:stop]
         sums += _transpose_product(X_b, w_b)
@@ -342,7 +343,7 @@ def column_moments(part):
             squared = type(X_b)((np.square(X_b.data, dtype=np.float64), X_b.indices, X_b.indptr),
                                 shape=X_b.shape)
         else:
-            squared = np.square(X_b, dtype=np.float64)
+            squared = np.square(X_b, out=scratch[: stop - start], dtype=np.float64)
         squares += _transpose_product(squared, w_b)
     return ColumnMoments(float(weight.sum()), sums, squares)
 
@@ -358,14 +359,19 @@ class PartitionSummary:
     labels: tuple | None = None
     #: Bytes the partition takes in memory (X as stored: dense, or CSR's three arrays).
     nbytes: int = 0
+    #: Weighted column sums and sums of squares of ``X`` (the same read).
+    moments: ColumnMoments | None = None
 
     def __add__(self, other):
         labels = None
         if self.labels is not None and other.labels is not None:
             labels = tuple(sorted(set(self.labels) | set(other.labels)))[:MAX_LABELS]
+        moments = None
+        if self.moments is not None and other.moments is not None:
+            moments = self.moments + other.moments
         return PartitionSummary(
             self.rows + other.rows, self.weight + other.weight, self.problems + other.problems,
-            labels, self.nbytes + other.nbytes,
+            labels, self.nbytes + other.nbytes, moments,
         )
 
 
@@ -407,15 +413,21 @@ def _is_finite(a):
 
 
 def summarize(part, family, labels=False):
-    """Row count, total weight and a list of problems (NaN/inf, bad labels, bad weights).
+    """Row count, total weight, column moments and a list of problems (NaN/inf, bad labels,
+    bad weights).
 
     With ``labels``, the distinct target values are collected instead of checking them
-    against ``family`` (class labels are encoded after validation).
+    against ``family`` (class labels are encoded after validation).  ``X`` is read once:
+    its weighted column sums and sums of squares are finite exactly when every entry is
+    (with finite weights), unless a square overflows, so only sums that are not finite
+    call for an entry-by-entry check.
     """
     X, y, weight = part
     problems = []
     found = None
-    if not _is_finite(X):
+    moments = column_moments(part)
+    finite_moments = bool(np.isfinite(moments.sums).all() and np.isfinite(moments.squares).all())
+    if not finite_moments and not _is_finite(X):
         problems.append("Input X contains NaN or infinity.")
     if not _is_finite(y):
         problems.append("Input y contains NaN or infinity.")
@@ -434,7 +446,7 @@ def summarize(part, family, labels=False):
             problems.append("sample_weight has negative values; weights must be >= 0.")
         total = float(weight.sum())
     size = stored_bytes(X) + stored_bytes(y) + stored_bytes(weight)
-    return PartitionSummary(int(X.shape[0]), total, problems, found, size)
+    return PartitionSummary(int(X.shape[0]), total, problems, found, size, moments)
 
 
 def tree_sum(items, split_every=8):

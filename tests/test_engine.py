@@ -167,3 +167,25 @@ def test_tree_sum_is_fixed_order():
     assert tree_sum(items, 3).loss == sum(range(10))
     with pytest.raises(ValueError):
         tree_sum([], 8)
+
+
+def test_validation_returns_the_column_moments_and_checks_entries_through_them(binomial_data):
+    X, y, w = binomial_data
+    Xd, yd, wd = (da.from_array(a, chunks=(UNEVEN,) + a.shape[1:]) for a in (X, y, w))
+    with make_engine(Xd, yd, wd, family=Binomial(), client=None) as engine:
+        assert [r.kind for r in engine.ledger.records] == ["validate"]
+        moments = engine.column_moments
+    np.testing.assert_allclose(moments.sums, w @ X, rtol=1e-12)
+    np.testing.assert_allclose(moments.squares, w @ X**2, rtol=1e-12)
+    assert moments.weight == pytest.approx(w.sum(), rel=1e-14)
+
+    # squares that overflow are not mistaken for non-finite entries
+    huge = X.copy()
+    huge[5, 1] = 1e200
+    with make_engine(huge, y, w, family=Binomial(), client=None, n_partitions=3) as engine:
+        assert not np.isfinite(engine.column_moments.squares[1])
+    # a NaN in a row of zero weight is still found
+    holed, zeroed = X.copy(), w.copy()
+    holed[7, 2], zeroed[7] = np.nan, 0.0
+    with pytest.raises(ValueError, match="Input X contains NaN or infinity"):
+        make_engine(holed, y, zeroed, family=Binomial(), client=None, n_partitions=3)

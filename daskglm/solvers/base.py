@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..families import Family
-from ..kernels import column_moments, gram, loss_grad, loss_grad_hess
+from ..kernels import gram, loss_grad, loss_grad_hess
 from ..penalties import Penalty
 
 __all__ = ["Problem", "Objective", "SolverResult", "Solver", "History"]
@@ -86,8 +86,11 @@ class Objective:
         return self.engine.reduce(gram, kind="gram")
 
     def column_moments(self):
-        """Weighted means and mean squares of the columns of ``X``: one round."""
-        stats = self.engine.reduce(column_moments, kind="moments")
+        """Weighted means and mean squares of the columns of ``X``, from the validation
+        round (no round of their own)."""
+        stats = self.engine.column_moments
+        if stats is None:
+            raise RuntimeError("The engine has not been validated: no column moments yet.")
         return stats.sums / stats.weight, stats.squares / stats.weight
 
     def nonsmooth_value(self, params):
