@@ -145,9 +145,9 @@ def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, sca
                    coordinates=None):
     """ADMM's local step: ``argmin_x scale * loss(x) + rho / 2 * |x - center + dual|^2``.
 
-    Warm-started from the partition's previous solution.  In the same pass the loss and
-    gradient sums at ``center`` are returned, so the driver can follow the objective of
-    the consensus point without another round.  With ``coordinates``, ``x``, ``dual`` and
+    Warm-started from the partition's previous solution.  The loss and gradient sums at
+    ``center`` are returned too, so the driver can follow the objective of the consensus
+    point without another round (they cost no extra pass when the solve starts there).  With ``coordinates``, ``x``, ``dual`` and
     ``center`` are in those coordinates (:mod:`daskglm.coordinates`).
 
     Parameters
@@ -183,7 +183,10 @@ def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, sca
     at_center = loss_grad(part, coordinates.to_params(center), family, fit_intercept)
 
     def fun(theta):
-        stats = loss_grad(part, coordinates.to_params(theta), family, fit_intercept)
+        if np.array_equal(theta, center):  # a start at the consensus point: no second pass
+            stats = at_center
+        else:
+            stats = loss_grad(part, coordinates.to_params(theta), family, fit_intercept)
         diff = theta - target
         return (scale * stats.loss + 0.5 * rho * float(diff @ diff),
                 scale * coordinates.grad_to_theta(stats.grad) + rho * diff)

@@ -335,7 +335,7 @@ def test_admm_history_and_rounds():
     ("gaussian", True, 1.0),
 ])
 def test_admm_auto_rho_is_a_fraction_of_the_starting_curvature(family, fit_intercept, curvature):
-    from daskglm.solvers.admm import RHO_FACTOR
+    from daskglm.solvers.admm import RHO_FACTOR, RHO_FACTOR_L1
 
     X, y, _ = make_data(family)
     Xd, yd = chunked(X, y, None, 4)[:2]
@@ -350,6 +350,11 @@ def test_admm_auto_rho_is_a_fraction_of_the_starting_curvature(family, fit_inter
     explicit = clone(model).set_params(solver_options={"rho": 0.3})
     explicit.fit(Xd, yd)
     assert explicit.history_[0]["step"] * 4 == pytest.approx(0.3, rel=1e-12)
+    if family == "gaussian":  # with an L1 part, a larger fraction
+        lasso = daskglm.Lasso(alpha=0.1, fit_intercept=fit_intercept, solver="admm", max_iter=1)
+        lasso.fit(Xd, yd)
+        assert lasso.history_[0]["step"] * 4 == pytest.approx(RHO_FACTOR_L1 * curvature,
+                                                              rel=1e-12)
 
 
 # the distributed engine ----------------------------------------------------------------

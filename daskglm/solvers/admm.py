@@ -10,14 +10,22 @@ from ..coordinates import Standardised
 from ..local import proximal_point
 from .base import History, Objective, Solver, SolverResult
 
-__all__ = ["ADMM", "RHO_FACTOR"]
+__all__ = ["ADMM", "RHO_FACTOR", "RHO_FACTOR_L1"]
 
-#: ``rho="auto"`` is this fraction of the loss's curvature at the starting point.  In 8
-#: partitions, on logistic (1,000,000 x 50), Poisson, lasso and L1-logistic (200,000 x
-#: 50) problems, it reached a relative objective gap of 1e-4 in 2 to 8 iterations against
-#: 4 to 14 with ``rho=1``, and 1e-8 in 11 to 16 against 13 to 31; only on the lasso was
-#: ``rho=1`` ahead, by one or two iterations.
-RHO_FACTOR = 0.05
+#: ``rho="auto"`` is this fraction of the loss's curvature at the starting point, for
+#: smooth penalties (none, L2).  A small ``rho`` makes the first iteration close to one-shot
+#: averaging, which is where most of the way to the optimum is made on row partitions of
+#: the same distribution; residual balancing then raises it.  In 8 partitions, to relative
+#: objective gaps of 1e-4 / 1e-6 / 1e-8, it took 1 / 2 / 3 iterations on 1,000,000 x 50
+#: L2-logistic (0.05: 2 / 3 / 6), and 2 / 2 / 14 and 2 / 2 / 13 on 200,000 x 50 logistic
+#: and Poisson problems with intercepts (0.05: 2 / 4 / 13 and 2 / 3 / 14).
+RHO_FACTOR = 0.02
+
+#: ``rho="auto"`` for penalties with an L1 part, where the consensus step also selects the
+#: non-zero coefficients.  On 200,000 x 50 L1-logistic it took 7 / 14 / 20 iterations to
+#: the gaps above against 8 / 17 / 27 at 0.02; on the lasso the two were within one
+#: iteration of each other (11 / 16 / 20 and 11 / 15 / 19).
+RHO_FACTOR_L1 = 0.05
 
 
 class ADMM(Solver):
@@ -32,8 +40,8 @@ class ADMM(Solver):
     * the driver sets ``z`` to the proximal operator of ``g`` (step ``1 / (N rho)``) at
       the mean of ``x_i + u_i``, and ``u_i += x_i - z``.
 
-    One round first computes the column moments of ``X`` and the iterations run in
-    standardised coordinates (the local solves included).  The partitions' ``x_i`` and
+    The iterations run in standardised coordinates (the local solves included), from the
+    column moments of ``X`` that the validation round returns.  The partitions' ``x_i`` and
     ``u_i`` live on the driver and travel with each round (two vectors per partition,
     through :meth:`~daskglm.engine.Engine.map_each`).  ``rho`` is rebalanced when the
     primal residual ``|x - z|`` and the dual residual ``rho |z - z_old|`` drift more than
@@ -49,9 +57,9 @@ class ADMM(Solver):
     rho : float or "auto", default "auto"
         Initial augmented-Lagrangian parameter on the mean-loss scale: each partition's
         term is ``rho / (2 N) * |x_i - z + u_i|^2`` for ``N`` partitions.  ``"auto"``
-        takes ``RHO_FACTOR`` times the family's curvature (its variance function) at the
-        starting point's mean, which in standardised coordinates is the scale of the
-        loss's Hessian.  A ``rho`` well below that curvature makes the consensus move in
+        takes ``RHO_FACTOR`` (``RHO_FACTOR_L1`` for L1 and elastic-net penalties) times
+        the family's curvature (its variance function) at the starting point's mean,
+        which in standardised coordinates is the scale of the loss's Hessian.  A ``rho`` well below that curvature makes the consensus move in
         large steps (its first iteration is close to one-shot averaging) and suits row
         partitions drawn from the same distribution, the usual case; residual balancing
         raises it where the partitions disagree.
@@ -64,7 +72,7 @@ class ADMM(Solver):
     standardize : bool, default True
         Run in standardised coordinates (:mod:`daskglm.coordinates`: as if ``X`` were
         centred and scaled to unit variance), which removes the ill-conditioning column
-        offsets and unequal scales cause; one extra round computes the column moments.
+        offsets and unequal scales cause (no extra round).
     local_max_iter : int, default 500
         Most L-BFGS-B iterations of each local solve.
     """
@@ -149,7 +157,7 @@ class ADMM(Solver):
         curvature = float(problem.family.variance(np.array([intercept]))[0])
         if not (math.isfinite(curvature) and curvature > 0):
             curvature = 1.0
-        return RHO_FACTOR * curvature
+        return (RHO_FACTOR if problem.penalty.smooth else RHO_FACTOR_L1) * curvature
 
     @staticmethod
     def _record(history, objective, z, fits, rho):

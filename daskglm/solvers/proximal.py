@@ -119,11 +119,11 @@ class ProximalGradient(Solver):
 
     Handles every family with no, L2, L1 or elastic-net penalty.  Every trial point and
     every extrapolated point is one engine round returning the loss and its gradient
-    together, so an iteration costs two rounds when no step is rejected.  One more round
-    first computes the column moments of ``X``, and the iterations run in standardised
-    coordinates (:mod:`daskglm.coordinates`: as if ``X`` were centred and scaled to unit
-    variance, without forming such a copy), which removes the ill-conditioning that
-    column offsets and unequal column scales cause.  Stops when the largest violation of
+    together, so an iteration costs two rounds when no step is rejected.  The iterations
+    run in standardised coordinates (:mod:`daskglm.coordinates`: as if ``X`` were centred
+    and scaled to unit variance, without forming such a copy, from the column moments the
+    validation round returns), which removes the ill-conditioning that column offsets and
+    unequal column scales cause.  Stops when the largest violation of
     the optimality conditions (the distance of the gradient to the penalty's
     subdifferential, in the original coordinates) is at most ``tol``.
 
@@ -135,7 +135,7 @@ class ProximalGradient(Solver):
     restart : bool, default True
         Restart the momentum whenever it points uphill.
     standardize : bool, default True
-        Run in standardised coordinates (one extra round).
+        Run in standardised coordinates (no extra round).
     max_line_search : int, default 50
         Trials per iteration before giving up.
     """
