@@ -9,8 +9,8 @@ to ``X``.  Dense partitions are processed in cache-sized row blocks so that each
 
 Sparse partitions are scipy CSR matrices (:func:`as_csr_or_dense` converts any other sparse
 layout once, when a partition is packed) and every kernel works on them without densifying
-``X``: products with ``X`` and ``X.T`` are sparse products, and second moments come from the
-sparse ``X^T W X``.
+``X``: products with ``X`` and ``X.T`` are sparse products, and second moments ``X^T W X``
+are accumulated from each row's non-zeros into a dense array (:mod:`daskglm.csr_products`).
 
 Every statistic returned here is a sum over rows and supports ``+``; :func:`tree_sum`
 adds a list of them in a fixed order, which is how every engine reduces them.  Nothing in
@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+
+from .csr_products import csr_weighted_gram
 
 __all__ = [
     "Stats",
@@ -104,12 +106,6 @@ def as_csr_or_dense(X):
     return np.ascontiguousarray(X)
 
 
-def _scale_rows(X, factors):
-    """``diag(factors) @ X`` for a CSR matrix, sharing ``X``'s index arrays."""
-    data = X.data * np.repeat(factors, np.diff(X.indptr))
-    return type(X)((data, X.indices, X.indptr), shape=X.shape)
-
-
 def linear_predictor(X, params, fit_intercept):
     """``X @ coef (+ intercept)`` for one block of rows."""
     if fit_intercept:
@@ -163,8 +159,7 @@ def loss_grad(part, params, family, fit_intercept):
 def _weighted_gram(X_b, h, scratch):
     """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block (``scratch``: a block buffer)."""
     if sp.issparse(X_b):
-        gram_b = (X_b.T @ _scale_rows(X_b, h)).toarray()  # sparse product, d x d result
-        return gram_b, _transpose_product(X_b, h)
+        return csr_weighted_gram(X_b, h), _transpose_product(X_b, h)
     # X_b^T diag(h) X_b as S^T S with S = diag(sqrt(h)) X_b: numpy hands a product of an
     # array with its own transpose to BLAS's symmetric rank-k update, half the work of a
     # general product.  Curvatures h are never negative (convex losses, weights >= 0).
@@ -263,8 +258,8 @@ def _sparse_gram(X, y, weight):
     """Centred weighted Gram statistics of a CSR partition, ``X`` never densified.
 
     With ``W`` the total weight and ``m = X^T w / W`` the weighted column means,
-    ``Sxx = X^T W X - W m m^T`` from the sparse product ``X^T W X``; ``Sxy = X^T (w * (y -
-    mean_y))`` and ``Syy`` are exact.  Unlike the dense kernel's centred products, the
+    ``Sxx = X^T W X - W m m^T``, with ``X^T W X`` summed from the rows' non-zeros;
+    ``Sxy = X^T (w * (y - mean_y))`` and ``Syy`` are exact.  Unlike the dense kernel's centred products, the
     subtraction in ``Sxx`` loses relative accuracy of about ``eps * max(m^2) / var`` for a
     column whose mean is large against its spread; sparse columns, mostly zeros, have small
     means.  Partitions are still merged exactly by :class:`GramStats`.
@@ -277,8 +272,7 @@ def _sparse_gram(X, y, weight):
     mean_y = float(weight @ y) / total
     yc = y - mean_y
     wyc = yc * weight
-    xtwx = np.asarray((X.T @ _scale_rows(X, weight)).toarray())
-    sxx = xtwx - total * np.outer(mean_x, mean_x)
+    sxx = csr_weighted_gram(X, weight) - total * np.outer(mean_x, mean_x)
     return GramStats(total, mean_x, mean_y, sxx, _transpose_product(X, wyc), float(wyc @ yc))
 
 

@@ -9,6 +9,7 @@ import sparse
 
 import daskglm
 from daskglm.comm import nbytes
+from daskglm.csr_products import csr_weighted_gram
 from daskglm.families import Binomial, Gaussian, Poisson
 from daskglm.kernels import (
     as_csr_or_dense,
@@ -332,3 +333,22 @@ def test_local_sgd_on_sparse_rows_matches_dense(penalty, rule, average_from, laz
     assert a.loss == pytest.approx(b.loss, rel=1e-10)
     assert a.batch_weight == pytest.approx(b.batch_weight, rel=1e-12)
     np.testing.assert_allclose(a.rate, b.rate, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype, index_dtype", [(np.float64, np.int32), (np.float32, np.int64)],
+                         ids=["float64-int32", "float32-int64"])
+def test_compiled_weighted_gram_is_the_sparse_product(dtype, index_dtype):
+    rng = np.random.default_rng(4)
+    X = sp.random(500, 30, density=0.2, format="csr", random_state=4, dtype=dtype)
+    X[7] = 0.0  # a row without non-zeros
+    X = as_csr_or_dense(X)
+    X.indices, X.indptr = X.indices.astype(index_dtype), X.indptr.astype(index_dtype)
+    h = rng.uniform(0.0, 2.0, size=500)
+    h[::9] = 0.0
+    reference = (X.T @ sp.diags(h) @ X).toarray()
+    got = csr_weighted_gram(X, h)
+    np.testing.assert_allclose(got, reference, rtol=1e-12 if dtype == np.float64 else 1e-6,
+                               atol=1e-12)
+    np.testing.assert_array_equal(got, got.T)
+    np.testing.assert_allclose(csr_weighted_gram(X), (X.T @ X).toarray(), rtol=1e-6, atol=1e-12)
+    assert csr_weighted_gram(X[:0]).shape == (30, 30)
