@@ -173,10 +173,18 @@ def _index_dtype(n_features):
     return np.int32 if n_features <= np.iinfo(np.int32).max else np.int64
 
 
-def _create(group, name, shape, chunks, dtype):
+def _create(group, name, shape, chunks, dtype, compressor="default"):
     """A new array in ``group`` (zarr-python 3, or 2's ``create_dataset``)."""
-    create = getattr(group, "create_array", None) or group.create_dataset
-    return create(name, shape=shape, chunks=chunks, dtype=dtype)
+    create_array = getattr(group, "create_array", None)
+    if create_array is not None:
+        options = {} if _is_default(compressor) else {"compressors": compressor}
+        return create_array(name, shape=shape, chunks=chunks, dtype=dtype, **options)
+    options = {} if _is_default(compressor) else {"compressor": compressor}
+    return group.create_dataset(name, shape=shape, chunks=chunks, dtype=dtype, **options)
+
+
+def _is_default(compressor):
+    return isinstance(compressor, str) and compressor == "default"
 
 
 def _open_for_writing(path, zarr_format):
@@ -190,7 +198,7 @@ def _open_for_writing(path, zarr_format):
 
 
 def write_zarr(path, X, y, sample_weight=None, *, chunks=None, zarr_format=None,
-               max_row_nnz=None):
+               max_row_nnz=None, compressor="default"):
     """Write ``(X, y, sample_weight)`` to a zarr store in daskglm's layout, chunk by chunk.
 
     The arrays are rechunked to regular row chunks (all columns in one chunk) that match
@@ -217,6 +225,11 @@ def write_zarr(path, X, y, sample_weight=None, *, chunks=None, zarr_format=None,
         Sparse ``X`` only: a known upper bound on the non-zeros of a row, the width ``k``
         of the padded layout.  Without it, ``X`` is computed once more to find the
         largest row.
+    compressor : "default", None or a codec
+        Compression of every array: zarr's default (Zstandard with zarr-python 3), None
+        for none, or a codec zarr accepts for the store's format (``zarr.codecs`` for
+        format 3, ``numcodecs`` for 2).  Uncompressed stores take more disk but are
+        faster to stream: every pass over a compressed store decompresses it again.
 
     Returns
     -------
@@ -227,6 +240,8 @@ def write_zarr(path, X, y, sample_weight=None, *, chunks=None, zarr_format=None,
 
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D; got shape {X.shape}.")
+    if isinstance(compressor, str) and not _is_default(compressor):
+        raise ValueError(f"compressor must be 'default', None or a codec; got {compressor!r}.")
     rows = int(chunks) if chunks is not None else _default_rows(X)
     if rows < 1:
         raise ValueError(f"chunks must be a positive number of rows; got {chunks!r}.")
@@ -252,13 +267,13 @@ def write_zarr(path, X, y, sample_weight=None, *, chunks=None, zarr_format=None,
         for part, dtype in (("indices", _index_dtype(d)), ("data", data_dtype)):
             sources.append(X.map_blocks(_csr_to_ell, k, part, chunks=(X.chunks[0], (k,)),
                                         dtype=dtype, meta=np.empty((0, 0), dtype=dtype)))
-            targets.append(_create(node, part, (n, k), (rows, k), dtype))
+            targets.append(_create(node, part, (n, k), (rows, k), dtype, compressor))
     else:
         sources.append(X)
-        targets.append(_create(group, "X", (n, d), (rows, max(d, 1)), X.dtype))
+        targets.append(_create(group, "X", (n, d), (rows, max(d, 1)), X.dtype, compressor))
     for name, a in (("y", y), ("sample_weight", sample_weight)):
         if a is not None:
             sources.append(a)
-            targets.append(_create(group, name, (n,), (rows,), a.dtype))
+            targets.append(_create(group, name, (n,), (rows,), a.dtype, compressor))
     da.store(sources, targets, lock=False, compute=True)
     return str(path)

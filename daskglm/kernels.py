@@ -259,10 +259,11 @@ def _sparse_gram(X, y, weight):
 
     With ``W`` the total weight and ``m = X^T w / W`` the weighted column means,
     ``Sxx = X^T W X - W m m^T``, with ``X^T W X`` summed from the rows' non-zeros;
-    ``Sxy = X^T (w * (y - mean_y))`` and ``Syy`` are exact.  Unlike the dense kernel's centred products, the
-    subtraction in ``Sxx`` loses relative accuracy of about ``eps * max(m^2) / var`` for a
-    column whose mean is large against its spread; sparse columns, mostly zeros, have small
-    means.  Partitions are still merged exactly by :class:`GramStats`.
+    ``Sxy = X^T (w * (y - mean_y))`` and ``Syy`` are exact.  Unlike the dense kernel's
+    centred products, the subtraction in ``Sxx`` loses relative accuracy of about
+    ``eps * max(m^2) / var`` for a column whose mean is large against its spread; sparse
+    columns, mostly zeros, have small means.  Partitions are still merged exactly by
+    :class:`GramStats`.
     """
     weight = np.ones(X.shape[0]) if weight is None else weight
     total = float(weight.sum())

@@ -147,8 +147,9 @@ def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, sca
 
     Warm-started from the partition's previous solution.  The loss and gradient sums at
     ``center`` are returned too, so the driver can follow the objective of the consensus
-    point without another round (they cost no extra pass when the solve starts there).  With ``coordinates``, ``x``, ``dual`` and
-    ``center`` are in those coordinates (:mod:`daskglm.coordinates`).
+    point without another round (they cost no extra pass when the solve starts there).
+    With ``coordinates``, ``x``, ``dual`` and ``center`` are in those coordinates
+    (:mod:`daskglm.coordinates`).
 
     Parameters
     ----------

@@ -46,6 +46,32 @@ def test_dense_round_trip(tmp_path, zarr_format):
     np.testing.assert_array_equal(wl.compute(), w)
 
 
+@FORMATS
+def test_uncompressed_and_chosen_codecs(tmp_path, zarr_format):
+    X, y, w = dense_data(n=400)
+    plain = write_zarr(tmp_path / "plain.zarr", X, y, w, zarr_format=zarr_format,
+                       compressor=None)
+    packed = write_zarr(tmp_path / "packed.zarr", X, y, w, zarr_format=zarr_format)
+    for name in ("X", "y", "sample_weight"):
+        assert zarr.open_array(f"{plain}/{name}", mode="r").compressors == ()
+        assert zarr.open_array(f"{packed}/{name}", mode="r").compressors != ()
+    for path in (plain, packed):
+        Xl, yl, wl = load_zarr(path)
+        np.testing.assert_array_equal(Xl.compute(), X)
+        np.testing.assert_array_equal(wl.compute(), w)
+    sparse_plain = write_zarr(tmp_path / "sparse.zarr", sparse_matrix(n=400), y,
+                              zarr_format=zarr_format, compressor=None)
+    assert zarr.open_array(f"{sparse_plain}/X/data", mode="r").compressors == ()
+    if zarr_format == 3:
+        from zarr.codecs import BloscCodec
+
+        chosen = write_zarr(tmp_path / "blosc.zarr", X, y, compressor=BloscCodec(cname="lz4"))
+        codecs = zarr.open_array(f"{chosen}/X", mode="r").compressors
+        assert [type(codec) for codec in codecs] == [BloscCodec]
+    with pytest.raises(ValueError, match="compressor must be 'default', None or a codec"):
+        write_zarr(tmp_path / "bad.zarr", X, y, compressor="zstd")
+
+
 def test_numpy_input_is_chunked_and_weights_are_optional(tmp_path):
     X, y, _ = dense_data(n=250)
     write_zarr(tmp_path / "s.zarr", X, y, chunks=100)

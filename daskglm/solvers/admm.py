@@ -59,10 +59,11 @@ class ADMM(Solver):
         term is ``rho / (2 N) * |x_i - z + u_i|^2`` for ``N`` partitions.  ``"auto"``
         takes ``RHO_FACTOR`` (``RHO_FACTOR_L1`` for L1 and elastic-net penalties) times
         the family's curvature (its variance function) at the starting point's mean,
-        which in standardised coordinates is the scale of the loss's Hessian.  A ``rho`` well below that curvature makes the consensus move in
-        large steps (its first iteration is close to one-shot averaging) and suits row
-        partitions drawn from the same distribution, the usual case; residual balancing
-        raises it where the partitions disagree.
+        which in standardised coordinates is the scale of the loss's Hessian.  A ``rho``
+        well below that curvature makes the consensus move in large steps (its first
+        iteration is close to one-shot averaging) and suits row partitions drawn from the
+        same distribution, the usual case; residual balancing raises it where the
+        partitions disagree.
     adaptive_rho : bool, default True
         Residual balancing.
     mu : float, default 10.0
