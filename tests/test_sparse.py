@@ -340,7 +340,7 @@ def test_local_sgd_on_sparse_rows_matches_dense(penalty, rule, average_from, laz
 def test_compiled_weighted_gram_is_the_sparse_product(dtype, index_dtype):
     rng = np.random.default_rng(4)
     X = sp.random(500, 30, density=0.2, format="csr", random_state=4, dtype=dtype)
-    X[7] = 0.0
+    X.data[X.indptr[7] : X.indptr[8]] = 0.0
     X.eliminate_zeros()  # row 7 stores no entries
     X = as_csr_or_dense(X)
     assert X.indptr[7] == X.indptr[8]
