@@ -32,7 +32,7 @@ import numpy as np
 from ..problems import LogisticL2
 from .base import ITERATION_LADDER, TOLERANCE_LADDER, Fit, Method, Unsupported, ladder
 
-__all__ = ["DaskGlmSolver", "ITERATION_LADDER"]
+__all__ = ["DaskGlmSolver"]
 
 
 @contextlib.contextmanager
