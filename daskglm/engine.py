@@ -35,12 +35,14 @@ from .comm import CommLedger, DaskMeter, LocalProbe, Timer, nbytes
 from .kernels import (
     PartitionSummary,
     as_csr_or_dense,
+    combine_nodes,
+    complete_nodes,
     encode_positive,
     run_group,
     stored_bytes,
-    sum_group,
     summarize,
-    tree_sum,
+    node_start,
+    tree_root,
 )
 
 __all__ = [
@@ -51,6 +53,13 @@ __all__ = [
 #: Broadcast arguments larger than this are scattered to the workers once per round
 #: instead of being embedded in every task.
 SCATTER_BYTES = 1 << 20
+
+#: In-memory (numpy, scipy) input is cut into row partitions of about this many bytes of
+#: ``X``: the partitioning, and so every result, is the same on every machine.
+PARTITION_BYTES = 32 << 20
+
+#: Times a round is retried after partitions were lost with a worker.
+MAX_RECOVERIES = 3
 
 
 @functools.cache
@@ -142,9 +151,9 @@ class Engine:
     def _round(self, fn, args, each, tree, kind):
         """Run one round and write its record: one task per group of partitions."""
         with Timer() as timer, self._probe(kind) as probe:
-            result = self._execute(fn, args, each, tree, probe)
+            result, combine_tasks = self._execute_recovering(fn, args, each, tree, probe)
         groups = len(self.groups)
-        tasks = groups + (self._tree_tasks(groups) if tree else 0)
+        tasks = groups + combine_tasks
         sent = groups * nbytes(args) + (0 if each is None else nbytes(each))
         returned = tasks * nbytes(result) if tree else nbytes(result)
         record = self.ledger.record(
@@ -155,9 +164,28 @@ class Engine:
             record.bytes_read = self.data_bytes
         return result
 
+    def _execute_recovering(self, fn, args, each, tree, probe):
+        """:meth:`_execute`, run again after rebuilding partitions lost with a worker."""
+        for attempt in range(MAX_RECOVERIES + 1):
+            try:
+                self._recover()
+                return self._execute(fn, args, each, tree, probe)
+            except Exception as exc:
+                if attempt == MAX_RECOVERIES or not self._lost(exc):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _execute(self, fn, args, each, tree, probe):
-        """Run ``fn`` over every group; the tree sum (``tree``) or per-partition results."""
+        """Run ``fn`` over every group: ``(tree sum, combine tasks)`` with ``tree``, else
+        ``(per-partition results, 0)``."""
         raise NotImplementedError
+
+    def _lost(self, exc):
+        """Whether ``exc`` says partitions were lost (the round can run again)."""
+        return False
+
+    def _recover(self):
+        """Rebuild the partitions lost with a worker, where that needs the engine's help."""
 
     def _check_each(self, each):
         each = list(each)
@@ -257,9 +285,10 @@ class LocalEngine(Engine):
 
     def _execute(self, fn, args, each, tree, probe):
         run = probe.timed(run_group)
+        n = self.n_partitions
         jobs = [
             (fn, [self.parts[i] for i in group], None if each is None else [each[i] for i in group],
-             args, tree, self.split_every)
+             args) + ((group, n) if tree else ())
             for group in self.groups
         ]
         if self._pool is None:
@@ -268,8 +297,9 @@ class LocalEngine(Engine):
             with _blas_controller().limit(limits=1):
                 results = list(self._pool.map(lambda job: run(*job), jobs))
         if tree:
-            return tree_sum(results, self.split_every)
-        return [item for group_results in results for item in group_results]
+            root = combine_nodes(n, *results)[tree_root(n)]
+            return root, self._tree_tasks(len(self.groups))
+        return [item for group_results in results for item in group_results], 0
 
     def _replace_parts(self, fn, arg, probe):
         run = probe.timed(fn)
@@ -285,65 +315,136 @@ class LocalEngine(Engine):
 class DistributedEngine(Engine):
     """Partitions persisted on the workers of a ``distributed`` cluster.
 
-    A round submits one task per partition future (broadcast arguments embedded, or
-    scattered once when large), then a fixed-order tree of combine tasks on the workers,
-    and gathers one small result.
+    A round submits one task per group of partitions that share a worker thread
+    (broadcast arguments embedded, or scattered once when large), then the combine tasks
+    of the fixed-order reduction tree on the workers, and gathers one small result.  The
+    tree depends on partition indices only (:func:`~daskglm.kernels.complete_nodes`), so
+    results do not depend on where partitions live.
+
+    Partitions computed from Dask collections are recomputed by Dask when a worker is
+    lost.  In-memory input has no such lineage: the engine keeps its partitions on the
+    driver (``sources``, views of the caller's arrays where no conversion was needed) and
+    scatters the lost ones again, with every transformation applied since.
     """
 
     def __init__(self, client, part_futures, n_features, ledger=None, split_every=8,
-                 group_partitions=True):
+                 group_partitions=True, sources=None):
         super().__init__(n_features, ledger, split_every)
         self.client = client
         self.parts = list(part_futures)
         self.n_partitions = len(self.parts)
         self.meter = DaskMeter.for_client(client)
+        self.group_partitions = group_partitions
+        self.sources = sources
+        self._transforms = []
+        self._regroup()
+
+    def _regroup(self):
         self.groups = (
-            _groups_by_thread(client, self.parts) if group_partitions
+            _groups_by_thread(self.client, self.parts) if self.group_partitions
             else [[i] for i in range(self.n_partitions)]
         )
 
     def _probe(self, kind):
         return self.meter.round(kind)
 
-    def _broadcast(self, args):
-        return tuple(
-            self.client.scatter(a, broadcast=True, hash=False) if nbytes(a) > SCATTER_BYTES else a
-            for a in args
-        )
+    def _broadcast(self, args, created):
+        sent = []
+        for a in args:
+            if nbytes(a) > SCATTER_BYTES:
+                a = self.client.scatter(a, broadcast=True, hash=False)
+                created.append(a)
+            sent.append(a)
+        return tuple(sent)
 
     def _execute(self, fn, args, each, tree, probe):
-        sent = self._broadcast(args)
+        created = []  # released at once if the round fails or is interrupted
+        try:
+            return self._submit(fn, args, each, tree, probe, created)
+        except BaseException:
+            for future in created:
+                future.release()
+            raise
+
+    def _submit(self, fn, args, each, tree, probe, created):
+        sent = self._broadcast(args, created)
         groups = self.groups
+        reduce_args = [(group, self.n_partitions) for group in groups] if tree \
+            else [()] * len(groups)
         futures = self.client.map(
-            run_group,
+            _run_task,
             [fn] * len(groups),
             [[self.parts[i] for i in group] for group in groups],
             [None if each is None else [each[i] for i in group] for group in groups],
             [sent] * len(groups),
-            [tree] * len(groups),
-            [self.split_every] * len(groups),
+            reduce_args,
             key=probe.keys(len(groups)),
             pure=False,
         )
+        created.extend(futures)
         if tree:
-            return self._tree(futures, probe)
+            return self._tree(futures, probe, created)
         results = [None] * self.n_partitions
         for group, group_results in zip(groups, self.client.gather(futures)):
             for index, item in zip(group, group_results):
                 results[index] = item
-        return results
+        return results, 0
 
-    def _tree(self, level, probe):
-        """Sum futures on the workers in the fixed-order tree; return the gathered result."""
+    def _tree(self, group_futures, probe, created):
+        """Sum the groups' results on the workers; return ``(root sum, combine tasks)``.
+
+        Each group's task returns the complete subtrees of its partitions; combine tasks
+        of fan-in ``split_every`` merge them (in order of position) until one holds the
+        root.  Which worker holds what changes how much each task sends, never the sum.
+        """
+        n = self.n_partitions
+        level = sorted(
+            ((future, _complete_node_keys(group, n)) for group, future in zip(self.groups,
+                                                                              group_futures)),
+            key=lambda item: node_start(item[1][0]),
+        )
+        combines = 0
         while len(level) > 1:
-            level = [
-                self.client.submit(
-                    sum_group, *level[i : i + self.split_every], pure=False,
-                    key=probe.combine_key(),
-                )
-                for i in range(0, len(level), self.split_every)
-            ]
-        return level[0].result()
+            merged = []
+            for i in range(0, len(level), self.split_every):
+                chunk = level[i : i + self.split_every]
+                keys = {node: 0 for _, nodes in chunk for node in nodes}
+                future = self.client.submit(combine_nodes, n, *(f for f, _ in chunk),
+                                            pure=False, key=probe.combine_key())
+                created.append(future)
+                merged.append((future, list(complete_nodes(keys, n))))
+                combines += 1
+            level = merged
+        root = tree_root(n)
+        return level[0][0].result()[root], combines
+
+    def _lost(self, exc):
+        from distributed.client import FutureCancelledError
+
+        return isinstance(exc, FutureCancelledError) and self._lost_parts() != []
+
+    def _lost_parts(self):
+        return [i for i, future in enumerate(self.parts)
+                if future.status in ("cancelled", "lost", "error")]
+
+    def _recover(self):
+        lost = self._lost_parts()
+        if not lost:
+            return
+        if self.sources is None:
+            raise RuntimeError(
+                f"Partitions {lost} were lost with a worker and cannot be recomputed."
+            )
+        parts = []
+        for i in lost:
+            part = self.sources[i]
+            for fn, arg in self._transforms:
+                part = fn(part, arg)
+            parts.append(part)
+        scattered = self.client.scatter(parts, hash=False)
+        for i, future in zip(lost, self.client.map(_realign, scattered, pure=False)):
+            self.parts[i] = future
+        self._regroup()
 
     def _replace_parts(self, fn, arg, probe):
         new = self.client.map(fn, self.parts, [arg] * self.n_partitions,
@@ -351,8 +452,9 @@ class DistributedEngine(Engine):
         for future in self.parts:
             future.release()
         self.parts = new
+        self._transforms.append((fn, arg))
         if len(self.groups) < self.n_partitions:
-            self.groups = _groups_by_thread(self.client, self.parts)
+            self._regroup()
 
     def close(self):
         self.ledger.flush()  # fetch the measurements of the rounds still pending
@@ -360,6 +462,17 @@ class DistributedEngine(Engine):
         for future in self.parts:
             future.release()
         self.parts = []
+        self.sources = None
+
+
+def _complete_node_keys(indices, n_leaves):
+    """The nodes :func:`~daskglm.kernels.run_group` returns for partitions ``indices``."""
+    return list(complete_nodes({(0, i): 0 for i in indices}, n_leaves))
+
+
+def _run_task(fn, parts, items, args, reduce_args):
+    """A group's task: :func:`~daskglm.kernels.run_group`, reducing when ``reduce_args``."""
+    return run_group(fn, parts, items, args, *reduce_args)
 
 
 class _Loading:
@@ -408,21 +521,26 @@ class StreamingDistributedEngine(DistributedEngine):
         super().__init__(client, delayed_parts, n_features, group_partitions=False, **kwargs)
         self.reads_source = True
 
-    def _execute(self, fn, args, each, tree, probe):
+    def _submit(self, fn, args, each, tree, probe, created):
         import dask
 
-        sent = self._broadcast(args)
+        sent = self._broadcast(args, created)
         keys = probe.keys(self.n_partitions)
-        run = dask.delayed(run_group, pure=False)
+        n = self.n_partitions
+        run = dask.delayed(_run_task, pure=False)
         tasks = [
-            run(fn, [part], None if each is None else [each[i]], sent, tree, self.split_every,
-                dask_key_name=keys[i])
+            run(fn, [part], None if each is None else [each[i]], sent,
+                ([i], n) if tree else (), dask_key_name=keys[i])
             for i, part in enumerate(self.parts)
         ]
         futures = self.client.compute(tasks)
+        created.extend(futures)
         if tree:
-            return self._tree(futures, probe)
-        return [group_results[0] for group_results in self.client.gather(futures)]
+            return self._tree(futures, probe, created)
+        return [group_results[0] for group_results in self.client.gather(futures)], 0
+
+    def _lost_parts(self):
+        return []  # read from their source in every round
 
     def _replace_parts(self, fn, arg, probe):
         import dask
@@ -554,6 +672,25 @@ def _realign(part):
     return tuple(_aligned(a) for a in part)
 
 
+def _scatter_in_order(client, parts):
+    """Scatter ``parts`` in contiguous runs, one run per worker (in proportion to its
+    threads), so that each worker thread's partitions are neighbours in the reduction tree.
+
+    Returns futures of the partitions with aligned buffers.
+    """
+    nthreads = client.nthreads()
+    workers = sorted(nthreads)
+    shares = np.array([nthreads[w] for w in workers], dtype=float)
+    bounds = np.rint(np.cumsum(shares) / shares.sum() * len(parts)).astype(int)
+    futures, start = [], 0
+    for worker, stop in zip(workers, bounds):
+        if stop > start:
+            scattered = client.scatter(list(parts[start:stop]), workers=[worker], hash=False)
+            futures.extend(client.map(_realign, scattered, workers=[worker], pure=False))
+        start = stop
+    return futures
+
+
 def _split_rows(n_rows, n_partitions):
     n_partitions = max(1, min(n_partitions, n_rows))
     bounds = np.linspace(0, n_rows, n_partitions + 1).astype(int)
@@ -562,6 +699,16 @@ def _split_rows(n_rows, n_partitions):
 
 def _row_slice(a, start, stop):
     return None if a is None else a[start:stop]
+
+
+def default_partitions(X):
+    """Row partitions of in-memory ``X``: one per :data:`PARTITION_BYTES` it takes.
+
+    It depends on the data alone, not on the machine or the cluster, so that methods
+    whose result depends on the partitioning (one-shot averaging, ADMM stopped early)
+    give the same answer everywhere.
+    """
+    return max(1, -(-stored_bytes(X) // PARTITION_BYTES))
 
 
 def _in_memory_parts(X, y, weight, n_partitions):
@@ -657,8 +804,8 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
     if dask_input and not is_dask(X):
         import dask.array as da
 
-        threads = sum(client.nthreads().values()) if client is not None else os.cpu_count()
-        X = da.from_array(X, chunks=(max(1, -(-X.shape[0] // (threads or 1))), -1))
+        n_partitions = n_partitions or default_partitions(X)
+        X = da.from_array(X, chunks=(max(1, -(-X.shape[0] // n_partitions)), -1))
     if policy == "none":
         delayed_parts, d = _dask_partitions(X, y, sample_weight)
         if client is None:
@@ -673,23 +820,21 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
             delayed_parts, d = _dask_partitions(X, y, sample_weight)
             parts = dask.compute(*delayed_parts, scheduler="threads")
         else:
-            n_partitions = n_partitions or os.cpu_count() or 1
-            parts = _in_memory_parts(X, y, sample_weight, n_partitions)
+            parts = _in_memory_parts(X, y, sample_weight, n_partitions or default_partitions(X))
             d = X.shape[1]
         engine = LocalEngine(parts, d, ledger=ledger, split_every=split_every)
     else:
+        sources = None
         if dask_input:
             delayed_parts, d = _dask_partitions(X, y, sample_weight)
             futures = client.compute(delayed_parts)
         else:
-            n_partitions = n_partitions or sum(client.nthreads().values()) or 1
-            parts = _in_memory_parts(X, y, sample_weight, n_partitions)
-            scattered = client.scatter(parts, hash=False)
-            futures = client.map(_realign, scattered, pure=False)
-            del scattered
+            sources = _in_memory_parts(X, y, sample_weight,
+                                       n_partitions or default_partitions(X))
+            futures = _scatter_in_order(client, sources)
             d = X.shape[1]
         engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every,
-                                   group_partitions=group_partitions)
+                                   group_partitions=group_partitions, sources=sources)
     engine.reads_source = dask_input
     engine.cache_reason = reason
     try:

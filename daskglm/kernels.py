@@ -444,38 +444,100 @@ def summarize(part, family, labels=False):
     return PartitionSummary(int(X.shape[0]), total, problems, found, size, moments)
 
 
-def tree_sum(items, split_every=8):
-    """Sum ``items`` in a fixed-order tree of fan-in ``split_every``.
+def tree_sum(items):
+    """Sum ``items`` in the fixed-order binary tree over their positions.
 
-    Engines reduce partials in exactly this order, so the result does not depend on which
-    worker finished first.
+    Node ``(level, k)`` of the tree over ``n`` items covers items ``[k 2^level, (k + 1)
+    2^level)`` (clipped to ``n``) and is the sum of its two children, left plus right.
+    Engines reduce partials in exactly this order, so the result depends on neither which
+    worker finished first nor how partitions were grouped into tasks.
     """
     items = list(items)
     if not items:
         raise ValueError("Nothing to sum.")
-    while len(items) > 1:
-        items = [sum_group(*items[i : i + split_every]) for i in range(0, len(items), split_every)]
-    return items[0]
+    return complete_nodes(dict(enumerate_leaves(items)), len(items))[tree_root(len(items))]
+
+
+def enumerate_leaves(items):
+    """``((0, i), item)`` pairs: the items as the leaves of the reduction tree."""
+    return (((0, i), item) for i, item in enumerate(items))
 
 
 def sum_group(*group):
-    """Sum the arguments left to right (one node of :func:`tree_sum`)."""
+    """Sum the arguments left to right."""
     total = group[0]
     for item in group[1:]:
         total = total + item
     return total
 
 
-def run_group(fn, parts, items, args, combine, split_every):
+def tree_root(n_leaves):
+    """The root node ``(level, 0)`` of the reduction tree over ``n_leaves`` leaves."""
+    level = 0
+    while 2**level < n_leaves:
+        level += 1
+    return (level, 0)
+
+
+def tree_children(node, n_leaves):
+    """The children of ``node = (level, k)`` that exist in the tree over ``n_leaves``."""
+    level, index = node
+    width = 2 ** (level - 1)
+    return [(level - 1, j) for j in (2 * index, 2 * index + 1) if j * width < n_leaves]
+
+
+def node_start(node):
+    """The first leaf under ``node``."""
+    level, index = node
+    return index * 2**level
+
+
+def complete_nodes(nodes, n_leaves):
+    """The largest subtrees of the reduction tree that ``nodes`` complete, with their sums.
+
+    ``nodes`` maps tree nodes (leaves ``(0, i)`` or larger subtrees) to their sums; a
+    parent is summed wherever all its children are present.  Returns ``{node: sum}`` for
+    the maximal nodes found, ordered by position.  Whoever holds every returned node can
+    finish the tree, and the total is the same however the leaves were split up.
+    """
+    found = dict(nodes)
+    top = set(found)
+    root_level = tree_root(n_leaves)[0]
+    lowest = min((level for level, _ in found), default=root_level)
+    for level in range(lowest + 1, root_level + 1):
+        parents = sorted({(level, k // 2) for lower, k in found if lower == level - 1})
+        for parent in parents:
+            children = tree_children(parent, n_leaves)
+            if parent not in found and all(child in found for child in children):
+                found[parent] = sum_group(*(found[child] for child in children))
+                top.difference_update(children)
+                top.add(parent)
+    return {node: found[node] for node in sorted(top, key=node_start)}
+
+
+def combine_nodes(n_leaves, *node_sets):
+    """One combine task: the complete nodes of the union of the ``node_sets`` it gathers."""
+    merged = {}
+    for node_set in node_sets:
+        merged.update(node_set)
+    return complete_nodes(merged, n_leaves)
+
+
+def run_group(fn, parts, items, args, indices=None, n_leaves=None):
     """Run ``fn`` on the partitions of one task, in order.
 
     ``fn(part, item, *args)`` when ``items`` holds one item per partition, else
-    ``fn(part, *args)``.  Returns their fixed-order tree sum (``combine``) or the list of
-    results.  Engines run one such call per group of partitions that share a worker
-    thread, so a round costs one task per thread, not one per partition.
+    ``fn(part, *args)``.  Engines run one such call per group of partitions that share a
+    worker thread, so a round costs one task per thread, not one per partition.
+
+    Returns the list of results, or with ``indices`` (the partitions' positions among
+    ``n_leaves``) the complete nodes of the reduction tree they make
+    (:func:`complete_nodes`).
     """
     if items is None:
         results = [fn(part, *args) for part in parts]
     else:
         results = [fn(part, item, *args) for part, item in zip(parts, items)]
-    return tree_sum(results, split_every) if combine else results
+    if indices is None:
+        return results
+    return complete_nodes({(0, i): result for i, result in zip(indices, results)}, n_leaves)
