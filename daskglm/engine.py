@@ -647,12 +647,28 @@ def choose_cache(cache, X, y, sample_weight, client):
     return "none", (f"the data ({need / 1e9:.2f} GB) exceed {CACHE_SAFETY:.0%} of the "
                     f"{free / 1e9:.2f} GB free {where}: streaming them from their source")
 
-def _aligned(a):
-    """``a`` as an aligned, C-contiguous array (copied only if it is not one already).
+#: Partition buffers start on this boundary (a cache line, the widest SIMD load).
+ALIGNMENT = 64
 
-    Buffers deserialised on a worker can be misaligned, which makes numpy skip BLAS.
+
+def _aligned(a):
+    """``a`` as a C-contiguous array starting on an :data:`ALIGNMENT`-byte boundary
+    (copied only if it is not one already).
+
+    Buffers deserialised on a worker can be misaligned, which makes numpy skip BLAS; and
+    SIMD kernels round differently depending on a buffer's offset from that boundary, so
+    the same partition must always start on it for fits to be reproducible bit for bit.
     """
-    return a if a is None or sp.issparse(a) else np.require(a, requirements=["C", "A"])
+    if a is None or sp.issparse(a):
+        return a
+    a = np.require(a, requirements=["C", "A"])
+    if a.ctypes.data % ALIGNMENT == 0 or a.nbytes == 0:
+        return a
+    raw = np.empty(a.nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = -raw.ctypes.data % ALIGNMENT
+    copy = raw[offset : offset + a.nbytes].view(a.dtype).reshape(a.shape)
+    copy[...] = a
+    return copy
 
 
 def _as_partition(X, y, weight):
