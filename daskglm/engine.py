@@ -35,13 +35,15 @@ from .comm import CommLedger, DaskMeter, LocalProbe, Timer, nbytes
 from .kernels import (
     PartitionSummary,
     as_csr_or_dense,
+    column_max_abs,
     combine_nodes,
     complete_nodes,
     encode_positive,
+    node_start,
     run_group,
+    scale_columns,
     stored_bytes,
     summarize,
-    node_start,
     tree_root,
 )
 
@@ -60,6 +62,11 @@ PARTITION_BYTES = 32 << 20
 
 #: Times a round is retried after partitions were lost with a worker.
 MAX_RECOVERIES = 3
+
+#: Columns of ``X`` whose root mean square lies outside ``[2^-SAFE_EXPONENT,
+#: 2^SAFE_EXPONENT]`` (about 1e-120 to 1e120) make the kernels' products of two entries,
+#: summed over rows, underflow or overflow.
+SAFE_EXPONENT = 400
 
 
 @functools.cache
@@ -122,6 +129,8 @@ class Engine:
         self.sum_weight = 0.0
         #: weighted column sums and sums of squares of ``X``, from the validation round
         self.column_moments = None
+        #: powers of two the columns of ``X`` were multiplied by (None: not rescaled)
+        self.column_scale = None
 
     # verbs ---------------------------------------------------------------------------
     def reduce(self, kernel, *args, kind):
@@ -216,13 +225,19 @@ class Engine:
         split_every = self.split_every if tree else None
         return {"partitions": self.n_partitions, "split_every": split_every, "probe": probe}
 
-    def validate(self, family, labels=False):
+    def validate(self, family, labels=False, rescale=False):
         """One round over the data: row count, total weight, NaN/inf, labels, weights.
 
         With ``labels``, the distinct target values are collected into ``self.labels``
         instead of being checked against ``family``.  The same read sums the columns of
         ``X`` and their squares (``self.column_moments``), which standardising solvers
         need.  Raises ValueError naming every problem found.
+
+        Columns whose magnitude is beyond what float64 products can hold (see
+        :data:`SAFE_EXPONENT`) are an error, or with ``rescale`` are multiplied by powers
+        of two where they live (exact; two more rounds, only then), recorded in
+        ``self.column_scale``: coefficients fitted on the rescaled data are multiplied by
+        it to apply to the original columns.
         """
         summary: PartitionSummary = self.reduce(summarize, family, labels, kind="validate")
         self.labels = summary.labels
@@ -238,7 +253,34 @@ class Engine:
             raise ValueError("The sample weights sum to zero; at least one must be positive.")
         self.n_samples = summary.rows
         self.sum_weight = summary.weight
+        unsafe = self._unsafe_columns()
+        if unsafe.any():
+            maxima = self.reduce(column_max_abs, kind="maxima").values
+            if not rescale:
+                raise ValueError(_scale_message(unsafe, maxima))
+            exponents = np.zeros(self.n_features)
+            exponents[unsafe & (maxima > 0)] = -np.round(np.log2(maxima[unsafe & (maxima > 0)]))
+            scale = np.ldexp(1.0, exponents.astype(int))
+            with Timer() as timer, self._probe("scale") as probe:
+                self._replace_parts(scale_columns, scale, probe)
+            n = self.n_partitions
+            self.ledger.record("scale", n, 8 * self.n_features * n, 0, timer.seconds,
+                               partitions=n, groups=n, probe=probe)
+            summary = self.validate(family, labels)
+            self.column_scale = scale
         return summary
+
+    def _unsafe_columns(self):
+        """Columns whose root mean square is outside the safe range (or not finite)."""
+        moments = self.column_moments
+        if moments is None:
+            return np.zeros(self.n_features, dtype=bool)
+        with np.errstate(all="ignore"):
+            mean_square = moments.squares / self.sum_weight
+            unsafe = ~np.isfinite(mean_square) | ~np.isfinite(moments.sums)
+            unsafe |= (mean_square < 2.0 ** (-2 * SAFE_EXPONENT)) & (moments.sums != 0)
+            unsafe |= mean_square > 2.0 ** (2 * SAFE_EXPONENT)
+        return unsafe
 
     def relabel(self, positive):
         """Replace every partition's targets by ``1.0`` where they equal ``positive``, else 0."""
@@ -604,18 +646,51 @@ def data_nbytes(X, y, sample_weight=None):
 
 
 def free_memory(client):
-    """Bytes of memory free for data: on the workers of ``client``, or in this process."""
-    if client is None:
-        import psutil
+    """Bytes of memory free for data: on the workers of ``client``, or in this process.
 
-        return int(psutil.virtual_memory().available)
-    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    A worker with a memory limit has that limit less what it uses; workers without one
+    (``memory_limit=0`` or None) may use their machine's available memory, counted once
+    per machine however many such workers share it.
+    """
+    if client is None:
+        return _available_memory()
+    workers = client.scheduler_info(n_workers=-1)["workers"]
     free = 0
-    for info in workers:
+    unlimited = []
+    for address, info in workers.items():
         limit = info.get("memory_limit") or 0
+        if not limit:
+            unlimited.append(address)
+            continue
         used = (info.get("metrics") or {}).get("memory", 0) or 0
         free += max(0, int(limit) - int(used))
+    if unlimited:
+        available = client.run(_available_memory, workers=unlimited)
+        by_host = {}
+        for address, value in available.items():
+            host = workers[address].get("host") or address
+            by_host[host] = max(by_host.get(host, 0), int(value))
+        free += sum(by_host.values())
     return free
+
+
+def _scale_message(unsafe, maxima):
+    columns = np.flatnonzero(unsafe)
+    shown = ", ".join(f"{j} (largest |value| {maxima[j]:.3g})" for j in columns[:5])
+    more = f" and {columns.size - 5} more" if columns.size > 5 else ""
+    return (
+        f"X has columns whose values are too large or too small for float64 arithmetic on "
+        f"their products: {shown}{more}.  Rescale them (e.g. with "
+        f"sklearn.preprocessing.StandardScaler or MaxAbsScaler); without a penalty they "
+        f"are rescaled automatically."
+    )
+
+
+def _available_memory():
+    """Memory available on this machine, in bytes."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
 
 
 def choose_cache(cache, X, y, sample_weight, client):
@@ -774,7 +849,8 @@ def _dask_partitions(X, y, weight):
 
 
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
-                split_every=8, group_partitions=True, cache="memory", labels=False):
+                split_every=8, group_partitions=True, cache="memory", labels=False,
+                rescale=False):
     """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
 
     Parameters
@@ -806,6 +882,10 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         Collect the distinct target values (``engine.labels``) instead of checking the
         targets against ``family``: for class labels, encoded afterwards with
         :meth:`Engine.relabel`.
+    rescale : bool
+        Rescale columns of ``X`` too large or too small for float64 products by powers of
+        two (``engine.column_scale``) instead of raising ValueError; for problems whose
+        solution does not depend on column scales (no penalty).
 
     Returns
     -------
@@ -854,7 +934,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
     engine.reads_source = dask_input
     engine.cache_reason = reason
     try:
-        engine.validate(family, labels)
+        engine.validate(family, labels, rescale)
     except BaseException:
         engine.close()
         raise

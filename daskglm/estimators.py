@@ -16,14 +16,24 @@ import math
 import warnings
 
 import numpy as np
+import sklearn
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning, UndefinedMetricWarning
+from sklearn.utils.fixes import parse_version
 from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import (
+    _check_sample_weight,
+    check_consistent_length,
+    check_is_fitted,
+    column_or_1d,
+    validate_data,
+)
 
+from . import progress
 from .comm import CommLedger
 from .engine import is_dask, make_engine, stream_engines
 from .families import Binomial, Family, Gaussian, Poisson, get_family
+from .kernels import as_csr_or_dense
 from .penalties import L1, L2, NoPenalty, make_penalty
 from .solvers import SOLVERS, Problem, get_solver
 
@@ -33,6 +43,11 @@ __all__ = [
     "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
     "PoissonRegressor", "SGDRegressor", "SGDClassifier",
 ]
+
+
+#: scikit-learn 1.8 deprecated ``LogisticRegression(penalty=...)``: the penalty follows
+#: from ``l1_ratio`` (and ``C=inf`` for none).  The defaults follow the installed version.
+PENALTY_FROM_L1_RATIO = parse_version(sklearn.__version__) >= parse_version("1.8")
 
 
 def _choose_solver(problem):
@@ -55,6 +70,36 @@ def _dask_frame_to_array(data):
             data = data.optimize()
         data = data.to_dask_array(lengths=True)
     return data, names
+
+
+def _reject_datetimes(X):
+    """TypeError for datetime or timedelta features, which are not numbers to fit on."""
+    dtypes = getattr(X, "dtypes", getattr(X, "dtype", None))  # data frames have dtypes
+    if dtypes is None:
+        return
+    for dtype in np.ravel(np.asarray(dtypes, dtype=object)):
+        if getattr(dtype, "kind", "") in ("m", "M"):
+            raise TypeError(
+                f"X has dtype {dtype}: dates and durations are not features to fit on; "
+                "convert them to numbers (e.g. seconds since an origin) first."
+            )
+
+
+def _check_numeric_target(y, estimator):
+    """ValueError for targets of strings or other non-numbers given to a regressor."""
+    kind = np.dtype(y.dtype).kind if hasattr(y, "dtype") else None
+    if kind in ("U", "S", "O", "M", "m") and not (kind == "O" and _all_numbers(y)):
+        raise ValueError(
+            f"{type(estimator).__name__} needs numeric targets y; got dtype {y.dtype}."
+        )
+
+
+def _all_numbers(y):
+    try:
+        np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _check_dask_matrix(X):
@@ -82,6 +127,8 @@ def _check_dask_vector(a, name, n_rows, numeric=True):
         a = a[:, 0]
     if a.ndim != 1:
         raise ValueError(f"{name} should be a 1d array, got an array of shape {a.shape} instead.")
+    if a.dtype == bool and numeric:
+        a = a.astype(np.float64)
     if numeric and (not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating)):
         raise TypeError(f"{name} must hold real numbers; got dtype {a.dtype}.")
     if not math.isnan(a.shape[0]) and not math.isnan(n_rows) and a.shape[0] != n_rows:
@@ -117,6 +164,12 @@ class _GLMBase(BaseEstimator):
 
     def _validate_input(self, X, y, sample_weight):
         """Cheap checks that need no pass over the data; NaN/inf come in the engine's round."""
+        X, y, sample_weight = self._checked_input(X, y, sample_weight)
+        self._fit_dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
+        return X, y, sample_weight
+
+    def _checked_input(self, X, y, sample_weight):
+        _reject_datetimes(X)
         if is_dask(X) or is_dask(y) or is_dask(sample_weight):
             X, names = _dask_frame_to_array(X) if is_dask(X) else (X, None)
             y, _ = _dask_frame_to_array(y) if is_dask(y) else (y, None)
@@ -125,13 +178,22 @@ class _GLMBase(BaseEstimator):
                                   dtype=[np.float64, np.float32], ensure_all_finite=True)
             else:
                 _check_dask_matrix(X)
+                if X.shape[0] == 0:
+                    raise ValueError(
+                        f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 "
+                        "is required."
+                    )
                 self.n_features_in_ = int(X.shape[1])
                 if names is not None and all(isinstance(n, str) for n in names):
                     self.feature_names_in_ = names
                 elif hasattr(self, "feature_names_in_"):
                     del self.feature_names_in_
-            y = _check_dask_vector(y, "y", X.shape[0], numeric=not self._classifier) if is_dask(y) \
-                else np.asarray(y)
+            if is_dask(y):
+                y = _check_dask_vector(y, "y", X.shape[0], numeric=not self._classifier)
+            else:
+                y = np.asarray(y)
+                if not self._classifier:
+                    _check_numeric_target(y, self)
             if sample_weight is not None:
                 if is_dask(sample_weight):
                     sample_weight = _check_dask_vector(sample_weight, "sample_weight", X.shape[0])
@@ -142,6 +204,8 @@ class _GLMBase(BaseEstimator):
                             f"sample_weight.shape == {sample_weight.shape}, expected ({X.shape[0]},)!"
                         )
             return X, y, sample_weight
+        if not self._classifier:
+            _check_numeric_target(np.asarray(y) if not hasattr(y, "dtype") else y, self)
         X, y = validate_data(
             self, X, y, reset=True, accept_sparse=["csr", "csc", "coo"],
             dtype=[np.float64, np.float32], y_numeric=not self._classifier, multi_output=False,
@@ -175,16 +239,28 @@ class _GLMBase(BaseEstimator):
         self
         """
         self._check_params()
+        previous = self._previous_params()
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
         y = self._prepare_target(y)
         n_features = int(X.shape[1])
         name = self._check_solver(n_features)  # before any pass over the data
         with self._engine(X, y, sample_weight, self._family()) as engine:
             problem, solver = self._configure(name, engine.sum_weight, n_features)
-            result = solver.solve(problem, engine, np.zeros(problem.n_params))
+            scale = engine.column_scale
+            params0 = np.zeros(problem.n_params)
+            if previous is not None and previous.shape == params0.shape:
+                params0 = previous.copy()
+                if scale is not None:
+                    params0[:n_features] /= scale
+            with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
+                result = solver.solve(problem, engine, params0)
             self.comm_ = engine.ledger
             self.comm_.method = name
+        if scale is not None:
+            result.params = np.array(result.params, dtype=float)
+            result.params[:n_features] *= scale
         self._record_fit(problem, result)
+        self._cast_fitted()
         if not self.converged_:
             warnings.warn(
                 f"Solver {name!r} did not converge in {self.max_iter} {self._iterations} "
@@ -196,6 +272,29 @@ class _GLMBase(BaseEstimator):
 
     #: What ``max_iter`` counts.
     _iterations = "iterations"
+
+    def _previous_params(self):
+        """The fitted parameters to start from with ``warm_start``, else None."""
+        if not self.warm_start or not hasattr(self, "coef_"):
+            return None
+        coef = np.ravel(self.coef_).astype(np.float64)
+        if self.fit_intercept:
+            return np.append(coef, float(np.ravel(self.intercept_)[0]))
+        return coef
+
+    def _rescalable(self):
+        """Whether columns of extreme magnitude may be rescaled: the solution of an
+        unpenalised problem does not depend on column scales."""
+        return getattr(self._penalty(1.0), "alpha", 0.0) == 0
+
+    def _cast_fitted(self):
+        """Coefficients in the dtype of the training data (float32 stays float32)."""
+        dtype = getattr(self, "_fit_dtype", np.dtype(np.float64))
+        self.coef_ = np.asarray(self.coef_, dtype=dtype)
+        if isinstance(self.intercept_, np.ndarray):
+            self.intercept_ = self.intercept_.astype(dtype)
+        else:
+            self.intercept_ = dtype.type(self.intercept_)
 
     def _check_solver(self, n_features):
         """The solver's name, after checking it handles the problem and its options."""
@@ -226,7 +325,8 @@ class _GLMBase(BaseEstimator):
         """The validated engine of a fit, honouring the ``cache`` policy."""
         label_dtype = self.__dict__.pop("_labels_from_engine", None)
         labels = label_dtype is not None
-        engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels)
+        engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
+                             rescale=self._rescalable())
         if labels:
             try:
                 self._classes_from_engine(engine, label_dtype)
@@ -244,7 +344,8 @@ class _GLMBase(BaseEstimator):
 
     # prediction ----------------------------------------------------------------------
     def _coef_vector(self):
-        return np.ravel(self.coef_), float(np.ravel(self.intercept_)[0])
+        coef = np.ravel(self.coef_)
+        return coef, coef.dtype.type(np.ravel(self.intercept_)[0])
 
     def _linear_predictor(self, X):
         check_is_fitted(self)
@@ -259,7 +360,9 @@ class _GLMBase(BaseEstimator):
                 )
             if X.numblocks[1] != 1:
                 X = X.rechunk({1: -1})
-            return X.map_blocks(_block_predictor, coef, intercept, drop_axis=1, dtype=np.float64)
+            return X.map_blocks(_block_predictor, coef, intercept, drop_axis=1,
+                                dtype=coef.dtype)
+        _reject_datetimes(X)
         X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc", "coo"],
                           dtype=[np.float64, np.float32])
         return np.asarray(X @ coef).ravel() + intercept
@@ -273,7 +376,16 @@ def _apply_rowwise(fn, values):
 
 
 def _block_predictor(X_block, coef, intercept):
-    return np.asarray(X_block @ coef, dtype=np.float64).ravel() + intercept
+    """The linear predictor of one row block; NaN or infinity in the block is an error,
+    found from the predictor itself (no pass over ``X`` of its own)."""
+    X_block = as_csr_or_dense(X_block)
+    eta = np.asarray(X_block @ coef).ravel() + intercept
+    if not np.isfinite(eta).all():
+        values = X_block.data if hasattr(X_block, "data") and not isinstance(X_block, np.ndarray) \
+            else X_block
+        if not np.isfinite(values).all():
+            raise ValueError("Input X contains NaN or infinity.")
+    return eta
 
 
 def _to_float(value):
@@ -288,23 +400,54 @@ def _weighted_mean(values, weight):
     return (values * weight).sum() / weight.sum()
 
 
-def _align_for_score(X, y, sample_weight):
-    """Dask y and weights chunked like the predictions of a Dask X."""
-    if is_dask(X):
-        import dask.array as da
+def _finite_block(block, name):
+    """``block``, after checking it holds no NaN or infinity (a lazy check for Dask)."""
+    if block.dtype.kind in "fc" and not np.isfinite(block).all():
+        raise ValueError(f"Input {name} contains NaN or infinity.")
+    return block
 
-        X, _ = _dask_frame_to_array(X)
-        rows = X.chunks[0]
-        y, _ = _dask_frame_to_array(y) if is_dask(y) else (da.from_array(np.asarray(y), chunks=rows), None)
-        y = y.rechunk(rows) if y.chunks[0] != rows else y
+
+def _check_score_input(X, y, sample_weight, numeric=True):
+    """``(X, y, sample_weight)`` for ``score``, checked as ``fit`` checks them.
+
+    A column-vector ``y`` is raveled (with a DataConversionWarning); lengths must agree;
+    NaN or infinity in ``y`` or the weights is an error (for Dask input, raised when the
+    score is computed, from the same pass).  Dask ``y`` and weights are chunked like the
+    rows of a Dask ``X``.
+    """
+    if not (is_dask(X) or is_dask(y) or is_dask(sample_weight)):
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(X, y, sample_weight)
+        if numeric or y.dtype.kind in "fc":
+            _finite_block(np.asarray(y, dtype=np.float64) if numeric else y, "y")
         if sample_weight is not None:
-            sample_weight = (
-                sample_weight.rechunk(rows) if is_dask(sample_weight)
-                else da.from_array(np.asarray(sample_weight, dtype=float), chunks=rows)
-            )
-    else:
-        y = np.asarray(y)
-        sample_weight = None if sample_weight is None else np.asarray(sample_weight, dtype=float)
+            sample_weight = _check_sample_weight(sample_weight, y, dtype=np.float64)
+        return X, y, sample_weight
+
+    import dask.array as da
+
+    X, _ = _dask_frame_to_array(X) if is_dask(X) else (X, None)
+    n_rows = X.shape[0]
+    rows = X.chunks[0] if is_dask(X) else None
+
+    def as_dask_vector(a, name):
+        if is_dask(a):
+            a, _ = _dask_frame_to_array(a)
+        else:
+            a = np.asarray(a)
+            if a.ndim == 2 and a.shape[1] == 1:
+                warnings.warn(f"A column-vector {name} was passed when a 1d array was "
+                              "expected; it is raveled.", DataConversionWarning, stacklevel=4)
+                a = a[:, 0]
+            a = da.from_array(a, chunks=rows if rows is not None and a.ndim == 1 else -1)
+        a = _check_dask_vector(a, name, n_rows, numeric=numeric or name != "y")
+        if rows is not None and a.chunks[0] != rows and not math.isnan(a.shape[0]):
+            a = a.rechunk(rows)
+        return a.map_blocks(_finite_block, name, dtype=a.dtype)
+
+    y = as_dask_vector(y, "y")
+    if sample_weight is not None:
+        sample_weight = as_dask_vector(sample_weight, "sample_weight")
     return X, y, sample_weight
 
 
@@ -329,7 +472,11 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
         -------
         float
         """
-        X, y, sample_weight = _align_for_score(X, y, sample_weight)
+        X, y, sample_weight = _check_score_input(X, y, sample_weight)
+        if not is_dask(y) and y.shape[0] < 2:
+            warnings.warn("R^2 score is not well-defined with less than two samples.",
+                          UndefinedMetricWarning, stacklevel=2)
+            return float("nan")
         family = self._family()
         mu = self.predict(X)
         y_mean = _to_float(_weighted_mean(y, sample_weight))
@@ -385,6 +532,11 @@ _COMMON_DOC = """
         when they take at most half of the free worker memory and streams otherwise.
         The choice is in ``cache_`` and logged; bytes read from storage are in
         ``comm_.bytes_read``.
+    verbose : int, default=0
+        ``1`` or more shows a progress bar (objective and gradient per iteration) and logs
+        every iteration on the ``daskglm`` logger at INFO level.
+    warm_start : bool, default=False
+        Start ``fit`` from the coefficients of the previous fit instead of zero.
 """
 
 _FITTED_DOC = """
@@ -435,7 +587,8 @@ class GLM(_RegressorGLM):
     )
 
     def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
-                 fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto"):
+                 fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto",
+                 verbose=0, warm_start=False):
         self.family = family
         self.penalty = penalty
         self.alpha = alpha
@@ -446,6 +599,8 @@ class GLM(_RegressorGLM):
         self.max_iter = max_iter
         self.solver_options = solver_options
         self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
 
     def _family(self):
         return get_family(self.family)
@@ -472,13 +627,16 @@ class LinearRegression(_RegressorGLM):
     )
 
     def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
-                 solver_options=None, cache="auto"):
+                 solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
         self.solver = solver
         self.fit_intercept = fit_intercept
         self.tol = tol
         self.max_iter = max_iter
         self.solver_options = solver_options
         self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
 
     def _family(self):
         return Gaussian()
@@ -509,7 +667,8 @@ class Ridge(_RegressorGLM):
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
-                 solver_options=None, cache="auto"):
+                 solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -517,6 +676,8 @@ class Ridge(_RegressorGLM):
         self.max_iter = max_iter
         self.solver_options = solver_options
         self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
 
     def _family(self):
         return Gaussian()
@@ -546,7 +707,8 @@ class PoissonRegressor(_RegressorGLM):
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
-                 solver_options=None, cache="auto"):
+                 solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -554,6 +716,8 @@ class PoissonRegressor(_RegressorGLM):
         self.max_iter = max_iter
         self.solver_options = solver_options
         self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
 
     def _family(self):
         return Poisson()
@@ -589,7 +753,8 @@ class Lasso(_RegressorGLM):
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=1000,
-                 solver_options=None, cache="auto"):
+                 solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -597,6 +762,8 @@ class Lasso(_RegressorGLM):
         self.max_iter = max_iter
         self.solver_options = solver_options
         self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
 
     def _family(self):
         return Gaussian()
@@ -630,7 +797,8 @@ class ElasticNet(_RegressorGLM):
     )
 
     def __init__(self, alpha=1.0, *, l1_ratio=0.5, solver="auto", fit_intercept=True, tol=1e-4,
-                 max_iter=1000, solver_options=None, cache="auto"):
+                 max_iter=1000, solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.solver = solver
@@ -639,6 +807,8 @@ class ElasticNet(_RegressorGLM):
         self.max_iter = max_iter
         self.solver_options = solver_options
         self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
 
     def _family(self):
         return Gaussian()
@@ -662,11 +832,16 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
 
     Parameters
     ----------
-    penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
+    penalty : {"auto", "l2", "l1", "elasticnet"} or None
+        ``"auto"`` (the default with scikit-learn 1.8 and later, which chooses the penalty
+        this way and deprecates ``penalty``; ``"deprecated"`` is the same) takes the penalty
+        from ``l1_ratio``: ``"l2"`` at 0, ``"l1"`` at 1, ``"elasticnet"`` in between.
+        With older scikit-learn the default is ``"l2"``.
     C : float, default=1.0
-        Inverse regularisation strength, > 0.
+        Inverse regularisation strength, > 0; ``inf`` fits without a penalty.
     l1_ratio : float, optional
-        Elastic-net mixing in [0, 1], required with ``penalty="elasticnet"``.
+        Elastic-net mixing in [0, 1] (default 0.0 with scikit-learn 1.8 and later, None
+        before), required with ``penalty="elasticnet"``.
 """
         + _COMMON_DOC
         + _FITTED_DOC
@@ -677,8 +852,10 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
 
     _classifier = True
 
-    def __init__(self, penalty="l2", *, C=1.0, l1_ratio=None, solver="auto", fit_intercept=True,
-                 tol=1e-4, max_iter=100, solver_options=None, cache="auto"):
+    def __init__(self, penalty="auto" if PENALTY_FROM_L1_RATIO else "l2", *, C=1.0,
+                 l1_ratio=0.0 if PENALTY_FROM_L1_RATIO else None, solver="auto", fit_intercept=True,
+                 tol=1e-4, max_iter=100, solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio
@@ -688,6 +865,8 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         self.max_iter = max_iter
         self.solver_options = solver_options
         self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
 
     def _family(self):
         return Binomial()
@@ -695,18 +874,32 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     def _penalty(self, total_weight):
         if not (isinstance(self.C, (int, float, np.number)) and self.C > 0):
             raise ValueError(f"C must be a positive number; got {self.C!r}.")
-        if self.penalty not in ("l2", "l1", "elasticnet", None, "none"):
-            raise ValueError(
-                f"penalty must be 'l2', 'l1', 'elasticnet' or None; got {self.penalty!r}."
-            )
-        if self.penalty in (None, "none") or math.isinf(self.C):
+        penalty = self._penalty_name()
+        if penalty is None or math.isinf(self.C):
             return NoPenalty()
         strength = 1.0 / (self.C * total_weight)
-        if self.penalty == "l2":
+        if penalty == "l2":
             return L2(strength)
-        if self.penalty == "l1":
+        if penalty == "l1":
             return L1(strength)
         return make_penalty("elasticnet", strength, self.l1_ratio)
+
+    def _penalty_name(self):
+        """``"l2"``, ``"l1"``, ``"elasticnet"`` or None, from ``penalty`` and ``l1_ratio``."""
+        if self.penalty in ("auto", "deprecated"):
+            l1_ratio = self.l1_ratio
+            if l1_ratio is not None and not (
+                isinstance(l1_ratio, (int, float, np.number)) and 0 <= l1_ratio <= 1
+            ):
+                raise ValueError(f"l1_ratio must be a number in [0, 1]; got {l1_ratio!r}.")
+            if l1_ratio is None or l1_ratio == 0:
+                return "l2"
+            return "l1" if l1_ratio == 1 else "elasticnet"
+        if self.penalty not in ("l2", "l1", "elasticnet", None, "none"):
+            raise ValueError(
+                f"penalty must be 'auto', 'l2', 'l1', 'elasticnet' or None; got {self.penalty!r}."
+            )
+        return None if self.penalty == "none" else self.penalty
 
     def _prepare_target(self, y):
         if is_dask(y) and (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
@@ -779,7 +972,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (weighted by ``sample_weight``)."""
-        X, y, sample_weight = _align_for_score(X, y, sample_weight)
+        X, y, sample_weight = _check_score_input(X, y, sample_weight, numeric=False)
         correct = (self.predict(X) == y).astype(float)
         return _to_float(_weighted_mean(correct, sample_weight))
 
@@ -822,6 +1015,9 @@ class _SGDBase(_GLMBase):
 
     def _penalty(self, total_weight):
         return make_penalty(self.penalty, self.alpha, self.l1_ratio)
+
+    def _rescalable(self):
+        return False  # partial_fit would see each chunk in its own scales
 
     def _check_params(self):
         name = type(self).__name__
@@ -999,6 +1195,11 @@ _SGD_DOC = """
         For Dask input, keep the partitions in worker memory or read them from their
         source in every round (``"auto"``: keep them when they take at most half of the
         free worker memory).  ``partial_fit`` always streams its chunks.
+    verbose : int, default=0
+        ``1`` or more shows a progress bar (one update per epoch) and logs every epoch on
+        the ``daskglm`` logger at INFO level.
+    warm_start : bool, default=False
+        Start ``fit`` from the coefficients of the previous fit instead of zero.
 
     Attributes
     ----------
@@ -1044,7 +1245,8 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     def __init__(self, loss="squared_error", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="invscaling",
                  eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every=None, cache="auto"):
+                 batch_size=16, sync_every=None, cache="auto", verbose=0,
+                 warm_start=False):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -1061,6 +1263,8 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         self.batch_size = batch_size
         self.sync_every = sync_every
         self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
 
     def _family(self):
         return Gaussian()
@@ -1094,7 +1298,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.0,
                  power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every=None, cache="auto"):
+                 batch_size=16, sync_every=None, cache="auto", verbose=0,
+                 warm_start=False):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -1111,6 +1316,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         self.batch_size = batch_size
         self.sync_every = sync_every
         self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
 
     def _family(self):
         return Binomial()

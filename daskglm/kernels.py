@@ -344,6 +344,37 @@ def column_moments(part):
 
 
 @dataclass
+class ColumnMaxima:
+    """Largest absolute value of each column of ``X``."""
+
+    values: np.ndarray
+
+    def __add__(self, other):
+        return ColumnMaxima(np.maximum(self.values, other.values))
+
+
+def column_max_abs(part):
+    """Largest absolute value of each column of one partition."""
+    X = part[0]
+    if X.shape[0] == 0:
+        return ColumnMaxima(np.zeros(X.shape[1]))
+    if sp.issparse(X):
+        return ColumnMaxima(np.asarray(abs(X).max(axis=0).todense(), dtype=float).ravel())
+    return ColumnMaxima(np.abs(X).max(axis=0).astype(float))
+
+
+def scale_columns(part, scale):
+    """The partition with column ``j`` of ``X`` multiplied by ``scale[j]``."""
+    X, y, weight = part
+    if sp.issparse(X):
+        X = X.copy()
+        X.data *= scale.astype(X.dtype)[X.indices]
+    else:
+        X = X * scale.astype(X.dtype)
+    return X, y, weight
+
+
+@dataclass
 class PartitionSummary:
     """What validation needs to know of a partition, gathered in the same read."""
 

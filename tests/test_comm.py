@@ -140,7 +140,7 @@ def test_measured_bytes_stay_within_half_and_twice_the_model(client):
 
 def test_cluster_report_has_timings_and_identifies_the_cluster(client):
     X, y, _ = make_data("binomial", n=3000, d=4)
-    X = da.from_array(X, chunks=(1500, -1))  # two partitions, one per worker
+    X = da.from_array(X, chunks=(375, -1))  # eight partitions, spread over both workers
     model = daskglm.LogisticRegression(solver="lbfgs").fit(X, y)
     report = model.comm_
     assert report.engine == "distributed" and report.cores == 2 and report.workers == 2

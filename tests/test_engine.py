@@ -179,11 +179,16 @@ def test_validation_returns_the_column_moments_and_checks_entries_through_them(b
     np.testing.assert_allclose(moments.squares, w @ X**2, rtol=1e-12)
     assert moments.weight == pytest.approx(w.sum(), rel=1e-14)
 
-    # squares that overflow are not mistaken for non-finite entries
+    # squares that overflow are not mistaken for non-finite entries: the column is
+    # rescaled by a power of two (or, without ``rescale``, named in a clear error)
     huge = X.copy()
     huge[5, 1] = 1e200
-    with make_engine(huge, y, w, family=Binomial(), client=None, n_partitions=3) as engine:
-        assert not np.isfinite(engine.column_moments.squares[1])
+    with pytest.raises(ValueError, match="too large or too small.*1 \\(largest"):
+        make_engine(huge, y, w, family=Binomial(), client=None, n_partitions=3)
+    with make_engine(huge, y, w, family=Binomial(), client=None, n_partitions=3,
+                     rescale=True) as engine:
+        assert engine.column_scale[1] == 2.0 ** -664 and engine.column_scale[0] == 1.0
+        assert np.isfinite(engine.column_moments.squares).all()
     # a NaN in a row of zero weight is still found
     holed, zeroed = X.copy(), w.copy()
     holed[7, 2], zeroed[7] = np.nan, 0.0

@@ -16,7 +16,7 @@ import daskglm
 from daskglm import engine as engine_module
 from daskglm.engine import DistributedEngine, make_engine
 from daskglm.families import Binomial
-from daskglm.kernels import loss_grad, loss_grad_hess
+from daskglm.kernels import loss_grad_hess
 
 from .conftest import make_data
 
@@ -88,7 +88,7 @@ def _kill_one_worker(client):
         time.sleep(0.05)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def own_client():
     """A two-process cluster of its own: these tests kill workers."""
     from distributed import Client, LocalCluster
@@ -173,3 +173,17 @@ def test_an_interrupted_fit_leaves_nothing_on_the_cluster(client):
         time.sleep(0.05)
     assert _keys_held(client) == []
     del held
+
+
+def test_cache_auto_keeps_data_in_memory_on_workers_without_a_memory_limit():
+    """No memory limit means the machine's memory, not zero free memory."""
+    from distributed import Client, LocalCluster
+
+    from daskglm.engine import choose_cache, free_memory
+
+    X = da.ones((10_000, 10), chunks=(2_500, 10))
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, memory_limit=0,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        assert free_memory(client) > 0
+        policy, reason = choose_cache("auto", X, X[:, 0], None, client)
+    assert policy == "memory", reason

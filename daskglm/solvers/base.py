@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .. import progress
 from ..families import Family
 from ..kernels import gram, loss_grad, loss_grad_hess
 from ..penalties import Penalty
@@ -141,6 +142,7 @@ class History:
                 **extra,
             }
         )
+        progress.report(self.entries[-1])
 
 
 class Solver:
