@@ -64,3 +64,34 @@ def test_lbfgs_converged_means_the_gradient_met_tol():
     expected = np.linalg.lstsq(np.column_stack([X, np.ones(len(y))]), y, rcond=None)[0]
     assert rel_error(model.coef_, expected[:-1]) <= 1e-9
     assert abs(model.intercept_ - expected[-1]) <= 1e-9 * abs(expected[-1])
+
+
+# 2. rank decisions on the scaled system ---------------------------------------------------
+@pytest.mark.parametrize("solver", ["newton", "gd"])
+def test_intercept_moves_under_a_strong_penalty(solver):
+    X, y = make_regression(50, 100, noise=0, bias=10, random_state=42)
+    model = daskglm.Ridge(alpha=1e16, solver=solver, tol=1e-10, max_iter=500).fit(X, y)
+    reference = sk.Ridge(alpha=1e16, solver="cholesky").fit(X, y)
+    assert model.converged_
+    assert abs(model.intercept_ - y.mean()) <= 1e-12 * abs(y.mean())
+    assert abs(model.intercept_ - reference.intercept_) <= 1e-12 * abs(y.mean())
+    assert rel_error(model.coef_, reference.coef_) <= 1e-6
+
+
+def test_solve_symmetric_decides_rank_on_the_jacobi_scaled_matrix():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(30, 5))
+    gram = A.T @ A / 30
+    # a penalised block 1e16 times stiffer than the unpenalised last coordinate
+    matrix = gram + np.diag([1e16] * 4 + [0.0])
+    rhs = rng.normal(size=5)
+    x, rank_deficient = solve_symmetric(matrix, rhs)
+    assert not rank_deficient
+    np.testing.assert_allclose(matrix @ x, rhs, rtol=1e-12, atol=1e-12 * np.abs(rhs).max())
+    # a genuinely singular matrix still gets numpy's minimum-norm solution
+    singular = np.column_stack([A, A[:, 0] + A[:, 1]])
+    matrix = singular.T @ singular
+    rhs = singular.T @ rng.normal(size=30)
+    x, rank_deficient = solve_symmetric(matrix, rhs)
+    assert rank_deficient
+    np.testing.assert_allclose(x, np.linalg.lstsq(matrix, rhs, rcond=1e-12)[0], rtol=1e-8)
