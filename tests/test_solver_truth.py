@@ -95,3 +95,17 @@ def test_solve_symmetric_decides_rank_on_the_jacobi_scaled_matrix():
     x, rank_deficient = solve_symmetric(matrix, rhs)
     assert rank_deficient
     np.testing.assert_allclose(x, np.linalg.lstsq(matrix, rhs, rcond=1e-12)[0], rtol=1e-8)
+
+
+# 4. gd on badly scaled columns -------------------------------------------------------------
+def test_gd_matches_statsmodels_on_unscaled_spector():
+    data = sm.datasets.spector.load_pandas()
+    X = data.exog[["GPA", "TUCE", "PSI"]].to_numpy()
+    y = data.endog.to_numpy()
+    reference = sm.Logit(y, sm.add_constant(X)).fit(disp=0, method="newton", tol=1e-14)
+    model = daskglm.LogisticRegression(penalty=None, solver="gd", tol=1e-8, max_iter=5000)
+    model.fit(X, y)
+    assert model.converged_
+    assert model.n_iter_ <= 300
+    assert rel_error(model.coef_, reference.params[1:]) <= 1e-6
+    assert abs(model.intercept_[0] - reference.params[0]) <= 1e-6 * abs(reference.params[0])
