@@ -97,6 +97,23 @@ def test_solve_symmetric_decides_rank_on_the_jacobi_scaled_matrix():
     np.testing.assert_allclose(x, np.linalg.lstsq(matrix, rhs, rcond=1e-12)[0], rtol=1e-8)
 
 
+# 3. stalls -------------------------------------------------------------------------------
+@pytest.mark.parametrize("solver", ["gd", "newton", "proximal", "admm", "lbfgs"])
+def test_solvers_at_tol_zero_stop_when_stalled_and_say_so(solver):
+    X, y, _ = make_data("binomial", n=300, d=3)
+    max_iter = 1000
+    model = daskglm.LogisticRegression(C=1.0, solver=solver, tol=0, max_iter=max_iter)
+    with pytest.warns(ConvergenceWarning, match="stalled|ABNORMAL"):
+        model.fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
+    assert not model.converged_
+    assert model.n_iter_ <= 200  # well before max_iter
+    assert model.comm_.rounds <= 1000
+    assert len(model.history_) == model.n_iter_
+    reference = sk.LogisticRegression(C=1.0, tol=1e-14, max_iter=10_000).fit(X, y)
+    assert rel_error(model.coef_, reference.coef_) <= 1e-6
+    assert abs(model.intercept_[0] - reference.intercept_[0]) <= 1e-6
+
+
 # 4. gd on badly scaled columns -------------------------------------------------------------
 def test_gd_matches_statsmodels_on_unscaled_spector():
     data = sm.datasets.spector.load_pandas()
