@@ -126,3 +126,43 @@ def test_gd_matches_statsmodels_on_unscaled_spector():
     assert model.n_iter_ <= 300
     assert rel_error(model.coef_, reference.params[1:]) <= 1e-6
     assert abs(model.intercept_[0] - reference.params[0]) <= 1e-6 * abs(reference.params[0])
+
+
+# 5. averaging ------------------------------------------------------------------------------
+def chunked(X, y, n_parts):
+    size = -(-len(y) // n_parts)
+    return da.from_array(X, chunks=(size, -1)), da.from_array(y, chunks=size)
+
+
+def test_averaging_without_a_check_does_not_claim_convergence():
+    X, y = make_regression(100, 100, noise=1.0, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="global optimality not checked"):
+        model = daskglm.Ridge(alpha=1.0, solver="averaging", tol=1e-10).fit(*chunked(X, y, 2))
+    assert not model.converged_
+    assert solver_rounds(model) == ["local_solve"]
+
+
+def test_averaging_on_one_partition_converges_by_its_local_solve():
+    X, y = make_regression(200, 5, noise=1.0, random_state=0)
+    model = daskglm.Ridge(alpha=1.0, solver="averaging", tol=1e-10).fit(*chunked(X, y, 1))
+    assert model.converged_
+    assert rel_error(model.coef_, sk.Ridge(alpha=1.0).fit(X, y).coef_) <= 1e-8
+
+
+def test_averaging_correction_verifies_global_optimality():
+    # least squares: the Newton step from the average lands on the optimum
+    X, y = make_regression(400, 5, noise=1.0, random_state=0)
+    model = daskglm.Ridge(alpha=1.0, solver="averaging", tol=1e-8,
+                          solver_options={"correction": "newton"}).fit(*chunked(X, y, 4))
+    assert model.converged_
+    assert solver_rounds(model) == ["local_solve", "hessian", "gradient"]
+    assert model.history_[-1]["grad_norm"] <= 1e-8
+    assert rel_error(model.coef_, sk.Ridge(alpha=1.0).fit(X, y).coef_) <= 1e-8
+    # logistic: one Newton step does not reach tol=1e-12, and the check says so
+    X, y, _ = make_data("binomial", n=400, d=4)
+    model = daskglm.LogisticRegression(solver="averaging", tol=1e-12,
+                                       solver_options={"correction": "newton"})
+    with pytest.warns(ConvergenceWarning, match="global optimality"):
+        model.fit(*chunked(X, y, 4))
+    assert not model.converged_
+    assert model.history_[-1]["grad_norm"] > 1e-12
