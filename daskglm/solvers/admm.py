@@ -8,7 +8,7 @@ import numpy as np
 
 from ..coordinates import Standardised
 from ..local import proximal_point
-from .base import History, Objective, Solver, SolverResult
+from .base import History, Objective, Solver, SolverResult, StallMonitor
 
 __all__ = ["ADMM", "RHO_FACTOR", "RHO_FACTOR_L1"]
 
@@ -26,6 +26,10 @@ RHO_FACTOR = 0.02
 #: the gaps above against 8 / 17 / 27 at 0.02; on the lasso the two were within one
 #: iteration of each other (11 / 16 / 20 and 11 / 15 / 19).
 RHO_FACTOR_L1 = 0.05
+
+#: Iterations without a new best objective, optimality or residual before a stall is
+#: declared (residual balancing makes the residuals move in bursts).
+_PATIENCE = 20
 
 
 class ADMM(Solver):
@@ -47,7 +51,10 @@ class ADMM(Solver):
     primal residual ``|x - z|`` and the dual residual ``rho |z - z_old|`` drift more than
     ``mu`` apart.  Stops when both residuals fall below ``sqrt(N p) * tol + tol * scale``
     (the stacked absolute and relative criteria of Boyd et al., with ``tol`` for both).
-    Every family; no, L2, L1 or elastic-net penalty.
+    Stops early, with ``converged`` False and a message starting with "stalled", when for
+    20 iterations in a row none of the objective and the optimality violation at the
+    consensus point and the two residuals improved beyond round-off (the local solves'
+    accuracy then limits the consensus).  Every family; no, L2, L1 or elastic-net penalty.
 
     Each history entry also reports the objective and the optimality violation at the
     consensus point the iteration started from, computed in the same round.
@@ -115,6 +122,8 @@ class ADMM(Solver):
         xs = [z.copy() for _ in range(n_parts)]
         us = [np.zeros(n_params) for _ in range(n_parts)]
         converged = False
+        monitor = StallMonitor(patience=_PATIENCE)
+        message = "maximum number of iterations reached"
         n_iter = 0
         while not converged and n_iter < self.max_iter:
             n_iter += 1
@@ -139,6 +148,15 @@ class ADMM(Solver):
             dual_tol = threshold + self.tol * rho * u_norm
             history.entries[-1].update(primal_residual=primal, dual_residual=dual)
             converged = primal <= primal_tol and dual <= dual_tol
+            if not converged:
+                entry = history.entries[-1]
+                stall = monitor.check(z, None, entry["objective"], entry["grad_norm"], primal,
+                                      dual)
+                if stall:
+                    message = stall.replace("the objective nor the optimality violation",
+                                            "the objective, the optimality violation nor the "
+                                            "residuals")
+                    break
             if self.opts["adaptive_rho"] and not converged:
                 if primal > mu * dual:
                     rho *= tau
@@ -146,7 +164,7 @@ class ADMM(Solver):
                 elif dual > mu * primal:
                     rho /= tau
                     us = [u * tau for u in us]
-        message = "converged" if converged else "maximum number of iterations reached"
+        message = "converged" if converged else message
         return SolverResult(coordinates.to_params(z), n_iter, converged, history.entries, message)
 
     def _initial_rho(self, problem, params0):

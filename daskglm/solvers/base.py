@@ -12,7 +12,11 @@ from ..families import Family
 from ..kernels import gram, loss_grad, loss_grad_hess
 from ..penalties import Penalty
 
-__all__ = ["Problem", "Objective", "SolverResult", "Solver", "History"]
+__all__ = ["Problem", "Objective", "SolverResult", "Solver", "History", "StallMonitor",
+           "ROUND_OFF"]
+
+#: Relative change below which floating point can no longer tell two values apart.
+ROUND_OFF = 8 * np.finfo(float).eps
 
 
 @dataclass
@@ -143,6 +147,57 @@ class History:
             }
         )
         progress.report(self.entries[-1])
+
+
+class StallMonitor:
+    """Says when an iterative solver can make no more progress in floating point.
+
+    A solver is stalled when its step is below round-off relative to its iterate (the
+    iterate no longer changes), or when for ``patience`` iterations in a row none of the
+    quantities it drives down (the objective, the optimality violation, residuals) has
+    improved on its best value by more than round-off.  Linear convergence improves the
+    optimality violation at almost every iteration, so only a solver at its round-off
+    floor goes ``patience`` iterations without a new best.
+
+    Parameters
+    ----------
+    patience : int
+        Iterations without improvement before the solver is declared stalled.
+    """
+
+    def __init__(self, patience=10):
+        self.patience = int(patience)
+        self.best = None
+        self.since_best = 0
+
+    def check(self, iterate, step, *measures):
+        """The reason the solver is stalled after this iteration, or "" if it is not.
+
+        Parameters
+        ----------
+        iterate : ndarray
+            The new iterate.
+        step : ndarray or None
+            Its change from the previous iterate; None skips the step test.
+        *measures : float
+            Quantities the solver drives down, in the same order at every call.
+        """
+        if step is not None:
+            step_norm = float(np.linalg.norm(step))
+            if step_norm <= ROUND_OFF * float(np.linalg.norm(iterate)):
+                return (f"stalled: the step ({step_norm:.3g}) is below round-off relative to "
+                        f"the parameters")
+        measures = np.asarray(measures, dtype=float)
+        if self.best is None:
+            self.best = measures.copy()
+            return ""
+        improved = measures < self.best - ROUND_OFF * np.abs(self.best)
+        self.best = np.where(improved, measures, self.best)
+        self.since_best = 0 if improved.any() else self.since_best + 1
+        if self.since_best >= self.patience:
+            return (f"stalled: neither the objective nor the optimality violation improved "
+                    f"beyond round-off in {self.patience} iterations")
+        return ""
 
 
 class Solver:

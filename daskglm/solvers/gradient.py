@@ -2,50 +2,135 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .base import History, Objective, Solver, SolverResult
+from ..coordinates import Standardised
+from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import backtracking
 
 __all__ = ["GradientDescent"]
 
 
 class GradientDescent(Solver):
-    """Full-batch gradient descent.
+    """Full-batch gradient descent, diagonally preconditioned.
 
-    Each iteration tries the Barzilai-Borwein step ``s.s / s.g`` (the previous accepted
-    step when that is not positive) and halves it until the Armijo condition holds; every
-    trial point is one engine round returning value and gradient together.  Stops when
-    the largest gradient entry is at most ``tol``.
+    The iterations run in standardised coordinates (:mod:`daskglm.coordinates`: as if ``X``
+    were centred and scaled to unit variance, from the column moments the validation round
+    returns, no round of their own), with each coefficient's scale widened by the
+    penalty's curvature relative to the loss's: ``sqrt(var_j + alpha / c)``, where ``c`` is
+    the family's curvature (its variance function) at the starting point's mean.  In
+    these coordinates every diagonal entry of the objective's Hessian is close to ``c``,
+    whatever the columns' offsets and scales and however strong the penalty, and the
+    first trial step is ``1 / c``.
+
+    Each iteration then tries the Barzilai-Borwein step ``s.s / s.g`` (twice the previous
+    accepted step when that is not positive) and halves it until the Armijo condition
+    holds (near the optimum, where function values differ by round-off, on the decrease
+    estimated from the gradients); every trial point is one engine round returning value
+    and gradient together.
+    Stops when the largest gradient entry (in the original coordinates) is at most
+    ``tol``.  Stops early, with ``converged`` False and a message starting with "stalled",
+    when the line search finds no decrease or for 10 iterations neither the objective nor the largest gradient entry
+    improved beyond round-off.  No penalty or L2 only.
 
     Options
     -------
-    step_size : float, default 1.0
-        First trial step.
+    step_size : float or "auto", default "auto"
+        First trial step (in the preconditioned coordinates); "auto" is ``1 / c``.
+    standardize : bool, default True
+        Run in standardised coordinates; the penalty's curvature is used either way.
+    max_line_search : int, default 40
+        Trials per line search before giving up.
     """
 
     name = "gd"
-    options = {"step_size": 1.0}
+    options = {"step_size": "auto", "standardize": True, "max_line_search": 40}
+
+    def __init__(self, tol=1e-4, max_iter=100, **options):
+        super().__init__(tol=tol, max_iter=max_iter, **options)
+        if not (isinstance(self.opts["step_size"], str) and self.opts["step_size"] == "auto"):
+            self._check_option("step_size", 0, strict=True)
+        self._check_option("max_line_search", 1, integer=True)
 
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)
-        params = np.array(params0, dtype=float)
-        value, grad = objective.value_and_grad(params)
-        step = float(self.opts["step_size"])
-        converged = objective.optimality(params, grad) <= self.tol
+        params0 = np.asarray(params0, dtype=float)
+        curvature = _curvature(problem, params0)
+        coordinates = self._coordinates(problem, objective, curvature)
+
+        def value_and_grad(theta):
+            value, grad = objective.value_and_grad(coordinates.to_params(theta))
+            return value, coordinates.grad_to_theta(grad)
+
+        def optimality(theta, theta_grad):
+            # the criterion is stated in the original coordinates; one more gradient map
+            params = coordinates.to_params(theta)
+            return objective.optimality(params, _grad_to_params(coordinates, theta_grad))
+
+        theta = coordinates.to_theta(params0)
+        value, grad = value_and_grad(theta)
+        step = (1.0 / curvature if self.opts["step_size"] == "auto"
+                else float(self.opts["step_size"]))
+        converged = optimality(theta, grad) <= self.tol
+        monitor = StallMonitor()
+        message = "converged" if converged else "maximum number of iterations reached"
         n_iter = 0
         while not converged and n_iter < self.max_iter:
-            n_iter += 1
-            search = backtracking(objective.value_and_grad, params, value, grad, -grad, step)
+            search = backtracking(value_and_grad, theta, value, grad, -grad, step,
+                                  max_evaluations=int(self.opts["max_line_search"]),
+                                  resolve_round_off=True)
             if not search.success:
+                message = "stalled: the line search found no decrease"
                 break
-            s = search.params - params
-            g_change = search.grad - grad
-            curvature = float(s @ g_change)
-            params, value, grad = search.params, search.value, search.grad
-            step = float(s @ s) / curvature if curvature > 0 else 2.0 * search.step
-            optimality = objective.optimality(params, grad)
-            history.record(value, optimality, search.step)
-            converged = optimality <= self.tol
-        return SolverResult(params, n_iter, converged, history.entries)
+            n_iter += 1
+            s = search.params - theta
+            curvature_along = float(s @ (search.grad - grad))
+            theta, value, grad = search.params, search.value, search.grad
+            step = float(s @ s) / curvature_along if curvature_along > 0 else 2.0 * search.step
+            violation = optimality(theta, grad)
+            history.record(value, violation, search.step)
+            converged = violation <= self.tol
+            if converged:
+                message = "converged"
+            else:
+                stall = monitor.check(theta, None, value, violation)
+                if stall:
+                    message = stall
+                    break
+        return SolverResult(coordinates.to_params(theta), n_iter, converged, history.entries,
+                            message)
+
+    def _coordinates(self, problem, objective, curvature):
+        """Standardised coordinates with the penalty's curvature in the coefficients' scales."""
+        n_features = problem.n_features
+        coordinates = Standardised()
+        if self.opts["standardize"]:
+            coordinates = Standardised.from_moments(*objective.column_moments(),
+                                                    problem.fit_intercept)
+        penalty_curvature = problem.penalty.hess_diag(np.zeros(n_features))
+        if not np.any(penalty_curvature > 0):
+            return coordinates
+        scales = np.ones(n_features) if coordinates.scales is None else coordinates.scales
+        return Standardised(np.sqrt(scales**2 + penalty_curvature / curvature),
+                            coordinates.means)
+
+
+def _curvature(problem, params0):
+    """The family's curvature at the starting point's mean (1 when not finite and positive)."""
+    intercept = params0[-1] if problem.fit_intercept else 0.0
+    curvature = float(problem.family.variance(np.array([intercept]))[0])
+    return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
+
+
+def _grad_to_params(coordinates, theta_grad):
+    """The inverse of :meth:`Standardised.grad_to_theta`."""
+    grad = np.array(theta_grad, dtype=float, copy=True)
+    n = grad.shape[0] - int(coordinates.means is not None)
+    if coordinates.scales is not None:
+        grad[:n] *= coordinates.scales
+    if coordinates.means is not None:
+        grad[:n] += coordinates.means * grad[-1]
+    return grad

@@ -14,7 +14,21 @@ class LBFGS(Solver):
     """Limited-memory BFGS (scipy's L-BFGS-B, unbounded).
 
     Every function evaluation scipy asks for is one engine round returning the objective
-    and its gradient together.  Stops when the largest gradient entry is at most ``tol``.
+    and its gradient together.  Stops when the largest gradient entry is at most ``tol``;
+    scipy's relative-decrease test is switched off (``ftol=0``).
+
+    Near the optimum the decrease of the objective falls below the round-off of its value
+    long before the gradient reaches a tight ``tol``, and scipy stops because the objective
+    no longer changes (or its line search fails).  The solver then restarts scipy from
+    that point on the objective's change from it, estimated from gradients alone by the
+    trapezoid rule ``(g(x) + g(x0)).(x - x0) / 2`` (exact for quadratics, and resolved to
+    the round-off of the gradients rather than of the objective), up to
+    ``max_restarts`` times while the gradient keeps improving.
+
+    ``converged`` is True only when the largest gradient entry at the returned point is at
+    most ``tol``.  Otherwise the message gives scipy's reason for stopping, starting with
+    "stalled" when no further decrease could be resolved.  History entries report the
+    objective itself, also during restarts.
 
     Options
     -------
@@ -22,49 +36,80 @@ class LBFGS(Solver):
         Number of correction pairs kept.
     max_evaluations : int, default 15000
         Cap on function evaluations (rounds).
+    max_restarts : int, default 3
+        Restarts on the gradient-based estimate of the objective after a stall.
     """
 
     name = "lbfgs"
-    options = {"memory": 10, "max_evaluations": 15000}
+    options = {"memory": 10, "max_evaluations": 15000, "max_restarts": 3}
+
+    def __init__(self, tol=1e-4, max_iter=100, **options):
+        super().__init__(tol=tol, max_iter=max_iter, **options)
+        self._check_option("memory", 1, integer=True)
+        self._check_option("max_evaluations", 1, integer=True)
+        self._check_option("max_restarts", 0, integer=True)
 
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)
-        last = {}
+        evaluations = {}  # value and gradient of every point evaluated since the last iteration
+        anchor = {}  # the point a restart's objective estimate is measured from
 
         def value_and_grad(params):
             value, grad = objective.value_and_grad(params)
-            last.update(params=params.copy(), value=value, grad=grad)
-            return value, grad
+            evaluations[params.tobytes()] = (value, grad)
+            if not anchor:
+                return value, grad
+            start, start_grad = anchor["params"], anchor["grad"]
+            return 0.5 * float((grad + start_grad) @ (params - start)), grad
 
         previous = [np.array(params0, dtype=float)]
 
         def callback(intermediate_result):
             params = intermediate_result.x
+            value, grad = evaluations.get(params.tobytes(), (np.nan, None))
+            evaluations.clear()
             history.record(
-                intermediate_result.fun,
-                objective.optimality(params, last["grad"]),
+                value,
+                objective.optimality(params, grad) if grad is not None else np.nan,
                 np.linalg.norm(params - previous[0]),
             )
             previous[0] = params.copy()
 
-        result = scipy.optimize.minimize(
-            value_and_grad,
-            np.array(params0, dtype=float),
-            jac=True,
-            method="L-BFGS-B",
-            callback=callback,
-            options={
-                "maxiter": self.max_iter,
-                "maxfun": int(self.opts["max_evaluations"]),
-                "maxcor": int(self.opts["memory"]),
-                "gtol": self.tol,
-                "ftol": 64 * np.finfo(float).eps,
-                "maxls": 50,
-            },
-        )
-        # status 2 (line search failure) is scipy's answer at an optimum within round-off
-        converged = result.status == 0 or (
-            result.status == 2 and objective.optimality(result.x, result.jac) <= self.tol
-        )
-        return SolverResult(result.x, int(result.nit), converged, history.entries, str(result.message))
+        params = np.array(params0, dtype=float)
+        n_iter = n_evaluations = 0
+        best = np.inf
+        for restart in range(int(self.opts["max_restarts"]) + 1):
+            result = scipy.optimize.minimize(
+                value_and_grad,
+                params,
+                jac=True,
+                method="L-BFGS-B",
+                callback=callback,
+                options={
+                    "maxiter": self.max_iter - n_iter,
+                    "maxfun": int(self.opts["max_evaluations"]) - n_evaluations,
+                    "maxcor": int(self.opts["memory"]),
+                    "gtol": self.tol,
+                    "ftol": 0.0,
+                    "maxls": 50,
+                },
+            )
+            n_iter += int(result.nit)
+            n_evaluations += int(result.nfev)
+            params = result.x
+            optimality = objective.optimality(params, result.jac)
+            # status 0 short of the gradient criterion: the objective did not change at all
+            stalled = result.status in (0, 2) and optimality > self.tol
+            if not stalled or optimality >= best or n_iter >= self.max_iter:
+                break
+            best = optimality
+            anchor.update(params=params.copy(), grad=np.array(result.jac, dtype=float))
+        converged = optimality <= self.tol
+        if converged:
+            message = f"converged: largest gradient entry {optimality:.3g} <= tol"
+        else:
+            reason = "stalled: " if stalled else ""
+            message = (f"{reason}scipy stopped with {str(result.message)!r} at largest "
+                       f"gradient entry {optimality:.3g} > tol {self.tol:g}")
+        return SolverResult(params, n_iter, converged, history.entries, message)

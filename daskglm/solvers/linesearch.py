@@ -8,6 +8,9 @@ import numpy as np
 
 __all__ = ["LineSearchResult", "backtracking"]
 
+#: Relative difference of function values below which they are treated as unresolved.
+_RESOLVED = 1e-10
+
 
 @dataclass
 class LineSearchResult:
@@ -20,7 +23,7 @@ class LineSearchResult:
 
 
 def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink=0.5,
-                 sufficient_decrease=1e-4, max_evaluations=40):
+                 sufficient_decrease=1e-4, max_evaluations=40, resolve_round_off=False):
     """Find a step along ``direction`` that satisfies the Armijo condition.
 
     Every trial point costs one call of ``value_and_grad`` (one engine round), whose
@@ -41,6 +44,11 @@ def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink
         Armijo constant ``c1``.
     max_evaluations : int
         Trials before giving up.
+    resolve_round_off : bool
+        Where the two function values differ by less than ``1e-10`` relative (near the
+        optimum, where their difference is mostly round-off), test the decrease estimated
+        from the gradients by the trapezoid rule, ``(g(trial) + g).(trial - params) / 2``
+        (exact for quadratics), instead of the difference of the values.
 
     Returns
     -------
@@ -52,7 +60,10 @@ def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink
     for evaluation in range(1, max_evaluations + 1):
         trial = params + step * direction
         trial_value, trial_grad = value_and_grad(trial)
-        if np.isfinite(trial_value) and trial_value <= value + sufficient_decrease * step * slope:
+        decrease = trial_value - value
+        if resolve_round_off and abs(decrease) <= _RESOLVED * max(1.0, abs(value)):
+            decrease = 0.5 * float((trial_grad + grad) @ (trial - params))
+        if np.isfinite(trial_value) and decrease <= sufficient_decrease * step * slope:
             return LineSearchResult(step, trial, trial_value, trial_grad, evaluation, True)
         step *= shrink
     return LineSearchResult(0.0, params, value, grad, max_evaluations, False)

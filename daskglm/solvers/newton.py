@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import History, Objective, Solver, SolverResult
+from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import LineSearchResult, backtracking
 from .normal import solve_symmetric
 
@@ -26,8 +26,11 @@ class Newton(Solver):
     one round and the next iteration needs no further one.  For canonical links this is
     iteratively reweighted least squares.  Near the optimum, where the predicted decrease
     is below what function values resolve, the full step is accepted when it shrinks the
-    gradient instead.  Stops when the largest gradient entry is at most ``tol``.  Every
-    family; no penalty or L2 only.
+    gradient instead.  Stops when the largest gradient entry is at most ``tol``.  Stops
+    early, with ``converged`` False and a message starting with "stalled", when the line
+    search finds no decrease, the step is below round-off relative to the parameters, or
+    for 10 iterations neither the objective nor the largest gradient entry improved beyond
+    round-off.  Every family; no penalty or L2 only.
 
     Options
     -------
@@ -58,7 +61,8 @@ class Newton(Solver):
         optimality = objective.optimality(params, grad)
         converged = optimality <= self.tol
         n_iter = 0
-        message = "converged" if converged else ""
+        monitor = StallMonitor()
+        message = "converged" if converged else "maximum number of iterations reached"
         while not converged and n_iter < self.max_iter:
             n_iter += 1
             direction, _ = solve_symmetric(hessians["last"], -grad)
@@ -74,14 +78,20 @@ class Newton(Solver):
                     max_evaluations=int(self.opts["max_line_search"]),
                 )
             if not search.success:
-                message = "the line search found no decrease (round-off level reached?)"
+                n_iter -= 1
+                message = "stalled: the line search found no decrease"
                 break
+            step = search.params - params
             params, value, grad = search.params, search.value, search.grad
             optimality = objective.optimality(params, grad)
             history.record(value, optimality, search.step, evaluations=search.evaluations)
             converged = optimality <= self.tol
-        if converged:
-            message = "converged"
+            if converged:
+                message = "converged"
+            else:
+                message = monitor.check(params, step, value, optimality) or message
+                if message.startswith("stalled"):
+                    break
         return SolverResult(params, n_iter, converged, history.entries, message)
 
     @staticmethod

@@ -20,9 +20,14 @@ import math
 import numpy as np
 
 from ..coordinates import Standardised
-from .base import History, Objective, Solver, SolverResult
+from .base import History, Objective, Solver, SolverResult, StallMonitor
 
 __all__ = ["ProximalGradient", "accelerated_proximal_gradient", "solve_composite_quadratic"]
+
+#: Iterations without a new best objective or optimality before a stall is declared: more
+#: than for monotone methods, as momentum makes the optimality violation oscillate (on the
+#: weighted lasso of the tests it took 17 iterations to regain its best near tol=1e-10).
+_PATIENCE = 50
 
 
 def _descent_lemma_holds(loss_new, grad_new, loss_y, grad_y, diff, lipschitz):
@@ -83,6 +88,10 @@ def accelerated_proximal_gradient(evaluate, prox, penalty_value, x0, *, step, to
     Returns
     -------
     x, n_iter, converged, message
+        ``converged`` False with a message starting with "stalled" when the backtracking
+        finds no acceptable step, the proximal gradient step is below round-off relative
+        to ``x`` (a fixed point as far as floating point can tell), or for 50 iterations
+        neither the objective nor the optimality violation improved beyond round-off.
     """
     x = np.array(x0, dtype=float)
     loss_x, grad_x, optimality = evaluate(x)
@@ -91,16 +100,20 @@ def accelerated_proximal_gradient(evaluate, prox, penalty_value, x0, *, step, to
     y, loss_y, grad_y = x, loss_x, grad_x
     lipschitz = 1.0 / step
     t = 1.0
+    monitor = StallMonitor(patience=_PATIENCE)
     for n_iter in range(1, max_iter + 1):
         step_found = _backtrack(evaluate, prox, y, loss_y, grad_y, lipschitz, max_line_search)
         if step_found is None:
-            return x, n_iter - 1, False, "the backtracking found no acceptable step"
+            return x, n_iter - 1, False, "stalled: the backtracking found no acceptable step"
         x_new, loss_new, grad_new, optimality, lipschitz, trials = step_found
+        value = loss_new + penalty_value(x_new)
         if history is not None:
-            history.record(loss_new + penalty_value(x_new), optimality, 1.0 / lipschitz,
-                           evaluations=trials)
+            history.record(value, optimality, 1.0 / lipschitz, evaluations=trials)
         if optimality <= tol:
             return x_new, n_iter, True, "converged"
+        stall = monitor.check(x_new, x_new - y, value, optimality)
+        if stall:
+            return x_new, n_iter, False, stall
         t_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
         if restart and float((y - x_new) @ (x_new - x)) > 0:
             t, t_next = 1.0, 1.0
