@@ -883,8 +883,7 @@ class _SGDBase(_GLMBase):
         self._store(problem, result.state, result.history, result.n_iter)
         self.converged_ = bool(result.converged)
 
-    def partial_fit(self, X, y, sample_weight=None, classes=None):
-        """One epoch of SGD over the given data, continuing from the current state.
+    _PARTIAL_FIT_DOC = """One epoch of SGD over the given data, continuing from the current state.
 
         A Dask array is streamed: its row chunks are computed and processed one after the
         other (on the cluster when there is an active client), never all at once.  Each
@@ -901,14 +900,16 @@ class _SGDBase(_GLMBase):
         ----------
         X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
         y : array-like or Dask array of shape (n_samples,)
-        sample_weight : array-like or Dask array of shape (n_samples,), optional
-        classes : array-like of shape (2,), optional
-            Classifiers only: both labels, required on the first call.
+%(classes)s        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Non-negative row weights.
 
         Returns
         -------
         self
         """
+
+    def _partial_fit(self, X, y, sample_weight, classes):
+        """:meth:`partial_fit` of both estimators; ``classes`` is None for regressors."""
         self._check_params()
         state = getattr(self, "_sgd_state", None)
         n_features = getattr(self, "n_features_in_", None)
@@ -1069,6 +1070,11 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         self.coef_ = coef
         self.intercept_ = np.array([intercept])
 
+    def partial_fit(self, X, y, sample_weight=None):
+        return self._partial_fit(X, y, sample_weight, None)
+
+    partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": ""}
+
 
 class SGDClassifier(ClassifierMixin, _SGDBase):
     __doc__ = (
@@ -1114,6 +1120,14 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
 
     def _family(self):
         return Binomial()
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        return self._partial_fit(X, y, sample_weight, classes)
+
+    partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": """\
+        classes : array-like of shape (2,), default=None
+            Both labels; required on the first call, and if given later, the same.
+"""}
 
     def _partial_target(self, y, classes, first):
         if first:

@@ -400,3 +400,28 @@ def test_bad_partial_fit_calls_raise_value_error():
     with pytest.raises(ValueError, match="Unknown option"):
         get_solver("sgd", Problem(Gaussian(), L2(1.0), True, 2), tol=1e-3, max_iter=5,
                    options={"momentum": 0.9})
+
+
+# regressions ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("ours, theirs", [(daskglm.SGDClassifier, sk.SGDClassifier),
+                                          (daskglm.SGDRegressor, sk.SGDRegressor)],
+                         ids=["SGDClassifier", "SGDRegressor"])
+def test_partial_fit_signature_is_scikit_learns(ours, theirs):
+    import inspect
+
+    def parameters(cls):
+        return [(p.name, p.default) for p in inspect.signature(cls.partial_fit).parameters.values()]
+
+    assert parameters(ours) == parameters(theirs)
+
+
+def test_classifier_partial_fit_takes_classes_then_sample_weight_positionally():
+    X, y, w = make_problem_data("binomial", n=300, weights=True)
+    params = {"batch_size": 32, "random_state": 0}
+    by_keyword = daskglm.SGDClassifier(**params).partial_fit(X, y, classes=[0, 1],
+                                                             sample_weight=w)
+    by_position = daskglm.SGDClassifier(**params).partial_fit(X, y, [0, 1], w)
+    unweighted = daskglm.SGDClassifier(**params).partial_fit(X, y, [0, 1])
+    np.testing.assert_array_equal(by_position.classes_, [0, 1])
+    np.testing.assert_array_equal(by_position.coef_, by_keyword.coef_)
+    assert not np.array_equal(unweighted.coef_, by_keyword.coef_)  # the weights were used
