@@ -328,12 +328,13 @@ def test_partial_fit_on_a_cluster_matches_in_process(client):
                          ids=lambda est: type(est).__name__)
 def test_check_estimator(estimator):
     # as for scikit-learn's own SGD estimators: a stochastic fit with weights is not the
-    # fit with repeated rows
-    reason = "sample_weight is not equivalent to removing/repeating samples."
-    check_estimator(estimator, expected_failed_checks={
-        "check_sample_weight_equivalence_on_dense_data": reason,
-        "check_sample_weight_equivalence_on_sparse_data": reason,
-    })
+    # fit with repeated rows; the estimator declares those two checks, which must run and
+    # fail as expected (every other check raises on failure)
+    results = check_estimator(estimator, on_skip=None,
+                              expected_failed_checks=type(estimator)._expected_failed_checks)
+    status = {result["check_name"]: result["status"] for result in results}
+    for name in SAMPLE_WEIGHT_EQUIVALENCE_CHECKS:
+        assert status[name] == "xfail"
 
 
 def test_sgd_solver_serves_the_glm_estimators():
@@ -425,3 +426,24 @@ def test_classifier_partial_fit_takes_classes_then_sample_weight_positionally():
     np.testing.assert_array_equal(by_position.classes_, [0, 1])
     np.testing.assert_array_equal(by_position.coef_, by_keyword.coef_)
     assert not np.array_equal(unweighted.coef_, by_keyword.coef_)  # the weights were used
+
+
+SAMPLE_WEIGHT_EQUIVALENCE_CHECKS = ("check_sample_weight_equivalence_on_dense_data",
+                                    "check_sample_weight_equivalence_on_sparse_data")
+
+
+@pytest.mark.parametrize("estimator", [daskglm.SGDRegressor(random_state=0),
+                                       daskglm.SGDClassifier(random_state=0)],
+                         ids=lambda est: type(est).__name__)
+def test_sample_weight_equivalence_checks_are_declared_expected_failures(estimator):
+    """The two checks fail (a stochastic fit with weights is not the fit with repeated
+    rows, as for scikit-learn's own SGD estimators) and the estimator declares them, with
+    scikit-learn's reason, in ``_expected_failed_checks`` for ``check_estimator``."""
+    from sklearn.utils import estimator_checks
+
+    declared = type(estimator)._expected_failed_checks
+    assert set(declared) == set(SAMPLE_WEIGHT_EQUIVALENCE_CHECKS)
+    for name in SAMPLE_WEIGHT_EQUIVALENCE_CHECKS:
+        assert declared[name] == "sample_weight is not equivalent to removing/repeating samples."
+        with pytest.raises(AssertionError):
+            getattr(estimator_checks, name)(type(estimator).__name__, clone(estimator))
