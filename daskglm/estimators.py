@@ -984,9 +984,15 @@ _SGD_DOC = """
     max_iter : int, default=1000
         Most epochs; an epoch is ``ceil(n_samples / batch_size)`` steps.
     tol : float or None, default=1e-3
-        Stop after ``n_iter_no_change`` epochs in a row whose objective, estimated from the
-        rows drawn during the epoch, is not below the best so far minus ``tol``.  None runs
-        every epoch.
+        scikit-learn's stopping rule (with ``early_stopping=False``): the objective of an
+        epoch is the mean over its rows (weighted by ``sample_weight``) of each row's loss
+        plus ``alpha * R(coef)``, both at the iterate before the step that uses the row
+        (the current iterate, not the running mean of ``average``); an epoch whose
+        objective is above the best so far minus ``tol`` makes no improvement, and ``fit``
+        stops after ``n_iter_no_change`` such epochs in a row.  Every row enters each epoch
+        exactly once, so the estimate has no sampling noise from the draws, and with
+        ``batch_size=1`` and no sample weights it is scikit-learn's number (scikit-learn
+        leaves the sample weights out of it).  None runs every epoch.
     learning_rate : {"constant", "invscaling", "optimal", "adagrad"}, default="%(learning_rate)s"
         ``eta0``, ``eta0 / (t + 1) ** power_t``, ``1 / (alpha * (t0 + t))`` with
         scikit-learn's ``t0``, or Adagrad's per-coefficient ``eta0 / sqrt(sum of squared
@@ -1005,8 +1011,9 @@ _SGD_DOC = """
     n_iter_no_change : int, default=5
         Epochs without improvement before stopping.
     batch_size : int, default=16
-        Rows per step, drawn uniformly with replacement over all partitions (in proportion
-        to their rows).  Synchronous SGD costs one communication round per step, so on a
+        Rows per step.  Each epoch visits every row once in a random order (scikit-learn's
+        shuffling), over all partitions; the last step of an epoch takes the rows that
+        are left.  Synchronous SGD costs one communication round per step, so on a
         cluster a larger batch (with a larger ``eta0``), or ``sync_every``, is usually
         worth it; small batches make more progress per epoch, which ``tol`` measures.
     sync_every : int or None, default=None
@@ -1029,9 +1036,9 @@ _SGD_DOC = """
         Whether the early-stopping rule ended ``fit`` (always True with ``tol=None`` and
         after ``partial_fit``).
     history_ : list of dict
-        One entry per epoch (per chunk with ``partial_fit``): ``objective`` (estimated from
-        the epoch's draws), ``loss``, ``step`` (learning rate), ``steps``, ``seconds``,
-        ``rounds``.
+        One entry per epoch (per chunk with ``partial_fit``): ``objective`` (the epoch's
+        objective of ``tol``), its parts ``loss`` and ``penalty``, ``step`` (learning rate),
+        ``steps``, ``seconds``, ``rounds``.
     cache_ : {"memory", "none"}
         Whether the fit kept the data in memory or streamed them from their source.
     comm_ : CommLedger
