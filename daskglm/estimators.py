@@ -1010,6 +1010,22 @@ class _SGDBase(_GLMBase):
     #: The supported ``loss`` names.
     _losses: tuple = ()
 
+    #: Checks of :func:`sklearn.utils.estimator_checks.check_estimator` that fail by
+    #: design, ``{check name: reason}``, the same as scikit-learn declares for its own SGD
+    #: estimators: a stochastic fit with sample weights is not the fit with the rows
+    #: repeated or removed.  scikit-learn has no tag through which a third-party estimator
+    #: declares them, so pass this dict as ``check_estimator(estimator,
+    #: expected_failed_checks=type(estimator)._expected_failed_checks)`` (or return it from
+    #: the ``expected_failed_checks`` callable of ``parametrize_with_checks``).
+    _expected_failed_checks = {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "sample_weight is not equivalent to removing/repeating samples."
+        ),
+        "check_sample_weight_equivalence_on_sparse_data": (
+            "sample_weight is not equivalent to removing/repeating samples."
+        ),
+    }
+
     def _family(self):
         raise NotImplementedError
 
@@ -1079,8 +1095,7 @@ class _SGDBase(_GLMBase):
         self._store(problem, result.state, result.history, result.n_iter)
         self.converged_ = bool(result.converged)
 
-    def partial_fit(self, X, y, sample_weight=None, classes=None):
-        """One epoch of SGD over the given data, continuing from the current state.
+    _PARTIAL_FIT_DOC = """One epoch of SGD over the given data, continuing from the current state.
 
         A Dask array is streamed: its row chunks are computed and processed one after the
         other (on the cluster when there is an active client), never all at once.  Each
@@ -1097,14 +1112,16 @@ class _SGDBase(_GLMBase):
         ----------
         X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
         y : array-like or Dask array of shape (n_samples,)
-        sample_weight : array-like or Dask array of shape (n_samples,), optional
-        classes : array-like of shape (2,), optional
-            Classifiers only: both labels, required on the first call.
+%(classes)s        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Non-negative row weights.
 
         Returns
         -------
         self
         """
+
+    def _partial_fit(self, X, y, sample_weight, classes):
+        """:meth:`partial_fit` of both estimators; ``classes`` is None for regressors."""
         self._check_params()
         state = getattr(self, "_sgd_state", None)
         n_features = getattr(self, "n_features_in_", None)
@@ -1163,9 +1180,15 @@ _SGD_DOC = """
     max_iter : int, default=1000
         Most epochs; an epoch is ``ceil(n_samples / batch_size)`` steps.
     tol : float or None, default=1e-3
-        Stop after ``n_iter_no_change`` epochs in a row whose objective, estimated from the
-        rows drawn during the epoch, is not below the best so far minus ``tol``.  None runs
-        every epoch.
+        scikit-learn's stopping rule (with ``early_stopping=False``): the objective of an
+        epoch is the mean over its rows (weighted by ``sample_weight``) of each row's loss
+        plus ``alpha * R(coef)``, both at the iterate before the step that uses the row
+        (the current iterate, not the running mean of ``average``); an epoch whose
+        objective is above the best so far minus ``tol`` makes no improvement, and ``fit``
+        stops after ``n_iter_no_change`` such epochs in a row.  Every row enters each epoch
+        exactly once, so the estimate has no sampling noise from the draws, and with
+        ``batch_size=1`` and no sample weights it is scikit-learn's number (scikit-learn
+        leaves the sample weights out of it).  None runs every epoch.
     learning_rate : {"constant", "invscaling", "optimal", "adagrad"}, default="%(learning_rate)s"
         ``eta0``, ``eta0 / (t + 1) ** power_t``, ``1 / (alpha * (t0 + t))`` with
         scikit-learn's ``t0``, or Adagrad's per-coefficient ``eta0 / sqrt(sum of squared
@@ -1184,8 +1207,9 @@ _SGD_DOC = """
     n_iter_no_change : int, default=5
         Epochs without improvement before stopping.
     batch_size : int, default=16
-        Rows per step, drawn uniformly with replacement over all partitions (in proportion
-        to their rows).  Synchronous SGD costs one communication round per step, so on a
+        Rows per step.  Each epoch visits every row once in a random order (scikit-learn's
+        shuffling), over all partitions; the last step of an epoch takes the rows that
+        are left.  Synchronous SGD costs one communication round per step, so on a
         cluster a larger batch (with a larger ``eta0``), or ``sync_every``, is usually
         worth it; small batches make more progress per epoch, which ``tol`` measures.
     sync_every : int or None, default=None
@@ -1213,9 +1237,9 @@ _SGD_DOC = """
         Whether the early-stopping rule ended ``fit`` (always True with ``tol=None`` and
         after ``partial_fit``).
     history_ : list of dict
-        One entry per epoch (per chunk with ``partial_fit``): ``objective`` (estimated from
-        the epoch's draws), ``loss``, ``step`` (learning rate), ``steps``, ``seconds``,
-        ``rounds``.
+        One entry per epoch (per chunk with ``partial_fit``): ``objective`` (the epoch's
+        objective of ``tol``), its parts ``loss`` and ``penalty``, ``step`` (learning rate),
+        ``steps``, ``seconds``, ``rounds``.
     cache_ : {"memory", "none"}
         Whether the fit kept the data in memory or streamed them from their source.
     comm_ : CommLedger
@@ -1273,6 +1297,11 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         self.coef_ = coef
         self.intercept_ = np.array([intercept])
 
+    def partial_fit(self, X, y, sample_weight=None):
+        return self._partial_fit(X, y, sample_weight, None)
+
+    partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": ""}
+
 
 class SGDClassifier(ClassifierMixin, _SGDBase):
     __doc__ = (
@@ -1321,6 +1350,14 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
 
     def _family(self):
         return Binomial()
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        return self._partial_fit(X, y, sample_weight, classes)
+
+    partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": """\
+        classes : array-like of shape (2,), default=None
+            Both labels; required on the first call, and if given later, the same.
+"""}
 
     def _partial_target(self, y, classes, first):
         if first:

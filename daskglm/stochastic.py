@@ -2,10 +2,14 @@
 
 The same functions run on the driver (mini-batch SGD updates the coefficients there) and
 in the per-partition kernels (local SGD runs several steps where a partition lives), so
-that both compute exactly the same arithmetic.  Random draws depend only on
-``(seed, step)`` for the split of a mini-batch over the partitions and on ``(seed, step,
-partition index)`` for the rows a partition draws: a run is reproducible and does not
-depend on how many workers there are or which finishes first.  Nothing here imports dask.
+that both compute exactly the same arithmetic.  An epoch visits every row exactly once, in
+a random order (sampling without replacement, as scikit-learn's SGD shuffles the rows
+before each epoch), ``batch_size`` rows per step.  The random draws depend only on
+``(seed, epoch)`` for the split of each mini-batch over the partitions (a sequence of
+multivariate hypergeometric draws: the split of a uniformly random order of all rows) and
+on ``(seed, epoch, partition index)`` for the order of a partition's own rows, where an
+epoch is named by the step at which it begins: a run is reproducible and does not depend
+on how many workers there are or which finishes first.  Nothing here imports dask.
 
 Sparse (CSR) partitions get two shortcuts.  A mini-batch of sparse rows touches few
 columns, so its gradient is returned as a :class:`SparseGradient` ``(indices, values)``
@@ -35,7 +39,8 @@ __all__ = [
     "dense_gradient",
     "column_gradient",
     "partition_size",
-    "batch_counts",
+    "epoch_counts",
+    "batch_rows",
     "draw_rows",
     "batch_loss_grad",
     "sgd_step",
@@ -60,7 +65,8 @@ class SGDConfig:
     fit_intercept : bool
     n_features : int
     batch_size : int
-        Rows per step, over all partitions together.
+        Rows per step, over all partitions together (the last step of an epoch takes
+        the rows that are left, possibly fewer).
     n_rows : int
         Rows of the whole data set.
     total_weight : float
@@ -94,16 +100,77 @@ def partition_size(part):
     return int(X.shape[0]), (float(X.shape[0]) if weight is None else float(weight.sum()))
 
 
-def batch_counts(rows, batch_size, seed, step):
-    """Rows each partition draws at ``step``: multinomial, in proportion to partition rows."""
-    rows = np.asarray(rows, dtype=float)
-    return _rng(seed, step).multinomial(batch_size, rows / rows.sum())
+def epoch_counts(rows, batch_size, seed, epoch):
+    """Rows each partition gives to each step of an epoch, every row once.
+
+    The split over the partitions of the consecutive ``batch_size`` slices of a uniformly
+    random order of all rows: one multivariate hypergeometric draw per step, from the rows
+    each partition has left.
+
+    Parameters
+    ----------
+    rows : sequence of int
+        Rows of each partition.
+    batch_size : int
+    seed : int
+    epoch : int
+        The step at which the epoch begins; it names the epoch's random stream.
+
+    Returns
+    -------
+    ndarray of int, shape (ceil(sum(rows) / batch_size), len(rows))
+        Its rows sum to ``batch_size`` (the last one to what is left), its columns to
+        ``rows``.
+    """
+    left = np.array(rows, dtype=np.int64)
+    total = int(left.sum())
+    n_steps = -(-total // batch_size)
+    counts = np.zeros((n_steps, left.shape[0]), dtype=np.int64)
+    if left.shape[0] == 1:
+        counts[:, 0] = batch_size
+        counts[-1, 0] = total - (n_steps - 1) * batch_size
+        return counts
+    rng = _rng(seed, epoch)
+    for k in range(n_steps):
+        counts[k] = rng.multivariate_hypergeometric(left, min(batch_size, total))
+        left -= counts[k]
+        total -= int(counts[k].sum())
+    return counts
 
 
-def draw_rows(n_rows, count, seed, step, index):
-    """``count`` row indices of partition ``index``, uniform with replacement, sorted."""
-    rows = _rng(seed, step, index).integers(0, n_rows, size=count)
-    rows.sort()
+def batch_rows(config, epoch, step):
+    """Rows over all partitions at ``step`` of the epoch that began at step ``epoch``."""
+    return min(config.batch_size, config.n_rows - (step - epoch) * config.batch_size)
+
+
+#: The latest epoch's order of each partition's rows, ``{(seed, index, rows): (epoch,
+#: order)}``, so that the steps of an epoch do not shuffle the partition again.
+_ORDERS = {}
+_MAX_ORDERS = 1024
+
+
+def _epoch_order(n_rows, seed, epoch, index):
+    key = (seed, index, n_rows)
+    cached = _ORDERS.get(key)
+    if cached is not None and cached[0] == epoch:
+        return cached[1]
+    dtype = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
+    order = _rng(seed, epoch, index).permutation(n_rows).astype(dtype, copy=False)
+    order.flags.writeable = False
+    if len(_ORDERS) >= _MAX_ORDERS:
+        _ORDERS.pop(next(iter(_ORDERS)), None)
+    _ORDERS[key] = (epoch, order)
+    return order
+
+
+def draw_rows(n_rows, count, seed, epoch, index, offset=0):
+    """Partition ``index``'s rows ``offset`` to ``offset + count`` of its epoch order, sorted.
+
+    The order is a uniformly random permutation of the partition's ``n_rows`` rows, drawn
+    from ``(seed, epoch, index)``: the steps of an epoch take consecutive slices of it, so
+    they visit every row once.
+    """
+    rows = np.sort(_epoch_order(int(n_rows), seed, epoch, index)[offset : offset + count])
     return rows
 
 
@@ -206,18 +273,21 @@ def _sparse_batch_loss_grad(batch, params, config):
     return Stats(total, loss, _smaller(params.shape[0], columns, values))
 
 
-def batch_loss_grad(part, draw, params, config, step):
-    """Loss and gradient SUMS over the rows partition ``draw[0]`` draws at ``step``.
+def batch_loss_grad(part, draw, params, config, epoch):
+    """Loss and gradient SUMS over the rows partition ``draw[0]`` gives to a step.
 
     Parameters
     ----------
     part : tuple
         ``(X, y, weight)`` of one partition.
     draw : tuple
-        ``(partition index, number of rows to draw)``.
+        ``(partition index, number of rows, offset)``: the rows ``offset`` to ``offset +
+        number`` of the partition's order of the epoch (see :func:`draw_rows`); the
+        offset defaults to 0.
     params : ndarray
     config : SGDConfig
-    step : int
+    epoch : int
+        The step at which the epoch began.
 
     Returns
     -------
@@ -226,26 +296,28 @@ def batch_loss_grad(part, draw, params, config, step):
         partition the gradient is a :class:`SparseGradient` when that is smaller than the
         dense vector.
     """
-    index, count = draw
+    index, count = draw[:2]
+    offset = int(draw[2]) if len(draw) > 2 else 0
     X, y, weight = part
     if count == 0 or X.shape[0] == 0:
         if sp.issparse(X):
             return Stats(0.0, 0.0, SparseGradient.zeros(params.shape[0]))
         return Stats(0.0, 0.0, np.zeros(params.shape[0]))
-    rows = draw_rows(X.shape[0], int(count), config.seed, step, index)
+    rows = draw_rows(X.shape[0], int(count), config.seed, epoch, index, offset)
     batch = (X[rows], y[rows], None if weight is None else weight[rows])
     if sp.issparse(X):
         return _sparse_batch_loss_grad(batch, params, config)
     return loss_grad(batch, params, config.family, config.fit_intercept)
 
 
-def sgd_step(params, grad_sum, weight, config, rule_state, step):
+def sgd_step(params, grad_sum, weight, config, rule_state, step, n_batch=None):
     """One step from ``params``, before the L1 part of the penalty.
 
     The gradient sum of the drawn rows becomes an unbiased estimate of the mean-loss
     gradient of rows holding total weight ``weight`` (the whole data set, or one
-    partition in local SGD) by the factor ``n_rows / (batch_size * weight)``; the smooth
-    part of the penalty adds its exact gradient.
+    partition in local SGD) by the factor ``n_rows / (n_batch * weight)``, where
+    ``n_batch`` (default ``batch_size``) is the step's rows over all partitions; the
+    smooth part of the penalty adds its exact gradient.
 
     ``grad_sum`` may be a :class:`SparseGradient`.
 
@@ -256,7 +328,8 @@ def sgd_step(params, grad_sum, weight, config, rule_state, step):
     rate : float or ndarray
     rule_state
     """
-    grad = dense_gradient(grad_sum) * (config.n_rows / (config.batch_size * weight))
+    n_batch = config.batch_size if n_batch is None else n_batch
+    grad = dense_gradient(grad_sum) * (config.n_rows / (n_batch * weight))
     n = config.n_features
     grad[:n] += config.penalty.grad(params[:n])
     rate, rule_state = config.rule.update(grad, rule_state, step)
@@ -301,8 +374,9 @@ class LocalSGDStats:
     """A partition's local SGD run, scaled by its share of the sample weight.
 
     Summing over the partitions gives the weighted averages of the last (pre-prox)
-    iterates, rates, step-rule states and running means, and the sums of the loss and
-    sample weight of every row drawn.
+    iterates, rates, step-rule states and running means, and the sums of the loss, of the
+    penalty and of the sample weight of every row drawn (``penalty`` sums each row's
+    sample weight times the penalty at the iterate its loss was taken at).
     """
 
     params: np.ndarray
@@ -311,6 +385,7 @@ class LocalSGDStats:
     average: np.ndarray | None
     loss: float
     batch_weight: float
+    penalty: float = 0.0
 
     def __add__(self, other):
         average = None if self.average is None else self.average + other.average
@@ -321,6 +396,7 @@ class LocalSGDStats:
             average,
             self.loss + other.loss,
             self.batch_weight + other.batch_weight,
+            self.penalty + other.penalty,
         )
 
 
@@ -338,7 +414,10 @@ def local_sgd(part, draw, params, rule_state, average, config):
     part : tuple
         ``(X, y, weight)`` of one partition.
     draw : tuple
-        ``(partition index, first step, counts)`` with one count per local step.
+        ``(partition index, first step, counts, epoch, offset)`` with one count per local
+        step: the steps take consecutive slices of the partition's order of the epoch
+        that began at step ``epoch`` (default: the first step), from ``offset`` (default
+        0) on.
     params : ndarray
         The shared starting point.
     rule_state
@@ -352,7 +431,9 @@ def local_sgd(part, draw, params, rule_state, average, config):
     LocalSGDStats
         Scaled by ``weight / config.total_weight``.
     """
-    index, first_step, counts = draw
+    index, first_step, counts = draw[:3]
+    epoch = int(draw[3]) if len(draw) > 3 else first_step
+    offset = int(draw[4]) if len(draw) > 4 else 0
     _, weight = partition_size(part)
     if weight <= 0:
         zero = np.zeros_like(params)
@@ -360,28 +441,33 @@ def local_sgd(part, draw, params, rule_state, average, config):
                              None if average is None else np.zeros_like(average), 0.0, 0.0)
     fraction = weight / config.total_weight
     if _lazy_l2_applies(part[0], config):
-        y, rate, rule_state, loss, batch_weight = _lazy_local_steps(
-            part, index, first_step, counts, params, rule_state, weight, config
+        y, rate, rule_state, loss, batch_weight, penalty = _lazy_local_steps(
+            part, index, first_step, counts, params, rule_state, weight, config, epoch, offset
         )
         return LocalSGDStats(
             fraction * y, fraction * rate, scale_state(rule_state, fraction), None, loss,
-            batch_weight,
+            batch_weight, penalty,
         )
-    loss = batch_weight = 0.0
+    loss = batch_weight = penalty = 0.0
     x = y = params
     rate = 0.0
+    n = config.n_features
     for k, count in enumerate(counts):
         step = first_step + k
         if k > 0:
             x = l1_prox(y, rate, config)
             average = average_update(average, x, step - 1, config)
-        stats = batch_loss_grad(part, (index, count), x, config, step)
+        stats = batch_loss_grad(part, (index, count, offset), x, config, epoch)
+        offset += int(count)
         loss += stats.loss
         batch_weight += stats.weight
-        y, rate, rule_state = sgd_step(x, stats.grad, weight, config, rule_state, step)
+        if stats.weight:
+            penalty += stats.weight * config.penalty.value(x[:n])
+        y, rate, rule_state = sgd_step(x, stats.grad, weight, config, rule_state, step,
+                                       batch_rows(config, epoch, step))
     return LocalSGDStats(
         fraction * y, fraction * rate, scale_state(rule_state, fraction),
-        None if average is None else fraction * average, loss, batch_weight,
+        None if average is None else fraction * average, loss, batch_weight, penalty,
     )
 
 
@@ -406,6 +492,7 @@ class ScaledVector:
     def __init__(self, vector):
         self.values = np.array(vector, dtype=float)
         self.scale = 1.0
+        self._sumsq = float(self.values @ self.values)
 
     def scale_by(self, factor):
         """Multiply the vector by ``factor``."""
@@ -413,10 +500,18 @@ class ScaledVector:
         if abs(self.scale) < self.RESCALE_BELOW:
             self.values *= self.scale
             self.scale = 1.0
+            self._sumsq = float(self.values @ self.values)
 
     def add_at(self, indices, increments):
         """Add ``increments`` to the entries at ``indices`` (distinct)."""
-        self.values[indices] += increments / self.scale
+        old = self.values[indices]
+        new = old + increments / self.scale
+        self.values[indices] = new
+        self._sumsq = max(self._sumsq + float(new @ new - old @ old), 0.0)
+
+    def sqnorm(self):
+        """The squared Euclidean norm, kept up to date in O(1) per change (up to round-off)."""
+        return self.scale * self.scale * self._sumsq
 
     def dot(self, X):
         """``X @ vector`` as a flat ndarray."""
@@ -449,7 +544,8 @@ def _lazy_l2_applies(X, config):
     )
 
 
-def _lazy_local_steps(part, index, first_step, counts, params, rule_state, weight, config):
+def _lazy_local_steps(part, index, first_step, counts, params, rule_state, weight, config,
+                      epoch=None, offset=0):
     """:func:`local_sgd`'s steps on a CSR partition with the lazy L2 update.
 
     The same rows and the same update as the dense loop, ``coef <- (1 - rate * alpha) *
@@ -458,26 +554,30 @@ def _lazy_local_steps(part, index, first_step, counts, params, rule_state, weigh
 
     Returns
     -------
-    params, rate, rule_state, loss, batch_weight
+    params, rate, rule_state, loss, batch_weight, penalty
     """
     X, y, weight_rows = part
     n = config.n_features
+    epoch = first_step if epoch is None else epoch
     alpha = config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
-    factor = config.n_rows / (config.batch_size * weight)
     coef = ScaledVector(params[:n])
     intercept = float(params[n]) if config.fit_intercept else 0.0
-    loss = batch_weight = 0.0
+    loss = batch_weight = penalty = 0.0
     rate = 0.0
     for k, count in enumerate(counts):
         step = first_step + k
+        factor = config.n_rows / (batch_rows(config, epoch, step) * weight)
         rate, rule_state = config.rule.update(None, rule_state, step)
         if count > 0:
-            rows = draw_rows(X.shape[0], int(count), config.seed, step, index)
+            rows = draw_rows(X.shape[0], int(count), config.seed, epoch, index, offset)
+            offset += int(count)
             X_b, y_b = X[rows], y[rows]
             w_b = None if weight_rows is None else weight_rows[rows]
             batch_loss, r = config.family.loss_and_dloss(y_b, coef.dot(X_b) + intercept, w_b)
             loss += batch_loss
-            batch_weight += float(count) if w_b is None else float(w_b.sum())
+            this_weight = float(count) if w_b is None else float(w_b.sum())
+            batch_weight += this_weight
+            penalty += this_weight * 0.5 * alpha * coef.sqnorm()
             columns, values = column_gradient(X_b, r)
         coef.scale_by(1.0 - rate * alpha)
         if count > 0:
@@ -487,4 +587,4 @@ def _lazy_local_steps(part, index, first_step, counts, params, rule_state, weigh
     params = coef.toarray()
     if config.fit_intercept:
         params = np.append(params, intercept)
-    return params, rate, rule_state, loss, batch_weight
+    return params, rate, rule_state, loss, batch_weight, penalty

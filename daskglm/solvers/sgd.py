@@ -12,8 +12,9 @@ from ..seeds import root_seed
 from ..stochastic import (
     SGDConfig,
     average_update,
-    batch_counts,
     batch_loss_grad,
+    batch_rows,
+    epoch_counts,
     l1_prox,
     local_sgd,
     partition_size,
@@ -71,11 +72,14 @@ def _is_int(value, minimum):
 class SGD(Solver):
     """Mini-batch stochastic gradient descent, synchronous or local.
 
-    An epoch is ``ceil(n_samples / batch_size)`` steps; ``max_iter`` counts epochs.  Each
-    step draws ``batch_size`` rows uniformly with replacement, spread over the partitions
-    in proportion to their rows (a seeded multinomial on the driver; each partition draws
-    its rows with a seed derived from ``(random_state, step, partition index)``, so a run
-    does not depend on the number of workers).  The gradient of the drawn rows, scaled to
+    An epoch is ``ceil(n_samples / batch_size)`` steps that visit every row exactly once,
+    in a random order (sampling without replacement, as scikit-learn shuffles the rows
+    before each epoch); ``max_iter`` counts epochs.  Each step takes the next
+    ``batch_size`` rows of that order (the last step what is left), spread over the
+    partitions as a uniformly random order spreads them (seeded multivariate
+    hypergeometric draws on the driver; each partition orders its own rows with a seed
+    derived from ``(random_state, epoch, partition index)``, so a run does not depend on
+    the number of workers).  The gradient of the step's rows, scaled to
     estimate the gradient of the weighted mean loss, plus the gradient of the smooth
     (L2) part of the penalty gives the step; the L1 part of an L1 or elastic-net penalty
     is applied by soft-thresholding after it (proximal SGD).  The intercept is never
@@ -94,18 +98,22 @@ class SGD(Solver):
     With a single partition, synchronous SGD runs each epoch as local SGD in one round:
     the same computation, in the same order.
 
-    Early stopping follows scikit-learn: after each epoch, the objective estimated from
-    the epoch (mean loss of the rows drawn, each at the iterate before its step, plus the
-    penalty at the epoch's last iterate) counts as no improvement when it exceeds the best
-    so far minus ``tol``; the run stops (``converged``) after ``n_iter_no_change`` such
-    epochs in a row.  ``tol=None`` runs all ``max_iter`` epochs.  ``history`` has one entry
-    per epoch; its ``grad_norm`` is NaN (SGD never computes a full gradient) and ``step``
-    is the last learning rate (its mean for per-coordinate rates).
+    Early stopping is scikit-learn's rule (``early_stopping=False``): the epoch's
+    objective is the mean over its rows (weighted by the sample weights) of each row's
+    loss plus the penalty, both at the iterate before the step that uses the row (the
+    current iterate, never the running mean); the epoch counts as no improvement when
+    that exceeds the best so far minus ``tol``, and the run stops (``converged``) after
+    ``n_iter_no_change`` such epochs in a row.  As every row enters each epoch once, the
+    estimate carries no sampling noise from the draws, and with ``batch_size=1`` and no
+    sample weights it is scikit-learn's number.  ``tol=None`` runs all ``max_iter``
+    epochs.  ``history`` has one entry per epoch: that ``objective``, its ``loss`` and
+    ``penalty`` parts, ``grad_norm`` NaN (SGD never computes a full gradient) and
+    ``step`` the last learning rate (its mean for per-coordinate rates).
 
     Options
     -------
     batch_size : int, default 16
-        Rows per step over all partitions.
+        Rows per step over all partitions (the last step of an epoch takes what is left).
     learning_rate : {"constant", "invscaling", "optimal", "adagrad"}, default "invscaling"
         See :func:`daskglm.schedules.make_step_rule`; ``"optimal"`` needs a penalty with
         ``alpha > 0``.
@@ -197,16 +205,18 @@ class SGD(Solver):
             sync_every = steps_per_epoch  # the same computation, one round per epoch
         best, bad_epochs, converged, n_epochs = math.inf, 0, False, 0
         for n_epochs in range(1, self.max_iter + 1):
+            counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
             if sync_every is None:
-                loss, weight, rate = self._synchronous_epoch(
-                    engine, config, state, rows, steps_per_epoch)
+                loss, penalty, weight, rate = self._synchronous_epoch(
+                    engine, config, state, counts)
             else:
-                loss, weight, rate = self._local_epoch(
-                    engine, config, state, rows, steps_per_epoch, sync_every)
+                loss, penalty, weight, rate = self._local_epoch(
+                    engine, config, state, counts, sync_every)
             mean_loss = loss / weight if weight > 0 else math.nan
-            value = mean_loss + problem.penalty.value(problem.coef(state.params))
+            mean_penalty = penalty / weight if weight > 0 else math.nan
+            value = mean_loss + mean_penalty
             history.record(value, math.nan, float(np.mean(rate)), loss=mean_loss,
-                           steps=steps_per_epoch)
+                           penalty=mean_penalty, steps=steps_per_epoch)
             if not np.all(np.isfinite(state.params)):
                 return SGDResult(state.solution, n_epochs, False, history.entries,
                                  "the iterates diverged; lower the learning rate", state)
@@ -242,46 +252,61 @@ class SGD(Solver):
         )
 
     @staticmethod
-    def _synchronous_epoch(engine, config, state, rows, n_steps):
-        """``n_steps`` steps, one round each; ``state`` is updated in place."""
-        loss = weight = 0.0
+    def _synchronous_epoch(engine, config, state, counts):
+        """One epoch, one round per step (``counts``: rows per step and partition).
+
+        ``state`` is updated in place; returns the sums of the loss, of the sample weight
+        times the penalty, and of the sample weight over the epoch's rows, and the last
+        learning rate.
+        """
+        loss = penalty = weight = 0.0
         rate = 0.0
-        for step in range(state.step, state.step + n_steps):
-            counts = batch_counts(rows, config.batch_size, config.seed, step)
+        epoch = state.step
+        offsets = np.cumsum(counts, axis=0) - counts
+        n = config.n_features
+        for k in range(counts.shape[0]):
+            step = epoch + k
+            draws = [(index, int(counts[k, index]), int(offsets[k, index]))
+                     for index in range(counts.shape[1])]
             stats = engine.reduce_each(
-                batch_loss_grad, list(enumerate(counts)), state.params, config, step,
-                kind="sgd_batch",
+                batch_loss_grad, draws, state.params, config, epoch, kind="sgd_batch",
             )
             loss += stats.loss
             weight += stats.weight
+            if stats.weight:
+                penalty += stats.weight * config.penalty.value(state.params[:n])
             moved, rate, state.rule_state = sgd_step(
-                state.params, stats.grad, engine.sum_weight, config, state.rule_state, step
+                state.params, stats.grad, engine.sum_weight, config, state.rule_state, step,
+                int(counts[k].sum()),
             )
             state.params = l1_prox(moved, rate, config)
             state.average = average_update(state.average, state.params, step, config)
-        state.step += n_steps
-        return loss, weight, rate
+        state.step += counts.shape[0]
+        return loss, penalty, weight, rate
 
     @staticmethod
-    def _local_epoch(engine, config, state, rows, n_steps, sync_every):
-        """``n_steps`` steps, ``sync_every`` local steps per round; ``state`` updated in place."""
-        loss = weight = 0.0
+    def _local_epoch(engine, config, state, counts, sync_every):
+        """One epoch, ``sync_every`` local steps per round; as :meth:`_synchronous_epoch`."""
+        loss = penalty = weight = 0.0
         rate = 0.0
-        end = state.step + n_steps
+        epoch = state.step
+        offsets = np.cumsum(counts, axis=0) - counts
+        end = epoch + counts.shape[0]
         while state.step < end:
             first = state.step
             steps = range(first, min(first + sync_every, end))
-            counts = np.array([batch_counts(rows, config.batch_size, config.seed, s)
-                               for s in steps])
-            each = [(index, first, counts[:, index]) for index in range(engine.n_partitions)]
+            rel = slice(first - epoch, steps[-1] + 1 - epoch)
+            each = [(index, first, counts[rel, index], epoch, int(offsets[rel.start, index]))
+                    for index in range(engine.n_partitions)]
             local = engine.reduce_each(
                 local_sgd, each, state.params, state.rule_state, state.average, config,
                 kind="local_sgd",
             )
             loss += local.loss
+            penalty += local.penalty
             weight += local.batch_weight
             rate, state.rule_state = local.rate, local.rule_state
             state.params = l1_prox(local.params, rate, config)
             state.average = average_update(local.average, state.params, steps[-1], config)
             state.step = steps[-1] + 1
-        return loss, weight, rate
+        return loss, penalty, weight, rate
