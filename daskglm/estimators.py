@@ -371,7 +371,7 @@ class _GLMBase(BaseEstimator):
 def _apply_rowwise(fn, values):
     """``fn(values)``, lazily block by block for a Dask array."""
     if is_dask(values):
-        return values.map_blocks(fn, dtype=np.float64)
+        return values.map_blocks(fn, dtype=values.dtype)
     return fn(values)
 
 
@@ -439,6 +439,7 @@ def _check_score_input(X, y, sample_weight, numeric=True):
                 warnings.warn(f"A column-vector {name} was passed when a 1d array was "
                               "expected; it is raveled.", DataConversionWarning, stacklevel=4)
                 a = a[:, 0]
+            check_consistent_length(np.empty((n_rows, 0)) if not math.isnan(n_rows) else a, a)
             a = da.from_array(a, chunks=rows if rows is not None and a.ndim == 1 else -1)
         a = _check_dask_vector(a, name, n_rows, numeric=numeric or name != "y")
         if rows is not None and a.chunks[0] != rows and not math.isnan(a.shape[0]):

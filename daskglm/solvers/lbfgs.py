@@ -79,7 +79,7 @@ class LBFGS(Solver):
         params = np.array(params0, dtype=float)
         n_iter = n_evaluations = 0
         best = np.inf
-        for restart in range(int(self.opts["max_restarts"]) + 1):
+        for _ in range(int(self.opts["max_restarts"]) + 1):
             result = scipy.optimize.minimize(
                 value_and_grad,
                 params,

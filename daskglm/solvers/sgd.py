@@ -13,7 +13,6 @@ from ..stochastic import (
     SGDConfig,
     average_update,
     batch_loss_grad,
-    batch_rows,
     epoch_counts,
     l1_prox,
     local_sgd,

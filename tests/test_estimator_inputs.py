@@ -1,0 +1,221 @@
+"""Estimator behaviour at the edges: scores and predictions checked as fits are, extreme
+feature scales, dtypes, parameter semantics, progress and warm starts."""
+
+import logging
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn import linear_model as sk
+from sklearn.datasets import make_regression
+from sklearn.exceptions import DataConversionWarning, UndefinedMetricWarning
+
+import daskglm
+
+from .conftest import make_data
+
+
+@pytest.fixture
+def regression():
+    X, y, _ = make_data("gaussian", n=400, d=4)
+    return X, y
+
+
+@pytest.fixture
+def classification():
+    X, y, _ = make_data("binomial", n=400, d=4)
+    return X, y
+
+
+# score --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
+def test_score_ravels_a_column_vector_y_instead_of_broadcasting(regression, classification,
+                                                                  as_dask):
+    X, y = regression
+    Xc, yc = classification
+    model = daskglm.LinearRegression().fit(X, y)
+    clf = daskglm.LogisticRegression().fit(Xc, yc)
+    if as_dask:
+        X, Xc = da.from_array(X, chunks=(100, -1)), da.from_array(Xc, chunks=(100, -1))
+    with pytest.warns(DataConversionWarning):
+        r2 = model.score(X, y.reshape(-1, 1))
+    assert r2 == pytest.approx(sk.LinearRegression().fit(np.asarray(X), y).score(np.asarray(X), y))
+    with pytest.warns(DataConversionWarning):
+        accuracy = clf.score(Xc, yc.reshape(-1, 1))
+    assert accuracy == pytest.approx(clf.score(np.asarray(Xc), yc))
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
+def test_score_rejects_nan_in_y_and_a_wrong_length(regression, classification, as_dask):
+    X, y = regression
+    Xc, yc = classification
+    model = daskglm.LinearRegression().fit(X, y)
+    clf = daskglm.LogisticRegression().fit(Xc, yc)
+    if as_dask:
+        X, Xc = da.from_array(X, chunks=(100, -1)), da.from_array(Xc, chunks=(100, -1))
+    holed, holed_c = y.copy(), yc.copy()
+    holed[3] = np.nan
+    holed_c[3] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        model.score(X, holed)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        clf.score(Xc, holed_c)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        model.score(X, y[:-1])
+
+
+def test_weighted_score_on_one_sample_is_nan_with_a_warning_as_scikit_learn(regression):
+    X, y = regression
+    model = daskglm.LinearRegression().fit(X, y)
+    with pytest.warns(UndefinedMetricWarning):
+        score = model.score(X[:1], y[:1], sample_weight=[2.0])
+    assert np.isnan(score)
+
+
+# predictions on Dask input ------------------------------------------------------------------
+def test_dask_predictions_raise_on_nan_or_inf_rows(classification):
+    X, y = classification
+    clf = daskglm.LogisticRegression().fit(X, y)
+    for bad in (np.nan, np.inf):
+        holed = X.copy()
+        holed[250, 1] = bad
+        Xd = da.from_array(holed, chunks=(100, -1))
+        for predict in (clf.predict, clf.predict_proba, clf.decision_function):
+            lazy = predict(Xd)  # no pass over X until computed
+            with pytest.raises(ValueError, match="NaN or infinity"):
+                lazy.compute()
+        with pytest.raises(ValueError, match="NaN or infinity"):
+            clf.score(Xd, y)
+
+
+# extreme feature scales ---------------------------------------------------------------------
+@pytest.mark.parametrize("factor", [1e-200, 1e200], ids=["tiny", "huge"])
+@pytest.mark.parametrize("solver", ["normal", "lbfgs", "newton"])
+def test_extreme_feature_scales_give_the_right_unpenalised_model(factor, solver):
+    """Columns near the float64 limits are rescaled by powers of two (exact): the model is
+    scikit-learn's, R^2 to 1e-10, coefficients to 1e-8 relative."""
+    X, y, _ = make_data("gaussian", n=300, d=3)
+    model = daskglm.LinearRegression(solver=solver, tol=1e-10).fit(X * factor, y)
+    reference = sk.LinearRegression().fit(X, y)
+    np.testing.assert_allclose(model.coef_ * factor, reference.coef_, rtol=1e-8)
+    assert model.intercept_ == pytest.approx(reference.intercept_, rel=1e-8)
+    assert model.score(X * factor, y) == pytest.approx(reference.score(X, y), abs=1e-10)
+    assert model.converged_
+
+
+def test_values_near_the_largest_float_fit_or_fail_clearly():
+    rng = np.random.default_rng(0)
+    X = np.finfo(np.float64).max * rng.uniform(size=(200, 2))
+    y = X[:, 0] / np.finfo(np.float64).max + rng.normal(scale=0.1, size=200)
+    model = daskglm.LinearRegression().fit(X, y)
+    assert np.isfinite(model.intercept_) and np.isfinite(model.coef_).all()
+    assert model.score(X, y) > 0.5
+    with pytest.raises(ValueError, match="too large or too small"):
+        daskglm.Ridge(alpha=1.0).fit(X, y)  # a penalty depends on scales: no silent rescale
+
+
+# dtypes -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
+def test_boolean_targets_are_accepted_by_regressors(regression, as_dask):
+    X, y = regression
+    target = y > np.median(y)
+    if as_dask:
+        X, target = da.from_array(X, chunks=(100, -1)), da.from_array(target, chunks=100)
+    for model in (daskglm.GLM(), daskglm.LinearRegression(), daskglm.PoissonRegressor()):
+        model.fit(X, target)
+        assert np.isfinite(model.coef_).all()
+
+
+def test_zero_row_dask_input_is_rejected_before_any_round():
+    X = da.zeros((0, 3), chunks=(10, 3))
+    y = da.zeros(0, chunks=10)
+    with pytest.raises(ValueError, match="0 sample"):
+        daskglm.LinearRegression().fit(X, y)
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
+def test_datetime_features_are_rejected(as_dask):
+    X = np.arange(np.datetime64("2020-01-01"), np.datetime64("2020-01-21")).reshape(10, 2)
+    y = np.arange(10.0)
+    if as_dask:
+        X = da.from_array(X, chunks=(5, 2))
+    with pytest.raises(TypeError, match="dates and durations"):
+        daskglm.LinearRegression().fit(X, y)
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
+def test_string_targets_for_a_poisson_regressor_are_a_clear_error(regression, as_dask):
+    X, _ = regression
+    y = np.array(["a", "b"] * 200)
+    if as_dask:
+        X, y = da.from_array(X, chunks=(100, -1)), da.from_array(y, chunks=100)
+    with pytest.raises((TypeError, ValueError), match="numeric|real numbers"):
+        daskglm.PoissonRegressor().fit(X, y)
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
+def test_float32_in_float32_out(regression, classification, as_dask):
+    X, y = regression
+    Xc, yc = classification
+    X, Xc = X.astype(np.float32), Xc.astype(np.float32)
+    if as_dask:
+        X, Xc = da.from_array(X, chunks=(100, -1)), da.from_array(Xc, chunks=(100, -1))
+    model = daskglm.Ridge(alpha=1.0).fit(X, y)
+    clf = daskglm.LogisticRegression().fit(Xc, yc)
+    assert model.coef_.dtype == np.float32 and np.asarray(model.intercept_).dtype == np.float32
+    assert clf.coef_.dtype == np.float32 and clf.intercept_.dtype == np.float32
+    assert model.predict(X).dtype == np.float32
+    assert clf.decision_function(Xc).dtype == np.float32
+    reference = daskglm.Ridge(alpha=1.0).fit(np.asarray(X, dtype=np.float64), y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-5)
+
+
+# parameters ---------------------------------------------------------------------------------
+def test_logistic_penalty_follows_l1_ratio_as_installed_scikit_learn(classification):
+    X, y = classification
+    ours = daskglm.LogisticRegression(l1_ratio=1.0, C=0.05, tol=1e-10, max_iter=1000).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        reference = sk.LogisticRegression(l1_ratio=1.0, C=0.05, solver="saga", tol=1e-12,
+                                          max_iter=100_000).fit(X, y)
+    if daskglm.estimators.PENALTY_FROM_L1_RATIO:
+        assert (ours.coef_ == 0).any()  # the lasso, as scikit-learn >= 1.8 fits it
+    np.testing.assert_allclose(ours.coef_, reference.coef_, atol=1e-5)
+
+
+def test_verbose_shows_a_progress_bar_and_logs_each_iteration(classification, capsys, caplog):
+    X, y = classification
+    with caplog.at_level(logging.INFO, logger="daskglm"):
+        model = daskglm.LogisticRegression(solver="lbfgs", verbose=1).fit(X, y)
+    bar = capsys.readouterr().err
+    assert "LogisticRegression(lbfgs)" in bar and "objective=" in bar
+    lines = [r for r in caplog.records if "iteration" in r.getMessage()]
+    assert len(lines) == len(model.history_) >= 2
+    daskglm.LogisticRegression(solver="lbfgs").fit(X, y)
+    assert capsys.readouterr().err == ""  # quiet by default
+
+
+@pytest.mark.parametrize("solver", ["gd", "lbfgs", "newton", "proximal", "admm"])
+def test_warm_start_continues_from_the_previous_coefficients(classification, solver):
+    X, y = classification
+    cold = daskglm.LogisticRegression(solver=solver, tol=1e-8, max_iter=500).fit(X, y)
+    warm = daskglm.LogisticRegression(solver=solver, tol=1e-8, max_iter=500, warm_start=True)
+    warm.fit(X, y)
+    rounds_first = warm.comm_.rounds
+    warm.fit(X, y)  # starts at the optimum
+    if solver == "admm":
+        # its duals start from zero again, so the residual test takes as many iterations,
+        # but the first consensus point is the previous solution
+        assert warm.history_[0]["objective"] <= cold.history_[-1]["objective"] + 1e-12
+    else:
+        assert warm.n_iter_ <= 1 < cold.n_iter_
+        assert warm.comm_.rounds < rounds_first
+    np.testing.assert_allclose(warm.coef_, cold.coef_, atol=1e-6)
+
+
+def test_ridge_under_a_huge_penalty_still_fits_the_intercept():
+    X, y = make_regression(50, 100, noise=0, bias=10, random_state=42)
+    for solver in ("normal", "newton", "gd", "lbfgs"):
+        model = daskglm.Ridge(alpha=1e16, solver=solver, tol=1e-12).fit(X, y)
+        assert model.intercept_ == pytest.approx(y.mean(), rel=1e-9), solver
