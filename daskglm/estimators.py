@@ -262,9 +262,13 @@ class _GLMBase(BaseEstimator):
         self._record_fit(problem, result)
         self._cast_fitted()
         if not self.converged_:
+            if result.n_iter >= self.max_iter:
+                advice = f"increase max_iter (it ran all {self.max_iter} {self._iterations}) or tol"
+            else:
+                advice = f"stopped after {result.n_iter} of at most {self.max_iter} {self._iterations}"
             warnings.warn(
-                f"Solver {name!r} did not converge in {self.max_iter} {self._iterations} "
-                f"({result.message or 'tolerance not reached'}); increase max_iter or tol.",
+                f"Solver {name!r} did not converge "
+                f"({result.message or 'tolerance not reached'}); {advice}.",
                 ConvergenceWarning,
                 stacklevel=2,
             )

@@ -29,15 +29,21 @@ def classification():
 
 
 # score --------------------------------------------------------------------------------------
-@pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
-def test_score_ravels_a_column_vector_y_instead_of_broadcasting(regression, classification,
-                                                                  as_dask):
+def _fitted_pair(regression, classification, as_dask):
+    """A fitted regressor and classifier, and their data (X as Dask arrays if asked)."""
     X, y = regression
     Xc, yc = classification
     model = daskglm.LinearRegression().fit(X, y)
     clf = daskglm.LogisticRegression().fit(Xc, yc)
     if as_dask:
         X, Xc = da.from_array(X, chunks=(100, -1)), da.from_array(Xc, chunks=(100, -1))
+    return model, clf, (X, y), (Xc, yc)
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
+def test_score_ravels_a_column_vector_y_instead_of_broadcasting(regression, classification,
+                                                                  as_dask):
+    model, clf, (X, y), (Xc, yc) = _fitted_pair(regression, classification, as_dask)
     with pytest.warns(DataConversionWarning):
         r2 = model.score(X, y.reshape(-1, 1))
     assert r2 == pytest.approx(sk.LinearRegression().fit(np.asarray(X), y).score(np.asarray(X), y))
@@ -48,12 +54,7 @@ def test_score_ravels_a_column_vector_y_instead_of_broadcasting(regression, clas
 
 @pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
 def test_score_rejects_nan_in_y_and_a_wrong_length(regression, classification, as_dask):
-    X, y = regression
-    Xc, yc = classification
-    model = daskglm.LinearRegression().fit(X, y)
-    clf = daskglm.LogisticRegression().fit(Xc, yc)
-    if as_dask:
-        X, Xc = da.from_array(X, chunks=(100, -1)), da.from_array(Xc, chunks=(100, -1))
+    model, clf, (X, y), (Xc, yc) = _fitted_pair(regression, classification, as_dask)
     holed, holed_c = y.copy(), yc.copy()
     holed[3] = np.nan
     holed_c[3] = np.nan

@@ -351,7 +351,7 @@ def test_sgd_solver_serves_the_glm_estimators():
 def test_convergence_warning_when_epochs_run_out():
     X, y, _ = make_problem_data("gaussian")
     model = daskglm.SGDRegressor(max_iter=2, tol=0.0, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="did not converge in 2 epochs"):
+    with pytest.warns(ConvergenceWarning, match="ran all 2 epochs"):
         model.fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
