@@ -103,6 +103,16 @@ class Standardised:
             grad[:n] /= self.scales
         return grad
 
+    def grad_to_params(self, theta_grad):
+        """The inverse of :meth:`grad_to_theta`."""
+        grad = np.array(theta_grad, dtype=float, copy=True)
+        n = self._n_coef(grad)
+        if self.scales is not None:
+            grad[:n] *= self.scales
+        if self.means is not None:
+            grad[:n] += self.means * grad[-1]
+        return grad
+
     def prox(self, penalty, theta, step):
         """Proximal operator in ``theta`` of ``penalty(coef)``; the intercept passes through.
 

@@ -220,11 +220,6 @@ class Engine:
         """What measures one round of ``kind`` (see :mod:`daskglm.comm`)."""
         raise NotImplementedError
 
-    def _round_fields(self, probe, tree):
-        """What every round's record gets besides its bytes and seconds."""
-        split_every = self.split_every if tree else None
-        return {"partitions": self.n_partitions, "split_every": split_every, "probe": probe}
-
     def validate(self, family, labels=False, rescale=False):
         """One round over the data: row count, total weight, NaN/inf, labels, weights.
 

@@ -33,7 +33,7 @@ from . import progress
 from .comm import CommLedger
 from .engine import is_dask, make_engine, stream_engines
 from .families import Binomial, Family, Gaussian, Poisson, get_family
-from .kernels import as_csr_or_dense
+from .kernels import all_finite, as_csr_or_dense
 from .penalties import L1, L2, NoPenalty, make_penalty
 from .solvers import SOLVERS, Problem, get_solver
 
@@ -293,7 +293,7 @@ class _GLMBase(BaseEstimator):
 
     def _cast_fitted(self):
         """Coefficients in the dtype of the training data (float32 stays float32)."""
-        dtype = getattr(self, "_fit_dtype", np.dtype(np.float64))
+        dtype = self._fit_dtype
         self.coef_ = np.asarray(self.coef_, dtype=dtype)
         if isinstance(self.intercept_, np.ndarray):
             self.intercept_ = self.intercept_.astype(dtype)
@@ -384,11 +384,8 @@ def _block_predictor(X_block, coef, intercept):
     found from the predictor itself (no pass over ``X`` of its own)."""
     X_block = as_csr_or_dense(X_block)
     eta = np.asarray(X_block @ coef).ravel() + intercept
-    if not np.isfinite(eta).all():
-        values = X_block.data if hasattr(X_block, "data") and not isinstance(X_block, np.ndarray) \
-            else X_block
-        if not np.isfinite(values).all():
-            raise ValueError("Input X contains NaN or infinity.")
+    if not np.isfinite(eta).all() and not all_finite(X_block):
+        raise ValueError("Input X contains NaN or infinity.")
     return eta
 
 
@@ -443,8 +440,7 @@ def _check_score_input(X, y, sample_weight, numeric=True):
                 warnings.warn(f"A column-vector {name} was passed when a 1d array was "
                               "expected; it is raveled.", DataConversionWarning, stacklevel=4)
                 a = a[:, 0]
-            check_consistent_length(np.empty((n_rows, 0)) if not math.isnan(n_rows) else a, a)
-            a = da.from_array(a, chunks=rows if rows is not None and a.ndim == 1 else -1)
+            a = da.from_array(a, chunks=-1)  # chunked like X once its length is checked
         a = _check_dask_vector(a, name, n_rows, numeric=numeric or name != "y")
         if rows is not None and a.chunks[0] != rows and not math.isnan(a.shape[0]):
             a = a.rechunk(rows)

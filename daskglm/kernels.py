@@ -39,6 +39,16 @@ __all__ = [
     "tree_sum",
     "linear_predictor",
     "as_csr_or_dense",
+    "all_finite",
+    "ColumnMaxima",
+    "column_max_abs",
+    "scale_columns",
+    "complete_nodes",
+    "combine_nodes",
+    "tree_root",
+    "tree_children",
+    "node_start",
+    "run_group",
 ]
 
 #: Bytes of ``X`` processed per block: a quarter of a typical 2 MiB L2 cache.
@@ -432,7 +442,8 @@ def encode_positive(part, positive):
     return X, (y == positive).astype(np.float64), weight
 
 
-def _is_finite(a):
+def all_finite(a):
+    """Whether a dense or sparse array holds no NaN or infinity."""
     if sp.issparse(a):
         a = a.data
     return bool(np.isfinite(a).all())
@@ -453,9 +464,9 @@ def summarize(part, family, labels=False):
     found = None
     moments = column_moments(part)
     finite_moments = bool(np.isfinite(moments.sums).all() and np.isfinite(moments.squares).all())
-    if not finite_moments and not _is_finite(X):
+    if not finite_moments and not all_finite(X):
         problems.append("Input X contains NaN or infinity.")
-    if not _is_finite(y):
+    if not all_finite(y):
         problems.append("Input y contains NaN or infinity.")
     elif labels:
         found = distinct_labels(y)
@@ -466,7 +477,7 @@ def summarize(part, family, labels=False):
             problems.append(str(exc))
     total = float(X.shape[0])
     if weight is not None:
-        if not _is_finite(weight):
+        if not all_finite(weight):
             problems.append("sample_weight contains NaN or infinity.")
         elif weight.size and weight.min() < 0:
             problems.append("sample_weight has negative values; weights must be >= 0.")
@@ -486,12 +497,8 @@ def tree_sum(items):
     items = list(items)
     if not items:
         raise ValueError("Nothing to sum.")
-    return complete_nodes(dict(enumerate_leaves(items)), len(items))[tree_root(len(items))]
-
-
-def enumerate_leaves(items):
-    """``((0, i), item)`` pairs: the items as the leaves of the reduction tree."""
-    return (((0, i), item) for i, item in enumerate(items))
+    leaves = {(0, i): item for i, item in enumerate(items)}
+    return complete_nodes(leaves, len(items))[tree_root(len(items))]
 
 
 def sum_group(*group):

@@ -16,6 +16,7 @@ import scipy.optimize
 
 from .coordinates import Standardised
 from .kernels import loss_grad
+from .restarted_lbfgs import minimize_to_tol
 
 __all__ = ["LocalFit", "partition_weight", "fit_partition", "proximal_point"]
 
@@ -66,54 +67,9 @@ def _lbfgs(fun, x0, tol, max_iter, bounds=None):
     )
 
 
-def _lbfgs_to_tol(fun, x0, tol, max_iter, bounds=None, max_restarts=3):
-    """L-BFGS-B run on to its gradient criterion rather than stopped by round-off.
-
-    scipy's relative-decrease test is off (``ftol=0``).  When scipy stops because the
-    objective no longer changes, it is restarted on the objective's change from that point
-    estimated by the trapezoid rule from gradients, ``(g(x) + g(x0)).(x - x0) / 2``, as the
-    driver's L-BFGS does (:class:`daskglm.solvers.lbfgs.LBFGS`).
-    """
-    anchor = {}
-
-    def estimated(x):
-        value, grad = fun(x)
-        if anchor:
-            value = 0.5 * float((grad + anchor["grad"]) @ (x - anchor["x"]))
-        return value, grad
-
-    x, n_iter, best = np.asarray(x0, dtype=float), 0, np.inf
-    for _ in range(max_restarts + 1):
-        result = scipy.optimize.minimize(
-            estimated, x, jac=True, method="L-BFGS-B", bounds=bounds,
-            options={"maxiter": max_iter - n_iter, "maxfun": 20 * max_iter, "gtol": tol,
-                     "ftol": 0.0, "maxls": 50},
-        )
-        n_iter += int(result.nit)
-        x = result.x
-        projected = _projected(result.jac, x, bounds)
-        if result.status not in (0, 2) or projected <= tol or projected >= best:
-            break
-        if n_iter >= max_iter:
-            break
-        best = projected
-        anchor.update(x=x.copy(), grad=np.array(result.jac, dtype=float))
-    result.nit = n_iter
-    return result
-
-
-def _projected(grad, x, bounds):
-    """Largest entry of the gradient projected on the bounds (lower bounds 0 or None)."""
-    if bounds is None:
-        return float(np.max(np.abs(grad), initial=0.0))
-    bounded = np.array([low is not None for low, _ in bounds])
-    free = ~bounded | (x > 0) | (grad < 0)
-    return float(np.max(np.abs(np.where(free, grad, 0.0)), initial=0.0))
-
-
-def _local_fit(params, weight, result, grad_max, tol, loss, grad=None):
+def _local_fit(params, weight, n_iter, grad_max, tol, loss, grad=None):
     # converged means the gradient criterion held, whatever made scipy stop
-    return LocalFit(params, weight, bool(grad_max <= tol), int(result.nit), loss, grad)
+    return LocalFit(params, weight, bool(grad_max <= tol), int(n_iter), loss, grad)
 
 
 def fit_partition(part, params0, family, penalty, fit_intercept, tol, max_iter):
@@ -160,9 +116,9 @@ def fit_partition(part, params0, family, penalty, fit_intercept, tol, max_iter):
             grad[:n_coef] += penalty.grad(coef)
             return loss + penalty.value(coef), grad
 
-        result = _lbfgs_to_tol(fun, params0, tol, max_iter)
-        params = result.x
-        grad_max = float(np.max(np.abs(result.jac), initial=0.0))
+        found = minimize_to_tol(fun, params0, tol=tol, max_iter=max_iter,
+                                max_evaluations=20 * max_iter)
+        params = found.x
     else:
         l1 = penalty.alpha * penalty.l1_ratio
 
@@ -178,14 +134,12 @@ def fit_partition(part, params0, family, penalty, fit_intercept, tol, max_iter):
         coef0 = params0[:n_coef]
         z0 = np.concatenate([np.maximum(coef0, 0), np.maximum(-coef0, 0), params0[n_coef:]])
         bounds = [(0.0, None)] * (2 * n_coef) + [(None, None)] * int(fit_intercept)
-        result = _lbfgs_to_tol(fun, z0, tol, max_iter, bounds)
-        z = result.x
+        found = minimize_to_tol(fun, z0, tol=tol, max_iter=max_iter,
+                                max_evaluations=20 * max_iter, bounds=bounds)
+        z = found.x
         params = np.concatenate([z[:n_coef] - z[n_coef : 2 * n_coef], z[2 * n_coef :]])
-        projected = np.where((z > 0) | (result.jac < 0), result.jac, 0.0)
-        projected[2 * n_coef :] = result.jac[2 * n_coef :]
-        grad_max = float(np.max(np.abs(projected), initial=0.0))
     loss = loss_grad(part, params, family, fit_intercept).loss
-    return _local_fit(params, weight, result, grad_max, tol, loss)
+    return _local_fit(params, weight, found.n_iter, found.optimality, tol, loss)
 
 
 def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, scale, tol, max_iter,
@@ -241,5 +195,5 @@ def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, sca
 
     result = _lbfgs(fun, np.asarray(start, dtype=float), tol, max_iter)
     grad_max = float(np.max(np.abs(result.jac), initial=0.0))
-    return _local_fit(result.x, at_center.weight, result, grad_max, tol, at_center.loss,
+    return _local_fit(result.x, at_center.weight, result.nit, grad_max, tol, at_center.loss,
                       at_center.grad)

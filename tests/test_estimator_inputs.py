@@ -92,16 +92,30 @@ def test_dask_predictions_raise_on_nan_or_inf_rows(classification):
 
 # extreme feature scales ---------------------------------------------------------------------
 @pytest.mark.parametrize("factor", [1e-200, 1e200], ids=["tiny", "huge"])
-@pytest.mark.parametrize("solver", ["normal", "lbfgs", "newton"])
+@pytest.mark.parametrize("solver", ["normal", "gd", "lbfgs", "newton", "proximal", "admm"])
 def test_extreme_feature_scales_give_the_right_unpenalised_model(factor, solver):
     """Columns near the float64 limits are rescaled by powers of two (exact): the model is
     scikit-learn's, R^2 to 1e-10, coefficients to 1e-8 relative."""
     X, y, _ = make_data("gaussian", n=300, d=3)
-    model = daskglm.LinearRegression(solver=solver, tol=1e-10).fit(X * factor, y)
+    model = daskglm.LinearRegression(solver=solver, tol=1e-10, max_iter=2000).fit(X * factor, y)
     reference = sk.LinearRegression().fit(X, y)
     np.testing.assert_allclose(model.coef_ * factor, reference.coef_, rtol=1e-8)
     assert model.intercept_ == pytest.approx(reference.intercept_, rel=1e-8)
     assert model.score(X * factor, y) == pytest.approx(reference.score(X, y), abs=1e-10)
+    assert model.converged_
+
+
+@pytest.mark.parametrize("factor", [1e-200, 1e200], ids=["tiny", "huge"])
+@pytest.mark.parametrize("solver", ["gd", "lbfgs", "newton"])
+def test_extreme_feature_scales_give_the_right_unpenalised_logistic_model(factor, solver):
+    """As above for the logistic loss (C=inf): scikit-learn's coefficients to 1e-8 of the
+    largest (the solvers stop at gradient 1e-10)."""
+    X, y, _ = make_data("binomial", n=300, d=3)
+    model = daskglm.LogisticRegression(C=np.inf, solver=solver, tol=1e-10, max_iter=2000)
+    model.fit(X * factor, y)
+    reference = sk.LogisticRegression(C=np.inf, tol=1e-12, max_iter=10_000).fit(X, y)
+    np.testing.assert_allclose(model.coef_ * factor, reference.coef_, rtol=0,
+                               atol=1e-8 * np.abs(reference.coef_).max())
     assert model.converged_
 
 

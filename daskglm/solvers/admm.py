@@ -171,11 +171,7 @@ class ADMM(Solver):
         """The ``rho`` option, or for ``"auto"`` a fraction of the curvature at the start."""
         if not isinstance(self.opts["rho"], str):
             return float(self.opts["rho"])
-        params0 = np.asarray(params0, dtype=float)
-        intercept = params0[-1] if problem.fit_intercept else 0.0
-        curvature = float(problem.family.variance(np.array([intercept]))[0])
-        if not (math.isfinite(curvature) and curvature > 0):
-            curvature = 1.0
+        curvature = problem.curvature_at(np.asarray(params0, dtype=float))
         return (RHO_FACTOR if problem.penalty.smooth else RHO_FACTOR_L1) * curvature
 
     @staticmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -39,6 +40,14 @@ class Problem:
     def coef(self, params):
         """The penalised part of ``params``."""
         return params[: self.n_features]
+
+    def curvature_at(self, params):
+        """The family's curvature (its variance function) at the mean ``params`` predict
+        with zero features: the scale of the loss's Hessian in standardised coordinates
+        (1 when that is not finite and positive)."""
+        intercept = float(params[-1]) if self.fit_intercept else 0.0
+        curvature = float(self.family.variance(np.array([intercept]))[0])
+        return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
 
     def split(self, params):
         """``(coef, intercept)``; the intercept is 0.0 when none is fitted."""

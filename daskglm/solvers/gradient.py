@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..coordinates import Standardised
@@ -58,7 +56,7 @@ class GradientDescent(Solver):
         objective = Objective(problem, engine)
         history = History(engine)
         params0 = np.asarray(params0, dtype=float)
-        curvature = _curvature(problem, params0)
+        curvature = problem.curvature_at(params0)
         coordinates = self._coordinates(problem, objective, curvature)
 
         def value_and_grad(theta):
@@ -68,7 +66,7 @@ class GradientDescent(Solver):
         def optimality(theta, theta_grad):
             # the criterion is stated in the original coordinates; one more gradient map
             params = coordinates.to_params(theta)
-            return objective.optimality(params, _grad_to_params(coordinates, theta_grad))
+            return objective.optimality(params, coordinates.grad_to_params(theta_grad))
 
         theta = coordinates.to_theta(params0)
         value, grad = value_and_grad(theta)
@@ -116,21 +114,3 @@ class GradientDescent(Solver):
         scales = np.ones(n_features) if coordinates.scales is None else coordinates.scales
         return Standardised(np.sqrt(scales**2 + penalty_curvature / curvature),
                             coordinates.means)
-
-
-def _curvature(problem, params0):
-    """The family's curvature at the starting point's mean (1 when not finite and positive)."""
-    intercept = params0[-1] if problem.fit_intercept else 0.0
-    curvature = float(problem.family.variance(np.array([intercept]))[0])
-    return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
-
-
-def _grad_to_params(coordinates, theta_grad):
-    """The inverse of :meth:`Standardised.grad_to_theta`."""
-    grad = np.array(theta_grad, dtype=float, copy=True)
-    n = grad.shape[0] - int(coordinates.means is not None)
-    if coordinates.scales is not None:
-        grad[:n] *= coordinates.scales
-    if coordinates.means is not None:
-        grad[:n] += coordinates.means * grad[-1]
-    return grad

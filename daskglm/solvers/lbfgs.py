@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.optimize
 
+from ..restarted_lbfgs import minimize_to_tol
 from .base import History, Objective, Solver, SolverResult
 
 __all__ = ["LBFGS"]
@@ -53,15 +53,11 @@ class LBFGS(Solver):
         objective = Objective(problem, engine)
         history = History(engine)
         evaluations = {}  # value and gradient of every point evaluated since the last iteration
-        anchor = {}  # the point a restart's objective estimate is measured from
 
         def value_and_grad(params):
             value, grad = objective.value_and_grad(params)
             evaluations[params.tobytes()] = (value, grad)
-            if not anchor:
-                return value, grad
-            start, start_grad = anchor["params"], anchor["grad"]
-            return 0.5 * float((grad + start_grad) @ (params - start)), grad
+            return value, grad
 
         previous = [np.array(params0, dtype=float)]
 
@@ -76,40 +72,17 @@ class LBFGS(Solver):
             )
             previous[0] = params.copy()
 
-        params = np.array(params0, dtype=float)
-        n_iter = n_evaluations = 0
-        best = np.inf
-        for _ in range(int(self.opts["max_restarts"]) + 1):
-            result = scipy.optimize.minimize(
-                value_and_grad,
-                params,
-                jac=True,
-                method="L-BFGS-B",
-                callback=callback,
-                options={
-                    "maxiter": self.max_iter - n_iter,
-                    "maxfun": int(self.opts["max_evaluations"]) - n_evaluations,
-                    "maxcor": int(self.opts["memory"]),
-                    "gtol": self.tol,
-                    "ftol": 0.0,
-                    "maxls": 50,
-                },
-            )
-            n_iter += int(result.nit)
-            n_evaluations += int(result.nfev)
-            params = result.x
-            optimality = objective.optimality(params, result.jac)
-            # status 0 short of the gradient criterion: the objective did not change at all
-            stalled = result.status in (0, 2) and optimality > self.tol
-            if not stalled or optimality >= best or n_iter >= self.max_iter:
-                break
-            best = optimality
-            anchor.update(params=params.copy(), grad=np.array(result.jac, dtype=float))
-        converged = optimality <= self.tol
+        found = minimize_to_tol(
+            value_and_grad, np.array(params0, dtype=float), tol=self.tol,
+            max_iter=self.max_iter, max_evaluations=int(self.opts["max_evaluations"]),
+            memory=int(self.opts["memory"]), max_restarts=int(self.opts["max_restarts"]),
+            callback=callback, optimality=objective.optimality,
+        )
+        converged = found.optimality <= self.tol
         if converged:
-            message = f"converged: largest gradient entry {optimality:.3g} <= tol"
+            message = f"converged: largest gradient entry {found.optimality:.3g} <= tol"
         else:
-            reason = "stalled: " if stalled else ""
-            message = (f"{reason}scipy stopped with {str(result.message)!r} at largest "
-                       f"gradient entry {optimality:.3g} > tol {self.tol:g}")
-        return SolverResult(params, n_iter, converged, history.entries, message)
+            reason = "stalled: " if found.stalled else ""
+            message = (f"{reason}scipy stopped with {found.message!r} at largest "
+                       f"gradient entry {found.optimality:.3g} > tol {self.tol:g}")
+        return SolverResult(found.x, found.n_iter, converged, history.entries, message)
