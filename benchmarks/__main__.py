@@ -10,6 +10,8 @@ list
     List the suites, their cases and the registered methods.
 rounds
     Break the time of daskglm's distributed rounds down (see :mod:`benchmarks.rounds`).
+cold-start
+    First fit against second fit on a fresh cluster (see :mod:`benchmarks.cold_start`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -93,6 +95,12 @@ def _rounds(args):
     return rounds_main(args)
 
 
+def _cold_start(args):
+    from .cold_start import main as cold_start_main
+
+    return cold_start_main(args)
+
+
 def build_parser():
     """The argument parser of ``python -m benchmarks``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
@@ -128,6 +136,14 @@ def build_parser():
     rounds.add_argument("--suite", default="quick", help="take the data set of this suite")
     rounds.add_argument("--repeats", type=int, default=10, help="rounds timed per measurement")
     rounds.set_defaults(handler=_rounds)
+
+    cold = commands.add_parser("cold-start", help="first fit / second fit on a fresh cluster")
+    cold.add_argument("--workers", type=int, default=2)
+    cold.add_argument("--rows", type=int, default=1_000_000)
+    cold.add_argument("--features", type=int, default=50)
+    cold.add_argument("--partitions", type=int, default=8)
+    cold.add_argument("--repeats", type=int, default=3, help="fresh clusters measured")
+    cold.set_defaults(handler=_cold_start)
     return parser
 
 

@@ -1,43 +1,54 @@
-"""daskglm: generalised linear models on Dask, with every round of communication accounted for."""
+"""daskglm: generalised linear models on Dask, with every round of communication accounted for.
 
-from .comm import CommLedger, CommReport
-from .compare import Comparison, compare
-from .estimators import (
-    GLM,
-    ElasticNet,
-    Lasso,
-    LinearRegression,
-    LogisticRegression,
-    PoissonRegressor,
-    Ridge,
-    SGDClassifier,
-    SGDRegressor,
-)
-from .families import Binomial, Family, Gaussian, Poisson
-from .penalties import L1, L2, NoPenalty, Penalty
+The public names are imported on first use: a worker that unpickles one kernel imports
+that kernel's module, not the estimators and scikit-learn (a cold worker would otherwise
+spend seconds importing them before its first task).
+"""
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "GLM",
-    "LinearRegression",
-    "Ridge",
-    "Lasso",
-    "ElasticNet",
-    "LogisticRegression",
-    "PoissonRegressor",
-    "SGDRegressor",
-    "SGDClassifier",
-    "Family",
-    "Gaussian",
-    "Binomial",
-    "Poisson",
-    "Penalty",
-    "NoPenalty",
-    "L2",
-    "L1",
-    "CommReport",
-    "CommLedger",
-    "compare",
-    "Comparison",
-]
+#: Public name -> the module that defines it.
+_EXPORTS = {
+    "GLM": "estimators",
+    "LinearRegression": "estimators",
+    "Ridge": "estimators",
+    "Lasso": "estimators",
+    "ElasticNet": "estimators",
+    "LogisticRegression": "estimators",
+    "PoissonRegressor": "estimators",
+    "SGDRegressor": "estimators",
+    "SGDClassifier": "estimators",
+    "Family": "families",
+    "Gaussian": "families",
+    "Binomial": "families",
+    "Poisson": "families",
+    "Penalty": "penalties",
+    "NoPenalty": "penalties",
+    "L2": "penalties",
+    "L1": "penalties",
+    "CommReport": "comm",
+    "CommLedger": "comm",
+    "compare": "compare",
+    "Comparison": "compare",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    try:  # submodules, e.g. daskglm.estimators before anything imported it
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as exc:
+        if exc.name != f"{__name__}.{name}":
+            raise
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -194,3 +194,17 @@ def test_validation_returns_the_column_moments_and_checks_entries_through_them(b
     holed[7, 2], zeroed[7] = np.nan, 0.0
     with pytest.raises(ValueError, match="Input X contains NaN or infinity"):
         make_engine(holed, y, zeroed, family=Binomial(), client=None, n_partitions=3)
+
+
+def test_worker_side_modules_import_neither_scikit_learn_nor_the_estimators():
+    """A cold worker unpickling a kernel imports only what the kernel needs."""
+    import subprocess
+    import sys
+
+    code = ("import sys, daskglm.engine, daskglm.kernels, daskglm.local, daskglm.stochastic, "
+            "daskglm.families, daskglm.penalties, daskglm.coordinates; "
+            "print(sorted(m for m in ('sklearn', 'daskglm.estimators', 'daskglm.solvers') "
+            "if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                           text=True).stdout.strip()
+    assert found == "[]"
