@@ -21,7 +21,7 @@ from sklearn.datasets import make_regression
 from sklearn.exceptions import ConvergenceWarning
 
 import daskglm
-from daskglm.solvers.normal import solve_symmetric
+from daskglm.linalg import solve_symmetric
 
 from .conftest import make_data
 

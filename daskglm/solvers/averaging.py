@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..linalg import solve_symmetric
 from ..local import fit_partition
 from .base import History, Objective, Solver, SolverResult
-from .normal import solve_symmetric
 from .proximal import solve_composite_quadratic
 
 __all__ = ["Averaging"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..linalg import solve_symmetric
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import LineSearchResult, backtracking
-from .normal import solve_symmetric
 
 __all__ = ["Newton"]
 
