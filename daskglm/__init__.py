@@ -29,7 +29,6 @@ _EXPORTS = {
     "L2": "penalties",
     "L1": "penalties",
     "CommReport": "comm",
-    "CommLedger": "comm",
     "compare": "compare",
     "Comparison": "compare",
 }

@@ -126,7 +126,6 @@ except ImportError:  # pragma: no cover - distributed is a dependency
 __all__ = [
     "RoundRecord",
     "CommReport",
-    "CommLedger",
     "nbytes",
     "Timer",
     "LocalProbe",
@@ -414,6 +413,10 @@ class CommReport:
         Worker threads (in-process: pool threads) the rounds ran on.
     measurement : str
         Where the measured bytes come from.
+
+    A pure record: nothing here contacts the cluster.  The engine fetches the measured
+    fields of its rounds from Dask when the fit ends (``Engine.close``), so a report read
+    (or printed, or pickled) later holds all it will ever hold.
     """
 
     def __init__(self):
@@ -423,7 +426,6 @@ class CommReport:
         self.workers = None
         self.cores = None
         self.measurement = "none"
-        self._meters = []
 
     # writing (engine side) ---------------------------------------------------------
     def record(self, kind, tasks, bytes_sent, bytes_returned, seconds, *, partitions=0,
@@ -441,18 +443,6 @@ class CommReport:
         if probe is not None:
             probe.finish(rec, self)
         return rec
-
-    def _attach(self, meter):
-        if meter not in self._meters:
-            self._meters.append(meter)
-
-    def flush(self):
-        """Fetch the measurements of rounds still pending from the cluster (idempotent)."""
-        for meter in self._meters:
-            try:
-                meter.collect()
-            except Exception:  # measuring never breaks a fit: those rounds stay unmeasured
-                pass
 
     # totals ------------------------------------------------------------------------
     @property
@@ -477,7 +467,6 @@ class CommReport:
     @property
     def bytes_measured(self) -> int | None:
         """Total measured bytes of the rounds that were measured; None when none was."""
-        self._settle()
         known = [r.bytes_measured for r in self.records if r.bytes_measured is not None]
         return sum(known) if known else None
 
@@ -494,13 +483,11 @@ class CommReport:
     @property
     def seconds_compute(self) -> float:
         """Total compute time of the rounds' tasks (thread-seconds)."""
-        self._settle()
         return float(sum(r.seconds_compute or 0.0 for r in self.records))
 
     @property
     def seconds_waiting(self) -> float:
         """Total thread-seconds spent waiting for the slowest partition."""
-        self._settle()
         return float(sum(r.seconds_waiting or 0.0 for r in self.records))
 
     @property
@@ -509,13 +496,8 @@ class CommReport:
         values = {r.split_every for r in self.records if r.split_every is not None}
         return values.pop() if len(values) == 1 else (sorted(values) or None)
 
-    def _settle(self):
-        if self._meters and any(r.bytes_measured is None for r in self.records):
-            self.flush()
-
     def by_kind(self):
         """Per-kind totals: ``{kind: {"rounds", "tasks", "bytes_modelled", ...}}``."""
-        self._settle()
         kinds = {}
         for r in self.records:
             row = kinds.setdefault(r.kind, dict.fromkeys(
@@ -535,7 +517,6 @@ class CommReport:
     # output ------------------------------------------------------------------------
     def to_dict(self):
         """Totals and the per-round records as plain Python objects."""
-        self._settle()
         return {
             "method": self.method,
             "engine": self.engine,
@@ -560,7 +541,6 @@ class CommReport:
             import pandas as pd
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("CommReport.to_frame needs pandas: pip install pandas") from exc
-        self._settle()
         columns = [f.name for f in dataclasses.fields(RoundRecord)] + ["bytes_modelled"]
         return pd.DataFrame([r.to_dict() for r in self.records], columns=columns)
 
@@ -589,14 +569,6 @@ class CommReport:
         return "\n".join(lines)
 
 
-    def __getstate__(self):
-        # the meters hold the client; a pickled report keeps what was measured
-        self._settle()
-        return {**self.__dict__, "_meters": []}
-
-
-#: The ledger of a fit, under its earlier name.
-CommLedger = CommReport
 
 
 class Timer:
@@ -785,7 +757,6 @@ class _DaskProbe:
         report.workers = report.workers or self.meter.workers
         report.cores = report.cores or self.meter.cores
         report.measurement = self.meter.description
-        report._attach(self.meter)
         self.meter.add(record, self.token, report)
 
 

@@ -267,8 +267,6 @@ def calibrate(reports, data_bytes=None):
     if hasattr(reports, "records"):
         reports = [reports]
     reports = list(reports.values()) if isinstance(reports, dict) else list(reports)
-    for report in reports:
-        report.flush()
     records = [r for report in reports for r in report.records]
     if not records:
         raise ValueError("Nothing to calibrate on: the reports hold no rounds.")

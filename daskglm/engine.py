@@ -15,7 +15,7 @@ process), and offers these verbs to the solvers:
 
 :func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
 
-Each round is written to the engine's :class:`~daskglm.comm.CommLedger`.  No dask.array
+Each round is written to the engine's :class:`~daskglm.comm.CommReport`.  No dask.array
 graph is built per round: the partitions are persisted once and every round maps over
 their futures.
 """
@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
-from .comm import CommLedger, DaskMeter, LocalProbe, Timer, nbytes
+from .comm import CommReport, DaskMeter, LocalProbe, Timer, nbytes
 from .kernels import (
     PartitionSummary,
     as_csr_or_dense,
@@ -108,7 +108,7 @@ class Engine:
     n_features : int
     sum_weight : float
         Total sample weight (the number of rows when unweighted).
-    ledger : CommLedger
+    ledger : CommReport
     split_every : int
         Fan-in of the reduction tree.
     """
@@ -119,7 +119,7 @@ class Engine:
         if split_every < 2:
             raise ValueError(f"split_every must be >= 2; got {split_every}.")
         self.n_features = int(n_features)
-        self.ledger = CommLedger() if ledger is None else ledger
+        self.ledger = CommReport() if ledger is None else ledger
         #: bytes of the partitions in memory, known after the validation round
         self.data_bytes = 0
         #: whether the validation round reads the data from a source (Dask input)
@@ -455,6 +455,13 @@ class DistributedEngine(Engine):
         root = tree_root(n)
         return level[0][0].result()[root], combines
 
+    def collect_measurements(self):
+        """Fetch Dask's counters for the rounds not measured yet into their records."""
+        try:
+            self.meter.collect()
+        except Exception:  # measuring never breaks a fit: those rounds stay unmeasured
+            pass
+
     def _lost(self, exc):
         from distributed.client import FutureCancelledError
 
@@ -494,7 +501,7 @@ class DistributedEngine(Engine):
             self._regroup()
 
     def close(self):
-        self.ledger.flush()  # fetch the measurements of the rounds still pending
+        self.collect_measurements()
         # release, not cancel: another engine may hold futures of the same keys
         for future in self.parts:
             future.release()
@@ -585,7 +592,7 @@ class StreamingDistributedEngine(DistributedEngine):
         self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
 
     def close(self):
-        self.ledger.flush()
+        self.collect_measurements()
         self.parts = []
 
 
@@ -889,7 +896,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
     """
     if client == "auto":
         client = active_client()
-    ledger = CommLedger()
+    ledger = CommReport()
     dask_input = any(is_dask(a) for a in (X, y, sample_weight))
     policy, reason = choose_cache(cache, X, y, sample_weight, client)
     if dask_input and not is_dask(X):
@@ -953,7 +960,7 @@ def stream_engines(X, y, sample_weight=None, *, family, client="auto", ledger=No
         Used to check the targets in each chunk's validation round.
     client : distributed.Client, None or "auto"
         As for :func:`make_engine`.
-    ledger : CommLedger, optional
+    ledger : CommReport, optional
         Every engine writes its rounds here (a new ledger by default).
 
     Yields
@@ -963,7 +970,7 @@ def stream_engines(X, y, sample_weight=None, *, family, client="auto", ledger=No
     """
     if client == "auto":
         client = active_client()
-    ledger = CommLedger() if ledger is None else ledger
+    ledger = CommReport() if ledger is None else ledger
     if not any(is_dask(a) for a in (X, y, sample_weight)):
         parts = _in_memory_parts(X, y, sample_weight, 1)
         yield from _validated(LocalEngine(parts, X.shape[1], ledger=ledger), family)

@@ -30,7 +30,7 @@ from sklearn.utils.validation import (
 )
 
 from . import progress
-from .comm import CommLedger
+from .comm import CommReport
 from .engine import is_dask, make_engine, stream_engines
 from .families import Binomial, Family, Gaussian, Poisson, get_family
 from .kernels import all_finite, as_csr_or_dense
@@ -1138,7 +1138,7 @@ class _SGDBase(_GLMBase):
         solver = self._solver(problem, None, 1)
         if state is None:
             state = solver.initial_state(problem, np.zeros(problem.n_params))
-            self.comm_, self.history_, self.n_iter_ = CommLedger(), [], 0
+            self.comm_, self.history_, self.n_iter_ = CommReport(), [], 0
         n_epochs = self.n_iter_ + 1
         for engine in stream_engines(X, y, sample_weight, family=problem.family, ledger=self.comm_):
             result = solver.solve(problem, engine, state.params, state=state)
@@ -1243,7 +1243,7 @@ _SGD_DOC = """
         ``steps``, ``seconds``, ``rounds``.
     cache_ : {"memory", "none"}
         Whether the fit kept the data in memory or streamed them from their source.
-    comm_ : CommLedger
+    comm_ : CommReport
         Every engine round (accumulated over ``partial_fit`` calls).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
