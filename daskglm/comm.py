@@ -40,6 +40,10 @@ local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) 
 sizes         map (sgd)           ``0``                           ``16 P``
 encode        (classifiers whose  ``8 P``                         ``0``
               labels are not 0/1)
+maxima        reduce (columns of  ``0``                           ``8 p T``
+              extreme scale)
+scale         (the same, no       ``8 p P``                       ``0``
+              penalty)
 sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
 local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
@@ -124,6 +128,7 @@ except ImportError:  # pragma: no cover - distributed is a dependency
     _SchedulerPlugin = object
 
 __all__ = [
+    "Kind",
     "RoundRecord",
     "CommReport",
     "nbytes",
@@ -141,6 +146,22 @@ __all__ = [
     "tree_tasks",
     "tree_depth",
 ]
+
+
+class Kind:
+    """The kinds of rounds, as the ledger records them (see the table above)."""
+
+    VALIDATE = "validate"
+    MAXIMA = "maxima"  # largest |value| per column, only for columns of extreme scale
+    SCALE = "scale"  # those columns multiplied by powers of two where they live
+    ENCODE = "encode"  # class labels encoded as 0/1 where they live
+    GRADIENT = "gradient"
+    HESSIAN = "hessian"
+    GRAM = "gram"
+    LOCAL_SOLVE = "local_solve"
+    SIZES = "sizes"
+    SGD_BATCH = "sgd_batch"
+    LOCAL_SGD = "local_sgd"
 
 #: Dask's control traffic per task, in bytes, counted as part of the modelled bytes of
 #: distributed rounds (see the module docstring and docs/costs.md).
@@ -243,13 +264,16 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     p = d if n_features is None else int(n_features)
     T = G + tree_tasks(G, split_every)
     table = {
-        "validate": (8 * G, 8 * (2 * p + 4) * T),
-        "gradient": (8 * (d + 1) * G, 8 * (d + 2) * T),
-        "hessian": (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
-        "gram": (0, 8 * (p * p + 2 * p + 3) * T),
+        Kind.VALIDATE: (8 * G, 8 * (2 * p + 4) * T),
+        Kind.GRADIENT: (8 * (d + 1) * G, 8 * (d + 2) * T),
+        Kind.HESSIAN: (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
+        Kind.GRAM: (0, 8 * (p * p + 2 * p + 3) * T),
         "averaging": (8 * (d + 3) * G, 8 * (d + 4) * P),
         "admm": (8 * 2 * d * P + 8 * (d + 2 * p + 5) * G, 8 * (2 * d + 4) * P),
-        "sizes": (0, 16 * P),
+        Kind.SIZES: (0, 16 * P),
+        Kind.ENCODE: (8 * P, 0),
+        Kind.MAXIMA: (0, 8 * p * T),
+        Kind.SCALE: (8 * p * P, 0),
     }
     if kind not in table:
         raise ValueError(f"No payload model for round kind {kind!r}; known: {sorted(table)}.")

@@ -83,7 +83,7 @@ from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
-from .comm import TASK_BYTES, tree_depth, tree_tasks
+from .comm import TASK_BYTES, Kind, tree_depth, tree_tasks
 
 __all__ = [
     "Cluster",
@@ -109,12 +109,12 @@ DEFAULT_TASK_OVERHEAD = 1e-3
 SMALL_TRANSFER = 64 * 1024
 
 #: Round kinds that read every row of X once, in order of preference, for throughput.
-ONE_PASS_KINDS = ("gradient", "validate")
+ONE_PASS_KINDS = (Kind.GRADIENT, Kind.VALIDATE)
 
 #: Round kinds every fit runs once before its solver, left out of calibration and
 #: predictions: they are the same for every method, and on Dask arrays the validation
 #: round also builds the partitions from the array's chunks, which is loading data.
-SETUP_KINDS = ("validate",)
+SETUP_KINDS = (Kind.VALIDATE,)
 
 #: Message steps of a round besides its tree levels, and per tree level.
 ROUND_STEPS, LEVEL_STEPS = 8, 4

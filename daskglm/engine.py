@@ -31,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
-from .comm import CommReport, DaskMeter, LocalProbe, Timer, nbytes
+from .comm import CommReport, DaskMeter, Kind, LocalProbe, Timer, nbytes
 from .kernels import (
     PartitionSummary,
     as_csr_or_dense,
@@ -234,7 +234,7 @@ class Engine:
         ``self.column_scale``: coefficients fitted on the rescaled data are multiplied by
         it to apply to the original columns.
         """
-        summary: PartitionSummary = self.reduce(summarize, family, labels, kind="validate")
+        summary: PartitionSummary = self.reduce(summarize, family, labels, kind=Kind.VALIDATE)
         self.labels = summary.labels
         self.column_moments = summary.moments
         self.data_bytes = summary.nbytes
@@ -250,17 +250,13 @@ class Engine:
         self.sum_weight = summary.weight
         unsafe = self._unsafe_columns()
         if unsafe.any():
-            maxima = self.reduce(column_max_abs, kind="maxima").values
+            maxima = self.reduce(column_max_abs, kind=Kind.MAXIMA).values
             if not rescale:
                 raise ValueError(_scale_message(unsafe, maxima))
             exponents = np.zeros(self.n_features)
             exponents[unsafe & (maxima > 0)] = -np.round(np.log2(maxima[unsafe & (maxima > 0)]))
             scale = np.ldexp(1.0, exponents.astype(int))
-            with Timer() as timer, self._probe("scale") as probe:
-                self._replace_parts(scale_columns, scale, probe)
-            n = self.n_partitions
-            self.ledger.record("scale", n, 8 * self.n_features * n, 0, timer.seconds,
-                               partitions=n, groups=n, probe=probe)
+            self._transform(scale_columns, scale, Kind.SCALE)
             summary = self.validate(family, labels)
             self.column_scale = scale
         return summary
@@ -279,10 +275,14 @@ class Engine:
 
     def relabel(self, positive):
         """Replace every partition's targets by ``1.0`` where they equal ``positive``, else 0."""
-        with Timer() as timer, self._probe("encode") as probe:
-            self._replace_parts(encode_positive, positive, probe)
+        self._transform(encode_positive, positive, Kind.ENCODE)
+
+    def _transform(self, fn, arg, kind):
+        """One round: ``parts[i] = fn(parts[i], arg)`` where the partitions live."""
+        with Timer() as timer, self._probe(kind) as probe:
+            self._replace_parts(fn, arg, probe)
         n = self.n_partitions
-        self.ledger.record("encode", n, 8 * n, 0, timer.seconds, partitions=n, groups=n,
+        self.ledger.record(kind, n, n * nbytes(arg), 0, timer.seconds, partitions=n, groups=n,
                            probe=probe)
 
     def _replace_parts(self, fn, arg, probe):

@@ -4,6 +4,7 @@ import dask.array as da
 import numpy as np
 import pytest
 
+from daskglm.comm import payload_model
 from daskglm.engine import DistributedEngine, LocalEngine, make_engine
 from daskglm.families import Binomial, Gaussian
 from daskglm.kernels import Stats, gram, loss_grad, loss_grad_hess, tree_sum
@@ -189,6 +190,11 @@ def test_validation_returns_the_column_moments_and_checks_entries_through_them(b
                      rescale=True) as engine:
         assert engine.column_scale[1] == 2.0 ** -664 and engine.column_scale[0] == 1.0
         assert np.isfinite(engine.column_moments.squares).all()
+        records = engine.ledger.records
+    assert [r.kind for r in records] == ["validate", "maxima", "scale", "validate"]
+    for record in records[1:3]:  # the model table knows the two rounds of a rescale
+        assert (record.bytes_sent, record.bytes_returned) == payload_model(
+            record.kind, n_params=X.shape[1] + 1, n_features=X.shape[1], partitions=3)
     # a NaN in a row of zero weight is still found
     holed, zeroed = X.copy(), w.copy()
     holed[7, 2], zeroed[7] = np.nan, 0.0

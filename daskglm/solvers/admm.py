@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from ..comm import Kind
 from ..coordinates import Standardised
 from ..local import proximal_point
 from .base import History, Objective, Solver, SolverResult, StallMonitor
@@ -131,7 +132,7 @@ class ADMM(Solver):
             local_tol = 0.1 * self.tol * rho
             fits = engine.map_each(
                 proximal_point, list(zip(xs, us)), z, rho, problem.family, problem.fit_intercept,
-                scale, local_tol, local_max_iter, coordinates, kind="local_solve",
+                scale, local_tol, local_max_iter, coordinates, kind=Kind.LOCAL_SOLVE,
             )
             self._record(history, objective, coordinates.to_params(z), fits, rho)
             xs = [fit.params for fit in fits]

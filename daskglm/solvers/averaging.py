@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..comm import Kind
 from ..linalg import solve_symmetric
 from ..local import fit_partition
 from .base import History, Objective, Solver, SolverResult
@@ -67,7 +68,7 @@ class Averaging(Solver):
         history = History(engine)
         fits = engine.map(
             fit_partition, np.asarray(params0, dtype=float), problem.family, problem.penalty,
-            problem.fit_intercept, self.tol, int(self.opts["local_max_iter"]), kind="local_solve",
+            problem.fit_intercept, self.tol, int(self.opts["local_max_iter"]), kind=Kind.LOCAL_SOLVE,
         )
         fits = [fit for fit in fits if fit.weight > 0]
         weights = np.array([fit.weight for fit in fits])

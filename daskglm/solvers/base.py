@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import progress
+from ..comm import Kind
 from ..families import Family
 from ..kernels import gram, loss_grad, loss_grad_hess
 from ..penalties import Penalty
@@ -85,19 +86,19 @@ class Objective:
     def value_and_grad(self, params):
         """Smooth objective (mean loss + smooth penalty part) and its gradient: one round."""
         p = self.problem
-        stats = self.engine.reduce(loss_grad, params, p.family, p.fit_intercept, kind="gradient")
+        stats = self.engine.reduce(loss_grad, params, p.family, p.fit_intercept, kind=Kind.GRADIENT)
         value, grad, _ = self._penalise(params, stats.loss, stats.grad)
         return value, grad
 
     def value_grad_hess(self, params):
         """Smooth objective, gradient and Hessian: one round."""
         p = self.problem
-        stats = self.engine.reduce(loss_grad_hess, params, p.family, p.fit_intercept, kind="hessian")
+        stats = self.engine.reduce(loss_grad_hess, params, p.family, p.fit_intercept, kind=Kind.HESSIAN)
         return self._penalise(params, stats.loss, stats.grad, stats.hess)
 
     def gram(self):
         """Centred weighted Gram statistics of ``(X, y)``: one round."""
-        return self.engine.reduce(gram, kind="gram")
+        return self.engine.reduce(gram, kind=Kind.GRAM)
 
     def column_moments(self):
         """Weighted means and mean squares of the columns of ``X``, from the validation

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..comm import Kind
 from ..schedules import LEARNING_RATES, make_step_rule
 from ..seeds import root_seed
 from ..stochastic import (
@@ -196,7 +197,7 @@ class SGD(Solver):
         config = self._config(problem, engine, state)
         rows = (
             [engine.n_samples] if engine.n_partitions == 1
-            else [size[0] for size in engine.map(partition_size, kind="sizes")]
+            else [size[0] for size in engine.map(partition_size, kind=Kind.SIZES)]
         )
         steps_per_epoch = math.ceil(engine.n_samples / config.batch_size)
         sync_every = self.opts["sync_every"]
@@ -268,7 +269,7 @@ class SGD(Solver):
             draws = [(index, int(counts[k, index]), int(offsets[k, index]))
                      for index in range(counts.shape[1])]
             stats = engine.reduce_each(
-                batch_loss_grad, draws, state.params, config, epoch, kind="sgd_batch",
+                batch_loss_grad, draws, state.params, config, epoch, kind=Kind.SGD_BATCH,
             )
             loss += stats.loss
             weight += stats.weight
@@ -299,7 +300,7 @@ class SGD(Solver):
                     for index in range(engine.n_partitions)]
             local = engine.reduce_each(
                 local_sgd, each, state.params, state.rule_state, state.average, config,
-                kind="local_sgd",
+                kind=Kind.LOCAL_SGD,
             )
             loss += local.loss
             penalty += local.penalty
