@@ -13,7 +13,21 @@ from .estimators import (
     SGDClassifier,
     SGDRegressor,
 )
-from .families import Binomial, Family, Gaussian, Poisson
+from .families import (
+    Binomial,
+    CLogLog,
+    Distribution,
+    Family,
+    Gaussian,
+    Identity,
+    Inverse,
+    Link,
+    Log,
+    Logit,
+    Poisson,
+    Power,
+    Probit,
+)
 from .penalties import L1, L2, NoPenalty, Penalty
 
 __version__ = "0.1.0"
@@ -32,6 +46,15 @@ __all__ = [
     "Gaussian",
     "Binomial",
     "Poisson",
+    "Distribution",
+    "Link",
+    "Identity",
+    "Logit",
+    "Log",
+    "Inverse",
+    "Probit",
+    "CLogLog",
+    "Power",
     "Penalty",
     "NoPenalty",
     "L2",
