@@ -249,7 +249,7 @@ class _GLMBase(BaseEstimator):
             scale = engine.column_scale
             params0 = np.zeros(problem.n_params)
             if problem.fit_intercept:
-                # 0 unless g^{-1}(0) is outside the mean's domain (a non-canonical link)
+                # 0 for canonical links; g(typical mean) for others
                 params0[-1] = problem.family.start_intercept()
             if previous is not None and previous.shape == params0.shape:
                 params0 = previous.copy()
@@ -579,8 +579,9 @@ class GLM(_RegressorGLM):
     the family's negative log-likelihood with the chosen link (the canonical link by
     default).  With a non-canonical link ``solver="newton"`` uses the expected (Fisher)
     information, i.e. it is Fisher scoring; the normal equations need the Gaussian family
-    with the identity link.  When the inverse link at 0 is not a valid mean (a Poisson
-    with the identity link, say) the fit starts from the intercept ``link(1)``.
+    with the identity link.  With a non-canonical link the fit starts from the intercept
+    ``link(0.5)`` (binomial) or ``link(1)`` (Gaussian, Poisson) where that is finite, so
+    that a Poisson with the identity link, say, starts at a valid mean.
 
     Parameters
     ----------

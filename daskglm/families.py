@@ -48,8 +48,12 @@ __all__ = [
 #: second-order Taylor expansion, which keeps loss and derivatives finite and convex.
 _EXP_SAFE = 500.0
 
-#: Largest argument of ``exp`` in the log and cloglog links (``exp(709)`` overflows).
+#: Largest argument of ``exp`` in the cloglog link (``exp(709)`` overflows).
 _EXP_MAX = 700.0
+
+#: Largest linear predictor of the (non-canonical) log link: the square of the mean, in a
+#: Gaussian loss or Fisher weight, stays finite.
+_LOG_MAX = 300.0
 
 #: The probit link's linear predictor is clipped to +-this: the normal density is zero in
 #: float64 beyond about 38.6, and ``eta**2`` stays finite.
@@ -164,7 +168,10 @@ class Logit(Link):
 
 
 class Log(Link):
-    """``eta = log(mu)``, the canonical link of the Poisson; ``eta`` is clipped at 700."""
+    """``eta = log(mu)``, the canonical link of the Poisson; ``eta`` is clipped at 300.
+
+    (The Poisson family with this link uses its own closed form, which is not clipped.)
+    """
 
     name = "log"
 
@@ -172,7 +179,7 @@ class Log(Link):
         return np.log(_float(mu))
 
     def inverse(self, eta):
-        return np.exp(np.minimum(_float(eta), _EXP_MAX))
+        return np.exp(np.minimum(_float(eta), _LOG_MAX))
 
     inverse_derivative = inverse
     inverse_second_derivative = inverse
@@ -321,9 +328,9 @@ class Distribution:
     name = "distribution"
     #: The link that makes ``eta`` the natural parameter.
     canonical_link: Link = Identity()
-    #: A mean inside the domain: the intercept of the first iterate when ``g^{-1}(0)`` is
-    #: outside it.
-    start_mean = 0.0
+    #: A typical mean inside the domain: a non-canonical family starts its fits from the
+    #: intercept ``g(start_mean)``.
+    start_mean = 1.0
 
     def unit_loss(self, y, mu):
         """Per-row negative log-likelihood, up to terms free of ``mu``."""
@@ -348,11 +355,6 @@ class Distribution:
         """``mu`` moved into the domain of the mean (where the loss is finite)."""
         return mu
 
-    def in_domain(self, mu):
-        """Whether the means ``mu`` are all inside the domain."""
-        mu = _float(mu)
-        return bool(np.all(np.isfinite(mu)) and np.array_equal(self.clip_mean(mu), mu))
-
     def __repr__(self):
         return f"{type(self).__name__}()"
 
@@ -368,7 +370,7 @@ class GaussianDistribution(Distribution):
 
     name = "gaussian"
     canonical_link = Identity()
-    start_mean = 0.0
+    start_mean = 1.0
 
     def unit_loss(self, y, mu):
         return 0.5 * (y - mu) ** 2
@@ -491,7 +493,8 @@ class Family:
     def variance(self, eta):
         """``d2loss`` per unit weight: the Fisher weight ``(dmu/deta)**2 / V(mu)``.
 
-        With the canonical link it equals ``dmu/deta`` and ``V(mu)`` alike.
+        With the canonical link it equals ``dmu/deta`` and ``V(mu)`` alike.  It sets the
+        curvature at the start (:meth:`daskglm.solvers.Problem.curvature_at`).
         """
         mu, slope = self._mean_and_slope(eta)
         return slope**2 / self.distribution.variance(mu)
@@ -501,11 +504,14 @@ class Family:
         return self.mean(eta)
 
     def start_intercept(self):
-        """The intercept of a first iterate: 0 when ``g^{-1}(0)`` is a valid mean, else
-        ``g(start_mean)`` (e.g. 1 for a Poisson with the identity link)."""
-        if self.distribution.in_domain(self.link.inverse(np.zeros(1))):
+        """The intercept of a first iterate: 0 for the canonical link; otherwise
+        ``g(start_mean)`` (1 for a Poisson with the identity link, 0 for a binomial with
+        the probit link), or 0 where that is not finite."""
+        if self.canonical:
             return 0.0
-        return float(self.link.link(np.array([self.distribution.start_mean]))[0])
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            eta = float(self.link.link(np.array([self.distribution.start_mean]))[0])
+        return eta if np.isfinite(eta) else 0.0
 
     def loss(self, y, eta, weight=None):
         """Weighted SUM of the per-row losses."""
