@@ -248,6 +248,9 @@ class _GLMBase(BaseEstimator):
             problem, solver = self._configure(name, engine.sum_weight, n_features)
             scale = engine.column_scale
             params0 = np.zeros(problem.n_params)
+            if problem.fit_intercept:
+                # 0 for canonical links; g(typical mean) for others
+                params0[-1] = problem.family.start_intercept()
             if previous is not None and previous.shape == params0.shape:
                 params0 = previous.copy()
                 if scale is not None:
@@ -569,14 +572,24 @@ _FITTED_DOC = """
 
 class GLM(_RegressorGLM):
     __doc__ = (
-        """Generalised linear model with a canonical link and an elastic-net penalty.
+        """Generalised linear model with any link and an elastic-net penalty.
 
     Minimises ``mean_weighted_loss + alpha * (l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2 *
-    ||coef||_2^2)`` (glmnet's convention); the intercept is never penalised.
+    ||coef||_2^2)`` (glmnet's convention); the intercept is never penalised.  The loss is
+    the family's negative log-likelihood with the chosen link (the canonical link by
+    default).  With a non-canonical link ``solver="newton"`` uses the expected (Fisher)
+    information, i.e. it is Fisher scoring; the normal equations need the Gaussian family
+    with the identity link.  With a non-canonical link the fit starts from the intercept
+    ``link(0.5)`` (binomial) or ``link(1)`` (Gaussian, Poisson) where that is finite, so
+    that a Poisson with the identity link, say, starts at a valid mean.
 
     Parameters
     ----------
     family : {"gaussian", "binomial", "poisson"} or Family, default="gaussian"
+    link : {"identity", "logit", "log", "inverse", "probit", "cloglog"} or Link, optional
+        The link function, e.g. ``"probit"`` with ``family="binomial"`` or
+        ``daskglm.Power(0.5)``.  ``None`` (default) is the family's canonical link
+        (identity, logit, log), or the link of a ``Family`` instance.
     penalty : {"l2", "l1", "elasticnet", "none"} or None, default="l2"
     alpha : float, default=0.0
         Penalty strength on the mean-loss scale.
@@ -589,8 +602,9 @@ class GLM(_RegressorGLM):
 
     def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
                  fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto",
-                 verbose=0, warm_start=False):
+                 verbose=0, warm_start=False, link=None):
         self.family = family
+        self.link = link
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -604,7 +618,11 @@ class GLM(_RegressorGLM):
         self.warm_start = warm_start
 
     def _family(self):
-        return get_family(self.family)
+        return get_family(self.family, self.link)
+
+    def _check_params(self):
+        super()._check_params()
+        self._family()  # an unknown family or link: a ValueError before any work
 
     def _penalty(self, total_weight):
         return make_penalty(self.penalty, self.alpha, self.l1_ratio)

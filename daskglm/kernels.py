@@ -172,7 +172,8 @@ def _weighted_gram(X_b, h, scratch):
         return csr_weighted_gram(X_b, h), _transpose_product(X_b, h)
     # X_b^T diag(h) X_b as S^T S with S = diag(sqrt(h)) X_b: numpy hands a product of an
     # array with its own transpose to BLAS's symmetric rank-k update, half the work of a
-    # general product.  Curvatures h are never negative (convex losses, weights >= 0).
+    # general product.  Curvatures h are never negative (convex canonical losses, Fisher
+    # weights for other links, weights >= 0).
     scaled = np.multiply(X_b, np.sqrt(h)[:, None], out=scratch[: X_b.shape[0]])
     return scaled.T @ scaled, X_b.T @ h
 

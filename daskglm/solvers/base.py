@@ -43,9 +43,10 @@ class Problem:
         return params[: self.n_features]
 
     def curvature_at(self, params):
-        """The family's curvature (its variance function) at the mean ``params`` predict
-        with zero features: the scale of the loss's Hessian in standardised coordinates
-        (1 when that is not finite and positive)."""
+        """The family's curvature (its ``d2loss`` per unit weight: the variance function
+        for a canonical link, the Fisher weight for another) at the mean ``params``
+        predict with zero features: the scale of the loss's Hessian in standardised
+        coordinates (1 when that is not finite and positive)."""
         intercept = float(params[-1]) if self.fit_intercept else 0.0
         curvature = float(self.family.variance(np.array([intercept]))[0])
         return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
@@ -259,9 +260,10 @@ class Solver:
     @classmethod
     def unsupported(cls, problem: Problem) -> str | None:
         """None when the solver handles ``problem``, else the reason it does not."""
-        if cls.families is not None and type(problem.family) not in cls.families:
+        if cls.families is not None and (type(problem.family) not in cls.families
+                                         or not problem.family.canonical):
             names = ", ".join(f.name for f in cls.families)
-            return f"solver {cls.name!r} handles only the {names} family"
+            return f"solver {cls.name!r} handles only the {names} family with its canonical link"
         if not problem.penalty.smooth and not cls.handles_nonsmooth:
             return f"solver {cls.name!r} handles only smooth penalties (none, l2)"
         return None

@@ -1,4 +1,5 @@
-"""Newton's method (IRLS for canonical links): one round per accepted full step."""
+"""Newton's method (IRLS for canonical links, Fisher scoring for others): one round per
+accepted full step."""
 
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ class Newton(Solver):
     full step first, halving it until the Armijo condition holds.  Each trial point is
     evaluated with its Hessian, so an iteration whose full step is accepted costs exactly
     one round and the next iteration needs no further one.  For canonical links this is
-    iteratively reweighted least squares.  Near the optimum, where the predicted decrease
+    iteratively reweighted least squares; with another link the family's ``d2loss`` is
+    the expected (Fisher) information, so the method is Fisher scoring (statsmodels' IRLS)
+    and its local convergence is linear rather than quadratic.  Near the optimum, where the predicted decrease
     is below what function values resolve, the full step is accepted when it shrinks the
     gradient instead.  Stops when the largest gradient entry is at most ``tol``.  Stops
     early, with ``converged`` False and a message starting with "stalled", when the line
