@@ -192,26 +192,28 @@ SUM_PREFIX = KEY_PREFIX + "sum"
 
 
 def nbytes(obj) -> int:
-    """Payload bytes of ``obj``: arrays, numbers and containers or dataclasses of them."""
+    """Payload bytes of ``obj``: arrays of any library (numpy, CuPy, ...), sparse matrices
+    (scipy, pydata ``sparse``, ``cupyx``), numbers, and containers or dataclasses of them."""
     if obj is None:
         return 0
-    if isinstance(obj, np.ndarray):
-        return int(obj.nbytes)
     if isinstance(obj, (int, float, np.number, bool)):
         return 8
     if isinstance(obj, (list, tuple)):
         return sum(nbytes(item) for item in obj)
     if isinstance(obj, dict):
         return sum(nbytes(item) for item in obj.values())
-    if dataclasses.is_dataclass(obj):
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return sum(nbytes(getattr(obj, f.name)) for f in dataclasses.fields(obj))
-    data = getattr(obj, "data", None)
-    if isinstance(data, np.ndarray):  # scipy.sparse / pydata sparse
-        return int(data.nbytes) + sum(
-            int(getattr(obj, name).nbytes)
-            for name in ("indices", "indptr", "coords")
-            if isinstance(getattr(obj, name, None), np.ndarray)
-        )
+    if hasattr(obj, "indptr") or hasattr(obj, "coords"):  # sparse: its stored arrays
+        return sum(_array_bytes(getattr(obj, name, None))
+                   for name in ("data", "indices", "indptr", "coords"))
+    return _array_bytes(obj)
+
+
+def _array_bytes(array):
+    """``array.nbytes`` for anything array-like (``shape`` and ``nbytes``), else 0."""
+    if hasattr(array, "shape") and hasattr(array, "nbytes"):
+        return int(array.nbytes)
     return 0
 
 

@@ -14,6 +14,7 @@ from daskglm.comm import (
     CommReport,
     RoundRecord,
     _timing,
+    nbytes,
     payload_model,
     tree_tasks,
 )
@@ -368,3 +369,19 @@ def test_measuring_costs_less_than_five_percent_of_a_round(client):
           f"+{1e3 * fetch:.2f} ms per round to fetch: overhead {100 * overhead:+.1f}% "
           f"(median of paired blocks {100 * paired:+.1f}%)")
     assert overhead < 0.05
+
+
+def test_nbytes_counts_arrays_of_any_library():
+    """The ledger counts an array by its ``nbytes`` whatever library made it (a CuPy array
+    was counted as 0 bytes), and a sparse matrix by its stored arrays."""
+    import scipy.sparse as sp
+
+    class DeviceArray:  # what CuPy's arrays offer: a shape and nbytes, no numpy base class
+        shape = (1000,)
+        nbytes = 8000
+
+    assert nbytes(DeviceArray()) == 8000
+    assert nbytes([DeviceArray(), np.zeros(3)]) == 8024
+    csr = sp.random(50, 40, density=0.1, format="csr", random_state=0)
+    assert nbytes(csr) == csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes
+    assert nbytes(np.float64(2.0)) == nbytes(3) == 8
