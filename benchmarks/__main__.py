@@ -12,6 +12,8 @@ rounds
     Break the time of daskglm's distributed rounds down (see :mod:`benchmarks.rounds`).
 cold-start
     First fit against second fit on a fresh cluster (see :mod:`benchmarks.cold_start`).
+gpu
+    CuPy chunks against numpy chunks and an in-memory GPU loop (see :mod:`benchmarks.gpu`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -101,6 +103,12 @@ def _cold_start(args):
     return cold_start_main(args)
 
 
+def _gpu(args):
+    from .gpu import main as gpu_main
+
+    return gpu_main(args)
+
+
 def build_parser():
     """The argument parser of ``python -m benchmarks``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
@@ -144,6 +152,14 @@ def build_parser():
     cold.add_argument("--partitions", type=int, default=8)
     cold.add_argument("--repeats", type=int, default=3, help="fresh clusters measured")
     cold.set_defaults(handler=_cold_start)
+
+    gpu = commands.add_parser("gpu", help="CuPy chunks on a GPU against numpy chunks")
+    gpu.add_argument("--rows", type=int, default=10_000_000)
+    gpu.add_argument("--features", type=int, default=100)
+    gpu.add_argument("--partitions", type=int, default=8)
+    gpu.add_argument("--tol", type=float, default=1e-8)
+    gpu.add_argument("--solvers", nargs="+", default=["lbfgs", "newton", "averaging"])
+    gpu.set_defaults(handler=_gpu)
     return parser
 
 

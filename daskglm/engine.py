@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import ThreadpoolController
 
+from .backend import array_module, is_device
 from .comm import CommReport, DaskMeter, Kind, LocalProbe, Timer, nbytes
 from .kernels import (
     PartitionSummary,
@@ -736,7 +737,7 @@ def _aligned(a):
     SIMD kernels round differently depending on a buffer's offset from that boundary, so
     the same partition must always start on it for fits to be reproducible bit for bit.
     """
-    if a is None or sp.issparse(a):
+    if a is None or sp.issparse(a) or is_device(a):  # device buffers are allocated aligned
         return a
     a = np.require(a, requirements=["C", "A"])
     if a.ctypes.data % ALIGNMENT == 0 or a.nbytes == 0:
@@ -754,9 +755,10 @@ def _as_partition(X, y, weight):
     ``X`` becomes a CSR matrix (any sparse input) or an aligned C-contiguous array.
     """
     X = as_csr_or_dense(X)
-    y = np.asarray(y, dtype=np.float64).ravel()
+    xp = array_module(X)
+    y = xp.asarray(y, dtype=np.float64).ravel()
     if weight is not None:
-        weight = np.asarray(weight, dtype=np.float64).ravel()
+        weight = xp.asarray(weight, dtype=np.float64).ravel()
     return _aligned(X), _aligned(y), _aligned(weight)
 
 

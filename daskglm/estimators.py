@@ -30,10 +30,11 @@ from sklearn.utils.validation import (
 )
 
 from . import progress
+from .backend import array_module, is_device, to_host
 from .comm import CommReport
 from .engine import is_dask, make_engine, stream_engines
 from .families import Binomial, Family, Gaussian, Poisson, get_family
-from .kernels import all_finite, as_csr_or_dense
+from .kernels import all_finite, as_csr_or_dense, linear_predictor
 from .penalties import L1, L2, NoPenalty, make_penalty
 from .solvers import SOLVERS, Problem, get_solver
 
@@ -375,6 +376,15 @@ class _GLMBase(BaseEstimator):
         return np.asarray(X @ coef).ravel() + intercept
 
 
+def _class_labels(positive, classes):
+    """``classes[1]`` where ``positive``, else ``classes[0]``; on the GPU for CuPy blocks of
+    numeric labels."""
+    index = positive.astype(int)
+    if is_device(index) and classes.dtype.kind in "biuf":
+        return array_module(index).asarray(classes)[index]
+    return classes[to_host(index)]
+
+
 def _apply_rowwise(fn, values):
     """``fn(values)``, lazily block by block for a Dask array."""
     if is_dask(values):
@@ -386,7 +396,7 @@ def _block_predictor(X_block, coef, intercept):
     """The linear predictor of one row block; NaN or infinity in the block is an error,
     found from the predictor itself (no pass over ``X`` of its own)."""
     X_block = as_csr_or_dense(X_block)
-    eta = np.asarray(X_block @ coef).ravel() + intercept
+    eta = linear_predictor(X_block, np.append(coef, intercept), True).astype(coef.dtype)
     if not np.isfinite(eta).all() and not all_finite(X_block):
         raise ValueError("Input X contains NaN or infinity.")
     return eta
@@ -985,8 +995,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         """Predicted labels from ``classes_``."""
         positive = self._linear_predictor(X) > 0
         if is_dask(positive):
-            classes = self.classes_
-            return positive.map_blocks(lambda b: classes[b.astype(int)], dtype=classes.dtype)
+            return positive.map_blocks(_class_labels, self.classes_, dtype=self.classes_.dtype)
         return self.classes_[positive.astype(int)]
 
     def score(self, X, y, sample_weight=None):

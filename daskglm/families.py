@@ -38,6 +38,8 @@ from numbers import Real
 import numpy as np
 from scipy.special import expit, logit, ndtr, ndtri, xlogy
 
+from .backend import array_module
+
 __all__ = [
     "Link", "Identity", "Logit", "Log", "Inverse", "Probit", "CLogLog", "Power", "get_link",
     "Distribution", "GaussianDistribution", "BinomialDistribution", "PoissonDistribution",
@@ -71,7 +73,7 @@ def _weighted_sum(values, weight):
 
 
 def _split_exponent(eta):
-    eta = np.asarray(eta, dtype=float)
+    eta = _float(eta)
     safe = np.minimum(eta, _EXP_SAFE)
     return safe, eta - safe
 
@@ -81,7 +83,8 @@ def _scale(values, weight):
 
 
 def _float(a):
-    return np.asarray(a, dtype=float)
+    """``a`` as a float64 array of its own library (numpy, or CuPy on a GPU)."""
+    return array_module(a).asarray(a, dtype=float)
 
 
 # --------------------------------------------------------------------------------------
@@ -408,7 +411,7 @@ class BinomialDistribution(Distribution):
         return _weighted_sum(unit, weight)
 
     def check_target(self, y):
-        y = np.asarray(y)
+        y = array_module(y).asarray(y)
         if y.size and not np.all((y == 0) | (y == 1)):
             raise ValueError("Binomial family needs targets in {0, 1}.")
 
@@ -438,7 +441,7 @@ class PoissonDistribution(Distribution):
         return _weighted_sum(unit, weight)
 
     def check_target(self, y):
-        y = np.asarray(y)
+        y = array_module(y).asarray(y)
         if y.size and np.min(y) < 0:
             raise ValueError("Poisson family needs non-negative targets; got a negative value.")
 

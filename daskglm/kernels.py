@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from .backend import array_module, is_device, to_host
 from .csr_products import csr_weighted_gram
 
 __all__ = [
@@ -69,7 +70,10 @@ def _block_rows(n_features, products=False):
 def _row_blocks(X, products=False):
     """Yield ``(start, stop)`` row ranges; sparse partitions are one block."""
     n = X.shape[0]
-    step = n if (sp.issparse(X) or n == 0) else _block_rows(X.shape[1], products)
+    # sparse partitions, and device arrays (one large launch beats many small ones), are
+    # one block
+    one_block = sp.issparse(X) or is_device(X) or n == 0
+    step = n if one_block else _block_rows(X.shape[1], products)
     for start in range(0, n, max(step, 1)):
         yield start, min(start + step, n)
 
@@ -110,17 +114,20 @@ def as_csr_or_dense(X):
             csr = csr.copy() if csr is X else csr
             csr.sum_duplicates()  # also sorts the column indices of every row
         return csr
-    X = np.asarray(X)
+    xp = array_module(X)
+    X = xp.asarray(X)
     if X.dtype not in (np.float32, np.float64):
         X = X.astype(np.float64)
-    return np.ascontiguousarray(X)
+    return xp.ascontiguousarray(X)
 
 
 def linear_predictor(X, params, fit_intercept):
     """``X @ coef (+ intercept)`` for one block of rows."""
+    xp = array_module(X)
+    params = xp.asarray(params)
     if fit_intercept:
-        return np.asarray(X @ params[:-1]).ravel() + params[-1]
-    return np.asarray(X @ params).ravel()
+        return xp.asarray(X @ params[:-1]).ravel() + params[-1]
+    return xp.asarray(X @ params).ravel()
 
 
 @dataclass
@@ -143,14 +150,14 @@ class Stats:
 
 def _transpose_product(X, r):
     """``X.T @ r`` as a flat dense vector, for dense or sparse ``X``."""
-    return np.asarray(X.T @ r).ravel()
+    return array_module(X).asarray(X.T @ r).ravel()
 
 
 def loss_grad(part, params, family, fit_intercept):
     """Loss and gradient sums of one partition at ``params``: one read of ``X``."""
     X, y, weight = part
     n_params = params.shape[0]
-    grad = np.zeros(n_params)
+    grad = array_module(X).zeros(n_params)
     loss = 0.0
     for start, stop in _row_blocks(X):
         X_b = X[start:stop]
@@ -163,7 +170,7 @@ def loss_grad(part, params, family, fit_intercept):
         else:
             grad += _transpose_product(X_b, r)
     total = float(X.shape[0]) if weight is None else float(weight.sum())
-    return Stats(total, loss, grad)
+    return Stats(total, float(loss), to_host(grad))
 
 
 def _weighted_gram(X_b, h, scratch):
@@ -174,7 +181,8 @@ def _weighted_gram(X_b, h, scratch):
     # array with its own transpose to BLAS's symmetric rank-k update, half the work of a
     # general product.  Curvatures h are never negative (convex canonical losses, Fisher
     # weights for other links, weights >= 0).
-    scaled = np.multiply(X_b, np.sqrt(h)[:, None], out=scratch[: X_b.shape[0]])
+    xp = array_module(X_b)
+    scaled = xp.multiply(X_b, xp.sqrt(h)[:, None], out=scratch[: X_b.shape[0]])
     return scaled.T @ scaled, X_b.T @ h
 
 
@@ -183,8 +191,9 @@ def loss_grad_hess(part, params, family, fit_intercept):
     X, y, weight = part
     n_params = params.shape[0]
     n_coef = n_params - 1 if fit_intercept else n_params
-    grad = np.zeros(n_params)
-    hess = np.zeros((n_params, n_params))
+    xp = array_module(X)
+    grad = xp.zeros(n_params)
+    hess = xp.zeros((n_params, n_params))
     loss = 0.0
     scratch = _scratch(X, products=True)
     for start, stop in _row_blocks(X, products=True):
@@ -203,7 +212,7 @@ def loss_grad_hess(part, params, family, fit_intercept):
             hess[-1, :n_coef] += col_sums
             hess[-1, -1] += h.sum()
     total = float(X.shape[0]) if weight is None else float(weight.sum())
-    return Stats(total, loss, grad, hess)
+    return Stats(total, float(loss), to_host(grad), to_host(hess))
 
 
 @dataclass
@@ -262,7 +271,8 @@ def _scratch(X, products=False):
     """
     if sp.issparse(X):
         return None
-    return np.empty((min(X.shape[0], _block_rows(X.shape[1], products)), X.shape[1]))
+    rows = X.shape[0] if is_device(X) else min(X.shape[0], _block_rows(X.shape[1], products))
+    return array_module(X).empty((rows, X.shape[1]))
 
 
 def _sparse_gram(X, y, weight):
@@ -317,7 +327,8 @@ def gram(part):
         else:
             wxc = weighted[: stop - start] if weighted is not None else np.empty_like(xc)
             sxx = np.multiply(xc, w_b[:, None], out=wxc).T @ xc
-        total = total + GramStats(block_weight, mean_x, mean_y, sxx, xc.T @ wyc, float(wyc @ yc))
+        total = total + GramStats(block_weight, to_host(mean_x), mean_y, to_host(sxx),
+                                  to_host(xc.T @ wyc), float(wyc @ yc))
     return total
 
 
@@ -338,9 +349,10 @@ class ColumnMoments:
 def column_moments(part):
     """Weighted first and second column moments (as sums) of one partition: one read of ``X``."""
     X, _, weight = part
-    weight = np.ones(X.shape[0]) if weight is None else weight
-    sums = np.zeros(X.shape[1])
-    squares = np.zeros(X.shape[1])
+    xp = array_module(X)
+    weight = xp.ones(X.shape[0]) if weight is None else weight
+    sums = xp.zeros(X.shape[1])
+    squares = xp.zeros(X.shape[1])
     scratch = _scratch(X)
     for start, stop in _row_blocks(X):
         X_b, w_b = X[start:stop], weight[start:stop]
@@ -351,7 +363,7 @@ def column_moments(part):
         else:
             squared = np.square(X_b, out=scratch[: stop - start], dtype=np.float64)
         squares += _transpose_product(squared, w_b)
-    return ColumnMoments(float(weight.sum()), sums, squares)
+    return ColumnMoments(float(weight.sum()), to_host(sums), to_host(squares))
 
 
 @dataclass
@@ -371,7 +383,7 @@ def column_max_abs(part):
         return ColumnMaxima(np.zeros(X.shape[1]))
     if sp.issparse(X):
         return ColumnMaxima(np.asarray(abs(X).max(axis=0).todense(), dtype=float).ravel())
-    return ColumnMaxima(np.abs(X).max(axis=0).astype(float))
+    return ColumnMaxima(to_host(abs(X).max(axis=0).astype(float)))
 
 
 def scale_columns(part, scale):
@@ -418,7 +430,7 @@ def stored_bytes(a):
         return 0
     if sp.issparse(a):
         return int(a.data.nbytes + a.indices.nbytes + a.indptr.nbytes)
-    return int(np.asarray(a).nbytes)
+    return int(a.nbytes)
 
 
 #: Distinct labels a summary keeps: enough to tell one, two or more than two classes.
