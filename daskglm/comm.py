@@ -169,6 +169,9 @@ COLLECT_EVERY_TASKS = 400
 #: Prefix of the keys of every task the engine submits; combine tasks use ``SUM_PREFIX``.
 KEY_PREFIX = "daskglm_"
 SUM_PREFIX = KEY_PREFIX + "sum"
+#: Keys of the small tasks of a stateful round that split a group's output on its worker
+#: (timed with the combine tasks, not as partition tasks).
+PICK_PREFIX = SUM_PREFIX + "_pick"
 
 
 def nbytes(obj) -> int:
@@ -311,6 +314,12 @@ class RoundRecord:
     seconds_transferring : float or None
         Their summed durations, from the workers' transfer logs: sending the data and
         receiving the acknowledgement, so a round trip each.
+    dropped : tuple of int or None
+        Deadline rounds (``reduce_by_deadline``): the partitions whose result did not
+        arrive in time and was left out of the sum; None for other rounds.
+    state_reset : tuple of int or None
+        Stateful rounds (``reduce_stateful``, ``map_stateful``): the partitions whose
+        state was lost with a worker and started again from None; None for other rounds.
     """
 
     kind: str
@@ -334,6 +343,8 @@ class RoundRecord:
     transfers: int | None = None
     seconds_transferring: float | None = None
     groups: int = 0
+    dropped: tuple | None = None
+    state_reset: tuple | None = None
 
     @property
     def bytes_modelled(self) -> int:
@@ -768,6 +779,10 @@ class _DaskProbe:
     def combine_key(self):
         """A key for one more combine task of the round's tree."""
         return f"{SUM_PREFIX}-{self.token}-{next(self._combine)}"
+
+    def pick_key(self, label):
+        """A key for a task that picks part of a stateful group task's output."""
+        return f"{PICK_PREFIX}-{self.token}-{label}"
 
     def __enter__(self):
         self._start = self.meter.client_bytes()
