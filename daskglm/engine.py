@@ -316,6 +316,32 @@ class Engine:
                            groups=tasks or self.n_partitions, probe=probe)
         return fetched
 
+    def put_state(self, state, states, *, kind="put_state"):
+        """One round: send one state per partition from the driver, stored under
+        ``state`` next to each partition (replacing what was there).
+
+        For a solver that starts its states from the driver (ADMM's duals from a warm
+        start), or restarts them after :attr:`StateRound.reset`.  On a cluster the states
+        are scattered to the partitions' workers and have no lineage: they, and the
+        states computed from them, are recomputed by Dask no further back than this
+        round (:meth:`fetch_state` then ``put_state`` cuts a long lineage short).
+        """
+        self._states_of(state)  # checks the name
+        states = self._check_each(states)
+        with Timer() as timer, self._probe(kind) as probe:
+            placed, tasks = self._put(states, probe)
+        old = self._states.get(state)
+        self._states[state] = placed
+        if old is not None:
+            self._release_states(old)
+        self.ledger.record(kind, tasks, nbytes(states), 0, timer.seconds,
+                           partitions=self.n_partitions, groups=tasks or self.n_partitions,
+                           probe=probe)
+
+    def _put(self, states, probe):
+        """``(the states where the partitions live, tasks run to put them there)``."""
+        return list(states), 0
+
     def drop_state(self, state):
         """Release the states stored under ``state`` (no round; nothing moves).  Unknown
         names are ignored."""
@@ -401,7 +427,7 @@ class Engine:
         """One round that sums the partitions that arrive in time.
 
         Runs ``kernel(part, *args)`` as one task per partition and returns once
-        ``deadline`` seconds have passed since the call, or once the partitions that
+        ``deadline`` seconds have passed since the round started, or once the partitions that
         arrived hold at least ``min_fraction`` of the total sample weight, whichever comes
         first (with neither, once every partition arrived).  Results that arrive later
         are discarded (their tasks are cancelled; a task already running finishes on its
@@ -422,8 +448,8 @@ class Engine:
             raise ValueError(f"deadline must be a number of seconds >= 0; got {deadline!r}.")
         if min_fraction is not None and not 0 < min_fraction <= 1:
             raise ValueError(f"min_fraction must be in (0, 1]; got {min_fraction!r}.")
+        weights = self.partition_weights()  # before the clock starts: a round of its own
         start = time.monotonic()
-        weights = self.partition_weights()
         total = float(weights.sum())
         need = None if min_fraction is None else min_fraction * total
         stop_at = None if deadline is None else start + deadline
@@ -793,29 +819,31 @@ class DistributedEngine(Engine):
     def _submit_stateful(self, fn, states, args, tree, probe, created):
         """One task per group runs the kernel and returns ``(out, new states)``; on its
         worker, one small task per group picks ``out`` (what the tree or the gather
-        uses) and one per partition picks its new state, so the states never leave."""
+        uses) and one per partition picks its new state, so the states never leave.
+
+        The three are placed on the worker holding the group's partitions (a loose
+        restriction: another worker if that one is gone), so that a new state is made
+        and kept next to its partition even before Dask has learnt that picking is fast.
+        """
         sent = self._broadcast(args, created)
         groups, n = self.groups, self.n_partitions
-        reduce_args = [(group, n) for group in groups] if tree else [()] * len(groups)
-        outputs = self.client.map(
-            _run_stateful_task,
-            [fn] * len(groups),
-            [[self.parts[i] for i in group] for group in groups],
-            [[states[i] for i in group] for group in groups],
-            [sent] * len(groups),
-            reduce_args,
-            key=probe.keys(len(groups)),
-            pure=False,
-        )
-        created.extend(outputs)
+        keys = probe.keys(len(groups))
+        places = self._placement([group[0] for group in groups])
         results, new_states = [], [None] * n
-        for g, (group, output) in enumerate(zip(groups, outputs)):
+        for g, (group, place) in enumerate(zip(groups, places)):
+            output = self.client.submit(
+                _run_stateful_task, fn, [self.parts[i] for i in group],
+                [states[i] for i in group], sent, (group, n) if tree else (),
+                key=keys[g], pure=False, **place,
+            )
+            created.append(output)
             results.append(self.client.submit(_pick_output, output, key=probe.pick_key(f"out{g}"),
-                                              pure=False))
+                                              pure=False, **place))
+            created.append(results[-1])
             for j, index in enumerate(group):
                 new_states[index] = self.client.submit(
-                    _pick_state, output, j, key=probe.pick_key(f"state{index}"), pure=False)
-        created.extend(results)
+                    _pick_state, output, j, key=probe.pick_key(f"state{index}"), pure=False,
+                    **place)
         created.extend(new_states)
         picks = len(results) + n
         if tree:
@@ -850,17 +878,51 @@ class DistributedEngine(Engine):
                 future.release()
         return fetched, len(held)
 
+    def _put(self, states, probe):
+        places = self._placement(range(self.n_partitions))
+        by_worker = {}
+        for i, (item, place) in enumerate(zip(states, places)):
+            if item is not None:
+                by_worker.setdefault(tuple(place.get("workers", ())), []).append(i)
+        placed = [None] * self.n_partitions
+        for workers, indices in by_worker.items():
+            # a list of items: each is scattered whole (a dict state stays one future)
+            futures = self.client.scatter([states[i] for i in indices],
+                                          workers=list(workers) or None, hash=False)
+            for i, future in zip(indices, futures):
+                placed[i] = future
+        return placed, 0
+
     def _release_states(self, states):
         for future in states:
             if future is not None:
                 future.release()
 
     # deadline rounds ----------------------------------------------------------------
+    def _placement(self, indices):
+        """Submit options that place a task on the worker holding partition ``indices[0]``.
+
+        A loose restriction: Dask may still run the task elsewhere if that worker is gone.
+        Without it, Dask spreads the tasks of a round whose duration it does not know yet
+        over idle workers, moving small partitions (and making a state, or a straggler,
+        land on the wrong worker).
+        """
+        holders = self.client.who_has([self.parts[i] for i in indices])
+        places = []
+        for i in indices:
+            worker = holders.get(self.parts[i].key) or ()
+            places.append({"workers": [worker[0]], "allow_other_workers": True} if worker
+                          else {})
+        return places
+
     def _partition_futures(self, fn, sent, probe):
-        """One task per partition: ``run_group(fn, [part], None, sent)``."""
+        """One task per partition, where it lives: ``run_group(fn, [part], None, sent)``."""
         n = self.n_partitions
-        return self.client.map(_run_task, [fn] * n, [[part] for part in self.parts], [None] * n,
-                               [sent] * n, [()] * n, key=probe.keys(n), pure=False)
+        keys = probe.keys(n)
+        places = self._placement(range(n))
+        return [self.client.submit(_run_task, fn, [part], None, sent, (), key=keys[i],
+                                   pure=False, **places[i])
+                for i, part in enumerate(self.parts)]
 
     def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
         from distributed import wait
@@ -900,6 +962,10 @@ class DistributedEngine(Engine):
 
     def _recover(self):
         lost = self._lost_parts()
+        if self.sources is None:
+            # partitions computed from Dask collections read "lost" until Dask has
+            # recomputed them from their lineage: only cancelled ones are gone for good
+            lost = [i for i in lost if self.parts[i].status != "lost"]
         if not lost:
             return
         if self.sources is None:
