@@ -46,6 +46,20 @@ overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)`
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
 
+Rounds of the other verbs are counted the same way, from the objects that move:
+
+* a stateful round (``reduce_stateful``, ``map_stateful``) counts what a ``reduce`` or a
+  ``map`` with the same arguments counts: the states stay on the workers, neither sent nor
+  returned.  Its tasks add, to the ``G`` group tasks and the combine tasks, ``G + P``
+  small tasks that split each group's output on its worker (results, one state per
+  partition); ``state_reset`` lists the partitions whose state was lost and restarted;
+* ``fetch_state`` returns the states (one task per state held), ``put_state`` sends them;
+* a deadline round (``reduce_by_deadline``) runs ``P`` tasks (``groups = P``), sends the
+  arguments ``P`` times and returns the results that arrived, each to the driver (the
+  restricted tree is summed there: ``split_every`` is None); ``dropped`` lists the
+  partitions left out.  Its first call on an engine runs a ``weights`` round (``map``,
+  one float per partition) once.
+
 ``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
 ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
 The validation round returns the column sums and sums of squares of ``X`` with its row

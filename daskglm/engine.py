@@ -11,13 +11,30 @@ process), and offers these verbs to the solvers:
 * :meth:`Engine.map_each` -- ONE round, as ``map`` but with one extra argument per
   partition (per-partition solver state, as in ADMM);
 * :meth:`Engine.reduce_each` -- ONE round, as ``reduce`` but with one extra argument per
-  partition (what each partition of a mini-batch draws, as in SGD).
+  partition (what each partition of a mini-batch draws, as in SGD);
+* :meth:`Engine.reduce_stateful` and :meth:`Engine.map_stateful` -- ONE round, as
+  ``reduce`` and ``map`` with **partition state**: the kernel is called as ``kernel(part,
+  state, *args)`` and returns ``(result, new_state)``; the new state stays next to its
+  partition (on a cluster, a future per partition kept by the engine under the state's
+  name) for the next round that names it, and is never shipped with the results
+  (error feedback, local SGD, ADMM, gossip).  :meth:`Engine.fetch_state` ships the
+  states to the driver (ONE round), :meth:`Engine.put_state` sends them from it (ONE
+  round), :meth:`Engine.drop_state` releases them.  A state lost with a worker is
+  recomputed by Dask when it has lineage (partitions computed from Dask collections) and
+  otherwise reset to None and reported in the round's :class:`StateRound`;
+* :meth:`Engine.reduce_by_deadline` -- ONE round with **a deadline**: one task per
+  partition; returns once ``deadline`` seconds passed or ``min_fraction`` of the sample
+  weight arrived, with the sum of the arrived partitions (the reduction tree restricted
+  to them), which were dropped and the weight that arrived (:class:`DeadlineRound`).
+  Late tasks are cancelled and their results discarded.
 
 :func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
 
 Each round is written to the engine's :class:`~daskglm.comm.CommLedger`.  No dask.array
 graph is built per round: the partitions are persisted once and every round maps over
-their futures.
+their futures.  Stateful and deadline rounds place their tasks on the worker holding each
+partition (a loose restriction, read with one ``who_has`` call per round), so that a state
+is made where its partition lives and a straggler's partitions are not moved away.
 """
 
 from __future__ import annotations
@@ -867,8 +884,13 @@ class DistributedEngine(Engine):
         held = [i for i, future in enumerate(states) if future is not None]
         # one task per state, on the state's worker, named for this round so that the
         # transfers are measured as this round's
-        copies = self.client.map(_identity, [states[i] for i in held], key=probe.keys(len(held)),
-                                 pure=False)
+        holders = self.client.who_has([states[i] for i in held])
+        keys = probe.keys(len(held))
+        copies = []
+        for key, i in zip(keys, held):
+            worker = holders.get(states[i].key) or ()
+            place = {"workers": [worker[0]], "allow_other_workers": True} if worker else {}
+            copies.append(self.client.submit(_identity, states[i], key=key, pure=False, **place))
         fetched = [None] * self.n_partitions
         try:
             for index, item in zip(held, self.client.gather(copies)):
