@@ -400,3 +400,29 @@ def test_deadline_round_on_a_cluster_drops_the_slowed_worker(data, client):
         assert engine.ledger.records[-1].seconds < 3.0
         assert engine.ledger.records[-1].dropped == (alone,)
         assert_same_stats(enough.result, masked)
+
+
+def test_streaming_engines_run_the_new_verbs(data, client):
+    """``cache="none"``: in this process, state is kept between rounds as partitions are
+    read again; on a cluster the partitions live nowhere, so state is refused, and a
+    deadline round reads each partition in its own task."""
+    X, y, w = data
+    Xd, yd, wd = (da.from_array(a, chunks=(500,) + a.shape[1:]) for a in (X, y, w))
+    params = params_of(X)
+    with make_engine(Xd, yd, wd, family=Binomial(), client=None, cache="none") as local:
+        assert local.cache == "none"
+        full = local.reduce(gradient, params, kind="gradient")
+        for _ in range(2):
+            got = local.reduce_stateful(tracked_gradient, "s", params, kind="st")
+        assert_same_stats(got.result, full)
+        assert [s["rounds"] for s in local.fetch_state("s")] == [2] * 4
+        assert_same_stats(local.reduce_by_deadline(gradient, params, kind="d").result, full)
+    with make_engine(Xd, yd, wd, family=Binomial(), client=client, cache="none") as remote:
+        assert remote.cache == "none"
+        full = remote.reduce(gradient, params, kind="gradient")
+        everything = remote.reduce_by_deadline(gradient, params, kind="d")
+        assert everything.dropped == () and everything.weight_arrived == everything.weight_total
+        assert_same_stats(everything.result, full)
+        with pytest.raises(NotImplementedError, match="cache='memory'"):
+            remote.reduce_stateful(tracked_gradient, "s", params, kind="st")
+        assert remote.state_names() == []
