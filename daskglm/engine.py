@@ -444,9 +444,9 @@ class Engine:
         """One round that sums the partitions that arrive in time.
 
         Runs ``kernel(part, *args)`` as one task per partition and returns once
-        ``deadline`` seconds have passed since the round started, or once the partitions that
-        arrived hold at least ``min_fraction`` of the total sample weight, whichever comes
-        first (with neither, once every partition arrived).  Results that arrive later
+        ``deadline`` seconds have passed since the round started, or once the partitions
+        that arrived hold at least ``min_fraction`` of the total sample weight, whichever
+        comes first (with neither, once every partition arrived).  Results that arrive later
         are discarded (their tasks are cancelled; a task already running finishes on its
         worker and its result is dropped), never mixed into a later round.
 

@@ -400,6 +400,8 @@ def test_deadline_round_on_a_cluster_drops_the_slowed_worker(data, client):
         assert engine.ledger.records[-1].seconds < 3.0
         assert engine.ledger.records[-1].dropped == (alone,)
         assert_same_stats(enough.result, masked)
+        # leave the shared cluster idle: this round waits for the late task to end
+        assert_same_stats(engine.reduce(gradient, params, kind="gradient"), full)
 
 
 def test_streaming_engines_run_the_new_verbs(data, client):
