@@ -50,6 +50,20 @@ overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)`
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
 
+Rounds of the other verbs are counted the same way, from the objects that move:
+
+* a stateful round (``reduce_stateful``, ``map_stateful``) counts what a ``reduce`` or a
+  ``map`` with the same arguments counts: the states stay on the workers, neither sent nor
+  returned.  Its tasks add, to the ``G`` group tasks and the combine tasks, ``G + P``
+  small tasks that split each group's output on its worker (results, one state per
+  partition); ``state_reset`` lists the partitions whose state was lost and restarted;
+* ``fetch_state`` returns the states (one task per state held), ``put_state`` sends them;
+* a deadline round (``reduce_by_deadline``) runs ``P`` tasks (``groups = P``), sends the
+  arguments ``P`` times and returns the results that arrived, each to the driver (the
+  restricted tree is summed there: ``split_every`` is None); ``dropped`` lists the
+  partitions left out.  Its first call on an engine runs a ``weights`` round (``map``,
+  one float per partition) once.
+
 ``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
 ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
 The validation round returns the column sums and sums of squares of ``X`` with its row
@@ -189,6 +203,9 @@ COLLECT_EVERY_TASKS = 400
 #: Prefix of the keys of every task the engine submits; combine tasks use ``SUM_PREFIX``.
 KEY_PREFIX = "daskglm_"
 SUM_PREFIX = KEY_PREFIX + "sum"
+#: Keys of the small tasks of a stateful round that split a group's output on its worker
+#: (timed with the combine tasks, not as partition tasks).
+PICK_PREFIX = SUM_PREFIX + "_pick"
 
 
 def nbytes(obj) -> int:
@@ -336,6 +353,12 @@ class RoundRecord:
     seconds_transferring : float or None
         Their summed durations, from the workers' transfer logs: sending the data and
         receiving the acknowledgement, so a round trip each.
+    dropped : tuple of int or None
+        Deadline rounds (``reduce_by_deadline``): the partitions whose result did not
+        arrive in time and was left out of the sum; None for other rounds.
+    state_reset : tuple of int or None
+        Stateful rounds (``reduce_stateful``, ``map_stateful``): the partitions whose
+        state was lost with a worker and started again from None; None for other rounds.
     """
 
     kind: str
@@ -359,6 +382,8 @@ class RoundRecord:
     transfers: int | None = None
     seconds_transferring: float | None = None
     groups: int = 0
+    dropped: tuple | None = None
+    state_reset: tuple | None = None
 
     @property
     def bytes_modelled(self) -> int:
@@ -766,6 +791,10 @@ class _DaskProbe:
     def combine_key(self):
         """A key for one more combine task of the round's tree."""
         return f"{SUM_PREFIX}-{self.token}-{next(self._combine)}"
+
+    def pick_key(self, label):
+        """A key for a task that picks part of a stateful group task's output."""
+        return f"{PICK_PREFIX}-{self.token}-{label}"
 
     def __enter__(self):
         self._start = self.meter.client_bytes()

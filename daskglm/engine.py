@@ -11,13 +11,30 @@ process), and offers these verbs to the solvers:
 * :meth:`Engine.map_each` -- ONE round, as ``map`` but with one extra argument per
   partition (per-partition solver state, as in ADMM);
 * :meth:`Engine.reduce_each` -- ONE round, as ``reduce`` but with one extra argument per
-  partition (what each partition of a mini-batch draws, as in SGD).
+  partition (what each partition of a mini-batch draws, as in SGD);
+* :meth:`Engine.reduce_stateful` and :meth:`Engine.map_stateful` -- ONE round, as
+  ``reduce`` and ``map`` with **partition state**: the kernel is called as ``kernel(part,
+  state, *args)`` and returns ``(result, new_state)``; the new state stays next to its
+  partition (on a cluster, a future per partition kept by the engine under the state's
+  name) for the next round that names it, and is never shipped with the results
+  (error feedback, local SGD, ADMM, gossip).  :meth:`Engine.fetch_state` ships the
+  states to the driver (ONE round), :meth:`Engine.put_state` sends them from it (ONE
+  round), :meth:`Engine.drop_state` releases them.  A state lost with a worker is
+  recomputed by Dask when it has lineage (partitions computed from Dask collections) and
+  otherwise reset to None and reported in the round's :class:`StateRound`;
+* :meth:`Engine.reduce_by_deadline` -- ONE round with **a deadline**: one task per
+  partition; returns once ``deadline`` seconds passed or ``min_fraction`` of the sample
+  weight arrived, with the sum of the arrived partitions (the reduction tree restricted
+  to them), which were dropped and the weight that arrived (:class:`DeadlineRound`).
+  Late tasks are cancelled and their results discarded.
 
 :func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
 
 Each round is written to the engine's :class:`~daskglm.comm.CommReport`.  No dask.array
 graph is built per round: the partitions are persisted once and every round maps over
-their futures.
+their futures.  Stateful and deadline rounds place their tasks on the worker holding each
+partition (a loose restriction, read with one ``who_has`` call per round), so that a state
+is made where its partition lives and a straggler's partitions are not moved away.
 """
 
 from __future__ import annotations
@@ -25,7 +42,11 @@ from __future__ import annotations
 import functools
 import math
 import os
-from concurrent.futures import ThreadPoolExecutor
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
+from concurrent.futures import wait as wait_threads
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,7 +62,10 @@ from .kernels import (
     complete_nodes,
     encode_positive,
     node_start,
+    partial_tree_sum,
+    partition_weight,
     run_group,
+    run_stateful_group,
     scale_columns,
     stored_bytes,
     summarize,
@@ -50,7 +74,7 @@ from .kernels import (
 
 __all__ = [
     "Engine", "LocalEngine", "DistributedEngine", "make_engine", "stream_engines", "active_client",
-    "is_dask",
+    "is_dask", "StateRound", "DeadlineRound",
 ]
 
 #: Broadcast arguments larger than this are scattered to the workers once per round
@@ -68,6 +92,78 @@ MAX_RECOVERIES = 3
 #: 2^SAFE_EXPONENT]`` (about 1e-120 to 1e120) make the kernels' products of two entries,
 #: summed over rows, underflow or overflow.
 SAFE_EXPONENT = 400
+
+
+class StateRound(NamedTuple):
+    """What :meth:`Engine.reduce_stateful` and :meth:`Engine.map_stateful` return.
+
+    Attributes
+    ----------
+    result
+        The tree sum of the kernel's results (``reduce_stateful``) or the list of them, one
+        per partition (``map_stateful``).
+    reset : tuple of int
+        Partitions whose state was lost with a worker and could not be recomputed: their
+        kernel was called with ``state=None`` this round, as on the first one.  Empty when
+        nothing was lost (or Dask recomputed the lost states from their lineage).
+    """
+
+    result: object
+    reset: tuple
+
+
+@dataclass
+class DeadlineRound:
+    """What :meth:`Engine.reduce_by_deadline` returns.
+
+    Attributes
+    ----------
+    result
+        The sum of the arrived partitions' results in the fixed-order reduction tree
+        restricted to them (:func:`~daskglm.kernels.partial_tree_sum`): it depends only on
+        which partitions arrived.  None when none arrived.
+    arrived, dropped : tuple of int
+        Partition indices whose result was, and was not, summed.
+    weight_arrived, weight_total : float
+        Total sample weight of the arrived partitions, and of all partitions.
+    """
+
+    result: object
+    arrived: tuple
+    dropped: tuple
+    weight_arrived: float
+    weight_total: float
+
+    @property
+    def fraction(self) -> float:
+        """``weight_arrived / weight_total``: the share of the data the result covers."""
+        return self.weight_arrived / self.weight_total if self.weight_total else 0.0
+
+
+#: Extra seconds that kernel tasks sleep on a worker, by worker address.  Set in a worker
+#: process only by :func:`daskglm.testing.slow_worker`; while it is empty (always, outside
+#: tests and demos), a task's check of it costs one test of an empty dict.
+_TASK_DELAYS = {}
+
+
+def _cancelled(future):
+    """Whether a (thread or Dask) future was cancelled rather than run."""
+    status = getattr(future, "status", None)
+    if status is not None:  # distributed.Future
+        return status in ("cancelled", "lost")
+    return future.cancelled()
+
+
+def _delay_task():
+    """Sleep as :data:`_TASK_DELAYS` says for the worker running this task."""
+    try:
+        from distributed import get_worker
+
+        seconds = _TASK_DELAYS.get(get_worker().address, 0.0)
+    except (ImportError, ValueError):  # not in a worker
+        return
+    if seconds:
+        time.sleep(seconds)
 
 
 @functools.cache
@@ -132,6 +228,9 @@ class Engine:
         self.column_moments = None
         #: powers of two the columns of ``X`` were multiplied by (None: not rescaled)
         self.column_scale = None
+        #: partition states by name: one state (or future of one) per partition
+        self._states = {}
+        self._partition_weights = None
 
     # verbs ---------------------------------------------------------------------------
     def reduce(self, kernel, *args, kind):
@@ -176,14 +275,246 @@ class Engine:
 
     def _execute_recovering(self, fn, args, each, tree, probe):
         """:meth:`_execute`, run again after rebuilding partitions lost with a worker."""
-        for attempt in range(MAX_RECOVERIES + 1):
+        return self._recovering(lambda: self._execute(fn, args, each, tree, probe))
+
+    def _recovering(self, attempt):
+        """``attempt()``, run again after rebuilding partitions lost with a worker."""
+        for attempt_number in range(MAX_RECOVERIES + 1):
             try:
                 self._recover()
-                return self._execute(fn, args, each, tree, probe)
+                return attempt()
             except Exception as exc:
-                if attempt == MAX_RECOVERIES or not self._lost(exc):
+                if attempt_number == MAX_RECOVERIES or not self._lost(exc):
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    # partition state ----------------------------------------------------------------
+    def reduce_stateful(self, kernel, state, *args, kind):
+        """One round with partition state: ``kernel(part, state_i, *args) -> (result,
+        new_state_i)``; the results are summed as by :meth:`reduce`.
+
+        ``state`` names the state: each partition's ``new_state_i`` stays where the
+        partition lives (on its worker, as a future the engine keeps under that name) and
+        is passed to the kernel of the next round that names it; on the first round, and
+        after :meth:`drop_state`, the kernel gets None.  States never travel with the
+        round's results: :meth:`fetch_state` ships them when asked.
+
+        Returns
+        -------
+        StateRound
+            ``(result, reset)``: the tree sum, and the partitions whose state was lost
+            with a worker and could not be recomputed (their kernel got None this round).
+        """
+        return self._stateful_round(kernel, state, args, True, kind)
+
+    def map_stateful(self, fn, state, *args, kind):
+        """One round with partition state, as :meth:`reduce_stateful` but returning one
+        result per partition: ``StateRound(results, reset)``."""
+        return self._stateful_round(fn, state, args, False, kind)
+
+    def state_names(self):
+        """Names of the partition states the engine holds."""
+        return sorted(self._states)
+
+    def fetch_state(self, state, *, kind="fetch_state"):
+        """One round: ship the states stored under ``state`` to the driver.
+
+        Returns
+        -------
+        list
+            One state per partition, exactly as the kernel returned it (None for a
+            partition whose state was reset and not yet rebuilt).
+        """
+        states = self._states_of(state, must_exist=True)
+        with Timer() as timer, self._probe(kind) as probe:
+            fetched, tasks = self._fetch(states, probe)
+        # one task per state held on a worker (none in this process); only states move
+        self.ledger.record(kind, tasks, 0, nbytes(fetched), timer.seconds,
+                           partitions=tasks or self.n_partitions,
+                           groups=tasks or self.n_partitions, probe=probe)
+        return fetched
+
+    def put_state(self, state, states, *, kind="put_state"):
+        """One round: send one state per partition from the driver, stored under
+        ``state`` next to each partition (replacing what was there).
+
+        For a solver that starts its states from the driver (ADMM's duals from a warm
+        start), or restarts them after :attr:`StateRound.reset`.  On a cluster the states
+        are scattered to the partitions' workers and have no lineage: they, and the
+        states computed from them, are recomputed by Dask no further back than this
+        round (:meth:`fetch_state` then ``put_state`` cuts a long lineage short).
+        """
+        self._states_of(state)  # checks the name
+        states = self._check_each(states)
+        with Timer() as timer, self._probe(kind) as probe:
+            placed, tasks = self._put(states, probe)
+        old = self._states.get(state)
+        self._states[state] = placed
+        if old is not None:
+            self._release_states(old)
+        self.ledger.record(kind, tasks, nbytes(states), 0, timer.seconds,
+                           partitions=self.n_partitions, groups=tasks or self.n_partitions,
+                           probe=probe)
+
+    def _put(self, states, probe):
+        """``(the states where the partitions live, tasks run to put them there)``."""
+        return list(states), 0
+
+    def drop_state(self, state):
+        """Release the states stored under ``state`` (no round; nothing moves).  Unknown
+        names are ignored."""
+        states = self._states.pop(state, None)
+        if states is not None:
+            self._release_states(states)
+
+    def _states_of(self, state, must_exist=False):
+        if not isinstance(state, str) or not state:
+            raise TypeError(f"A partition state is named by a non-empty str; got {state!r}.")
+        if state not in self._states:
+            if must_exist:
+                raise KeyError(f"No partition state named {state!r}; "
+                               f"held: {self.state_names()}.")
+            return [None] * self.n_partitions
+        return self._states[state]
+
+    def _stateful_round(self, fn, state, args, tree, kind):
+        """Run one stateful round, keep its new states and write its record."""
+        self._states_of(state)  # checks the name
+        reset = set()
+
+        def attempt():
+            states = list(self._states_of(state))
+            for i in self._unrecoverable_states(states):
+                states[i] = None
+                reset.add(i)
+            if state in self._states:
+                self._states[state] = states
+            return self._execute_stateful(fn, states, args, tree, probe)
+
+        with Timer() as timer, self._probe(kind) as probe:
+            result, new_states, combine_tasks, pick_tasks = self._recovering(attempt)
+        old = self._states.get(state)
+        self._states[state] = new_states
+        if old is not None:
+            self._release_states(old)
+        groups = len(self.groups)
+        tasks = groups + combine_tasks + pick_tasks
+        # the states stay where they are: only the broadcast arguments go down and only
+        # the results (partials, then the root) come back
+        sent = groups * nbytes(args)
+        returned = (groups + combine_tasks) * nbytes(result) if tree else nbytes(result)
+        record = self.ledger.record(
+            kind, tasks, sent, returned, timer.seconds, partitions=self.n_partitions,
+            groups=groups, split_every=self.split_every if tree else None, probe=probe,
+        )
+        record.state_reset = tuple(sorted(reset))
+        if self.cache == "none":
+            record.bytes_read = self.data_bytes
+        return StateRound(result, tuple(sorted(reset)))
+
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        """Run a stateful kernel over every group: ``(result, new states, combine tasks,
+        other tasks)``."""
+        raise NotImplementedError
+
+    def _unrecoverable_states(self, states):
+        """Indices of ``states`` lost for good (reset to None before the round)."""
+        return []
+
+    def _fetch(self, states, probe):
+        """``(the states on the driver, tasks run to fetch them)``."""
+        return list(states), 0
+
+    def _release_states(self, states):
+        """Let go of a list of states."""
+
+    # deadline rounds ----------------------------------------------------------------
+    def partition_weights(self):
+        """Total sample weight of each partition (one ``"weights"`` round, the first time).
+
+        The validation round sums the weights in the tree (its record follows the
+        payload model, one summary per task); this round returns one float per
+        partition, once per engine.
+        """
+        if self._partition_weights is None:
+            weights = self.map(partition_weight, kind="weights")
+            self._partition_weights = np.asarray(weights, dtype=np.float64)
+        return self._partition_weights
+
+    def reduce_by_deadline(self, kernel, *args, kind, deadline=None, min_fraction=None):
+        """One round that sums the partitions that arrive in time.
+
+        Runs ``kernel(part, *args)`` as one task per partition and returns once
+        ``deadline`` seconds have passed since the round started, or once the partitions
+        that arrived hold at least ``min_fraction`` of the total sample weight, whichever
+        comes first (with neither, once every partition arrived).  Results that arrive later
+        are discarded (their tasks are cancelled; a task already running finishes on its
+        worker and its result is dropped), never mixed into a later round.
+
+        The arrived results are summed in the fixed-order reduction tree restricted to
+        them (:func:`~daskglm.kernels.partial_tree_sum`): the sum depends only on which
+        partitions arrived, and equals a :meth:`reduce` whose dropped partitions returned
+        exact zeros.  The per-partition weights come from :meth:`partition_weights`.
+
+        Returns
+        -------
+        DeadlineRound
+            The sum, ``arrived`` and ``dropped`` partition indices, ``weight_arrived`` and
+            ``weight_total``, so that a solver can reweight.
+        """
+        if deadline is not None and not deadline >= 0:
+            raise ValueError(f"deadline must be a number of seconds >= 0; got {deadline!r}.")
+        if min_fraction is not None and not 0 < min_fraction <= 1:
+            raise ValueError(f"min_fraction must be in (0, 1]; got {min_fraction!r}.")
+        weights = self.partition_weights()  # before the clock starts: a round of its own
+        start = time.monotonic()
+        total = float(weights.sum())
+        need = None if min_fraction is None else min_fraction * total
+        stop_at = None if deadline is None else start + deadline
+        with Timer() as timer, self._probe(kind) as probe:
+            results = self._recovering(
+                lambda: self._execute_deadline(kernel, args, probe, weights, need, stop_at)
+            )
+        arrived = tuple(sorted(results))
+        dropped = tuple(i for i in range(self.n_partitions) if i not in results)
+        n = self.n_partitions
+        record = self.ledger.record(
+            kind, n, n * nbytes(args), sum(nbytes(r) for r in results.values()),
+            timer.seconds, partitions=n, groups=n, probe=probe,
+        )
+        record.dropped = dropped
+        if self.cache == "none":
+            record.bytes_read = self.data_bytes
+        return DeadlineRound(partial_tree_sum(results, n), arrived, dropped,
+                             float(weights[list(arrived)].sum()), total)
+
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+        """Run ``fn`` once per partition; return ``{index: result}`` of those in time."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _await_arrivals(futures, weights, need, stop_at, wait_first):
+        """Indices of ``futures`` done before ``stop_at`` or once their weight reaches
+        ``need``; ``wait_first(pending, timeout)`` returns the done ones (empty on time
+        out).  A future that failed raises its error; one cancelled (its partition lost
+        with a worker) counts as not arrived."""
+        index = {future: i for i, future in enumerate(futures)}
+        pending, arrived, weight = set(futures), [], 0.0
+        while pending and (need is None or weight < need):
+            timeout = None if stop_at is None else stop_at - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                break
+            done = wait_first(pending, timeout)
+            if not done:
+                break
+            for future in done:
+                pending.discard(future)
+                if _cancelled(future):
+                    continue
+                future.result()  # raises the kernel's error, if any
+                arrived.append(index[future])
+                weight += float(weights[index[future]])
+        return arrived
 
     def _execute(self, fn, args, each, tree, probe):
         """Run ``fn`` over every group: ``(tree sum, combine tasks)`` with ``tree``, else
@@ -317,6 +648,7 @@ class LocalEngine(Engine):
         self.groups = [[i] for i in range(self.n_partitions)]
         self.n_threads = max(1, min(n_threads or os.cpu_count() or 1, self.n_partitions))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
+        self._deadline_pool = None  # the pool, or one thread when there is no pool
 
     def _probe(self, kind):
         return LocalProbe(self.n_threads)
@@ -329,24 +661,60 @@ class LocalEngine(Engine):
              args) + ((group, n) if tree else ())
             for group in self.groups
         ]
-        if self._pool is None:
-            results = [run(*job) for job in jobs]
-        else:
-            with _blas_controller().limit(limits=1):
-                results = list(self._pool.map(lambda job: run(*job), jobs))
+        results = self._run_jobs(run, jobs)
         if tree:
             root = combine_nodes(n, *results)[tree_root(n)]
             return root, self._tree_tasks(len(self.groups))
         return [item for group_results in results for item in group_results], 0
+
+    def _run_jobs(self, run, jobs):
+        if self._pool is None:
+            return [run(*job) for job in jobs]
+        with _blas_controller().limit(limits=1):
+            return list(self._pool.map(lambda job: run(*job), jobs))
+
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        run = probe.timed(run_stateful_group)
+        n = self.n_partitions
+        jobs = [
+            (fn, [self.parts[i] for i in group], [states[i] for i in group], args)
+            + ((group, n) if tree else ())
+            for group in self.groups
+        ]
+        outputs = self._run_jobs(run, jobs)
+        new_states = [None] * n
+        for group, (_, group_states) in zip(self.groups, outputs):
+            for index, item in zip(group, group_states):
+                new_states[index] = item
+        if tree:
+            root = combine_nodes(n, *(out for out, _ in outputs))[tree_root(n)]
+            return root, new_states, self._tree_tasks(len(self.groups)), 0
+        return [item for out, _ in outputs for item in out], new_states, 0, 0
+
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+        if self._deadline_pool is None:
+            self._deadline_pool = self._pool or ThreadPoolExecutor(self.n_threads)
+        run = probe.timed(run_group)
+        with _blas_controller().limit(limits=1):
+            futures = [self._deadline_pool.submit(run, fn, [part], None, args)
+                       for part in self.parts]
+            arrived = self._await_arrivals(
+                futures, weights, need, stop_at,
+                lambda pending, timeout: wait_threads(pending, timeout, FIRST_COMPLETED).done,
+            )
+        for future in futures:
+            future.cancel()  # those not started; a running one finishes and is dropped
+        return {i: futures[i].result()[0] for i in arrived}
 
     def _replace_parts(self, fn, arg, probe):
         run = probe.timed(fn)
         self.parts = [run(part, arg) for part in self.parts]
 
     def close(self):
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None
+        for pool in {id(p): p for p in (self._pool, self._deadline_pool) if p}.values():
+            pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._deadline_pool = None
+        self._states = {}
         self.parts = []
 
 
@@ -463,10 +831,160 @@ class DistributedEngine(Engine):
         except Exception:  # measuring never breaks a fit: those rounds stay unmeasured
             pass
 
+    # partition state ----------------------------------------------------------------
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        created = []  # released at once if the round fails or is interrupted
+        try:
+            return self._submit_stateful(fn, states, args, tree, probe, created)
+        except BaseException:
+            for future in created:
+                future.release()
+            raise
+
+    def _submit_stateful(self, fn, states, args, tree, probe, created):
+        """One task per group runs the kernel and returns ``(out, new states)``; on its
+        worker, one small task per group picks ``out`` (what the tree or the gather
+        uses) and one per partition picks its new state, so the states never leave.
+
+        The three are placed on the worker holding the group's partitions (a loose
+        restriction: another worker if that one is gone), so that a new state is made
+        and kept next to its partition even before Dask has learnt that picking is fast.
+        """
+        sent = self._broadcast(args, created)
+        groups, n = self.groups, self.n_partitions
+        keys = probe.keys(len(groups))
+        places = self._placement([group[0] for group in groups])
+        results, new_states = [], [None] * n
+        for g, (group, place) in enumerate(zip(groups, places)):
+            output = self.client.submit(
+                _run_stateful_task, fn, [self.parts[i] for i in group],
+                [states[i] for i in group], sent, (group, n) if tree else (),
+                key=keys[g], pure=False, **place,
+            )
+            created.append(output)
+            results.append(self.client.submit(_pick_output, output, key=probe.pick_key(f"out{g}"),
+                                              pure=False, **place))
+            created.append(results[-1])
+            for j, index in enumerate(group):
+                new_states[index] = self.client.submit(
+                    _pick_state, output, j, key=probe.pick_key(f"state{index}"), pure=False,
+                    **place)
+        created.extend(new_states)
+        picks = len(results) + n
+        if tree:
+            result, combines = self._tree(results, probe, created)
+            return result, new_states, combines, picks
+        gathered = [None] * n
+        for group, group_results in zip(groups, self.client.gather(results)):
+            for index, item in zip(group, group_results):
+                gathered[index] = item
+        return gathered, new_states, 0, picks
+
+    def _unrecoverable_states(self, states):
+        """States whose future was cancelled or failed: a dependency they need (a
+        scattered partition, a state before them) is gone for good.  States that Dask
+        can recompute from their lineage (partitions computed from Dask collections)
+        are left to it."""
+        return [i for i, future in enumerate(states)
+                if future is not None and future.status in ("cancelled", "error")]
+
+    def _fetch(self, states, probe):
+        held = [i for i, future in enumerate(states) if future is not None]
+        # one task per state, on the state's worker, named for this round so that the
+        # transfers are measured as this round's
+        holders = self.client.who_has([states[i] for i in held])
+        keys = probe.keys(len(held))
+        copies = []
+        for key, i in zip(keys, held):
+            worker = holders.get(states[i].key) or ()
+            place = {"workers": [worker[0]], "allow_other_workers": True} if worker else {}
+            copies.append(self.client.submit(_identity, states[i], key=key, pure=False, **place))
+        fetched = [None] * self.n_partitions
+        try:
+            for index, item in zip(held, self.client.gather(copies)):
+                fetched[index] = item
+        finally:
+            for future in copies:
+                future.release()
+        return fetched, len(held)
+
+    def _put(self, states, probe):
+        places = self._placement(range(self.n_partitions))
+        by_worker = {}
+        for i, (item, place) in enumerate(zip(states, places)):
+            if item is not None:
+                by_worker.setdefault(tuple(place.get("workers", ())), []).append(i)
+        placed = [None] * self.n_partitions
+        for workers, indices in by_worker.items():
+            # a list of items: each is scattered whole (a dict state stays one future)
+            futures = self.client.scatter([states[i] for i in indices],
+                                          workers=list(workers) or None, hash=False)
+            for i, future in zip(indices, futures):
+                placed[i] = future
+        return placed, 0
+
+    def _release_states(self, states):
+        for future in states:
+            if future is not None:
+                future.release()
+
+    # deadline rounds ----------------------------------------------------------------
+    def _placement(self, indices):
+        """Submit options that place a task on the worker holding partition ``indices[0]``.
+
+        A loose restriction: Dask may still run the task elsewhere if that worker is gone.
+        Without it, Dask spreads the tasks of a round whose duration it does not know yet
+        over idle workers, moving small partitions (and making a state, or a straggler,
+        land on the wrong worker).
+        """
+        holders = self.client.who_has([self.parts[i] for i in indices])
+        places = []
+        for i in indices:
+            worker = holders.get(self.parts[i].key) or ()
+            places.append({"workers": [worker[0]], "allow_other_workers": True} if worker
+                          else {})
+        return places
+
+    def _partition_futures(self, fn, sent, probe):
+        """One task per partition, where it lives: ``run_group(fn, [part], None, sent)``."""
+        n = self.n_partitions
+        keys = probe.keys(n)
+        places = self._placement(range(n))
+        return [self.client.submit(_run_task, fn, [part], None, sent, (), key=keys[i],
+                                   pure=False, **places[i])
+                for i, part in enumerate(self.parts)]
+
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+        from distributed import wait
+
+        def wait_first(pending, timeout):
+            try:
+                return wait(list(pending), timeout=timeout, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                return set()
+
+        created = []
+        try:
+            sent = self._broadcast(args, created)
+            futures = self._partition_futures(fn, sent, probe)
+            created.extend(futures)
+            arrived = self._await_arrivals(futures, weights, need, stop_at, wait_first)
+            late = [future for i, future in enumerate(futures) if i not in set(arrived)]
+            if late:
+                self.client.cancel(late, reason="past the round's deadline")
+            gathered = self.client.gather([futures[i] for i in arrived])
+            return {i: group_results[0] for i, group_results in zip(arrived, gathered)}
+        finally:
+            for future in created:
+                future.release()
+
     def _lost(self, exc):
         from distributed.client import FutureCancelledError
 
-        return isinstance(exc, FutureCancelledError) and self._lost_parts() != []
+        return isinstance(exc, FutureCancelledError) and (
+            self._lost_parts() != []
+            or any(self._unrecoverable_states(states) for states in self._states.values())
+        )
 
     def _lost_parts(self):
         return [i for i, future in enumerate(self.parts)
@@ -474,6 +992,10 @@ class DistributedEngine(Engine):
 
     def _recover(self):
         lost = self._lost_parts()
+        if self.sources is None:
+            # partitions computed from Dask collections read "lost" until Dask has
+            # recomputed them from their lineage: only cancelled ones are gone for good
+            lost = [i for i in lost if self.parts[i].status != "lost"]
         if not lost:
             return
         if self.sources is None:
@@ -503,6 +1025,9 @@ class DistributedEngine(Engine):
 
     def close(self):
         self.collect_measurements()
+        for states in self._states.values():
+            self._release_states(states)
+        self._states = {}
         # release, not cancel: another engine may hold futures of the same keys
         for future in self.parts:
             future.release()
@@ -517,7 +1042,30 @@ def _complete_node_keys(indices, n_leaves):
 
 def _run_task(fn, parts, items, args, reduce_args):
     """A group's task: :func:`~daskglm.kernels.run_group`, reducing when ``reduce_args``."""
+    if _TASK_DELAYS:
+        _delay_task()
     return run_group(fn, parts, items, args, *reduce_args)
+
+
+def _run_stateful_task(fn, parts, states, args, reduce_args):
+    """A group's task of a stateful round: :func:`~daskglm.kernels.run_stateful_group`."""
+    if _TASK_DELAYS:
+        _delay_task()
+    return run_stateful_group(fn, parts, states, args, *reduce_args)
+
+
+def _pick_output(output):
+    """The results (or tree nodes) of a stateful group task's output."""
+    return output[0]
+
+
+def _pick_state(output, position):
+    """The new state of the ``position``-th partition of a stateful group task's output."""
+    return output[1][position]
+
+
+def _identity(item):
+    return item
 
 
 class _Loading:
@@ -545,6 +1093,12 @@ class StreamingLocalEngine(LocalEngine):
 
     def _execute(self, fn, args, each, tree, probe):
         return super()._execute(_Loading(fn), args, each, tree, probe)
+
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        return super()._execute_stateful(_Loading(fn), states, args, tree, probe)
+
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+        return super()._execute_deadline(_Loading(fn), args, probe, weights, need, stop_at)
 
     def _replace_parts(self, fn, arg, probe):
         import dask
@@ -583,6 +1137,21 @@ class StreamingDistributedEngine(DistributedEngine):
         if tree:
             return self._tree(futures, probe, created)
         return [group_results[0] for group_results in self.client.gather(futures)], 0
+
+    def _partition_futures(self, fn, sent, probe):
+        import dask
+
+        keys = probe.keys(self.n_partitions)
+        run = dask.delayed(_run_task, pure=False)
+        return self.client.compute([run(fn, [part], None, sent, (), dask_key_name=keys[i])
+                                    for i, part in enumerate(self.parts)])
+
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        raise NotImplementedError(
+            "Partition state lives next to a partition kept in memory; with cache='none' "
+            "the partitions are read again in every round and live nowhere.  Use "
+            "cache='memory'."
+        )
 
     def _lost_parts(self):
         return []  # read from their source in every round

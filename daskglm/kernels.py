@@ -50,6 +50,9 @@ __all__ = [
     "tree_children",
     "node_start",
     "run_group",
+    "run_stateful_group",
+    "partial_tree_sum",
+    "partition_weight",
 ]
 
 #: Bytes of ``X`` processed per block: a quarter of a typical 2 MiB L2 cache.
@@ -592,3 +595,51 @@ def run_group(fn, parts, items, args, indices=None, n_leaves=None):
     if indices is None:
         return results
     return complete_nodes({(0, i): result for i, result in zip(indices, results)}, n_leaves)
+
+
+def run_stateful_group(fn, parts, states, args, indices=None, n_leaves=None):
+    """Run a stateful kernel on the partitions of one task, in order.
+
+    ``fn(part, state, *args)`` returns ``(result, new_state)``; ``states`` holds each
+    partition's state from the previous round (None on the first).  Returns ``(out,
+    new_states)``: ``out`` is what :func:`run_group` returns for the results (the list, or
+    with ``indices`` the complete nodes of the reduction tree), ``new_states`` the list of
+    new states, in the order of ``parts``.
+    """
+    results, new_states = [], []
+    for part, state in zip(parts, states):
+        result, new_state = fn(part, state, *args)
+        results.append(result)
+        new_states.append(new_state)
+    if indices is None:
+        return results, new_states
+    return complete_nodes({(0, i): r for i, r in zip(indices, results)}, n_leaves), new_states
+
+
+def partial_tree_sum(items, n_leaves):
+    """Sum ``items`` (``{leaf index: value}``, some leaves missing) in the fixed-order tree
+    over ``n_leaves`` leaves, restricted to the leaves present.
+
+    Every node is the sum of its children that have a present leaf under them, left plus
+    right; a node with one such child is that child.  The result is therefore the one the
+    full tree (:func:`tree_sum`) gives when the missing leaves are exact zeros, and it
+    depends only on which leaves are present, never on the order they came in.  None when
+    no leaf is present.
+    """
+    if not items:
+        return None
+
+    def node_sum(level, index):
+        if level == 0:
+            return items.get(index)
+        present = [s for s in (node_sum(level - 1, 2 * index), node_sum(level - 1, 2 * index + 1))
+                   if s is not None]
+        return sum_group(*present) if present else None
+
+    return node_sum(*tree_root(n_leaves))
+
+
+def partition_weight(part):
+    """Total weight of one partition (its row count when unweighted), as validation counts it."""
+    _, y, weight = part
+    return float(y.shape[0]) if weight is None else float(weight.sum())

@@ -1,5 +1,9 @@
 """Shared fixtures: data sets, and a real two-process LocalCluster."""
 
+import os
+import signal
+import time
+
 import numpy as np
 import pytest
 
@@ -23,6 +27,25 @@ def client(cluster):
 
     with Client(cluster) as client:
         yield client
+
+
+@pytest.fixture
+def own_client():
+    """A two-process cluster of its own, for tests that kill workers."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      worker_dashboard_address=None) as cluster, Client(cluster) as client:
+        yield client
+
+
+def kill_worker(client, worker):
+    """End the process of ``worker`` abruptly and wait until the scheduler has noticed."""
+    pid = client.run(os.getpid, workers=[worker])[worker]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while worker in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def make_data(family, n=2000, d=6, seed=0, weights=False):

@@ -3,7 +3,6 @@ workers and interrupted fits."""
 
 import _thread
 import os
-import signal
 import threading
 import time
 import warnings
@@ -18,7 +17,7 @@ from daskglm.engine import DistributedEngine, make_engine
 from daskglm.families import Binomial
 from daskglm.kernels import loss_grad_hess
 
-from .conftest import make_data
+from .conftest import kill_worker, make_data
 
 UNEVEN = (400, 13, 700, 1, 300, 286, 300)  # 7 uneven row chunks of 2000 rows
 
@@ -78,26 +77,6 @@ def test_in_memory_partitioning_does_not_depend_on_the_machine(monkeypatch):
     np.testing.assert_array_equal(models[0].coef_, models[1].coef_)
 
 
-def _kill_one_worker(client):
-    """End one worker process abruptly and wait until the scheduler has noticed."""
-    workers = sorted(client.scheduler_info()["workers"])
-    pid = client.run(os.getpid, workers=[workers[0]])[workers[0]]
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 30
-    while workers[0] in client.scheduler_info()["workers"] and time.monotonic() < deadline:
-        time.sleep(0.05)
-
-
-@pytest.fixture
-def own_client():
-    """A two-process cluster of its own: these tests kill workers."""
-    from distributed import Client, LocalCluster
-
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                      worker_dashboard_address=None) as cluster, Client(cluster) as client:
-        yield client
-
-
 @pytest.mark.parametrize("solver", ["lbfgs", "newton", "admm", "sgd"])
 def test_a_worker_lost_mid_fit_with_numpy_input_is_survived(own_client, monkeypatch, solver):
     """Numpy partitions lost with a worker are scattered again from the driver: the fit
@@ -121,7 +100,7 @@ def test_a_worker_lost_mid_fit_with_numpy_input_is_survived(own_client, monkeypa
     def execute_then_kill(self, *args):
         rounds.append(None)
         if len(rounds) == 3:
-            _kill_one_worker(self.client)
+            kill_worker(self.client, sorted(self.client.scheduler_info()["workers"])[0])
         return original(self, *args)
 
     lost_parts = DistributedEngine._lost_parts
