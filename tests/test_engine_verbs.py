@@ -244,6 +244,7 @@ def test_state_survives_regrouping(data, client):
             np.testing.assert_array_equal(state["grad_sum"], single.grad * 3)
 
 
+@pytest.mark.parametrize("dask_input", [False, True], ids=["numpy", "dask"])
 def test_a_killed_workers_state_is_reset_or_recomputed(data, own_client, dask_input):
     """Scattered partitions have no lineage: their states are reported lost and start
     again from None.  Partitions computed from a Dask array do: Dask recomputes their
