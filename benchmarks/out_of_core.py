@@ -728,7 +728,7 @@ def chunk_steps(path, X, y, n_chunks=4):
     from numcodecs import Zstd
     from threadpoolctl import threadpool_limits
 
-    from daskglm.engine import _as_partition
+    from daskglm.engine.partitions import _as_partition
     from daskglm.families import Binomial
     from daskglm.kernels import loss_grad
 

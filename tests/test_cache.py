@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import daskglm
-import daskglm.engine as engine_module
+import daskglm.engine.cache as engine_module
 from daskglm.datasets import make_classification
 from daskglm.io import load_zarr
 

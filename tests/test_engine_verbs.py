@@ -10,7 +10,6 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from daskglm import engine as engine_module
 from daskglm.engine import (
     DeadlineRound,
     DistributedEngine,
@@ -18,6 +17,8 @@ from daskglm.engine import (
     StateRound,
     make_engine,
 )
+from daskglm.engine import distributed as distributed_module
+from daskglm.engine import partitions as partitions_module
 from daskglm.families import Binomial
 from daskglm.kernels import Stats, loss_grad, partial_tree_sum, tree_sum
 from daskglm.testing import slow_worker
@@ -289,7 +290,7 @@ class SlowOn:
 
 
 def _partition_weights(w, n_partitions):
-    return [w[a:b].sum() for a, b in engine_module._split_rows(len(w), n_partitions)]
+    return [w[a:b].sum() for a, b in partitions_module._split_rows(len(w), n_partitions)]
 
 
 def test_deadline_round_in_process_drops_the_slow_partition(data):
@@ -334,7 +335,7 @@ def _keys_held(client):
 
 
 def _delays(client):
-    return client.run(lambda: dict(engine_module._TASK_DELAYS))
+    return client.run(lambda: dict(distributed_module._TASK_DELAYS))
 
 
 def test_deadline_round_on_a_cluster_drops_the_slowed_worker(data, client):

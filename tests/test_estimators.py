@@ -13,7 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import check_estimator
 
 import daskglm
-import daskglm.engine as engine_module
+import daskglm.engine.build as engine_module
 
 from .conftest import make_data
 

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import daskglm
-from daskglm import engine as engine_module
 from daskglm.engine import DistributedEngine, make_engine
+from daskglm.engine import partitions as engine_module
 from daskglm.families import Binomial
 from daskglm.kernels import loss_grad_hess
 

@@ -374,7 +374,7 @@ def test_map_rounds_on_a_two_process_cluster(client, solver):
     model = daskglm.LogisticRegression(C=0.5, solver=solver, tol=1e-8, max_iter=6)
     on_cluster = clone(model).fit(*data[:2], sample_weight=data[2])
     assert on_cluster.comm_.count("local_solve") == (6 if solver == "admm" else 1)
-    import daskglm.engine as engine_module
+    import daskglm.engine.build as engine_module
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(engine_module, "active_client", lambda: None)

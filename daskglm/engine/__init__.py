@@ -1,0 +1,65 @@
+"""The data plane: the only module that talks to Dask.
+
+An engine holds the row partitions ``(X, y, weight)`` of one data set, co-located and kept
+in memory where they are computed (on the workers of a ``distributed`` cluster, or in this
+process), and offers these verbs to the solvers:
+
+* :meth:`Engine.reduce` -- ONE round: run a kernel on every partition with the same
+  broadcast arguments and sum the partial results in a fixed-order tree;
+* :meth:`Engine.map` -- ONE round: run a function on every partition and return one
+  result per partition;
+* :meth:`Engine.map_each` -- ONE round, as ``map`` but with one extra argument per
+  partition (per-partition solver state, as in ADMM);
+* :meth:`Engine.reduce_each` -- ONE round, as ``reduce`` but with one extra argument per
+  partition (what each partition of a mini-batch draws, as in SGD);
+* :meth:`Engine.reduce_stateful` and :meth:`Engine.map_stateful` -- ONE round, as
+  ``reduce`` and ``map`` with **partition state**: the kernel is called as ``kernel(part,
+  state, *args)`` and returns ``(result, new_state)``; the new state stays next to its
+  partition (on a cluster, a future per partition kept by the engine under the state's
+  name) for the next round that names it, and is never shipped with the results
+  (error feedback, local SGD, ADMM, gossip).  :meth:`Engine.fetch_state` ships the
+  states to the driver (ONE round), :meth:`Engine.put_state` sends them from it (ONE
+  round), :meth:`Engine.drop_state` releases them.  A state lost with a worker is
+  recomputed by Dask when it has lineage (partitions computed from Dask collections) and
+  otherwise reset to None and reported in the round's :class:`StateRound`;
+* :meth:`Engine.reduce_by_deadline` -- ONE round with **a deadline**: one task per
+  partition; returns once ``deadline`` seconds passed or ``min_fraction`` of the sample
+  weight arrived, with the sum of the arrived partitions (the reduction tree restricted
+  to them), which were dropped and the weight that arrived (:class:`DeadlineRound`).
+  Late tasks are cancelled and their results discarded.
+
+:func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
+
+Each round is written to the engine's :class:`~daskglm.comm.CommReport`.  No dask.array
+graph is built per round: the partitions are persisted once and every round maps over
+their futures.  Stateful and deadline rounds place their tasks on the worker holding each
+partition (a loose restriction, read with one ``who_has`` call per round), so that a state
+is made where its partition lives and a straggler's partitions are not moved away.
+"""
+
+from .base import (
+    MAX_RECOVERIES,
+    SAFE_EXPONENT,
+    DeadlineRound,
+    Engine,
+    StateRound,
+    is_dask,
+)
+from .build import make_engine, stream_engines
+from .cache import CACHE_SAFETY, choose_cache, data_nbytes, free_memory
+from .distributed import (
+    SCATTER_BYTES,
+    DistributedEngine,
+    StreamingDistributedEngine,
+    active_client,
+)
+from .local import LocalEngine, StreamingLocalEngine
+from .partitions import ALIGNMENT, PARTITION_BYTES, default_partitions
+
+__all__ = [
+    "Engine", "LocalEngine", "DistributedEngine", "StreamingLocalEngine",
+    "StreamingDistributedEngine", "make_engine", "stream_engines", "active_client", "is_dask",
+    "StateRound", "DeadlineRound", "choose_cache", "data_nbytes", "free_memory",
+    "default_partitions", "PARTITION_BYTES", "SCATTER_BYTES", "MAX_RECOVERIES",
+    "SAFE_EXPONENT", "CACHE_SAFETY", "ALIGNMENT",
+]

@@ -1,0 +1,155 @@
+"""Building engines: partition, persist (or stream) and validate a data set."""
+
+from __future__ import annotations
+
+from ..comm import CommReport
+from .base import is_dask
+from .cache import choose_cache
+from .distributed import DistributedEngine, StreamingDistributedEngine, active_client
+from .local import LocalEngine, StreamingLocalEngine
+from .partitions import _dask_partitions, _in_memory_parts, _scatter_in_order, default_partitions
+
+
+def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
+                split_every=8, group_partitions=True, cache="memory", labels=False,
+                rescale=False):
+    """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
+
+    Parameters
+    ----------
+    X : ndarray, scipy.sparse matrix or dask.array.Array of shape (n_samples, n_features)
+    y : ndarray or dask.array.Array of shape (n_samples,)
+    sample_weight : ndarray, dask.array.Array or None
+    family : Family
+        Used to check the targets in the validation round.
+    client : distributed.Client, None or "auto"
+        Where to run: ``"auto"`` uses the active client if there is one and this process
+        otherwise; ``None`` forces the in-process engine.
+    n_partitions : int, optional
+        Row partitions for in-memory input (default: one per worker thread).  A Dask
+        array keeps its own row chunks.
+    split_every : int
+        Fan-in of the reduction tree.
+    group_partitions : bool
+        On a cluster, run all the partitions one worker thread holds in one task per
+        round (one task per thread instead of one per partition: less scheduling per
+        round); False for one task per partition.
+    cache : {"memory", "none", "auto"}
+        ``"memory"`` persists the partitions once (on the workers, or in this process);
+        ``"none"`` reads them from the source of the Dask arrays in every round, with
+        memory bounded by about one partition per thread; ``"auto"`` persists when the
+        data take at most half of the free memory (:func:`choose_cache`).  In-memory input
+        is always ``"memory"``.
+    labels : bool
+        Collect the distinct target values (``engine.labels``) instead of checking the
+        targets against ``family``: for class labels, encoded afterwards with
+        :meth:`Engine.relabel`.
+    rescale : bool
+        Rescale columns of ``X`` too large or too small for float64 products by powers of
+        two (``engine.column_scale``) instead of raising ValueError; for problems whose
+        solution does not depend on column scales (no penalty).
+
+    Returns
+    -------
+    Engine
+        Validated: ``n_samples`` and ``sum_weight`` are set.
+    """
+    if client == "auto":
+        client = active_client()
+    ledger = CommReport()
+    dask_input = any(is_dask(a) for a in (X, y, sample_weight))
+    policy, reason = choose_cache(cache, X, y, sample_weight, client)
+    if dask_input and not is_dask(X):
+        import dask.array as da
+
+        n_partitions = n_partitions or default_partitions(X)
+        X = da.from_array(X, chunks=(max(1, -(-X.shape[0] // n_partitions)), -1))
+    if policy == "none":
+        delayed_parts, d = _dask_partitions(X, y, sample_weight)
+        if client is None:
+            engine = StreamingLocalEngine(delayed_parts, d, ledger=ledger, split_every=split_every)
+        else:
+            engine = StreamingDistributedEngine(client, delayed_parts, d, ledger=ledger,
+                                                split_every=split_every)
+    elif client is None:
+        if dask_input:
+            import dask
+
+            delayed_parts, d = _dask_partitions(X, y, sample_weight)
+            parts = dask.compute(*delayed_parts, scheduler="threads")
+        else:
+            parts = _in_memory_parts(X, y, sample_weight, n_partitions or default_partitions(X))
+            d = X.shape[1]
+        engine = LocalEngine(parts, d, ledger=ledger, split_every=split_every)
+    else:
+        sources = None
+        if dask_input:
+            delayed_parts, d = _dask_partitions(X, y, sample_weight)
+            futures = client.compute(delayed_parts)
+        else:
+            sources = _in_memory_parts(X, y, sample_weight,
+                                       n_partitions or default_partitions(X))
+            futures = _scatter_in_order(client, sources)
+            d = X.shape[1]
+        engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every,
+                                   group_partitions=group_partitions, sources=sources)
+    engine.reads_source = dask_input
+    engine.cache_reason = reason
+    try:
+        engine.validate(family, labels, rescale)
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
+def stream_engines(X, y, sample_weight=None, *, family, client="auto", ledger=None):
+    """Yield one validated single-partition engine per row chunk of ``X``, in order.
+
+    A Dask array is computed one row chunk at a time, when its turn comes: on the cluster
+    when there is a client (the chunk stays on the worker that computed it), in this
+    process otherwise.  Each engine is closed, releasing its chunk, before the next chunk
+    is computed, so the whole array is never held at once.  In-memory input is one
+    partition.
+
+    Parameters
+    ----------
+    X, y, sample_weight
+        As for :func:`make_engine`.
+    family : Family
+        Used to check the targets in each chunk's validation round.
+    client : distributed.Client, None or "auto"
+        As for :func:`make_engine`.
+    ledger : CommReport, optional
+        Every engine writes its rounds here (a new ledger by default).
+
+    Yields
+    ------
+    Engine
+        With one partition; ``n_samples`` and ``sum_weight`` are those of the chunk.
+    """
+    if client == "auto":
+        client = active_client()
+    ledger = CommReport() if ledger is None else ledger
+    if not any(is_dask(a) for a in (X, y, sample_weight)):
+        parts = _in_memory_parts(X, y, sample_weight, 1)
+        yield from _validated(LocalEngine(parts, X.shape[1], ledger=ledger), family)
+        return
+    if not is_dask(X):
+        import dask.array as da
+
+        X = da.from_array(X, chunks=(X.shape[0], -1))
+    delayed_parts, d = _dask_partitions(X, y, sample_weight)
+    for delayed_part in delayed_parts:
+        if client is None:
+            engine = LocalEngine([delayed_part.compute(scheduler="threads")], d, ledger=ledger)
+        else:
+            engine = DistributedEngine(client, [client.compute(delayed_part)], d, ledger=ledger)
+        yield from _validated(engine, family)
+
+
+def _validated(engine, family):
+    """Yield ``engine`` after its validation round; close it when the consumer moves on."""
+    with engine:
+        engine.validate(family)
+        yield engine

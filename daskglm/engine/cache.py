@@ -1,0 +1,105 @@
+"""The cache policy: keep the partitions in memory, or read them from their source every round."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernels import (
+    stored_bytes,
+)
+from .base import is_dask
+
+#: ``cache="auto"`` keeps the data in memory when they take at most this share of the
+#: memory free on the workers (or in this process), leaving room for the rounds' work.
+CACHE_SAFETY = 0.5
+
+
+def data_nbytes(X, y, sample_weight=None):
+    """Bytes of ``(X, y, sample_weight)`` once in memory.
+
+    For a Dask array with sparse chunks, the stored size of its first chunk scaled to all
+    its rows (one chunk is read); an array whose length is not known yet counts
+    as 0.
+    """
+    total = 0
+    for a in (X, y, sample_weight):
+        if a is None or any(math.isnan(size) for size in np.shape(a)):
+            continue
+        if sp.issparse(a):
+            total += stored_bytes(a)
+        elif is_dask(a) and sp.issparse(getattr(a, "_meta", None)) and a.numblocks[0]:
+            first = a.blocks[0].compute()
+            total += stored_bytes(first) * a.shape[0] // max(1, first.shape[0])
+        else:
+            total += int(np.prod(np.shape(a))) * np.dtype(a.dtype).itemsize
+    return total
+
+
+def free_memory(client):
+    """Bytes of memory free for data: on the workers of ``client``, or in this process.
+
+    A worker with a memory limit has that limit less what it uses; workers without one
+    (``memory_limit=0`` or None) may use their machine's available memory, counted once
+    per machine however many such workers share it.
+    """
+    if client is None:
+        return _available_memory()
+    workers = client.scheduler_info(n_workers=-1)["workers"]
+    free = 0
+    unlimited = []
+    for address, info in workers.items():
+        limit = info.get("memory_limit") or 0
+        if not limit:
+            unlimited.append(address)
+            continue
+        used = (info.get("metrics") or {}).get("memory", 0) or 0
+        free += max(0, int(limit) - int(used))
+    if unlimited:
+        available = client.run(_available_memory, workers=unlimited)
+        by_host = {}
+        for address, value in available.items():
+            host = workers[address].get("host") or address
+            by_host[host] = max(by_host.get(host, 0), int(value))
+        free += sum(by_host.values())
+    return free
+
+
+
+def _available_memory():
+    """Memory available on this machine, in bytes."""
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def choose_cache(cache, X, y, sample_weight, client):
+    """The cache policy for a fit and why: ``("memory" | "none", reason)``.
+
+    Parameters
+    ----------
+    cache : {"auto", "memory", "none"}
+    X, y, sample_weight : the data
+    client : distributed.Client or None
+
+    Raises
+    ------
+    ValueError
+        For an unknown policy.
+    """
+    if cache not in ("auto", "memory", "none"):
+        raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {cache!r}.")
+    if not any(is_dask(a) for a in (X, y, sample_weight)):
+        return "memory", "the data are already in memory"
+    if cache != "auto":
+        return cache, f"cache={cache!r} was asked for"
+    need = data_nbytes(X, y, sample_weight)
+    free = free_memory(client)
+    where = "on the workers" if client is not None else "in this process"
+    if need <= CACHE_SAFETY * free:
+        return "memory", (f"the data ({need / 1e9:.2f} GB) fit in {CACHE_SAFETY:.0%} of the "
+                          f"{free / 1e9:.2f} GB free {where}")
+    return "none", (f"the data ({need / 1e9:.2f} GB) exceed {CACHE_SAFETY:.0%} of the "
+                    f"{free / 1e9:.2f} GB free {where}: streaming them from their source")

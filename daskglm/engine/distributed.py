@@ -1,0 +1,491 @@
+"""The cluster backend: partitions persisted on the workers of a ``distributed`` cluster."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..comm import DaskMeter, nbytes
+from ..kernels import (
+    combine_nodes,
+    complete_nodes,
+    node_start,
+    run_group,
+    run_stateful_group,
+    tree_root,
+)
+from .base import Engine
+from .partitions import _realign
+
+#: Broadcast arguments larger than this are scattered to the workers once per round
+#: instead of being embedded in every task.
+SCATTER_BYTES = 1 << 20
+
+
+#: Extra seconds that kernel tasks sleep on a worker, by worker address.  Set in a worker
+#: process only by :func:`daskglm.testing.slow_worker`; while it is empty (always, outside
+#: tests and demos), a task's check of it costs one test of an empty dict.
+_TASK_DELAYS = {}
+
+
+
+def _delay_task():
+    """Sleep as :data:`_TASK_DELAYS` says for the worker running this task."""
+    try:
+        from distributed import get_worker
+
+        seconds = _TASK_DELAYS.get(get_worker().address, 0.0)
+    except (ImportError, ValueError):  # not in a worker
+        return
+    if seconds:
+        time.sleep(seconds)
+
+
+
+def active_client():
+    """The default ``distributed.Client``, or None when there is none."""
+    try:
+        from distributed import default_client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return None
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+
+class DistributedEngine(Engine):
+    """Partitions persisted on the workers of a ``distributed`` cluster.
+
+    A round submits one task per group of partitions that share a worker thread
+    (broadcast arguments embedded, or scattered once when large), then the combine tasks
+    of the fixed-order reduction tree on the workers, and gathers one small result.  The
+    tree depends on partition indices only (:func:`~daskglm.kernels.complete_nodes`), so
+    results do not depend on where partitions live.
+
+    Partitions computed from Dask collections are recomputed by Dask when a worker is
+    lost.  In-memory input has no such lineage: the engine keeps its partitions on the
+    driver (``sources``, views of the caller's arrays where no conversion was needed) and
+    scatters the lost ones again, with every transformation applied since.
+    """
+
+    def __init__(self, client, part_futures, n_features, ledger=None, split_every=8,
+                 group_partitions=True, sources=None):
+        super().__init__(n_features, ledger, split_every)
+        self.client = client
+        self.parts = list(part_futures)
+        self.n_partitions = len(self.parts)
+        self.meter = DaskMeter.for_client(client)
+        self.group_partitions = group_partitions
+        self.sources = sources
+        self._transforms = []
+        self._regroup()
+
+    def _regroup(self):
+        self.groups = (
+            _groups_by_thread(self.client, self.parts) if self.group_partitions
+            else [[i] for i in range(self.n_partitions)]
+        )
+
+    def _probe(self, kind):
+        return self.meter.round(kind)
+
+    def _broadcast(self, args, created):
+        sent = []
+        for a in args:
+            if nbytes(a) > SCATTER_BYTES:
+                a = self.client.scatter(a, broadcast=True, hash=False)
+                created.append(a)
+            sent.append(a)
+        return tuple(sent)
+
+    def _execute(self, fn, args, each, tree, probe):
+        created = []  # released at once if the round fails or is interrupted
+        try:
+            return self._submit(fn, args, each, tree, probe, created)
+        except BaseException:
+            for future in created:
+                future.release()
+            raise
+
+    def _submit(self, fn, args, each, tree, probe, created):
+        sent = self._broadcast(args, created)
+        groups = self.groups
+        reduce_args = [(group, self.n_partitions) for group in groups] if tree \
+            else [()] * len(groups)
+        futures = self.client.map(
+            _run_task,
+            [fn] * len(groups),
+            [[self.parts[i] for i in group] for group in groups],
+            [None if each is None else [each[i] for i in group] for group in groups],
+            [sent] * len(groups),
+            reduce_args,
+            key=probe.keys(len(groups)),
+            pure=False,
+        )
+        created.extend(futures)
+        if tree:
+            return self._tree(futures, probe, created)
+        results = [None] * self.n_partitions
+        for group, group_results in zip(groups, self.client.gather(futures)):
+            for index, item in zip(group, group_results):
+                results[index] = item
+        return results, 0
+
+    def _tree(self, group_futures, probe, created):
+        """Sum the groups' results on the workers; return ``(root sum, combine tasks)``.
+
+        Each group's task returns the complete subtrees of its partitions; combine tasks
+        of fan-in ``split_every`` merge them (in order of position) until one holds the
+        root.  Which worker holds what changes how much each task sends, never the sum.
+        """
+        n = self.n_partitions
+        level = sorted(
+            ((future, _complete_node_keys(group, n)) for group, future in zip(self.groups,
+                                                                              group_futures)),
+            key=lambda item: node_start(item[1][0]),
+        )
+        combines = 0
+        while len(level) > 1:
+            merged = []
+            for i in range(0, len(level), self.split_every):
+                chunk = level[i : i + self.split_every]
+                keys = {node: 0 for _, nodes in chunk for node in nodes}
+                future = self.client.submit(combine_nodes, n, *(f for f, _ in chunk),
+                                            pure=False, key=probe.combine_key())
+                created.append(future)
+                merged.append((future, list(complete_nodes(keys, n))))
+                combines += 1
+            level = merged
+        root = tree_root(n)
+        return level[0][0].result()[root], combines
+
+    def collect_measurements(self):
+        """Fetch Dask's counters for the rounds not measured yet into their records."""
+        try:
+            self.meter.collect()
+        except Exception:  # measuring never breaks a fit: those rounds stay unmeasured
+            pass
+
+    # partition state ----------------------------------------------------------------
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        created = []  # released at once if the round fails or is interrupted
+        try:
+            return self._submit_stateful(fn, states, args, tree, probe, created)
+        except BaseException:
+            for future in created:
+                future.release()
+            raise
+
+    def _submit_stateful(self, fn, states, args, tree, probe, created):
+        """One task per group runs the kernel and returns ``(out, new states)``; on its
+        worker, one small task per group picks ``out`` (what the tree or the gather
+        uses) and one per partition picks its new state, so the states never leave.
+
+        The three are placed on the worker holding the group's partitions (a loose
+        restriction: another worker if that one is gone), so that a new state is made
+        and kept next to its partition even before Dask has learnt that picking is fast.
+        """
+        sent = self._broadcast(args, created)
+        groups, n = self.groups, self.n_partitions
+        keys = probe.keys(len(groups))
+        places = self._placement([group[0] for group in groups])
+        results, new_states = [], [None] * n
+        for g, (group, place) in enumerate(zip(groups, places)):
+            output = self.client.submit(
+                _run_stateful_task, fn, [self.parts[i] for i in group],
+                [states[i] for i in group], sent, (group, n) if tree else (),
+                key=keys[g], pure=False, **place,
+            )
+            created.append(output)
+            results.append(self.client.submit(_pick_output, output, key=probe.pick_key(f"out{g}"),
+                                              pure=False, **place))
+            created.append(results[-1])
+            for j, index in enumerate(group):
+                new_states[index] = self.client.submit(
+                    _pick_state, output, j, key=probe.pick_key(f"state{index}"), pure=False,
+                    **place)
+        created.extend(new_states)
+        picks = len(results) + n
+        if tree:
+            result, combines = self._tree(results, probe, created)
+            return result, new_states, combines, picks
+        gathered = [None] * n
+        for group, group_results in zip(groups, self.client.gather(results)):
+            for index, item in zip(group, group_results):
+                gathered[index] = item
+        return gathered, new_states, 0, picks
+
+    def _unrecoverable_states(self, states):
+        """States whose future was cancelled or failed: a dependency they need (a
+        scattered partition, a state before them) is gone for good.  States that Dask
+        can recompute from their lineage (partitions computed from Dask collections)
+        are left to it."""
+        return [i for i, future in enumerate(states)
+                if future is not None and future.status in ("cancelled", "error")]
+
+    def _fetch(self, states, probe):
+        held = [i for i, future in enumerate(states) if future is not None]
+        # one task per state, on the state's worker, named for this round so that the
+        # transfers are measured as this round's
+        holders = self.client.who_has([states[i] for i in held])
+        keys = probe.keys(len(held))
+        copies = []
+        for key, i in zip(keys, held):
+            worker = holders.get(states[i].key) or ()
+            place = {"workers": [worker[0]], "allow_other_workers": True} if worker else {}
+            copies.append(self.client.submit(_identity, states[i], key=key, pure=False, **place))
+        fetched = [None] * self.n_partitions
+        try:
+            for index, item in zip(held, self.client.gather(copies)):
+                fetched[index] = item
+        finally:
+            for future in copies:
+                future.release()
+        return fetched, len(held)
+
+    def _put(self, states, probe):
+        places = self._placement(range(self.n_partitions))
+        by_worker = {}
+        for i, (item, place) in enumerate(zip(states, places)):
+            if item is not None:
+                by_worker.setdefault(tuple(place.get("workers", ())), []).append(i)
+        placed = [None] * self.n_partitions
+        for workers, indices in by_worker.items():
+            # a list of items: each is scattered whole (a dict state stays one future)
+            futures = self.client.scatter([states[i] for i in indices],
+                                          workers=list(workers) or None, hash=False)
+            for i, future in zip(indices, futures):
+                placed[i] = future
+        return placed, 0
+
+    def _release_states(self, states):
+        for future in states:
+            if future is not None:
+                future.release()
+
+    # deadline rounds ----------------------------------------------------------------
+    def _placement(self, indices):
+        """Submit options that place a task on the worker holding partition ``indices[0]``.
+
+        A loose restriction: Dask may still run the task elsewhere if that worker is gone.
+        Without it, Dask spreads the tasks of a round whose duration it does not know yet
+        over idle workers, moving small partitions (and making a state, or a straggler,
+        land on the wrong worker).
+        """
+        holders = self.client.who_has([self.parts[i] for i in indices])
+        places = []
+        for i in indices:
+            worker = holders.get(self.parts[i].key) or ()
+            places.append({"workers": [worker[0]], "allow_other_workers": True} if worker
+                          else {})
+        return places
+
+    def _partition_futures(self, fn, sent, probe):
+        """One task per partition, where it lives: ``run_group(fn, [part], None, sent)``."""
+        n = self.n_partitions
+        keys = probe.keys(n)
+        places = self._placement(range(n))
+        return [self.client.submit(_run_task, fn, [part], None, sent, (), key=keys[i],
+                                   pure=False, **places[i])
+                for i, part in enumerate(self.parts)]
+
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+        from distributed import wait
+
+        def wait_first(pending, timeout):
+            try:
+                return wait(list(pending), timeout=timeout, return_when="FIRST_COMPLETED").done
+            except TimeoutError:
+                return set()
+
+        created = []
+        try:
+            sent = self._broadcast(args, created)
+            futures = self._partition_futures(fn, sent, probe)
+            created.extend(futures)
+            arrived = self._await_arrivals(futures, weights, need, stop_at, wait_first)
+            late = [future for i, future in enumerate(futures) if i not in set(arrived)]
+            if late:
+                self.client.cancel(late, reason="past the round's deadline")
+            gathered = self.client.gather([futures[i] for i in arrived])
+            return {i: group_results[0] for i, group_results in zip(arrived, gathered)}
+        finally:
+            for future in created:
+                future.release()
+
+    def _lost(self, exc):
+        from distributed.client import FutureCancelledError
+
+        return isinstance(exc, FutureCancelledError) and (
+            self._lost_parts() != []
+            or any(self._unrecoverable_states(states) for states in self._states.values())
+        )
+
+    def _lost_parts(self):
+        return [i for i, future in enumerate(self.parts)
+                if future.status in ("cancelled", "lost", "error")]
+
+    def _recover(self):
+        lost = self._lost_parts()
+        if self.sources is None:
+            # partitions computed from Dask collections read "lost" until Dask has
+            # recomputed them from their lineage: only cancelled ones are gone for good
+            lost = [i for i in lost if self.parts[i].status != "lost"]
+        if not lost:
+            return
+        if self.sources is None:
+            raise RuntimeError(
+                f"Partitions {lost} were lost with a worker and cannot be recomputed."
+            )
+        parts = []
+        for i in lost:
+            part = self.sources[i]
+            for fn, arg in self._transforms:
+                part = fn(part, arg)
+            parts.append(part)
+        scattered = self.client.scatter(parts, hash=False)
+        for i, future in zip(lost, self.client.map(_realign, scattered, pure=False)):
+            self.parts[i] = future
+        self._regroup()
+
+    def _replace_parts(self, fn, arg, probe):
+        new = self.client.map(fn, self.parts, [arg] * self.n_partitions,
+                              key=probe.keys(self.n_partitions), pure=False)
+        for future in self.parts:
+            future.release()
+        self.parts = new
+        self._transforms.append((fn, arg))
+        if len(self.groups) < self.n_partitions:
+            self._regroup()
+
+    def close(self):
+        self.collect_measurements()
+        for states in self._states.values():
+            self._release_states(states)
+        self._states = {}
+        # release, not cancel: another engine may hold futures of the same keys
+        for future in self.parts:
+            future.release()
+        self.parts = []
+        self.sources = None
+
+
+def _complete_node_keys(indices, n_leaves):
+    """The nodes :func:`~daskglm.kernels.run_group` returns for partitions ``indices``."""
+    return list(complete_nodes({(0, i): 0 for i in indices}, n_leaves))
+
+
+def _run_task(fn, parts, items, args, reduce_args):
+    """A group's task: :func:`~daskglm.kernels.run_group`, reducing when ``reduce_args``."""
+    if _TASK_DELAYS:
+        _delay_task()
+    return run_group(fn, parts, items, args, *reduce_args)
+
+
+def _run_stateful_task(fn, parts, states, args, reduce_args):
+    """A group's task of a stateful round: :func:`~daskglm.kernels.run_stateful_group`."""
+    if _TASK_DELAYS:
+        _delay_task()
+    return run_stateful_group(fn, parts, states, args, *reduce_args)
+
+
+def _pick_output(output):
+    """The results (or tree nodes) of a stateful group task's output."""
+    return output[0]
+
+
+def _pick_state(output, position):
+    """The new state of the ``position``-th partition of a stateful group task's output."""
+    return output[1][position]
+
+
+def _identity(item):
+    return item
+
+
+
+class StreamingDistributedEngine(DistributedEngine):
+    """Partitions read from their source in every round, on the workers (``cache="none"``).
+
+    Each round computes one task per partition from the partition's own (small) graph,
+    so the workers read, use and drop it; Dask's queuing of root tasks keeps only about
+    one partition per worker thread in memory.
+    """
+
+    cache = "none"
+
+    def __init__(self, client, delayed_parts, n_features, **kwargs):
+        super().__init__(client, delayed_parts, n_features, group_partitions=False, **kwargs)
+        self.reads_source = True
+
+    def _submit(self, fn, args, each, tree, probe, created):
+        import dask
+
+        sent = self._broadcast(args, created)
+        keys = probe.keys(self.n_partitions)
+        n = self.n_partitions
+        run = dask.delayed(_run_task, pure=False)
+        tasks = [
+            run(fn, [part], None if each is None else [each[i]], sent,
+                ([i], n) if tree else (), dask_key_name=keys[i])
+            for i, part in enumerate(self.parts)
+        ]
+        futures = self.client.compute(tasks)
+        created.extend(futures)
+        if tree:
+            return self._tree(futures, probe, created)
+        return [group_results[0] for group_results in self.client.gather(futures)], 0
+
+    def _partition_futures(self, fn, sent, probe):
+        import dask
+
+        keys = probe.keys(self.n_partitions)
+        run = dask.delayed(_run_task, pure=False)
+        return self.client.compute([run(fn, [part], None, sent, (), dask_key_name=keys[i])
+                                    for i, part in enumerate(self.parts)])
+
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        raise NotImplementedError(
+            "Partition state lives next to a partition kept in memory; with cache='none' "
+            "the partitions are read again in every round and live nowhere.  Use "
+            "cache='memory'."
+        )
+
+    def _lost_parts(self):
+        return []  # read from their source in every round
+
+    def _replace_parts(self, fn, arg, probe):
+        import dask
+
+        self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
+
+    def close(self):
+        self.collect_measurements()
+        self.parts = []
+
+
+def _groups_by_thread(client, parts):
+    """Partition indices grouped by the worker thread that will run them.
+
+    Each worker's partitions (in index order) are split into as many contiguous groups as
+    it has threads.  Partitions whose holder is unknown get a group of their own.
+    """
+    from distributed import wait
+
+    wait(parts)
+    holders = client.who_has(parts)
+    nthreads = client.nthreads()
+    by_worker, groups = {}, []
+    for index, future in enumerate(parts):
+        workers = holders.get(future.key) or ()
+        if workers:
+            by_worker.setdefault(workers[0], []).append(index)
+        else:
+            groups.append([index])
+    for worker, indices in by_worker.items():
+        slots = max(1, min(nthreads.get(worker, 1), len(indices)))
+        groups.extend(chunk.tolist() for chunk in np.array_split(np.array(indices), slots))
+    return sorted(groups)

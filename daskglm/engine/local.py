@@ -1,0 +1,153 @@
+"""The in-process backend: partitions held in this process, rounds on a thread pool."""
+
+from __future__ import annotations
+
+import functools
+import os
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
+from concurrent.futures import wait as wait_threads
+
+from threadpoolctl import ThreadpoolController
+
+from ..comm import LocalProbe
+from ..kernels import (
+    combine_nodes,
+    run_group,
+    run_stateful_group,
+    tree_root,
+)
+from .base import Engine
+
+
+@functools.cache
+def _blas_controller():
+    """The native thread pools (BLAS, OpenMP) of this process, inspected once.
+
+    Inspecting them is slow (it reads the process's memory map), so it is not repeated on
+    every round.
+    """
+    return ThreadpoolController()
+
+
+
+class LocalEngine(Engine):
+    """Partitions held in this process; rounds run on a thread pool.
+
+    Each partition's kernel runs single-threaded (BLAS limited to one thread) and the
+    partitions run concurrently, as on single-threaded workers.
+    """
+
+    def __init__(self, parts, n_features, n_threads=None, ledger=None, split_every=8):
+        super().__init__(n_features, ledger, split_every)
+        self.parts = list(parts)
+        self.n_partitions = len(self.parts)
+        self.groups = [[i] for i in range(self.n_partitions)]
+        self.n_threads = max(1, min(n_threads or os.cpu_count() or 1, self.n_partitions))
+        self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
+        self._deadline_pool = None  # the pool, or one thread when there is no pool
+
+    def _probe(self, kind):
+        return LocalProbe(self.n_threads)
+
+    def _execute(self, fn, args, each, tree, probe):
+        run = probe.timed(run_group)
+        n = self.n_partitions
+        jobs = [
+            (fn, [self.parts[i] for i in group], None if each is None else [each[i] for i in group],
+             args) + ((group, n) if tree else ())
+            for group in self.groups
+        ]
+        results = self._run_jobs(run, jobs)
+        if tree:
+            root = combine_nodes(n, *results)[tree_root(n)]
+            return root, self._tree_tasks(len(self.groups))
+        return [item for group_results in results for item in group_results], 0
+
+    def _run_jobs(self, run, jobs):
+        if self._pool is None:
+            return [run(*job) for job in jobs]
+        with _blas_controller().limit(limits=1):
+            return list(self._pool.map(lambda job: run(*job), jobs))
+
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        run = probe.timed(run_stateful_group)
+        n = self.n_partitions
+        jobs = [
+            (fn, [self.parts[i] for i in group], [states[i] for i in group], args)
+            + ((group, n) if tree else ())
+            for group in self.groups
+        ]
+        outputs = self._run_jobs(run, jobs)
+        new_states = [None] * n
+        for group, (_, group_states) in zip(self.groups, outputs):
+            for index, item in zip(group, group_states):
+                new_states[index] = item
+        if tree:
+            root = combine_nodes(n, *(out for out, _ in outputs))[tree_root(n)]
+            return root, new_states, self._tree_tasks(len(self.groups)), 0
+        return [item for out, _ in outputs for item in out], new_states, 0, 0
+
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+        if self._deadline_pool is None:
+            self._deadline_pool = self._pool or ThreadPoolExecutor(self.n_threads)
+        run = probe.timed(run_group)
+        with _blas_controller().limit(limits=1):
+            futures = [self._deadline_pool.submit(run, fn, [part], None, args)
+                       for part in self.parts]
+            arrived = self._await_arrivals(
+                futures, weights, need, stop_at,
+                lambda pending, timeout: wait_threads(pending, timeout, FIRST_COMPLETED).done,
+            )
+        for future in futures:
+            future.cancel()  # those not started; a running one finishes and is dropped
+        return {i: futures[i].result()[0] for i in arrived}
+
+    def _replace_parts(self, fn, arg, probe):
+        run = probe.timed(fn)
+        self.parts = [run(part, arg) for part in self.parts]
+
+    def close(self):
+        for pool in {id(p): p for p in (self._pool, self._deadline_pool) if p}.values():
+            pool.shutdown(wait=False, cancel_futures=True)
+        self._pool = self._deadline_pool = None
+        self._states = {}
+        self.parts = []
+
+
+
+class _Loading:
+    """``fn`` called on a partition loaded from its source first (streaming rounds)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, part, *args):
+        return self.fn(part.compute(scheduler="sync"), *args)
+
+
+class StreamingLocalEngine(LocalEngine):
+    """Partitions read from their source in every round, in this process (``cache="none"``).
+
+    ``parts`` are delayed partitions; each round loads each one in the thread that uses
+    it, so at most one partition per thread is in memory at a time.
+    """
+
+    cache = "none"
+
+    def __init__(self, parts, n_features, **kwargs):
+        super().__init__(parts, n_features, **kwargs)
+        self.reads_source = True
+
+    def _execute(self, fn, args, each, tree, probe):
+        return super()._execute(_Loading(fn), args, each, tree, probe)
+
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        return super()._execute_stateful(_Loading(fn), states, args, tree, probe)
+
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+        return super()._execute_deadline(_Loading(fn), args, probe, weights, need, stop_at)
+
+    def _replace_parts(self, fn, arg, probe):
+        import dask
+
+        self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]

@@ -1,0 +1,146 @@
+"""Partitions: how data become ``(X, y, weight)`` row blocks, in memory or from Dask chunks."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..backend import array_module, is_device
+from ..kernels import (
+    as_csr_or_dense,
+    stored_bytes,
+)
+from .base import is_dask
+
+#: In-memory (numpy, scipy) input is cut into row partitions of about this many bytes of
+#: ``X``: the partitioning, and so every result, is the same on every machine.
+PARTITION_BYTES = 32 << 20
+
+
+#: Partition buffers start on this boundary (a cache line, the widest SIMD load).
+ALIGNMENT = 64
+
+
+def _aligned(a):
+    """``a`` as a C-contiguous array starting on an :data:`ALIGNMENT`-byte boundary
+    (copied only if it is not one already).
+
+    Buffers deserialised on a worker can be misaligned, which makes numpy skip BLAS; and
+    SIMD kernels round differently depending on a buffer's offset from that boundary, so
+    the same partition must always start on it for fits to be reproducible bit for bit.
+    """
+    if a is None or sp.issparse(a) or is_device(a):  # device buffers are allocated aligned
+        return a
+    a = np.require(a, requirements=["C", "A"])
+    if a.ctypes.data % ALIGNMENT == 0 or a.nbytes == 0:
+        return a
+    raw = np.empty(a.nbytes + ALIGNMENT, dtype=np.uint8)
+    offset = -raw.ctypes.data % ALIGNMENT
+    copy = raw[offset : offset + a.nbytes].view(a.dtype).reshape(a.shape)
+    copy[...] = a
+    return copy
+
+
+def _as_partition(X, y, weight):
+    """Normalise one row block to the kernels' layout: ``(X, float64 y, float64 weight|None)``.
+
+    ``X`` becomes a CSR matrix (any sparse input) or an aligned C-contiguous array.
+    """
+    X = as_csr_or_dense(X)
+    xp = array_module(X)
+    y = xp.asarray(y, dtype=np.float64).ravel()
+    if weight is not None:
+        weight = xp.asarray(weight, dtype=np.float64).ravel()
+    return _aligned(X), _aligned(y), _aligned(weight)
+
+
+def _realign(part):
+    """Run on a worker after a scatter: the partition with aligned buffers."""
+    return tuple(_aligned(a) for a in part)
+
+
+def _scatter_in_order(client, parts):
+    """Scatter ``parts`` in contiguous runs, one run per worker (in proportion to its
+    threads), so that each worker thread's partitions are neighbours in the reduction tree.
+
+    Returns futures of the partitions with aligned buffers.
+    """
+    nthreads = client.nthreads()
+    workers = sorted(nthreads)
+    shares = np.array([nthreads[w] for w in workers], dtype=float)
+    bounds = np.rint(np.cumsum(shares) / shares.sum() * len(parts)).astype(int)
+    futures, start = [], 0
+    for worker, stop in zip(workers, bounds):
+        if stop > start:
+            scattered = client.scatter(list(parts[start:stop]), workers=[worker], hash=False)
+            futures.extend(client.map(_realign, scattered, workers=[worker], pure=False))
+        start = stop
+    return futures
+
+
+def _split_rows(n_rows, n_partitions):
+    n_partitions = max(1, min(n_partitions, n_rows))
+    bounds = np.linspace(0, n_rows, n_partitions + 1).astype(int)
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _row_slice(a, start, stop):
+    return None if a is None else a[start:stop]
+
+
+def default_partitions(X):
+    """Row partitions of in-memory ``X``: one per :data:`PARTITION_BYTES` it takes.
+
+    It depends on the data alone, not on the machine or the cluster, so that methods
+    whose result depends on the partitioning (one-shot averaging, ADMM stopped early)
+    give the same answer everywhere.
+    """
+    return max(1, -(-stored_bytes(X) // PARTITION_BYTES))
+
+
+def _in_memory_parts(X, y, weight, n_partitions):
+    return [
+        _as_partition(X[a:b], y[a:b], _row_slice(weight, a, b))
+        for a, b in _split_rows(X.shape[0], n_partitions)
+    ]
+
+
+def _align_dask(X, y, weight):
+    """Whole-row chunks of X with y and weight chunked like X's rows."""
+    import dask.array as da
+
+    if any(math.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
+    if X.numblocks[1] != 1:
+        X = X.rechunk({1: -1})
+    row_chunks = X.chunks[0]
+
+    def align(a):
+        if a is None:
+            return None
+        if not is_dask(a):
+            return da.from_array(np.asarray(a), chunks=(row_chunks,) + a.shape[1:])
+        if any(math.isnan(c) for c in a.chunks[0]):
+            a = a.compute_chunk_sizes()
+        if a.shape[0] != X.shape[0]:
+            raise ValueError(
+                f"Found input variables with inconsistent numbers of samples: "
+                f"[{X.shape[0]}, {a.shape[0]}]"
+            )
+        return a.rechunk({0: row_chunks, **{i: -1 for i in range(1, a.ndim)}})
+
+    return X, align(y), align(weight)
+
+
+def _dask_partitions(X, y, weight):
+    """One delayed ``(X, y, weight)`` partition per row chunk of X."""
+    import dask
+
+    X, y, weight = _align_dask(X, y, weight)
+    x_blocks = X.to_delayed().ravel()
+    y_blocks = list(np.ravel(y.to_delayed()))
+    w_blocks = [None] * len(x_blocks) if weight is None else list(np.ravel(weight.to_delayed()))
+    pack = dask.delayed(_as_partition, pure=False)  # each engine owns its partitions
+    return [pack(xb, yb, wb) for xb, yb, wb in zip(x_blocks, y_blocks, w_blocks)], X.shape[1]
