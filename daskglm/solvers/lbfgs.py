@@ -52,31 +52,12 @@ class LBFGS(Solver):
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)
-        evaluations = {}  # value and gradient of every point evaluated since the last iteration
-
-        def value_and_grad(params):
-            value, grad = objective.value_and_grad(params)
-            evaluations[params.tobytes()] = (value, grad)
-            return value, grad
-
-        previous = [np.array(params0, dtype=float)]
-
-        def callback(intermediate_result):
-            params = intermediate_result.x
-            value, grad = evaluations.get(params.tobytes(), (np.nan, None))
-            evaluations.clear()
-            history.record(
-                value,
-                objective.optimality(params, grad) if grad is not None else np.nan,
-                np.linalg.norm(params - previous[0]),
-            )
-            previous[0] = params.copy()
-
+        recorder = _Recorder(objective, history, params0)
         found = minimize_to_tol(
-            value_and_grad, np.array(params0, dtype=float), tol=self.tol,
+            recorder.value_and_grad, np.array(params0, dtype=float), tol=self.tol,
             max_iter=self.max_iter, max_evaluations=int(self.opts["max_evaluations"]),
             memory=int(self.opts["memory"]), max_restarts=int(self.opts["max_restarts"]),
-            callback=callback, optimality=objective.optimality,
+            callback=recorder.callback, optimality=objective.optimality,
         )
         converged = found.optimality <= self.tol
         if converged:
@@ -86,3 +67,31 @@ class LBFGS(Solver):
             message = (f"{reason}scipy stopped with {found.message!r} at largest "
                        f"gradient entry {found.optimality:.3g} > tol {self.tol:g}")
         return SolverResult(found.x, found.n_iter, converged, history.entries, message)
+
+
+class _Recorder:
+    """The evaluations scipy asks for, and one history entry per iteration from them.
+
+    scipy's callback gets the accepted point but, during a restart, the estimated (not
+    the true) objective; the true value and gradient are looked up among the points
+    evaluated since the last iteration.
+    """
+
+    def __init__(self, objective, history, params0):
+        self.objective = objective
+        self.history = history
+        self.previous = np.array(params0, dtype=float)
+        self.evaluations = {}
+
+    def value_and_grad(self, params):
+        value, grad = self.objective.value_and_grad(params)
+        self.evaluations[params.tobytes()] = (value, grad)
+        return value, grad
+
+    def callback(self, intermediate_result):
+        params = intermediate_result.x
+        value, grad = self.evaluations.get(params.tobytes(), (np.nan, None))
+        self.evaluations.clear()
+        optimality = self.objective.optimality(params, grad) if grad is not None else np.nan
+        self.history.record(value, optimality, np.linalg.norm(params - self.previous))
+        self.previous = params.copy()

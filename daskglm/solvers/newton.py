@@ -51,13 +51,7 @@ class Newton(Solver):
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)
-        hessians = {}
-
-        def value_and_grad(params):
-            # each trial brings its Hessian along: the accepted one starts the next iteration
-            value, grad, hess = objective.value_grad_hess(params)
-            hessians["last"] = hess
-            return value, grad
+        value_and_grad = _WithHessian(objective)
 
         params = np.array(params0, dtype=float)
         value, grad = value_and_grad(params)
@@ -68,7 +62,7 @@ class Newton(Solver):
         message = "converged" if converged else "maximum number of iterations reached"
         while not converged and n_iter < self.max_iter:
             n_iter += 1
-            direction, _ = solve_symmetric(hessians["last"], -grad)
+            direction, _ = solve_symmetric(value_and_grad.hess, -grad)
             if not float(grad @ direction) < 0:
                 direction = -grad  # a singular or indefinite system: fall back to the gradient
             search, first_step = None, 1.0
@@ -109,3 +103,16 @@ class Newton(Solver):
         if np.isfinite(trial_value) and np.linalg.norm(trial_grad) < np.linalg.norm(grad):
             return LineSearchResult(1.0, trial, trial_value, trial_grad, 1, True)
         return None
+
+
+class _WithHessian:
+    """``params -> (value, grad)`` for the line search, one Hessian round each; the Hessian
+    of the last point evaluated (the accepted one) starts the next iteration."""
+
+    def __init__(self, objective):
+        self.objective = objective
+        self.hess = None
+
+    def __call__(self, params):
+        value, grad, self.hess = self.objective.value_grad_hess(params)
+        return value, grad
