@@ -146,7 +146,8 @@ def test_zero_row_dask_input_is_rejected_before_any_round(monkeypatch):
     def no_engine(*args, **kwargs):
         raise AssertionError("an engine was built (data persisted, a round run)")
 
-    monkeypatch.setattr(daskglm.estimators, "make_engine", no_engine)
+    # where _GLMBase._engine looks make_engine up
+    monkeypatch.setattr(daskglm.estimators.base, "make_engine", no_engine)
     X = da.zeros((0, 3), chunks=(10, 3))
     y = da.zeros(0, chunks=10)
     with pytest.raises(ValueError, match="0 sample"):

@@ -243,12 +243,12 @@ def test_poisson_identity_and_sqrt_links_match_statsmodels(link, solver):
 
 
 def test_unknown_link_is_rejected_before_any_work(monkeypatch):
-    import daskglm.estimators as estimators
+    import daskglm.estimators.base as base  # where _GLMBase._engine looks make_engine up
 
     def no_engine(*args, **kwargs):
         raise AssertionError("an engine was built")
 
-    monkeypatch.setattr(estimators, "make_engine", no_engine)
+    monkeypatch.setattr(base, "make_engine", no_engine)
     X, y = np.ones((4, 1)), np.array([0.0, 1.0, 0.0, 1.0])
     with pytest.raises(ValueError, match="Unknown link 'nope'"):
         daskglm.GLM(family="binomial", link="nope").fit(X, y)

@@ -1,0 +1,35 @@
+"""scikit-learn compatible estimators.
+
+Each class maps scikit-learn's objective convention for the class of the same name onto
+daskglm's ``mean weighted loss + penalty`` problem, so that the coefficients agree with
+scikit-learn's.  ``__init__`` only stores parameters; everything is checked in ``fit``, so
+``set_params``, ``clone``, ``Pipeline`` and ``GridSearchCV`` behave as usual.
+
+Data may be numpy arrays, scipy CSR matrices, Dask arrays or Dask DataFrames.  With an
+active ``distributed.Client`` the fit runs on its workers; otherwise in this process.
+
+The modules, each importing only from those above it:
+
+``validation``
+    input checks of ``fit``, ``predict`` and ``score``.
+``base``
+    ``_GLMBase``, the shared fit template: solver choice, engine, warm start, progress,
+    fitted attributes, the linear predictor; the shared docstring pieces.
+``linear``
+    the regressors ``GLM``, ``LinearRegression``, ``Ridge``, ``Lasso``, ``ElasticNet``,
+    ``PoissonRegressor`` and their base with ``predict`` and ``score``.
+``logistic``
+    ``LogisticRegression``, ``PENALTY_FROM_L1_RATIO`` and the class-label helpers.
+``sgd``
+    ``SGDRegressor`` and ``SGDClassifier`` with ``partial_fit``.
+"""
+
+from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, Ridge
+from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO  # public, not in __all__
+from .logistic import LogisticRegression
+from .sgd import SGDClassifier, SGDRegressor
+
+__all__ = [
+    "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
+    "PoissonRegressor", "SGDRegressor", "SGDClassifier",
+]

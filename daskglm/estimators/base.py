@@ -1,0 +1,371 @@
+"""The shared fit template of the estimators: :class:`_GLMBase`.
+
+``fit`` checks the parameters and the input, picks the solver (``solver="auto"``:
+:func:`_choose_solver`), builds the engine (honouring ``cache``), starts from zero or,
+with ``warm_start``, from the previous fit, runs the solver under a progress bar and sets
+the fitted attributes in the training data's dtype.  Subclasses supply the family and the
+penalty (``_family``, ``_penalty``).  Also here: the linear predictor of ``predict``
+(block by block for Dask input), the helpers of ``score``, and the docstring pieces the
+estimators share (``_COMMON_DOC``, ``_FITTED_DOC``).
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from .. import progress
+from ..engine import is_dask, make_engine
+from ..families import Family
+from ..kernels import all_finite, as_csr_or_dense, linear_predictor
+from ..solvers import SOLVERS, Problem, get_solver
+from .validation import (
+    _check_dask_matrix,
+    _check_dask_vector,
+    _check_numeric_target,
+    _dask_frame_to_array,
+    _reject_datetimes,
+)
+
+logger = logging.getLogger("daskglm")
+
+
+def _choose_solver(problem):
+    """The solver ``solver="auto"`` picks: normal equations where they apply, else L-BFGS."""
+    for name in ("normal", "lbfgs", "proximal"):
+        if name in SOLVERS and SOLVERS[name].unsupported(problem) is None:
+            return name
+    return "lbfgs"
+
+
+class _GLMBase(BaseEstimator):
+    """Shared machinery: validation, engine, solver, fitted attributes, prediction."""
+
+    _classifier = False
+
+    # subclass hooks ------------------------------------------------------------------
+    def _family(self) -> Family:
+        raise NotImplementedError
+
+    def _penalty(self, total_weight):
+        """The penalty on the mean-loss scale, given the total sample weight."""
+        raise NotImplementedError
+
+    # fitting -------------------------------------------------------------------------
+    def _check_params(self):
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        if self.solver != "auto" and self.solver not in SOLVERS:
+            raise ValueError(f"Unknown solver {self.solver!r}; choose 'auto' or one of {sorted(SOLVERS)}.")
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise TypeError("solver_options must be a dict or None.")
+        if self.cache not in ("auto", "memory", "none"):
+            raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
+
+    def _validate_input(self, X, y, sample_weight):
+        """Cheap checks that need no pass over the data; NaN/inf come in the engine's round."""
+        X, y, sample_weight = self._checked_input(X, y, sample_weight)
+        self._fit_dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
+        return X, y, sample_weight
+
+    def _checked_input(self, X, y, sample_weight):
+        _reject_datetimes(X)
+        if is_dask(X) or is_dask(y) or is_dask(sample_weight):
+            X, names = _dask_frame_to_array(X) if is_dask(X) else (X, None)
+            y, _ = _dask_frame_to_array(y) if is_dask(y) else (y, None)
+            if not is_dask(X):
+                X = validate_data(self, X, reset=True, accept_sparse=False,
+                                  dtype=[np.float64, np.float32], ensure_all_finite=True)
+            else:
+                _check_dask_matrix(X)
+                if X.shape[0] == 0:
+                    raise ValueError(
+                        f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 "
+                        "is required."
+                    )
+                self.n_features_in_ = int(X.shape[1])
+                if names is not None and all(isinstance(n, str) for n in names):
+                    self.feature_names_in_ = names
+                elif hasattr(self, "feature_names_in_"):
+                    del self.feature_names_in_
+            if is_dask(y):
+                y = _check_dask_vector(y, "y", X.shape[0], numeric=not self._classifier)
+            else:
+                y = np.asarray(y)
+                if not self._classifier:
+                    _check_numeric_target(y, self)
+            if sample_weight is not None:
+                if is_dask(sample_weight):
+                    sample_weight = _check_dask_vector(sample_weight, "sample_weight", X.shape[0])
+                else:
+                    sample_weight = np.asarray(sample_weight, dtype=np.float64)
+                    if sample_weight.shape != (X.shape[0],):
+                        raise ValueError(
+                            f"sample_weight.shape == {sample_weight.shape}, expected ({X.shape[0]},)!"
+                        )
+            return X, y, sample_weight
+        if not self._classifier:
+            _check_numeric_target(np.asarray(y) if not hasattr(y, "dtype") else y, self)
+        X, y = validate_data(
+            self, X, y, reset=True, accept_sparse=["csr", "csc", "coo"],
+            dtype=[np.float64, np.float32], y_numeric=not self._classifier, multi_output=False,
+        )
+        if hasattr(X, "tocsr"):
+            X = X.tocsr()
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(
+                sample_weight, X, dtype=np.float64, ensure_non_negative=True
+            )
+        return X, y, sample_weight
+
+    def _prepare_target(self, y):
+        """Hook for classifiers to encode labels; regressors check the family's support."""
+        if not is_dask(y):
+            self._family().check_target(y)
+        return y
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Non-negative row weights.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        previous = self._previous_params()
+        X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        y = self._prepare_target(y)
+        n_features = int(X.shape[1])
+        name = self._check_solver(n_features)  # before any pass over the data
+        with self._engine(X, y, sample_weight, self._family()) as engine:
+            problem, solver = self._configure(name, engine.sum_weight, n_features)
+            scale = engine.column_scale
+            params0 = np.zeros(problem.n_params)
+            if problem.fit_intercept:
+                # 0 for canonical links; g(typical mean) for others
+                params0[-1] = problem.family.start_intercept()
+            if previous is not None and previous.shape == params0.shape:
+                params0 = previous.copy()
+                if scale is not None:
+                    params0[:n_features] /= scale
+            with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
+                result = solver.solve(problem, engine, params0)
+            self.comm_ = engine.ledger
+            self.comm_.method = name
+        if scale is not None:
+            result.params = np.array(result.params, dtype=float)
+            result.params[:n_features] *= scale
+        self._record_fit(problem, result)
+        self._cast_fitted()
+        if not self.converged_:
+            if result.n_iter >= self.max_iter:
+                advice = f"increase max_iter (it ran all {self.max_iter} {self._iterations}) or tol"
+            else:
+                advice = f"stopped after {result.n_iter} of at most {self.max_iter} {self._iterations}"
+            warnings.warn(
+                f"Solver {name!r} did not converge "
+                f"({result.message or 'tolerance not reached'}); {advice}.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    #: What ``max_iter`` counts.
+    _iterations = "iterations"
+
+    def _previous_params(self):
+        """The fitted parameters to start from with ``warm_start``, else None."""
+        if not self.warm_start or not hasattr(self, "coef_"):
+            return None
+        coef = np.ravel(self.coef_).astype(np.float64)
+        if self.fit_intercept:
+            return np.append(coef, float(np.ravel(self.intercept_)[0]))
+        return coef
+
+    def _rescalable(self):
+        """Whether columns of extreme magnitude may be rescaled: the solution of an
+        unpenalised problem does not depend on column scales."""
+        return getattr(self._penalty(1.0), "alpha", 0.0) == 0
+
+    def _cast_fitted(self):
+        """Coefficients in the dtype of the training data (float32 stays float32)."""
+        dtype = self._fit_dtype
+        self.coef_ = np.asarray(self.coef_, dtype=dtype)
+        if isinstance(self.intercept_, np.ndarray):
+            self.intercept_ = self.intercept_.astype(dtype)
+        else:
+            self.intercept_ = dtype.type(self.intercept_)
+
+    def _check_solver(self, n_features):
+        """The solver's name, after checking it handles the problem and its options."""
+        trial = Problem(self._family(), self._penalty(1.0), bool(self.fit_intercept), n_features)
+        name = _choose_solver(trial) if self.solver == "auto" else self.solver
+        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
+        return name
+
+    def _configure(self, name, total_weight, n_features):
+        """The problem (its penalty scaled to the data's total weight) and its solver."""
+        problem = Problem(
+            self._family(), self._penalty(total_weight), bool(self.fit_intercept), n_features
+        )
+        solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
+                            options=self.solver_options)
+        return problem, solver
+
+    def _record_fit(self, problem, result):
+        """The fitted attributes from a solver's result."""
+        coef, intercept = problem.split(result.params)
+        self._set_coef(coef, intercept)
+        self.solver_ = self.comm_.method
+        self.n_iter_ = result.n_iter
+        self.converged_ = bool(result.converged)
+        self.history_ = result.history
+
+    def _engine(self, X, y, sample_weight, family):
+        """The validated engine of a fit, honouring the ``cache`` policy."""
+        label_dtype = self.__dict__.pop("_labels_from_engine", None)
+        labels = label_dtype is not None
+        engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
+                             rescale=self._rescalable())
+        if labels:
+            try:
+                self._classes_from_engine(engine, label_dtype)
+            except BaseException:
+                engine.close()
+                raise
+        self.cache_ = engine.cache
+        logger.info("%s: cache=%r -> %r (%s)", type(self).__name__, self.cache, engine.cache,
+                    engine.cache_reason)
+        return engine
+
+    def _set_coef(self, coef, intercept):
+        self.coef_ = coef
+        self.intercept_ = intercept
+
+    # prediction ----------------------------------------------------------------------
+    def _coef_vector(self):
+        coef = np.ravel(self.coef_)
+        return coef, coef.dtype.type(np.ravel(self.intercept_)[0])
+
+    def _linear_predictor(self, X):
+        check_is_fitted(self)
+        coef, intercept = self._coef_vector()
+        if is_dask(X):
+            X, _ = _dask_frame_to_array(X)
+            _check_dask_matrix(X)
+            if X.shape[1] != self.n_features_in_:
+                raise ValueError(
+                    f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                    f"{self.n_features_in_} features as input."
+                )
+            if X.numblocks[1] != 1:
+                X = X.rechunk({1: -1})
+            return X.map_blocks(_block_predictor, coef, intercept, drop_axis=1,
+                                dtype=coef.dtype)
+        _reject_datetimes(X)
+        X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc", "coo"],
+                          dtype=[np.float64, np.float32])
+        return np.asarray(X @ coef).ravel() + intercept
+
+
+# prediction and scoring helpers ---------------------------------------------------------
+def _apply_rowwise(fn, values):
+    """``fn(values)``, lazily block by block for a Dask array."""
+    if is_dask(values):
+        return values.map_blocks(fn, dtype=values.dtype)
+    return fn(values)
+
+
+def _block_predictor(X_block, coef, intercept):
+    """The linear predictor of one row block; NaN or infinity in the block is an error,
+    found from the predictor itself (no pass over ``X`` of its own)."""
+    X_block = as_csr_or_dense(X_block)
+    eta = linear_predictor(X_block, np.append(coef, intercept), True).astype(coef.dtype)
+    if not np.isfinite(eta).all() and not all_finite(X_block):
+        raise ValueError("Input X contains NaN or infinity.")
+    return eta
+
+
+def _to_float(value):
+    if is_dask(value):
+        value = value.compute()
+    return float(value)
+
+
+def _weighted_mean(values, weight):
+    if weight is None:
+        return values.mean()
+    return (values * weight).sum() / weight.sum()
+
+
+# docstring pieces shared by the estimators -----------------------------------------------
+_COMMON_DOC = """
+    solver : {"auto", "normal", "gd", "lbfgs", "newton", "proximal", "admm", "averaging", \
+"sgd"}, default="auto"
+        Optimisation method.  ``"auto"`` uses the normal equations where they apply
+        (Gaussian family, no or L2 penalty), L-BFGS for other smooth problems and
+        proximal gradient for L1 and elastic-net penalties.  A solver that cannot handle
+        the problem raises a ValueError naming the solvers that can.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept.
+    tol : float, default=1e-4
+        Stop when the largest entry of the gradient of the objective (mean loss +
+        penalty) is at most ``tol`` (its distance to the subdifferential for L1 and
+        elastic-net penalties; primal and dual residuals for ``"admm"``; the local
+        solves' gradients for ``"averaging"``).
+    max_iter : int, default=100
+        Most iterations of the solver.
+    solver_options : dict, optional
+        Method-specific options, e.g. ``{"memory": 20}`` for ``"lbfgs"``.
+    cache : {"auto", "memory", "none"}, default="auto"
+        For Dask input: ``"memory"`` reads the data once and keeps the partitions on the
+        workers; ``"none"`` reads them from their source (e.g. zarr) in every round, with
+        memory bounded by about one partition per worker thread; ``"auto"`` keeps them
+        when they take at most half of the free worker memory and streams otherwise.
+        The choice is in ``cache_`` and logged; bytes read from storage are in
+        ``comm_.bytes_read``.
+    verbose : int, default=0
+        ``1`` or more shows a progress bar (objective and gradient per iteration) and logs
+        every iteration on the ``daskglm`` logger at INFO level.
+    warm_start : bool, default=False
+        Start ``fit`` from the coefficients of the previous fit instead of zero.
+"""
+
+
+_FITTED_DOC = """
+    Attributes
+    ----------
+    coef_ : ndarray
+        Coefficients, shaped as in scikit-learn.
+    intercept_ : float or ndarray
+        Intercept (0.0 when ``fit_intercept=False``).
+    n_iter_ : int
+        Iterations run by the solver.
+    converged_ : bool
+        Whether the solver met its tolerance (a ConvergenceWarning is raised otherwise).
+    history_ : list of dict
+        One entry per iteration: ``objective``, ``grad_norm``, ``step``, ``seconds``,
+        ``rounds``.
+    cache_ : {"memory", "none"}
+        Whether the fit kept the data in memory or streamed them from their source.
+    comm_ : CommReport
+        Every engine round of the fit: kind, tasks, bytes (modelled and measured),
+        seconds, time spent waiting for the slowest partition (see :mod:`daskglm.comm`).
+    solver_ : str
+        The solver that ran.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` had string column names.
+"""

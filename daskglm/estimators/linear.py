@@ -1,0 +1,349 @@
+"""The regressors: :class:`GLM`, :class:`LinearRegression`, :class:`Ridge`,
+:class:`Lasso`, :class:`ElasticNet` and :class:`PoissonRegressor`.
+
+Each maps scikit-learn's objective for the class of the same name onto ``mean weighted
+loss + penalty``.  :class:`_RegressorGLM`, their base (and that of
+:class:`~daskglm.estimators.sgd.SGDRegressor`), holds ``predict`` and ``score`` (R^2 for
+the Gaussian family, the fraction of deviance explained D^2 otherwise).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import RegressorMixin
+from sklearn.exceptions import UndefinedMetricWarning
+
+from ..engine import is_dask
+from ..families import Gaussian, Poisson, get_family
+from ..penalties import NoPenalty, make_penalty
+from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
+from .validation import _check_score_input
+
+
+class _RegressorGLM(RegressorMixin, _GLMBase):
+    def predict(self, X):
+        """Predicted mean ``inverse_link(X @ coef_ + intercept_)``.
+
+        Returns a lazy Dask array chunked like ``X``'s rows for Dask input, numpy otherwise.
+        """
+        return _apply_rowwise(self._family().mean, self._linear_predictor(X))
+
+    def score(self, X, y, sample_weight=None):
+        """Coefficient of determination R^2 (Gaussian) or fraction of deviance explained D^2.
+
+        Parameters
+        ----------
+        X : array-like or Dask array of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        sample_weight : array-like or Dask array, optional
+
+        Returns
+        -------
+        float
+        """
+        X, y, sample_weight = _check_score_input(X, y, sample_weight)
+        if not is_dask(y) and y.shape[0] < 2:
+            warnings.warn("R^2 score is not well-defined with less than two samples.",
+                          UndefinedMetricWarning, stacklevel=2)
+            return float("nan")
+        family = self._family()
+        mu = self.predict(X)
+        y_mean = _to_float(_weighted_mean(y, sample_weight))
+        if isinstance(family, Gaussian):
+            residual = _to_float(_weighted_mean((y - mu) ** 2, sample_weight))
+            total = _to_float(_weighted_mean((y - y_mean) ** 2, sample_weight))
+        else:
+            residual = _to_float(_deviance_mean(family, y, mu, sample_weight))
+            total = _to_float(_deviance_mean(family, y, y_mean, sample_weight))
+        if total == 0:
+            return 1.0 if residual == 0 else 0.0
+        return 1.0 - residual / total
+
+
+def _deviance_mean(family, y, mu, weight):
+    if is_dask(y):
+        import dask.array as da
+
+        mu = mu if is_dask(mu) else da.full_like(y, mu, dtype=float)
+        parts = [y, mu] + ([weight] if weight is not None else [])
+        sums = da.map_blocks(
+            lambda yb, mb, *wb: np.array([family.deviance(yb, mb, wb[0] if wb else None)]),
+            *parts, chunks=(1,), dtype=float,
+        ).sum()
+        total = y.shape[0] if weight is None else weight.sum()
+        return sums / total
+    total = y.shape[0] if weight is None else weight.sum()
+    return family.deviance(y, np.broadcast_to(mu, y.shape), weight) / total
+
+
+class GLM(_RegressorGLM):
+    __doc__ = (
+        """Generalised linear model with any link and an elastic-net penalty.
+
+    Minimises ``mean_weighted_loss + alpha * (l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2 *
+    ||coef||_2^2)`` (glmnet's convention); the intercept is never penalised.  The loss is
+    the family's negative log-likelihood with the chosen link (the canonical link by
+    default).  With a non-canonical link ``solver="newton"`` uses the expected (Fisher)
+    information, i.e. it is Fisher scoring; the normal equations need the Gaussian family
+    with the identity link.  With a non-canonical link the fit starts from the intercept
+    ``link(0.5)`` (binomial) or ``link(1)`` (Gaussian, Poisson) where that is finite, so
+    that a Poisson with the identity link, say, starts at a valid mean.
+
+    Parameters
+    ----------
+    family : {"gaussian", "binomial", "poisson"} or Family, default="gaussian"
+    link : {"identity", "logit", "log", "inverse", "probit", "cloglog"} or Link, optional
+        The link function, e.g. ``"probit"`` with ``family="binomial"`` or
+        ``daskglm.Power(0.5)``.  ``None`` (default) is the family's canonical link
+        (identity, logit, log), or the link of a ``Family`` instance.
+    penalty : {"l2", "l1", "elasticnet", "none"} or None, default="l2"
+    alpha : float, default=0.0
+        Penalty strength on the mean-loss scale.
+    l1_ratio : float, default=0.5
+        Elastic-net mixing, used with ``penalty="elasticnet"``.
+"""
+        + _COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
+                 fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto",
+                 verbose=0, warm_start=False, link=None):
+        self.family = family
+        self.link = link
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    def _family(self):
+        return get_family(self.family, self.link)
+
+    def _check_params(self):
+        super()._check_params()
+        self._family()  # an unknown family or link: a ValueError before any work
+
+    def _penalty(self, total_weight):
+        return make_penalty(self.penalty, self.alpha, self.l1_ratio)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.positive_only = not isinstance(self._family(), Gaussian)
+        return tags
+
+
+class LinearRegression(_RegressorGLM):
+    __doc__ = (
+        """Ordinary least squares, as :class:`sklearn.linear_model.LinearRegression`.
+
+    Parameters
+    ----------
+"""
+        + _COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
+                 solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    def _family(self):
+        return Gaussian()
+
+    def _penalty(self, total_weight):
+        return NoPenalty()
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class Ridge(_RegressorGLM):
+    __doc__ = (
+        """Least squares with an L2 penalty, as :class:`sklearn.linear_model.Ridge`.
+
+    Minimises ``||y - X coef - intercept||^2_W + alpha * ||coef||^2`` (sums over rows,
+    weighted by ``sample_weight``).
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        L2 strength, >= 0.
+"""
+        + _COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
+                 solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
+        self.alpha = alpha
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    def _family(self):
+        return Gaussian()
+
+    def _penalty(self, total_weight):
+        return make_penalty("l2", self.alpha / total_weight)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class PoissonRegressor(_RegressorGLM):
+    __doc__ = (
+        """Poisson regression with a log link, as :class:`sklearn.linear_model.PoissonRegressor`.
+
+    Minimises ``mean half Poisson deviance + alpha / 2 * ||coef||^2``.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        L2 strength on the mean-loss scale, >= 0.
+"""
+        + _COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
+                 solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
+        self.alpha = alpha
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    def _family(self):
+        return Poisson()
+
+    def _penalty(self, total_weight):
+        return make_penalty("l2", self.alpha)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.positive_only = True
+        return tags
+
+
+_LONG_COMMON_DOC = _COMMON_DOC.replace("max_iter : int, default=100", "max_iter : int, default=1000")
+
+
+class Lasso(_RegressorGLM):
+    __doc__ = (
+        """Least squares with an L1 penalty, as :class:`sklearn.linear_model.Lasso`.
+
+    Minimises ``1 / 2 * mean_W (y - X coef - intercept)^2 + alpha * ||coef||_1``, the mean
+    weighted by ``sample_weight`` (scikit-learn rescales the weights to sum to
+    ``n_samples``, which is the same).  ``solver="auto"`` uses proximal gradient.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        L1 strength, >= 0; ``alpha=0`` fits ordinary least squares.
+"""
+        + _LONG_COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=1000,
+                 solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
+        self.alpha = alpha
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    def _family(self):
+        return Gaussian()
+
+    def _penalty(self, total_weight):
+        return make_penalty("l1", self.alpha)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+class ElasticNet(_RegressorGLM):
+    __doc__ = (
+        """Least squares with an elastic-net penalty, as :class:`sklearn.linear_model.ElasticNet`.
+
+    Minimises ``1 / 2 * mean_W (y - X coef - intercept)^2 + alpha * l1_ratio * ||coef||_1
+    + alpha * (1 - l1_ratio) / 2 * ||coef||^2``, the mean weighted by ``sample_weight``.
+    ``solver="auto"`` uses proximal gradient (the normal equations when ``l1_ratio=0``).
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Penalty strength, >= 0.
+    l1_ratio : float, default=0.5
+        Mixing in [0, 1]: 1 is the lasso, 0 ridge.
+"""
+        + _LONG_COMMON_DOC
+        + _FITTED_DOC
+    )
+
+    def __init__(self, alpha=1.0, *, l1_ratio=0.5, solver="auto", fit_intercept=True, tol=1e-4,
+                 max_iter=1000, solver_options=None, cache="auto", verbose=0,
+                 warm_start=False):
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    def _family(self):
+        return Gaussian()
+
+    def _penalty(self, total_weight):
+        return make_penalty("elasticnet", self.alpha, self.l1_ratio)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,422 @@
+"""Stochastic gradient descent: :class:`SGDRegressor` and :class:`SGDClassifier`.
+
+:class:`_SGDBase` holds what both share: the options of the ``"sgd"`` solver, ``fit``,
+and ``partial_fit``, which streams the row chunks of its input and continues the state
+of the previous run.  ``SGDRegressor`` predicts and scores as the regressors of
+:mod:`daskglm.estimators.linear`; ``SGDClassifier`` as
+:class:`~daskglm.estimators.logistic.LogisticRegression`, whose methods it borrows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+
+from ..comm import CommReport
+from ..engine import is_dask, stream_engines
+from ..families import Binomial, Gaussian
+from ..penalties import make_penalty
+from ..solvers import Problem, get_solver
+from .base import _GLMBase
+from .linear import _RegressorGLM
+from .logistic import LogisticRegression, _encode_binary
+
+
+class _SGDBase(_GLMBase):
+    """Shared machinery of the SGD estimators: options, ``fit`` and ``partial_fit``.
+
+    The model is ``mean weighted loss + alpha * R(coef)`` with scikit-learn's SGD penalty
+    ``R``: ``||coef||^2 / 2`` (``"l2"``), ``||coef||_1`` (``"l1"``) or ``l1_ratio *
+    ||coef||_1 + (1 - l1_ratio) / 2 * ||coef||^2`` (``"elasticnet"``); it is minimised by
+    the ``"sgd"`` solver (:class:`daskglm.solvers.sgd.SGD`).  The run's state (iterate,
+    step-rule state, step count, running mean, seed) is kept after ``fit`` and
+    ``partial_fit``, and ``partial_fit`` continues it.
+    """
+
+    #: The supported ``loss`` names.
+    _losses: tuple = ()
+
+    #: Checks of :func:`sklearn.utils.estimator_checks.check_estimator` that fail by
+    #: design, ``{check name: reason}``, the same as scikit-learn declares for its own SGD
+    #: estimators: a stochastic fit with sample weights is not the fit with the rows
+    #: repeated or removed.  scikit-learn has no tag through which a third-party estimator
+    #: declares them, so pass this dict as ``check_estimator(estimator,
+    #: expected_failed_checks=type(estimator)._expected_failed_checks)`` (or return it from
+    #: the ``expected_failed_checks`` callable of ``parametrize_with_checks``).
+    _expected_failed_checks = {
+        "check_sample_weight_equivalence_on_dense_data": (
+            "sample_weight is not equivalent to removing/repeating samples."
+        ),
+        "check_sample_weight_equivalence_on_sparse_data": (
+            "sample_weight is not equivalent to removing/repeating samples."
+        ),
+    }
+
+    def _family(self):
+        raise NotImplementedError
+
+    def _penalty(self, total_weight):
+        return make_penalty(self.penalty, self.alpha, self.l1_ratio)
+
+    def _rescalable(self):
+        return False  # partial_fit would see each chunk in its own scales
+
+    def _check_params(self):
+        name = type(self).__name__
+        if self.loss not in self._losses:
+            supported = ", ".join(repr(loss) for loss in self._losses)
+            raise ValueError(f"{name} supports loss={supported} only; got loss={self.loss!r}.")
+        if self.penalty not in ("l2", "l1", "elasticnet", None):
+            raise ValueError(
+                f"penalty must be 'l2', 'l1', 'elasticnet' or None; got {self.penalty!r}."
+            )
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        if self.cache not in ("auto", "memory", "none"):
+            raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
+
+    def _problem(self, n_features):
+        penalty = self._penalty(1.0)
+        return Problem(self._family(), penalty, bool(self.fit_intercept), int(n_features))
+
+    def _solver(self, problem, tol, max_iter):
+        options = {
+            "batch_size": self.batch_size, "learning_rate": self.learning_rate, "eta0": self.eta0,
+            "power_t": self.power_t, "average": self.average,
+            "n_iter_no_change": self.n_iter_no_change, "random_state": self.random_state,
+            "sync_every": self.sync_every,
+        }
+        solver = get_solver("sgd", problem, tol=tol, max_iter=max_iter, options=options)
+        solver.step_rule(problem)  # "optimal" needs alpha > 0: say so before any pass
+        return solver
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit by SGD from zero for up to ``max_iter`` epochs.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Non-negative row weights.
+
+        Returns
+        -------
+        self
+        """
+        return super().fit(X, y, sample_weight)
+
+    _iterations = "epochs"
+
+    def _check_solver(self, n_features):
+        self._solver(self._problem(n_features), self.tol, self.max_iter)
+        return "sgd"
+
+    def _configure(self, name, total_weight, n_features):
+        problem = self._problem(n_features)
+        return problem, self._solver(problem, self.tol, self.max_iter)
+
+    def _record_fit(self, problem, result):
+        self.history_ = []
+        self._store(problem, result.state, result.history, result.n_iter)
+        self.converged_ = bool(result.converged)
+
+    _PARTIAL_FIT_DOC = """One epoch of SGD over the given data, continuing from the current state.
+
+        A Dask array is streamed: its row chunks are computed and processed one after the
+        other (on the cluster when there is an active client), never all at once.  Each
+        chunk gets ``ceil(chunk rows / batch_size)`` steps on its own rows, with gradients
+        scaled to its own weighted mean loss, and the step count, step-rule state and
+        running mean carry over from chunk to chunk and from call to call.  Calling it on
+        the chunks one by one gives exactly the same model as one call on the Dask array,
+        and ``E`` calls on the same data give exactly what ``fit`` with ``max_iter=E,
+        tol=None`` gives on it when ``fit`` sees it as one partition (a Dask array of one
+        chunk).  A ``fit`` over several partitions draws each mini-batch from all of them,
+        which a stream, seeing one chunk at a time, cannot do.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+%(classes)s        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Non-negative row weights.
+
+        Returns
+        -------
+        self
+        """
+
+    def _partial_fit(self, X, y, sample_weight, classes):
+        """:meth:`partial_fit` of both estimators; ``classes`` is None for regressors."""
+        self._check_params()
+        state = getattr(self, "_sgd_state", None)
+        n_features = getattr(self, "n_features_in_", None)
+        X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        if state is not None and self.n_features_in_ != n_features:
+            found, self.n_features_in_ = self.n_features_in_, n_features
+            raise ValueError(
+                f"X has {found} features, but {type(self).__name__} is expecting {n_features} "
+                "features as input."
+            )
+        y = self._partial_target(y, classes, first=state is None)
+        problem = self._problem(X.shape[1])
+        solver = self._solver(problem, None, 1)
+        if state is None:
+            state = solver.initial_state(problem, np.zeros(problem.n_params))
+            self.comm_, self.history_, self.n_iter_ = CommReport(), [], 0
+        n_epochs = self.n_iter_ + 1
+        for engine in stream_engines(X, y, sample_weight, family=problem.family, ledger=self.comm_):
+            result = solver.solve(problem, engine, state.params, state=state)
+            state = result.state
+            self._store(problem, state, result.history, n_epochs)
+        self.converged_ = True
+        return self
+
+    def _partial_target(self, y, classes, first):
+        return self._prepare_target(y)
+
+    def _store(self, problem, state, history, n_iter):
+        """Fitted attributes from the state of a run and its history entries."""
+        self._sgd_state = state
+        coef, intercept = problem.split(state.solution)
+        self._set_coef(coef, intercept)
+        for entry in history:
+            self.history_.append({**entry, "iteration": len(self.history_) + 1})
+        self.n_iter_ = int(n_iter)
+        self.t_ = int(state.step)
+        self.solver_ = "sgd"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+_SGD_DOC = """
+    penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
+        ``R(coef)``: ``||coef||^2 / 2``, ``||coef||_1`` or ``l1_ratio * ||coef||_1 +
+        (1 - l1_ratio) / 2 * ||coef||^2``.  The L2 part enters through the gradient, the
+        L1 part through a soft-thresholding step after each update.
+    alpha : float, default=0.0001
+        Penalty strength, >= 0 (> 0 for ``learning_rate="optimal"``).
+    l1_ratio : float, default=0.15
+        Elastic-net mixing in [0, 1], used with ``penalty="elasticnet"``.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept.
+    max_iter : int, default=1000
+        Most epochs; an epoch is ``ceil(n_samples / batch_size)`` steps.
+    tol : float or None, default=1e-3
+        scikit-learn's stopping rule (with ``early_stopping=False``): the objective of an
+        epoch is the mean over its rows (weighted by ``sample_weight``) of each row's loss
+        plus ``alpha * R(coef)``, both at the iterate before the step that uses the row
+        (the current iterate, not the running mean of ``average``); an epoch whose
+        objective is above the best so far minus ``tol`` makes no improvement, and ``fit``
+        stops after ``n_iter_no_change`` such epochs in a row.  Every row enters each epoch
+        exactly once, so the estimate has no sampling noise from the draws, and with
+        ``batch_size=1`` and no sample weights it is scikit-learn's number (scikit-learn
+        leaves the sample weights out of it).  None runs every epoch.
+    learning_rate : {"constant", "invscaling", "optimal", "adagrad"}, default="%(learning_rate)s"
+        ``eta0``, ``eta0 / (t + 1) ** power_t``, ``1 / (alpha * (t0 + t))`` with
+        scikit-learn's ``t0``, or Adagrad's per-coefficient ``eta0 / sqrt(sum of squared
+        gradients)``, where ``t`` counts steps from 0.
+    eta0 : float, default=%(eta0)s
+        Initial learning rate, > 0 unless ``learning_rate="optimal"``.
+    power_t : float, default=%(power_t)s
+        Exponent of ``"invscaling"``.
+    average : bool or int, default=False
+        Polyak-Ruppert averaging: ``coef_`` and ``intercept_`` are the mean of the iterates,
+        from the first step (True) or from the step at which ``average`` rows have been
+        drawn (an int).
+    random_state : int, RandomState, Generator or None, default=None
+        Seed of the row draws; a fit is reproducible for a fixed int and does not depend
+        on the number of workers.
+    n_iter_no_change : int, default=5
+        Epochs without improvement before stopping.
+    batch_size : int, default=16
+        Rows per step.  Each epoch visits every row once in a random order (scikit-learn's
+        shuffling), over all partitions; the last step of an epoch takes the rows that
+        are left.  Synchronous SGD costs one communication round per step, so on a
+        cluster a larger batch (with a larger ``eta0``), or ``sync_every``, is usually
+        worth it; small batches make more progress per epoch, which ``tol`` measures.
+    sync_every : int or None, default=None
+        Local SGD: every partition takes ``sync_every`` steps on its own rows between two
+        averaging rounds.  None (or 1, up to round-off) is synchronous mini-batch SGD.
+    cache : {"auto", "memory", "none"}, default="auto"
+        For Dask input, keep the partitions in worker memory or read them from their
+        source in every round (``"auto"``: keep them when they take at most half of the
+        free worker memory).  ``partial_fit`` always streams its chunks.
+    verbose : int, default=0
+        ``1`` or more shows a progress bar (one update per epoch) and logs every epoch on
+        the ``daskglm`` logger at INFO level.
+    warm_start : bool, default=False
+        Start ``fit`` from the coefficients of the previous fit instead of zero.
+
+    Attributes
+    ----------
+    coef_ : ndarray
+    intercept_ : ndarray of shape (1,)
+    n_iter_ : int
+        Epochs run (``partial_fit`` adds one per call).
+    t_ : int
+        Steps taken.
+    converged_ : bool
+        Whether the early-stopping rule ended ``fit`` (always True with ``tol=None`` and
+        after ``partial_fit``).
+    history_ : list of dict
+        One entry per epoch (per chunk with ``partial_fit``): ``objective`` (the epoch's
+        objective of ``tol``), its parts ``loss`` and ``penalty``, ``step`` (learning rate),
+        ``steps``, ``seconds``, ``rounds``.
+    cache_ : {"memory", "none"}
+        Whether the fit kept the data in memory or streamed them from their source.
+    comm_ : CommReport
+        Every engine round (accumulated over ``partial_fit`` calls).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` had string column names.
+"""
+
+
+class SGDRegressor(_SGDBase, _RegressorGLM):
+    __doc__ = (
+        """Linear regression by SGD, as :class:`sklearn.linear_model.SGDRegressor`.
+
+    Minimises ``mean_W (y - X coef - intercept)^2 / 2 + alpha * R(coef)`` (scikit-learn's
+    SGD objective) by mini-batch or local SGD on the partitions of the data.
+
+    Parameters
+    ----------
+    loss : {"squared_error"}, default="squared_error"
+"""
+        + _SGD_DOC % {"learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25}
+    )
+
+    _losses = ("squared_error",)
+
+    def __init__(self, loss="squared_error", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
+                 fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="invscaling",
+                 eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
+                 batch_size=16, sync_every=None, cache="auto", verbose=0,
+                 warm_start=False):
+        self.loss = loss
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.power_t = power_t
+        self.average = average
+        self.random_state = random_state
+        self.n_iter_no_change = n_iter_no_change
+        self.batch_size = batch_size
+        self.sync_every = sync_every
+        self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    def _family(self):
+        return Gaussian()
+
+    def _set_coef(self, coef, intercept):
+        self.coef_ = coef
+        self.intercept_ = np.array([intercept])
+
+    def partial_fit(self, X, y, sample_weight=None):
+        return self._partial_fit(X, y, sample_weight, None)
+
+    partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": ""}
+
+
+class SGDClassifier(ClassifierMixin, _SGDBase):
+    __doc__ = (
+        """Binary logistic regression by SGD, as :class:`sklearn.linear_model.SGDClassifier`.
+
+    Minimises ``mean_W log_loss + alpha * R(coef)`` (scikit-learn's SGD objective) by
+    mini-batch or local SGD on the partitions of the data.
+
+    Parameters
+    ----------
+    loss : {"log_loss"}, default="log_loss"
+        Only the logistic loss, which gives probabilities.
+"""
+        + _SGD_DOC % {"learning_rate": "optimal", "eta0": 0.0, "power_t": 0.5}
+        + """    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is the positive class.
+"""
+    )
+
+    _classifier = True
+    _losses = ("log_loss",)
+
+    def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
+                 fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.0,
+                 power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
+                 batch_size=16, sync_every=None, cache="auto", verbose=0,
+                 warm_start=False):
+        self.loss = loss
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.power_t = power_t
+        self.average = average
+        self.random_state = random_state
+        self.n_iter_no_change = n_iter_no_change
+        self.batch_size = batch_size
+        self.sync_every = sync_every
+        self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
+
+    def _family(self):
+        return Binomial()
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        return self._partial_fit(X, y, sample_weight, classes)
+
+    partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": """\
+        classes : array-like of shape (2,), default=None
+            Both labels; required on the first call, and if given later, the same.
+"""}
+
+    def _partial_target(self, y, classes, first):
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit.")
+            classes = np.unique(np.asarray(classes))
+            if classes.size != 2:
+                raise ValueError(
+                    f"Only binary classification is supported: classes must hold 2 labels; "
+                    f"got {classes.tolist()}."
+                )
+            self.classes_ = classes
+        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(
+                f"classes={np.unique(classes).tolist()} differs from the classes of the first "
+                f"call to partial_fit, {self.classes_.tolist()}."
+            )
+        if is_dask(y):
+            return y.map_blocks(_encode_binary, self.classes_, dtype=np.float64)
+        return _encode_binary(y, self.classes_)
+
+    # binary predictions, as LogisticRegression's
+    _prepare_target = LogisticRegression._prepare_target
+    _set_classes = LogisticRegression._set_classes
+    _classes_from_engine = LogisticRegression._classes_from_engine
+    _set_coef = LogisticRegression._set_coef
+    decision_function = LogisticRegression.decision_function
+    predict_proba = LogisticRegression.predict_proba
+    predict_log_proba = LogisticRegression.predict_log_proba
+    predict = LogisticRegression.predict
+    score = LogisticRegression.score
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags

@@ -1,0 +1,149 @@
+"""Input checks shared by ``fit``, ``predict`` and ``score``.
+
+Cheap checks that need no pass over the data (shapes, dtypes, lengths, datetimes, numeric
+targets), Dask DataFrames turned into Dask arrays, and the checks of ``score``'s inputs.
+NaN and infinity in Dask input are found lazily, on the pass that uses the data
+(:func:`_finite_block` here; the engine's validation round in a fit).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from sklearn.exceptions import DataConversionWarning
+from sklearn.utils.validation import _check_sample_weight, check_consistent_length, column_or_1d
+
+from ..engine import is_dask
+
+
+def _dask_frame_to_array(data):
+    """A Dask DataFrame or Series as a Dask array with known chunk sizes, plus column names."""
+    names = None
+    if hasattr(data, "columns"):
+        names = np.asarray(data.columns, dtype=object)
+    if hasattr(data, "to_dask_array"):
+        if hasattr(data, "optimize"):
+            # the partitions the data will really have: a parquet read of few columns, for
+            # one, fuses files, so the unoptimised count disagrees with the computed lengths
+            data = data.optimize()
+        data = data.to_dask_array(lengths=True)
+    return data, names
+
+
+def _reject_datetimes(X):
+    """TypeError for datetime or timedelta features, which are not numbers to fit on."""
+    dtypes = getattr(X, "dtypes", getattr(X, "dtype", None))  # data frames have dtypes
+    if dtypes is None:
+        return
+    for dtype in np.ravel(np.asarray(dtypes, dtype=object)):
+        if getattr(dtype, "kind", "") in ("m", "M"):
+            raise TypeError(
+                f"X has dtype {dtype}: dates and durations are not features to fit on; "
+                "convert them to numbers (e.g. seconds since an origin) first."
+            )
+
+
+def _check_numeric_target(y, estimator):
+    """ValueError for targets of strings or other non-numbers given to a regressor."""
+    kind = np.dtype(y.dtype).kind if hasattr(y, "dtype") else None
+    if kind in ("U", "S", "O", "M", "m") and not (kind == "O" and _all_numbers(y)):
+        raise ValueError(
+            f"{type(estimator).__name__} needs numeric targets y; got dtype {y.dtype}."
+        )
+
+
+def _all_numbers(y):
+    try:
+        np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _check_dask_matrix(X):
+    if X.ndim != 2:
+        raise ValueError(
+            f"Expected 2D array, got {X.ndim}D array instead. Reshape your data either "
+            "using array.reshape(-1, 1) if your data has a single feature or "
+            "array.reshape(1, -1) if it contains a single sample."
+        )
+    if not (np.issubdtype(X.dtype, np.number) or X.dtype == bool) or np.issubdtype(
+        X.dtype, np.complexfloating
+    ):
+        raise TypeError(f"X must hold real numbers; got dtype {X.dtype}.")
+    if X.shape[1] == 0:
+        raise ValueError("Found array with 0 feature(s) while a minimum of 1 is required.")
+
+
+def _check_dask_vector(a, name, n_rows, numeric=True):
+    if a.ndim == 2 and a.shape[1] == 1:
+        warnings.warn(
+            f"A column-vector {name} was passed when a 1d array was expected; it is raveled.",
+            DataConversionWarning,
+            stacklevel=4,
+        )
+        a = a[:, 0]
+    if a.ndim != 1:
+        raise ValueError(f"{name} should be a 1d array, got an array of shape {a.shape} instead.")
+    if a.dtype == bool and numeric:
+        a = a.astype(np.float64)
+    if numeric and (not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating)):
+        raise TypeError(f"{name} must hold real numbers; got dtype {a.dtype}.")
+    if not math.isnan(a.shape[0]) and not math.isnan(n_rows) and a.shape[0] != n_rows:
+        raise ValueError(
+            f"Found input variables with inconsistent numbers of samples: [{n_rows}, {a.shape[0]}]"
+        )
+    return a
+
+
+def _finite_block(block, name):
+    """``block``, after checking it holds no NaN or infinity (a lazy check for Dask)."""
+    if block.dtype.kind in "fc" and not np.isfinite(block).all():
+        raise ValueError(f"Input {name} contains NaN or infinity.")
+    return block
+
+
+def _check_score_input(X, y, sample_weight, numeric=True):
+    """``(X, y, sample_weight)`` for ``score``, checked as ``fit`` checks them.
+
+    A column-vector ``y`` is raveled (with a DataConversionWarning); lengths must agree;
+    NaN or infinity in ``y`` or the weights is an error (for Dask input, raised when the
+    score is computed, from the same pass).  Dask ``y`` and weights are chunked like the
+    rows of a Dask ``X``.
+    """
+    if not (is_dask(X) or is_dask(y) or is_dask(sample_weight)):
+        y = column_or_1d(y, warn=True)
+        check_consistent_length(X, y, sample_weight)
+        if numeric or y.dtype.kind in "fc":
+            _finite_block(np.asarray(y, dtype=np.float64) if numeric else y, "y")
+        if sample_weight is not None:
+            sample_weight = _check_sample_weight(sample_weight, y, dtype=np.float64)
+        return X, y, sample_weight
+
+    import dask.array as da
+
+    X, _ = _dask_frame_to_array(X) if is_dask(X) else (X, None)
+    n_rows = X.shape[0]
+    rows = X.chunks[0] if is_dask(X) else None
+
+    def as_dask_vector(a, name):
+        if is_dask(a):
+            a, _ = _dask_frame_to_array(a)
+        else:
+            a = np.asarray(a)
+            if a.ndim == 2 and a.shape[1] == 1:
+                warnings.warn(f"A column-vector {name} was passed when a 1d array was "
+                              "expected; it is raveled.", DataConversionWarning, stacklevel=4)
+                a = a[:, 0]
+            a = da.from_array(a, chunks=-1)  # chunked like X once its length is checked
+        a = _check_dask_vector(a, name, n_rows, numeric=numeric or name != "y")
+        if rows is not None and a.chunks[0] != rows and not math.isnan(a.shape[0]):
+            a = a.rechunk(rows)
+        return a.map_blocks(_finite_block, name, dtype=a.dtype)
+
+    y = as_dask_vector(y, "y")
+    if sample_weight is not None:
+        sample_weight = as_dask_vector(sample_weight, "sample_weight")
+    return X, y, sample_weight
