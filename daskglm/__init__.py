@@ -38,8 +38,8 @@ _EXPORTS = {
     "L2": "penalties",
     "L1": "penalties",
     "CommReport": "comm",
-    "compare": "compare",
-    "Comparison": "compare",
+    "compare": "comparison",
+    "Comparison": "comparison",
 }
 
 __all__ = list(_EXPORTS)

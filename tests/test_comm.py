@@ -18,7 +18,7 @@ from daskglm.comm import (
     payload_model,
     tree_tasks,
 )
-from daskglm.compare import compare
+from daskglm.comparison import compare
 from daskglm.costmodel import (
     Cluster,
     calibrate,

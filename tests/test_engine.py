@@ -214,3 +214,16 @@ def test_worker_side_modules_import_neither_scikit_learn_nor_the_estimators():
     found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                            text=True).stdout.strip()
     assert found == "[]"
+
+
+def test_the_top_level_compare_stays_the_function_whatever_was_imported_before():
+    """``daskglm.compare`` is the function even after its module was imported on its own
+    (a lazy package attribute must not be replaced by a submodule of the same name)."""
+    import subprocess
+    import sys
+
+    code = ("import daskglm.cli, daskglm.comparison, daskglm; "
+            "print(callable(daskglm.compare) and daskglm.compare.__name__)")
+    found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                           text=True).stdout.strip()
+    assert found == "compare"
