@@ -62,7 +62,14 @@ Rounds of the other verbs are counted the same way, from the objects that move:
   arguments ``P`` times and returns the results that arrived, each to the driver (the
   restricted tree is summed there: ``split_every`` is None); ``dropped`` lists the
   partitions left out.  Its first call on an engine runs a ``weights`` round (``map``,
-  one float per partition) once.
+  one float per partition) once;
+* a ``map_as_completed`` round is counted like a deadline round when its iteration ends:
+  ``P`` tasks, the arguments ``P`` times, the results yielded; ``dropped`` lists the
+  partitions not yielded (lost with a worker, or not consumed);
+* a parameter holder's traffic is written when it is closed, as one ``push`` record (tasks
+  = pushes, sent = the deltas, ``staleness`` = the histogram) and one ``pull`` record
+  (tasks = pulls, returned = the parameters); ``seconds`` 0 and nothing measured: the
+  calls go worker to worker, inside other rounds' tasks.
 
 ``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
 ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
@@ -176,6 +183,8 @@ class Kind:
     SIZES = "sizes"
     SGD_BATCH = "sgd_batch"
     LOCAL_SGD = "local_sgd"
+    PUSH = "push"  # updates pushed to a parameter holder (one record when it is closed)
+    PULL = "pull"  # parameters pulled from a parameter holder (the same)
 
 #: Dask's control traffic per task, in bytes, counted as part of the modelled bytes of
 #: distributed rounds (see the module docstring and docs/costs.md).
@@ -359,6 +368,9 @@ class RoundRecord:
     state_reset : tuple of int or None
         Stateful rounds (``reduce_stateful``, ``map_stateful``): the partitions whose
         state was lost with a worker and started again from None; None for other rounds.
+    staleness : dict or None
+        ``push`` records of a parameter holder: ``{staleness: pushes}``, staleness being
+        the versions applied between a pusher's pull and its push; None for other rounds.
     """
 
     kind: str
@@ -384,6 +396,7 @@ class RoundRecord:
     groups: int = 0
     dropped: tuple | None = None
     state_reset: tuple | None = None
+    staleness: dict | None = None
 
     @property
     def bytes_modelled(self) -> int:

@@ -26,7 +26,15 @@ process), and offers these verbs to the solvers:
   partition; returns once ``deadline`` seconds passed or ``min_fraction`` of the sample
   weight arrived, with the sum of the arrived partitions (the reduction tree restricted
   to them), which were dropped and the weight that arrived (:class:`DeadlineRound`).
-  Late tasks are cancelled and their results discarded.
+  Late tasks are cancelled and their results discarded;
+* :meth:`Engine.map_as_completed` -- ONE round consumed as it completes: one task per
+  partition, yielding ``(index, result)`` in completion order (:class:`AsCompleted`);
+  stopping early cancels the rest, partitions lost with a worker are reported in
+  ``failed``;
+* :meth:`Engine.parameter_holder` -- a versioned parameter vector that partition tasks
+  ``pull`` and ``push`` to without the driver (a Dask Actor on one worker; in this
+  process a locked object); its traffic is recorded as ``push`` and ``pull`` records by
+  :meth:`Engine.close_holder` (or :meth:`Engine.close`).
 
 :func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
 
@@ -45,6 +53,7 @@ from .base import (
     StateRound,
     is_dask,
 )
+from .asynchronous import ActorHolder, AsCompleted, HolderLostError, ParameterHolder
 from .build import make_engine, stream_engines
 from .cache import CACHE_SAFETY, choose_cache, data_nbytes, free_memory
 from .distributed import (
@@ -59,7 +68,8 @@ from .partitions import ALIGNMENT, PARTITION_BYTES, default_partitions
 __all__ = [
     "Engine", "LocalEngine", "DistributedEngine", "StreamingLocalEngine",
     "StreamingDistributedEngine", "make_engine", "stream_engines", "active_client", "is_dask",
-    "StateRound", "DeadlineRound", "choose_cache", "data_nbytes", "free_memory",
+    "StateRound", "DeadlineRound", "AsCompleted", "ParameterHolder", "ActorHolder",
+    "HolderLostError", "choose_cache", "data_nbytes", "free_memory",
     "default_partitions", "PARTITION_BYTES", "SCATTER_BYTES", "MAX_RECOVERIES",
     "SAFE_EXPONENT", "CACHE_SAFETY", "ALIGNMENT",
 ]

@@ -81,6 +81,7 @@ class DistributedEngine(Engine):
         self.group_partitions = group_partitions
         self.sources = sources
         self._transforms = []
+        self._holder_futures = {}
         self._regroup()
 
     def _regroup(self):
@@ -316,6 +317,79 @@ class DistributedEngine(Engine):
             for future in created:
                 future.release()
 
+    # asynchronous work --------------------------------------------------------------
+    def _submit_as_completed(self, fn, args, probe):
+        from distributed import as_completed
+
+        created = []
+        try:
+            sent = self._broadcast(args, created)
+            futures = self._partition_futures(fn, sent, probe)
+        except BaseException:
+            for future in created:
+                future.release()
+            raise
+        created.extend(futures)
+        index = {future.key: i for i, future in enumerate(futures)}
+        pending = dict(index)
+        completed = as_completed(futures)
+        client = self.client
+
+        def stream():
+            for future in completed:
+                i = pending.pop(future.key, None)
+                if i is None:
+                    continue
+                if future.status == "finished":
+                    try:
+                        value = future.result()[0]
+                    except Exception as exc:  # lost between finishing and the gather
+                        if not _worker_loss(exc):
+                            raise
+                        yield i, False, None
+                        continue
+                    future.release()
+                    yield i, True, value
+                elif future.status == "error" and not _worker_loss(future.exception()):
+                    future.result()  # raises the kernel's error
+                else:  # cancelled, lost, or killed with its worker
+                    yield i, False, None
+
+        def cancel():
+            completed.clear()
+            left = [futures[i] for i in pending.values()]
+            if left:
+                client.cancel(left, reason="not consumed")
+            for future in created:
+                future.release()
+
+        return stream(), cancel
+
+    def _make_holder(self, params):
+        import uuid
+
+        from .asynchronous import ActorHolder, ParameterHolder
+
+        # the worker holding the fewest partitions (then the first by address)
+        holders = self.client.who_has(self.parts) if self.cache == "memory" else {}
+        load = {address: 0 for address in self.client.scheduler_info(n_workers=-1)["workers"]}
+        for workers in holders.values():
+            for address in workers[:1]:
+                load[address] = load.get(address, 0) + 1
+        worker = min(sorted(load), key=load.get)
+        # pinned to its worker: Dask must never recreate it, empty, elsewhere
+        future = self.client.submit(ParameterHolder, params, actor=True, workers=[worker],
+                                    allow_other_workers=False, pure=False,
+                                    key=f"daskglm-holder-{uuid.uuid4().hex}")
+        handle = ActorHolder(future.result(), worker)
+        self._holder_futures[id(handle)] = future
+        return handle
+
+    def _release_holder(self, handle):
+        future = self._holder_futures.pop(id(handle), None)
+        if future is not None:
+            future.release()
+
     def _lost(self, exc):
         from distributed.client import FutureCancelledError
 
@@ -362,6 +436,7 @@ class DistributedEngine(Engine):
             self._regroup()
 
     def close(self):
+        self._close_holders()
         self.collect_measurements()
         for states in self._states.values():
             self._release_states(states)
@@ -371,6 +446,14 @@ class DistributedEngine(Engine):
             future.release()
         self.parts = []
         self.sources = None
+
+
+def _worker_loss(exc):
+    """Whether a task's error says it was lost with a worker (not the kernel's own)."""
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    return isinstance(exc, (KilledWorker, FutureCancelledError))
 
 
 def _complete_node_keys(indices, n_leaves):
@@ -463,6 +546,7 @@ class StreamingDistributedEngine(DistributedEngine):
         self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
 
     def close(self):
+        self._close_holders()
         self.collect_measurements()
         self.parts = []
 

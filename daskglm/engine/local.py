@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as wait_threads
 
 from threadpoolctl import ThreadpoolController
@@ -102,11 +102,37 @@ class LocalEngine(Engine):
             future.cancel()  # those not started; a running one finishes and is dropped
         return {i: futures[i].result()[0] for i in arrived}
 
+    def _submit_as_completed(self, fn, args, probe):
+        # the kernels run with the process's BLAS threads: the limit of the other rounds
+        # is process wide, and the consumer runs between the results
+        if self._deadline_pool is None:
+            self._deadline_pool = self._pool or ThreadPoolExecutor(self.n_threads)
+        run = probe.timed(run_group)
+        futures = [self._deadline_pool.submit(run, fn, [part], None, args)
+                   for part in self.parts]
+        index = {future: i for i, future in enumerate(futures)}
+
+        def stream():
+            for future in as_completed(futures):
+                yield index[future], True, future.result()[0]
+
+        def cancel():
+            for future in futures:
+                future.cancel()  # those not started; a running one finishes, dropped
+
+        return stream(), cancel
+
+    def _make_holder(self, params):
+        from .asynchronous import ParameterHolder
+
+        return ParameterHolder(params)
+
     def _replace_parts(self, fn, arg, probe):
         run = probe.timed(fn)
         self.parts = [run(part, arg) for part in self.parts]
 
     def close(self):
+        self._close_holders()
         for pool in {id(p): p for p in (self._pool, self._deadline_pool) if p}.values():
             pool.shutdown(wait=False, cancel_futures=True)
         self._pool = self._deadline_pool = None
@@ -146,6 +172,9 @@ class StreamingLocalEngine(LocalEngine):
 
     def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
         return super()._execute_deadline(_Loading(fn), args, probe, weights, need, stop_at)
+
+    def _submit_as_completed(self, fn, args, probe):
+        return super()._submit_as_completed(_Loading(fn), args, probe)
 
     def _replace_parts(self, fn, arg, probe):
         import dask

@@ -1,0 +1,246 @@
+"""Asynchronous verbs: results consumed as they complete, and a parameter holder.
+
+* :class:`AsCompleted` -- what :meth:`Engine.map_as_completed` returns: an iterator of
+  ``(partition index, result)`` in completion order, which records ONE ledger round when
+  it ends (exhausted, closed early, or failed) and reports the partitions lost with a
+  worker in :attr:`AsCompleted.failed` instead of hanging on them.
+* :class:`ParameterHolder` -- a versioned parameter vector that tasks read (``pull``) and
+  update (``push``) without the driver in the loop.  On a cluster it lives in one worker
+  as a Dask Actor and is reached through an :class:`ActorHolder` handle; in this process
+  it is its own handle (a plain object behind a lock).  Both handles pickle, so they can
+  be passed to partition tasks as arguments.
+
+Nothing here decides anything about a fit: no solver uses these verbs yet.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+from ..comm import nbytes
+
+
+class HolderLostError(RuntimeError):
+    """The worker hosting a parameter holder was lost, and the holder's state with it."""
+
+
+class ParameterHolder:
+    """A versioned parameter vector: ``pull() -> (version, params)``,
+    ``push(delta, based_on_version) -> version``.
+
+    ``push`` adds ``delta`` to the parameters and increments the version; the staleness of
+    the push, ``version - based_on_version`` (pushes applied since the pusher's pull), is
+    counted in a histogram.  Thread safe (one lock); the same class runs as the Dask
+    Actor on a cluster and as the in-process holder.
+    """
+
+    def __init__(self, params):
+        self._lock = threading.Lock()
+        self._params = np.array(params, dtype=np.float64, copy=True)
+        self._version = 0
+        self._pushes = self._pulls = 0
+        self._bytes_pushed = self._bytes_pulled = 0
+        self._staleness = {}
+
+    def pull(self):
+        """``(version, a copy of the parameters)``."""
+        with self._lock:
+            self._pulls += 1
+            self._bytes_pulled += nbytes(self._params)
+            return self._version, self._params.copy()
+
+    def push(self, delta, based_on_version):
+        """Apply ``params += delta``; return the new version.
+
+        ``based_on_version`` is the version the pusher computed ``delta`` from (from its
+        last :meth:`pull`); ``version - based_on_version`` is recorded as the push's
+        staleness.
+        """
+        delta = np.asarray(delta, dtype=np.float64)
+        if delta.shape != self._params.shape:
+            raise ValueError(f"delta has shape {delta.shape}; the parameters have shape "
+                             f"{self._params.shape}.")
+        based_on_version = int(based_on_version)
+        with self._lock:
+            if not 0 <= based_on_version <= self._version:
+                raise ValueError(f"based_on_version must be in [0, {self._version}]; "
+                                 f"got {based_on_version}.")
+            staleness = self._version - based_on_version
+            self._staleness[staleness] = self._staleness.get(staleness, 0) + 1
+            self._params += delta
+            self._version += 1
+            self._pushes += 1
+            self._bytes_pushed += nbytes(delta)
+            return self._version
+
+    def stats(self):
+        """Traffic so far: ``{"version", "pushes", "pulls", "staleness" (a dict
+        staleness -> pushes), "bytes_pushed", "bytes_pulled"}`` (bytes by
+        :func:`~daskglm.comm.nbytes`)."""
+        with self._lock:
+            return {"version": self._version, "pushes": self._pushes, "pulls": self._pulls,
+                    "staleness": dict(sorted(self._staleness.items())),
+                    "bytes_pushed": self._bytes_pushed, "bytes_pulled": self._bytes_pulled}
+
+    # the in-process holder is its own handle: pickled (to a thread, never to a process)
+    # it would lose its identity, so it refuses to be
+    def __reduce__(self):
+        raise TypeError("The in-process ParameterHolder cannot be pickled; on a cluster "
+                        "use the engine's holder (an ActorHolder).")
+
+
+class ActorHolder:
+    """The handle of a :class:`ParameterHolder` running as a Dask Actor on one worker.
+
+    Usable on the driver and inside tasks on any worker (it pickles to a reference to the
+    actor): each call is one direct message to the holder's worker, not through the
+    scheduler.  When that worker is lost, the holder's state is gone: every call raises
+    :class:`HolderLostError` (Dask never recreates it: the actor is pinned to its worker).
+
+    Attributes
+    ----------
+    address : str
+        The worker hosting the holder.
+    timeout : float or None
+        Seconds a call may take before it is taken for a lost holder (None: no limit;
+        a call to a holder whose worker left the cluster fails within about
+        :attr:`poll` seconds anyway).
+    """
+
+    #: Seconds between checks, while a call waits, that the holder's worker is alive.
+    poll = 1.0
+
+    def __init__(self, actor, address, timeout=None):
+        self._actor = actor
+        self.address = address
+        self.timeout = None if timeout is None else float(timeout)
+
+    def _host_alive(self):
+        """Whether the scheduler still lists the holder's worker."""
+        from distributed import get_client
+
+        try:
+            return self.address in get_client().scheduler_info(n_workers=-1)["workers"]
+        except Exception:  # no client to ask: only the call itself can tell
+            return True
+
+    def _call(self, method, *args):
+        start = time.monotonic()
+        try:
+            future = getattr(self._actor, method)(*args)
+            # a dead host refuses connections at once but Dask retries them for its
+            # connect timeout (30 s): while a call waits, ask the scheduler every
+            # ``poll`` seconds whether the holder's worker is still there
+            while True:
+                try:
+                    return future.result(timeout=self.poll)
+                except TimeoutError:
+                    if not self._host_alive():
+                        raise TimeoutError(f"worker {self.address} left the cluster") from None
+                    if self.timeout is not None and time.monotonic() - start > self.timeout:
+                        raise
+        except (ValueError, TypeError):  # the holder's own argument checks
+            raise
+        except Exception as exc:
+            raise HolderLostError(
+                f"The parameter holder on worker {self.address} is unreachable (its worker "
+                f"was lost): {type(exc).__name__}: {exc}.  Its parameters cannot be "
+                f"recovered; start a new holder from the last pulled parameters."
+            ) from exc
+
+    def pull(self):
+        """``(version, params)`` from the holder (see :meth:`ParameterHolder.pull`)."""
+        return self._call("pull")
+
+    def push(self, delta, based_on_version):
+        """``params += delta`` on the holder; the new version (see :meth:`ParameterHolder.push`)."""
+        return self._call("push", delta, based_on_version)
+
+    def stats(self):
+        """The holder's traffic (see :meth:`ParameterHolder.stats`)."""
+        return self._call("stats")
+
+    def __repr__(self):
+        return f"ActorHolder(address={self.address!r})"
+
+
+class AsCompleted:
+    """What :meth:`Engine.map_as_completed` returns: ``(index, result)`` pairs in
+    completion order, each partition at most once.
+
+    The tasks are submitted when it is made.  Iterate it (or call ``next``); :meth:`close`
+    (also on ``with`` exit, or when it is garbage collected) stops early and cancels the
+    tasks whose results were not consumed.  The ledger record is written once, when the
+    iteration ends for any reason (exhausted, closed, or a kernel's error raised).
+
+    Attributes
+    ----------
+    yielded : list of int
+        Partitions yielded so far, in completion order.
+    failed : tuple of int
+        Partitions whose task was lost with a worker: skipped, never yielded (a later
+        round rebuilds scattered partitions).  Final once the iteration has ended.
+    cancelled : tuple of int
+        Partitions not yielded because the consumer stopped early.
+    record : RoundRecord or None
+        The ledger record, once the iteration has ended.
+    """
+
+    def __init__(self, stream, cancel, finish):
+        self.yielded = []
+        self.failed = ()
+        self.cancelled = ()
+        self.record = None
+        self._failed = []
+        self._stream, self._cancel, self._finish = stream, cancel, finish
+        self._returned = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.record is not None:
+            raise StopIteration
+        try:
+            for index, ok, value in self._stream:
+                if ok:
+                    self.yielded.append(index)
+                    self._returned += nbytes(value)
+                    return index, value
+                self._failed.append(index)
+        except BaseException:
+            self.close()
+            raise
+        self.close()
+        raise StopIteration
+
+    def close(self):
+        """Stop: cancel the unconsumed tasks and write the record (idempotent)."""
+        if self.record is not None or self._finish is None:
+            return
+        finish, self._finish = self._finish, None
+        try:
+            self._cancel()
+        finally:
+            self.failed = tuple(sorted(self._failed))
+            self.record = finish(self)
+
+    @property
+    def done(self):
+        """Whether the iteration has ended (its record is written)."""
+        return self.record is not None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown, a closed client
+            pass

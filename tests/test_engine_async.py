@@ -1,0 +1,279 @@
+"""Asynchronous verbs: ``map_as_completed`` (results in completion order) and the
+parameter holder (pull/push without the driver), in this process and on a real
+LocalCluster of separate worker processes, with worker loss."""
+
+import sys
+import time
+
+import cloudpickle
+import numpy as np
+import pytest
+
+from daskglm.comm import Kind, nbytes
+from daskglm.engine import make_engine
+from daskglm.engine.asynchronous import (
+    ActorHolder,
+    AsCompleted,
+    HolderLostError,
+    ParameterHolder,
+)
+from daskglm.families import Binomial
+from daskglm.kernels import loss_grad
+from daskglm import testing
+from daskglm.testing import slow_worker
+
+from .conftest import kill_worker, make_data
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def gradient(part, params):
+    return loss_grad(part, params, Binomial(), True).grad
+
+
+def push_gradient(part, holder):
+    """A partition task that reads the holder and pushes its gradient, with no driver."""
+    version, params = holder.pull()
+    return holder.push(gradient(part, np.zeros_like(params)), version)
+
+
+class SlowOn:
+    """Sleeps ``seconds`` on one partition of an in-process engine."""
+
+    def __init__(self, part, seconds):
+        self.part, self.seconds = part, seconds
+
+    def __call__(self, part, params):
+        if part is self.part:
+            time.sleep(self.seconds)
+        return gradient(part, params)
+
+
+@pytest.fixture
+def data():
+    return make_data("binomial", n=2000, d=5, weights=True)
+
+
+def _params(X):
+    return np.linspace(-0.5, 0.5, X.shape[1] + 1)
+
+
+def _keys_held(client):
+    def held(dask_scheduler, client_id=client.id):
+        state = dask_scheduler.clients.get(client_id)
+        return sorted(ts.key for ts in state.wants_what) if state else []
+
+    return client.run_on_scheduler(held)
+
+
+def _released(client, prefix, seconds=10):
+    """Whether no key starting with ``prefix`` is wanted by ``client`` (releases are
+    batched messages: allowed ``seconds`` to arrive)."""
+    deadline = time.monotonic() + seconds
+    while [k for k in _keys_held(client) if k.startswith(prefix)]:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _holders(client, futures):
+    who = client.who_has(futures)
+    return [who[f.key] for f in futures]
+
+
+# map_as_completed, in this process ------------------------------------------------------
+def test_map_as_completed_in_process_yields_in_completion_order(data):
+    X, y, w = data
+    params = _params(X)
+    with make_engine(X, y, w, family=Binomial(), client=None, n_partitions=4) as engine:
+        expected = engine.map(gradient, params, kind="check")
+        it = engine.map_as_completed(SlowOn(engine.parts[0], 1.0), params, kind="async")
+        assert isinstance(it, AsCompleted)
+        got = list(it)
+        assert sorted(i for i, _ in got) == [0, 1, 2, 3]
+        assert got[-1][0] == 0  # the slow one arrives last
+        for i, grad in got:
+            np.testing.assert_array_equal(grad, expected[i])
+        record = engine.ledger.records[-1]
+        assert it.record is record and record.kind == "async"
+        assert record.tasks == 4 and record.groups == 4 and record.split_every is None
+        assert record.bytes_sent == 4 * nbytes(params)
+        assert record.bytes_returned == sum(nbytes(g) for g in expected)
+        assert record.dropped == () and it.failed == () and it.cancelled == ()
+        assert list(it) == [] and len(engine.ledger.records) == 3  # recorded once
+
+        with engine.map_as_completed(SlowOn(engine.parts[3], 1.0), params, kind="early") as it:
+            first = next(it)
+        assert first[0] != 3 and it.cancelled and 3 in it.cancelled
+        assert engine.ledger.records[-1].dropped == it.cancelled
+        assert engine.ledger.records[-1].bytes_returned == nbytes(first[1])
+
+
+# map_as_completed, on a cluster ---------------------------------------------------------
+def test_map_as_completed_on_a_cluster_with_a_slowed_worker(data, client):
+    X, y, w = data
+    params = _params(X)
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        holders = _holders(client, engine.parts)
+        slow = holders[0][0]
+        on_slow = {i for i, h in enumerate(holders) if slow in h}
+        assert 0 < len(on_slow) < 4
+        expected = engine.map(gradient, params, kind="check")
+        with slow_worker(client, slow, 1.0):
+            it = engine.map_as_completed(gradient, params, kind="async")
+            got = list(it)
+        order = [i for i, _ in got]
+        assert sorted(order) == [0, 1, 2, 3], "every partition exactly once"
+        assert set(order[-len(on_slow):]) == on_slow, "the slowed worker's partitions last"
+        for i, grad in got:
+            # the same kernel on the same partition; the last bits of a partition's
+            # gradient can differ between rounds on a cluster (seen with plain ``map``)
+            np.testing.assert_allclose(grad, expected[i], rtol=1e-13, atol=1e-13)
+        record = engine.ledger.records[-1]
+        assert record.kind == "async" and record.tasks == 4 and record.dropped == ()
+        assert record.bytes_returned == sum(nbytes(g) for g in expected)
+        assert record.bytes_sent == 4 * nbytes(params)
+        assert _released(client, "daskglm_async")
+
+        # stopping early cancels what was not consumed
+        with slow_worker(client, slow, 2.0):
+            with engine.map_as_completed(gradient, params, kind="early") as it:
+                index, _ = next(it)
+            assert index not in on_slow
+            assert set(it.cancelled) >= on_slow
+            assert engine.ledger.records[-1].dropped == it.cancelled
+            assert _released(client, "daskglm_early")
+        # the shared cluster is left idle; later rounds are unaffected
+        again = engine.map(gradient, params, kind="check")
+        for a, b in zip(again, expected):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+
+
+def test_a_worker_killed_mid_map_as_completed_loses_only_its_partitions(data, own_client):
+    client = own_client
+    X, y, w = data
+    params = _params(X)
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        expected = engine.map(gradient, params, kind="check")
+        holders = _holders(client, engine.parts)
+        victim = holders[0][0]
+        on_victim = tuple(i for i, h in enumerate(holders) if victim in h)
+        # the victim's tasks in flight when it dies (slowed without slow_worker's
+        # cleanup, which would wait for the dead worker)
+        client.run(testing._set_delay, victim, 5.0, workers=[victim])
+        it = engine.map_as_completed(gradient, params, kind="async")
+        first = [next(it) for _ in range(4 - len(on_victim))]
+        assert {i for i, _ in first}.isdisjoint(on_victim)
+        kill_worker(client, victim)
+        start = time.monotonic()
+        rest = list(it)
+        assert rest == [] and time.monotonic() - start < 10, "no hang"
+        assert it.failed == on_victim and it.cancelled == ()
+        assert engine.ledger.records[-1].dropped == on_victim
+        # the next round re-scatters the lost partitions
+        for a, b in zip(engine.map(gradient, params, kind="check"), expected):
+            np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+        again = dict(engine.map_as_completed(gradient, params, kind="async"))
+        assert sorted(again) == [0, 1, 2, 3]
+
+
+# the parameter holder -----------------------------------------------------------------
+def _run_pushes(engine, rounds):
+    holder = engine.parameter_holder(np.zeros(engine.n_features + 1))
+    versions = []
+    for _ in range(rounds):
+        it = engine.map_as_completed(push_gradient, holder, kind="push_round")
+        versions.extend(v for _, v in it)
+        assert it.failed == ()
+    version, params = holder.pull()
+    stats = engine.close_holder(holder)
+    return holder, versions, version, params, stats
+
+
+@pytest.mark.parametrize("where", ["local", "cluster"])
+def test_tasks_push_to_the_holder_without_the_driver(data, where, request):
+    X, y, w = data
+    client = request.getfixturevalue("client") if where == "cluster" else None
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        grads = engine.map(gradient, np.zeros(X.shape[1] + 1), kind="check")
+        holder, versions, version, params, stats = _run_pushes(engine, 2)
+        assert isinstance(holder, ActorHolder if client else ParameterHolder)
+        assert sorted(versions) == list(range(1, 9)) and version == 8
+        np.testing.assert_allclose(params, 2 * np.sum(grads, axis=0), rtol=1e-12, atol=1e-14)
+        assert stats["pushes"] == 8 and stats["pulls"] == 9
+        assert sum(stats["staleness"].values()) == 8
+        assert all(s >= 0 for s in stats["staleness"])
+        grad_bytes = nbytes(grads[0])
+        assert stats["bytes_pushed"] == 8 * grad_bytes
+        assert stats["bytes_pulled"] == 9 * grad_bytes
+        push, pull = engine.ledger.records[-2:]
+        assert (push.kind, pull.kind) == (Kind.PUSH, Kind.PULL)
+        assert (push.tasks, push.bytes_sent, push.bytes_returned) == (8, 8 * grad_bytes, 0)
+        assert (pull.tasks, pull.bytes_sent, pull.bytes_returned) == (9, 0, 9 * grad_bytes)
+        assert push.staleness == stats["staleness"]
+        assert engine.ledger.count("push_round") == 2
+        with pytest.raises(ValueError, match="not an open holder"):
+            engine.close_holder(holder)
+
+
+def test_the_holder_is_closed_with_the_engine_and_checks_pushes(data):
+    X, y, w = data
+    with make_engine(X, y, w, family=Binomial(), client=None, n_partitions=2) as engine:
+        holder = engine.parameter_holder([1.0, 2.0])
+        assert holder.push(np.ones(2), 0) == 1 and holder.push(np.ones(2), 0) == 2
+        assert holder.stats()["staleness"] == {0: 1, 1: 1}
+        with pytest.raises(ValueError, match="shape"):
+            holder.push(np.ones(3), 2)
+        with pytest.raises(ValueError, match="based_on_version"):
+            holder.push(np.ones(2), 5)
+    assert [r.kind for r in engine.ledger.records[-2:]] == [Kind.PUSH, Kind.PULL]
+    assert engine.ledger.records[-2].tasks == 2
+
+
+def test_the_holder_survives_other_workers_and_not_its_own(data, own_client):
+    client = own_client
+    X, y, w = data
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        holder = engine.parameter_holder(np.zeros(X.shape[1] + 1))
+        workers = sorted(client.scheduler_info()["workers"])
+        other = next(a for a in workers if a != holder.address)
+        assert dict(engine.map_as_completed(push_gradient, holder, kind="p"))
+        assert holder.pull()[0] == 4
+        # another worker lost: the holder keeps its state; lost partitions are rebuilt
+        kill_worker(client, other)
+        it = engine.map_as_completed(push_gradient, holder, kind="p")
+        assert sorted(dict(it)) == [0, 1, 2, 3] and it.failed == ()
+        assert holder.pull()[0] == 8
+        # its own worker lost (the nanny restarts the other one's process meanwhile):
+        # a clear error, on the driver and in the tasks
+        client.wait_for_workers(2, timeout=60)
+        kill_worker(client, holder.address)
+        start = time.monotonic()
+        with pytest.raises(HolderLostError, match=holder.address):
+            holder.pull()
+        with pytest.raises(HolderLostError, match=holder.address):
+            holder.push(np.zeros(X.shape[1] + 1), 8)
+        with pytest.raises(HolderLostError, match=holder.address):
+            list(engine.map_as_completed(push_gradient, holder, kind="p"))
+        assert time.monotonic() - start < 20
+        assert engine.close_holder(holder) is None
+        assert engine.ledger.records[-1].kind == "p"  # a lost holder's traffic is lost
+
+
+def test_streaming_engines_map_as_completed(data, client):
+    """``cache="none"``: each task reads its partition from the source."""
+    import dask.array as da
+
+    X, y, w = data
+    Xd, yd, wd = (da.from_array(a, chunks=(500,) + a.shape[1:]) for a in (X, y, w))
+    params = _params(X)
+    for c in (None, client):
+        with make_engine(Xd, yd, wd, family=Binomial(), client=c, cache="none") as engine:
+            expected = engine.map(gradient, params, kind="check")
+            it = engine.map_as_completed(gradient, params, kind="async")
+            got = dict(it)
+            assert sorted(got) == list(range(engine.n_partitions)) and it.failed == ()
+            for i, grad in got.items():
+                np.testing.assert_allclose(grad, expected[i], rtol=1e-13, atol=1e-13)
+            assert engine.ledger.records[-1].bytes_read == engine.data_bytes
