@@ -48,6 +48,18 @@ def kill_worker(client, worker):
         time.sleep(0.05)
 
 
+class SlowOn:
+    """``kernel``, sleeping ``seconds`` first on one partition of an in-process engine."""
+
+    def __init__(self, part, seconds, kernel):
+        self.part, self.seconds, self.kernel = part, seconds, kernel
+
+    def __call__(self, part, *args):
+        if part is self.part:
+            time.sleep(self.seconds)
+        return self.kernel(part, *args)
+
+
 def make_data(family, n=2000, d=6, seed=0, weights=False):
     """Synthetic ``(X, y, sample_weight)`` for a family, with an intercept and uneven features."""
     rng = np.random.default_rng(seed)

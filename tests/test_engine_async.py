@@ -9,6 +9,7 @@ import cloudpickle
 import numpy as np
 import pytest
 
+from daskglm import testing
 from daskglm.comm import Kind, nbytes
 from daskglm.engine import make_engine
 from daskglm.engine.asynchronous import (
@@ -19,10 +20,9 @@ from daskglm.engine.asynchronous import (
 )
 from daskglm.families import Binomial
 from daskglm.kernels import loss_grad
-from daskglm import testing
 from daskglm.testing import slow_worker
 
-from .conftest import kill_worker, make_data
+from .conftest import SlowOn, kill_worker, make_data
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -35,18 +35,6 @@ def push_gradient(part, holder):
     """A partition task that reads the holder and pushes its gradient, with no driver."""
     version, params = holder.pull()
     return holder.push(gradient(part, np.zeros_like(params)), version)
-
-
-class SlowOn:
-    """Sleeps ``seconds`` on one partition of an in-process engine."""
-
-    def __init__(self, part, seconds):
-        self.part, self.seconds = part, seconds
-
-    def __call__(self, part, params):
-        if part is self.part:
-            time.sleep(self.seconds)
-        return gradient(part, params)
 
 
 @pytest.fixture
@@ -88,7 +76,7 @@ def test_map_as_completed_in_process_yields_in_completion_order(data):
     params = _params(X)
     with make_engine(X, y, w, family=Binomial(), client=None, n_partitions=4) as engine:
         expected = engine.map(gradient, params, kind="check")
-        it = engine.map_as_completed(SlowOn(engine.parts[0], 1.0), params, kind="async")
+        it = engine.map_as_completed(SlowOn(engine.parts[0], 1.0, gradient), params, kind="async")
         assert isinstance(it, AsCompleted)
         got = list(it)
         assert sorted(i for i, _ in got) == [0, 1, 2, 3]
@@ -103,7 +91,7 @@ def test_map_as_completed_in_process_yields_in_completion_order(data):
         assert record.dropped == () and it.failed == () and it.cancelled == ()
         assert list(it) == [] and len(engine.ledger.records) == 3  # recorded once
 
-        with engine.map_as_completed(SlowOn(engine.parts[3], 1.0), params, kind="early") as it:
+        with engine.map_as_completed(SlowOn(engine.parts[3], 1.0, gradient), params, kind="early") as it:
             first = next(it)
         assert first[0] != 3 and it.cancelled and 3 in it.cancelled
         assert engine.ledger.records[-1].dropped == it.cancelled

@@ -23,7 +23,7 @@ from daskglm.families import Binomial
 from daskglm.kernels import Stats, loss_grad, partial_tree_sum, tree_sum
 from daskglm.testing import slow_worker
 
-from .conftest import kill_worker, make_data
+from .conftest import SlowOn, kill_worker, make_data
 
 # the kernels below run on the workers, which cannot import this test module
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -277,18 +277,6 @@ def test_a_killed_workers_state_is_reset_or_recomputed(data, own_client, dask_in
 
 
 # deadline rounds, in this process ---------------------------------------------------------
-class SlowOn:
-    """A kernel that sleeps ``seconds`` on one partition of an in-process engine."""
-
-    def __init__(self, part, seconds):
-        self.part, self.seconds = part, seconds
-
-    def __call__(self, part, params):
-        if part is self.part:
-            time.sleep(self.seconds)
-        return gradient(part, params)
-
-
 def _partition_weights(w, n_partitions):
     return [w[a:b].sum() for a, b in partitions_module._split_rows(len(w), n_partitions)]
 
@@ -301,7 +289,7 @@ def test_deadline_round_in_process_drops_the_slow_partition(data):
         everything = engine.reduce_by_deadline(gradient, params, kind="deadline")
         assert everything.dropped == () and everything.arrived == tuple(range(5))
         assert_same_stats(everything.result, full)
-        slow = engine.reduce_by_deadline(SlowOn(engine.parts[4], 3.0), params, kind="deadline",
+        slow = engine.reduce_by_deadline(SlowOn(engine.parts[4], 3.0, gradient), params, kind="deadline",
                                          deadline=1.0)
         assert isinstance(slow, DeadlineRound)
         assert slow.dropped == (4,) and slow.arrived == (0, 1, 2, 3)
@@ -315,7 +303,7 @@ def test_deadline_round_in_process_drops_the_slow_partition(data):
         assert [r.kind for r in engine.ledger.records].count("weights") == 1  # once
         # returns as soon as enough weight arrived, without waiting for the slow one
         fraction = sum(weights[:4]) / w.sum() * (1 - 1e-9)
-        enough = engine.reduce_by_deadline(SlowOn(engine.parts[4], 3.0), params, kind="fraction",
+        enough = engine.reduce_by_deadline(SlowOn(engine.parts[4], 3.0, gradient), params, kind="fraction",
                                            min_fraction=fraction)
         assert enough.dropped == (4,) and enough.weight_arrived >= fraction * w.sum()
         assert engine.ledger.records[-1].seconds < 3.0

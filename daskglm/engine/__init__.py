@@ -45,6 +45,7 @@ partition (a loose restriction, read with one ``who_has`` call per round), so th
 is made where its partition lives and a straggler's partitions are not moved away.
 """
 
+from .asynchronous import ActorHolder, AsCompleted, HolderLostError, ParameterHolder
 from .base import (
     MAX_RECOVERIES,
     SAFE_EXPONENT,
@@ -53,7 +54,6 @@ from .base import (
     StateRound,
     is_dask,
 )
-from .asynchronous import ActorHolder, AsCompleted, HolderLostError, ParameterHolder
 from .build import make_engine, stream_engines
 from .cache import CACHE_SAFETY, choose_cache, data_nbytes, free_memory
 from .distributed import (
