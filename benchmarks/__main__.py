@@ -40,9 +40,9 @@ def _log(message):
 
 
 def _run(args):
-    from .cases import get_suite
-    from .report import markdown, write_json
-    from .runner import run_suite
+    from benchmarks.cases import get_suite
+    from benchmarks.report import markdown, write_json
+    from benchmarks.runner import run_suite
 
     suite = get_suite(args.suite)
     overrides = {key: value for key, value in (("repeats", args.repeats),
@@ -59,7 +59,7 @@ def _run(args):
 
 
 def _report(args):
-    from .report import markdown, read_json
+    from benchmarks.report import markdown, read_json
 
     print(markdown(read_json(args.path)))
     return 0
@@ -68,7 +68,7 @@ def _report(args):
 def _docs(args):
     import pathlib
 
-    from .report import docs_page, read_json
+    from benchmarks.report import docs_page, read_json
 
     page = docs_page([read_json(path) for path in args.paths])
     pathlib.Path(args.output).write_text(page)
@@ -77,8 +77,8 @@ def _docs(args):
 
 
 def _list(args):
-    from .cases import SUITES
-    from .methods import METHODS
+    from benchmarks.cases import SUITES
+    from benchmarks.methods import METHODS
 
     for suite in SUITES.values():
         print(f"suite {suite.name}: up to {suite.repeats} repeats, target gap "
@@ -92,19 +92,19 @@ def _list(args):
 
 
 def _rounds(args):
-    from .rounds import main as rounds_main
+    from benchmarks.rounds import main as rounds_main
 
     return rounds_main(args)
 
 
 def _cold_start(args):
-    from .cold_start import main as cold_start_main
+    from benchmarks.cold_start import main as cold_start_main
 
     return cold_start_main(args)
 
 
 def _gpu(args):
-    from .gpu import main as gpu_main
+    from benchmarks.gpu import main as gpu_main
 
     return gpu_main(args)
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .cluster import ClusterSpec
-from .data import DataSpec
-from .problems import LeastSquares, LogisticL2, PoissonL2
+from benchmarks.cluster import ClusterSpec
+from benchmarks.data import DataSpec
+from benchmarks.problems import LeastSquares, LogisticL2, PoissonL2
 
 __all__ = ["Case", "Ratio", "Scaling", "Suite", "SUITES", "get_suite", "parse_entry",
            "entry_id"]
@@ -99,7 +99,7 @@ class Scaling:
         other (so that the machine's load is alike for all); the largest is the base of
         the speed-ups.
     project_case : str
-        The case whose daskglm fits calibrate :mod:`daskglm.costmodel`.
+        The case whose daskglm fits calibrate :mod:`daskglm.accounting.costmodel`.
     project_workers : tuple of int
         Worker counts to project them to.
     networks : tuple of (str, str)

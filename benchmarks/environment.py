@@ -71,7 +71,7 @@ def _blas():
 
 
 def _java():
-    from .methods.spark_mllib import java_version
+    from benchmarks.methods.spark_mllib import java_version
 
     return java_version()
 

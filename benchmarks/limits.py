@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .timing import measure
+from benchmarks.timing import measure
 
 __all__ = ["measure_limits", "one_read_seconds"]
 

@@ -5,7 +5,7 @@
   scheduler, the scheduler's batched streams to the workers and clients, and the bytes
   the workers sent answering data requests (``transfer_outgoing_bytes_total``).  These
   are the counters daskglm's ledger attributes to its rounds
-  (``est.comm_.bytes_measured``, see :mod:`daskglm.comm`); here they are taken for the
+  (``est.comm_.bytes_measured``, see :mod:`daskglm.accounting.ledger`); here they are taken for the
   whole call, so they apply to dask-glm and dask-ml too.  A "round" of a library that
   is not daskglm is one graph submitted to the scheduler (one Dask computation).
 * :class:`PeakMemory` -- the peak resident memory of each worker process (and of this

@@ -344,8 +344,8 @@ def _prepare_worker():
 
     import zarr  # noqa: F401
 
+    import daskglm.compute.kernels
     import daskglm.engine  # noqa: F401
-    import daskglm.kernels  # noqa: F401
 
     faulthandler.enable()
 
@@ -728,9 +728,9 @@ def chunk_steps(path, X, y, n_chunks=4):
     from numcodecs import Zstd
     from threadpoolctl import threadpool_limits
 
+    from daskglm.compute.kernels import loss_grad
     from daskglm.engine.partitions import _as_partition
-    from daskglm.families import Binomial
-    from daskglm.kernels import loss_grad
+    from daskglm.model.families import Binomial
 
     group = zarr.open_group(str(path), mode="r")
     x_files, y_files = store_files(path, "X"), store_files(path, "y")
@@ -791,9 +791,8 @@ def run_compare(client, path, args, log=_log):
         ``tasks`` (:func:`task_breakdown` of the last ``cache="none"`` fit),
         ``chunk_steps`` and ``load_average`` (start, end).
     """
+    from benchmarks.environment import load_average
     from daskglm.io import load_zarr
-
-    from .environment import load_average
 
     load_start = load_average()
     chunks = args.chunks or _default_chunks(args.d)
@@ -868,9 +867,8 @@ def run_bounded(path, store, args, log=_log):
     """
     from distributed.diagnostics import MemorySampler
 
+    from benchmarks.environment import load_average
     from daskglm.io import load_zarr
-
-    from .environment import load_average
 
     load_start = load_average()
     files = store_files(path, "X") + store_files(path, "y")
@@ -982,7 +980,7 @@ def run(args, log=_log):
     -------
     dict
     """
-    from .environment import library_versions, load_average, machine_info
+    from benchmarks.environment import library_versions, load_average, machine_info
 
     parent = args.path or tempfile.gettempdir()
     os.makedirs(parent, exist_ok=True)
@@ -1253,7 +1251,7 @@ def _parser():
 
 def main(argv=None):
     """Command line: run the benchmark, print the tables, write the JSON; returns 0."""
-    from .report import write_json
+    from benchmarks.report import write_json
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _parser().parse_args(argv)

@@ -7,7 +7,7 @@ import pathlib
 
 import numpy as np
 
-from .limits import one_read_seconds
+from benchmarks.limits import one_read_seconds
 
 __all__ = ["write_json", "read_json", "markdown", "docs_page"]
 
@@ -203,7 +203,7 @@ def _scaling_section(results):
         parts += [
             f"### Cost-model projection ({projection['case']})",
             "Seconds in each method's solver rounds (validation and driver work left out), "
-            "measured here and predicted by `daskglm.costmodel` for the same data on more "
+            "measured here and predicted by `daskglm.accounting.costmodel` for the same data on more "
             f"workers. Calibration: {projection['calibration']}.",
             _table(header, rows),
         ]

@@ -27,14 +27,14 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .timing import measure
+from benchmarks.timing import measure
 
 __all__ = ["profile_rounds", "main"]
 
 
 def _empty(part, n_params):
     """A kernel that does nothing: the gradient round's result shape, zero work."""
-    from daskglm.kernels import Stats
+    from daskglm.compute.kernels import Stats
 
     return Stats(0.0, 0.0, np.zeros(n_params))
 
@@ -56,7 +56,7 @@ def _median_seconds(function, repeats):
 
 
 def _cluster_rounds(engine, params, family, repeats):
-    from daskglm.kernels import gram, loss_grad
+    from daskglm.compute.kernels import gram, loss_grad
 
     d = params.shape[0]
     rows = {}
@@ -84,7 +84,8 @@ def _cluster_rounds(engine, params, family, repeats):
 
 
 def _local_kernels(part, params, family, repeats):
-    from daskglm.kernels import gram, loss_grad, summarize
+    from daskglm.compute.kernels import gram, loss_grad
+    from daskglm.compute.summaries import summarize
 
     X, y, _ = part
     eta = X @ params
@@ -128,7 +129,7 @@ def _fit_phases(data, tol, repeats):
 
     import daskglm
     from daskglm.engine import make_engine
-    from daskglm.families import Binomial
+    from daskglm.model.families import Binomial
 
     y = data.target("binary")
     logistic = daskglm.LogisticRegression(C=1.0, solver="lbfgs", fit_intercept=False, tol=tol,
@@ -169,7 +170,7 @@ def profile_rounds(data, client, repeats=10, tol=1e-6):
         ideal round and the profiled fit's rounds and iterations).
     """
     from daskglm.engine import make_engine
-    from daskglm.families import Binomial
+    from daskglm.model.families import Binomial
 
     family = Binomial()
     params = np.random.default_rng(0).standard_normal(data.spec.n_features) * 0.1
@@ -210,11 +211,11 @@ def main(args):
     """Run the profile on the data set of ``args.suite`` and print a table; returns 0."""
     import pathlib
 
-    from .cases import get_suite
-    from .cluster import local_cluster
-    from .data import make_data
-    from .environment import library_versions, machine_info
-    from .report import write_json
+    from benchmarks.cases import get_suite
+    from benchmarks.cluster import local_cluster
+    from benchmarks.data import make_data
+    from benchmarks.environment import library_versions, machine_info
+    from benchmarks.report import write_json
 
     suite = get_suite(args.suite)
     spec = suite.cases[0].data

@@ -12,17 +12,17 @@ import traceback
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .cases import entry_id, parse_entry
-from .cluster import describe_cluster, local_cluster
-from .data import make_data, memory_needed
-from .environment import library_versions, load_average, machine_info
-from .limits import measure_limits
-from .meters import DaskCounters, PeakMemory
-from .methods import Unsupported, get_method
-from .problems import Solution, relative_gap
-from .scaling import project_case, run_scaling
-from .timing import Timing
-from .tuning import calibrate, thin
+from benchmarks.cases import entry_id, parse_entry
+from benchmarks.cluster import describe_cluster, local_cluster
+from benchmarks.data import make_data, memory_needed
+from benchmarks.environment import library_versions, load_average, machine_info
+from benchmarks.limits import measure_limits
+from benchmarks.meters import DaskCounters, PeakMemory
+from benchmarks.methods import Unsupported, get_method
+from benchmarks.problems import Solution, relative_gap
+from benchmarks.scaling import project_case, run_scaling
+from benchmarks.timing import Timing
+from benchmarks.tuning import calibrate, thin
 
 __all__ = ["run_suite", "run_case", "evaluate_ratios", "select_cases"]
 

@@ -5,8 +5,8 @@ calibrated on the suite's cluster) are timed on clusters of 1, 2, ... worker pro
 one after the other; from ``w`` workers to the largest count ``W`` the speed-up is
 ``T(w) / T(W)`` and the efficiency ``T(w) w / (T(W) W)``.
 
-Projection: :func:`daskglm.costmodel.calibrate` learns the cluster from the ledgers
-(``est.comm_``) of the daskglm fits of one case, and :func:`daskglm.costmodel.project`
+Projection: :func:`daskglm.accounting.costmodel.calibrate` learns the cluster from the ledgers
+(``est.comm_``) of the daskglm fits of one case, and :func:`daskglm.accounting.projection.project`
 predicts each method's time in its solver rounds on ``W`` workers holding the same data
 (strong scaling: the rows are spread over ``max(P, W)`` partitions), on the network
 measured here and on a stated one.  The model's own error on the measured cluster is
@@ -38,7 +38,7 @@ def project_case(case_result, scaling, log=print):
         per method, rounds, measured seconds in solver rounds, the model's prediction for
         the measured cluster and its error, and ``predicted_s[network][workers]``.
     """
-    from daskglm import costmodel
+    from daskglm.accounting import costmodel
 
     reports = {entry["entry"]: entry["_ledger"] for entry in case_result["results"]
                if entry.get("_ledger") is not None and entry.get("status") == "ok"}
@@ -83,10 +83,10 @@ def time_on_workers(suite, kept, workers, log=print):
     """
     from dataclasses import replace
 
-    from .cases import parse_entry
-    from .cluster import local_cluster
-    from .data import make_data
-    from .methods import get_method
+    from benchmarks.cases import parse_entry
+    from benchmarks.cluster import local_cluster
+    from benchmarks.data import make_data
+    from benchmarks.methods import get_method
 
     rows = []
     with local_cluster(replace(suite.cluster, n_workers=workers)) as client:

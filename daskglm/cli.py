@@ -44,7 +44,7 @@ def demo(args):
     """Fit one synthetic problem with every solver on a LocalCluster and print a table."""
     from distributed import Client
 
-    from .comparison import compare
+    from .accounting.comparison import compare
 
     with _local_cluster(args) as cluster, Client(cluster):
         X, y = _synthetic_persisted(args)
@@ -64,8 +64,8 @@ def compare_command(args):
     """Fit a synthetic data set with the chosen methods on a LocalCluster; print the table."""
     from distributed import Client
 
-    from .comparison import compare
-    from .costmodel import Cluster
+    from .accounting.comparison import compare
+    from .accounting.costmodel import Cluster
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
     if args.project:
@@ -132,7 +132,7 @@ def main(argv=None):
     compare_parser.add_argument(
         "--project", metavar="SPEC", default=None,
         help="predict each method's time on another cluster, e.g. "
-             "workers=64,bandwidth=1e9,latency=1e-3 (see daskglm.costmodel)",
+             "workers=64,bandwidth=1e9,latency=1e-3 (see daskglm.accounting.costmodel)",
     )
     compare_parser.set_defaults(run=compare_command)
 

@@ -10,7 +10,7 @@ chunks are computed nor on where; they do depend on the chunk sizes.  Nothing of
 
 Dense features are standard normal.  With ``density``, ``X`` is sparse: every chunk is a
 scipy CSR matrix (the kernels' sparse layout, see
-:func:`daskglm.kernels.as_csr_or_dense`) whose rows each draw ``round(density *
+:func:`daskglm.compute.kernels.as_csr_or_dense`) whose rows each draw ``round(density *
 n_features)`` column positions uniformly (with replacement, so a row may hold fewer
 distinct entries) with standard normal values.  The true coefficients are scaled so that
 ``X @ coef`` has about unit variance either way.
@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from .seeds import root_seed
+from .compute.seeds import root_seed
 
 __all__ = ["make_classification", "make_regression", "make_poisson", "KINDS"]
 

@@ -34,7 +34,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .kernels import as_csr_or_dense
+from .compute.kernels import as_csr_or_dense
 
 __all__ = ["load_zarr", "write_zarr", "ELL_FORMAT"]
 

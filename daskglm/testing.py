@@ -22,7 +22,7 @@ __all__ = ["slow_worker"]
 
 
 def _set_delay(address, seconds):
-    from daskglm.engine import distributed as engine
+    from daskglm.engine import tasks as engine
 
     if seconds:
         engine._TASK_DELAYS[address] = float(seconds)

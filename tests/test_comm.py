@@ -9,30 +9,16 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 import daskglm
-from daskglm.comm import (
-    TASK_BYTES,
-    CommReport,
-    RoundRecord,
-    _timing,
-    nbytes,
-    payload_model,
-    tree_tasks,
-)
-from daskglm.comparison import compare
-from daskglm.costmodel import (
-    Cluster,
-    calibrate,
-    measured_seconds,
-    predict,
-    project,
-    ranking_changes,
-)
+from daskglm.accounting.bytemodel import TASK_BYTES, nbytes, payload_model, tree_tasks
+from daskglm.accounting.comparison import compare
+from daskglm.accounting.costmodel import Cluster, calibrate, measured_seconds, predict
+from daskglm.accounting.ledger import CommReport, RoundRecord, _timing
+from daskglm.accounting.projection import project, ranking_changes
 from daskglm.engine import DistributedEngine, LocalEngine, make_engine
-from daskglm.families import Binomial, Gaussian
-from daskglm.penalties import L2
+from daskglm.model.families import Binomial, Gaussian
+from daskglm.model.penalties import L2
 from daskglm.solvers import Problem, get_solver
-
-from .conftest import make_data
+from tests.conftest import make_data
 
 
 def fit_on_engine(engine, method, family, alpha=1e-3, max_iter=20, tol=1e-6):
@@ -337,7 +323,7 @@ def test_measuring_costs_less_than_five_percent_of_a_round(client):
     import contextlib
     import time
 
-    from daskglm.kernels import loss_grad
+    from daskglm.compute.kernels import loss_grad
 
     X, y, _ = make_data("binomial", n=40_000, d=20)
     params, family = np.zeros(21), Binomial()

@@ -4,12 +4,12 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from daskglm.comm import payload_model
+from daskglm.accounting.bytemodel import payload_model
+from daskglm.compute.kernels import Stats, gram, loss_grad, loss_grad_hess
+from daskglm.compute.tree import tree_sum
 from daskglm.engine import DistributedEngine, LocalEngine, make_engine
-from daskglm.families import Binomial, Gaussian
-from daskglm.kernels import Stats, gram, loss_grad, loss_grad_hess, tree_sum
-
-from .conftest import make_data
+from daskglm.model.families import Binomial, Gaussian
+from tests.conftest import make_data
 
 UNEVEN = (400, 13, 700, 1, 300, 286, 300)  # 7 uneven row chunks of 2000 rows
 
@@ -93,7 +93,7 @@ def test_gram_is_exact_and_stable_across_partitions():
 
 @pytest.mark.parametrize("weights", [False, True])
 def test_second_moments_with_more_columns_than_cache_block_rows(monkeypatch, weights):
-    import daskglm.kernels as kernels
+    import daskglm.compute.kernels as kernels
 
     # 64-row cache blocks for 200 columns: the products' blocks grow to 200 rows
     monkeypatch.setattr(kernels, "BLOCK_BYTES", 1 << 10)
@@ -207,8 +207,8 @@ def test_worker_side_modules_import_neither_scikit_learn_nor_the_estimators():
     import subprocess
     import sys
 
-    code = ("import sys, daskglm.engine, daskglm.kernels, daskglm.local, daskglm.stochastic, "
-            "daskglm.families, daskglm.penalties, daskglm.coordinates; "
+    code = ("import sys, daskglm.engine, daskglm.compute.kernels, daskglm.compute.local_solves, daskglm.compute.stochastic, "
+            "daskglm.model.families, daskglm.model.penalties, daskglm.compute.coordinates; "
             "print(sorted(m for m in ('sklearn', 'daskglm.estimators', 'daskglm.solvers') "
             "if m in sys.modules))")
     found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
@@ -222,7 +222,7 @@ def test_the_top_level_compare_stays_the_function_whatever_was_imported_before()
     import subprocess
     import sys
 
-    code = ("import daskglm.cli, daskglm.comparison, daskglm; "
+    code = ("import daskglm.cli, daskglm.accounting.comparison, daskglm; "
             "print(callable(daskglm.compare) and daskglm.compare.__name__)")
     found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                            text=True).stdout.strip()

@@ -10,19 +10,14 @@ import numpy as np
 import pytest
 
 from daskglm import testing
-from daskglm.comm import Kind, nbytes
+from daskglm.accounting.bytemodel import nbytes
+from daskglm.accounting.kinds import Kind
+from daskglm.compute.kernels import loss_grad
 from daskglm.engine import make_engine
-from daskglm.engine.asynchronous import (
-    ActorHolder,
-    AsCompleted,
-    HolderLostError,
-    ParameterHolder,
-)
-from daskglm.families import Binomial
-from daskglm.kernels import loss_grad
+from daskglm.engine.asynchronous import ActorHolder, AsCompleted, HolderLostError, ParameterHolder
+from daskglm.model.families import Binomial
 from daskglm.testing import slow_worker
-
-from .conftest import SlowOn, kill_worker, make_data
+from tests.conftest import SlowOn, kill_worker, make_data
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 

@@ -10,20 +10,14 @@ import dask.array as da
 import numpy as np
 import pytest
 
-from daskglm.engine import (
-    DeadlineRound,
-    DistributedEngine,
-    LocalEngine,
-    StateRound,
-    make_engine,
-)
-from daskglm.engine import distributed as distributed_module
+from daskglm.compute.kernels import Stats, loss_grad
+from daskglm.compute.tree import partial_tree_sum, tree_sum
+from daskglm.engine import DeadlineRound, DistributedEngine, LocalEngine, StateRound, make_engine
+from daskglm.engine import tasks as engine_tasks
 from daskglm.engine import partitions as partitions_module
-from daskglm.families import Binomial
-from daskglm.kernels import Stats, loss_grad, partial_tree_sum, tree_sum
+from daskglm.model.families import Binomial
 from daskglm.testing import slow_worker
-
-from .conftest import SlowOn, kill_worker, make_data
+from tests.conftest import SlowOn, kill_worker, make_data
 
 # the kernels below run on the workers, which cannot import this test module
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -323,7 +317,7 @@ def _keys_held(client):
 
 
 def _delays(client):
-    return client.run(lambda: dict(distributed_module._TASK_DELAYS))
+    return client.run(lambda: dict(engine_tasks._TASK_DELAYS))
 
 
 def test_deadline_round_on_a_cluster_drops_the_slowed_worker(data, client):

@@ -12,8 +12,7 @@ from sklearn.datasets import make_regression
 from sklearn.exceptions import DataConversionWarning, UndefinedMetricWarning
 
 import daskglm
-
-from .conftest import make_data
+from tests.conftest import make_data
 
 
 @pytest.fixture

@@ -14,8 +14,7 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import daskglm
 import daskglm.engine.build as engine_module
-
-from .conftest import make_data
+from tests.conftest import make_data
 
 ESTIMATORS = [
     daskglm.LinearRegression(),

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from daskglm.families import Binomial, Gaussian, Poisson, get_family
+from daskglm.model.families import Binomial, Gaussian, Poisson, get_family
 
 FAMILIES = [Gaussian(), Binomial(), Poisson()]
 IDS = ["gaussian", "binomial", "poisson"]

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import daskglm
-
-from .conftest import make_data
+from tests.conftest import make_data
 
 cp = pytest.importorskip("cupy")
 try:
@@ -65,6 +64,6 @@ def test_cupy_chunks_give_the_coefficients_of_numpy_chunks(case):
 
 
 def test_the_ledger_counts_cupy_bytes():
-    from daskglm.comm import nbytes
+    from daskglm.accounting.bytemodel import nbytes
 
     assert nbytes(cp.zeros(1000)) == 8000

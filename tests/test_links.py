@@ -8,24 +8,13 @@ import pytest
 from sklearn.utils.estimator_checks import check_estimator
 
 import daskglm
-from daskglm.families import (
-    Binomial,
+from daskglm.model.distributions import (
     BinomialDistribution,
-    CLogLog,
-    Family,
-    Gaussian,
     GaussianDistribution,
-    Identity,
-    Inverse,
-    Log,
-    Logit,
-    Poisson,
     PoissonDistribution,
-    Power,
-    Probit,
-    get_family,
-    get_link,
 )
+from daskglm.model.families import Binomial, Family, Gaussian, Poisson, get_family
+from daskglm.model.links import CLogLog, Identity, Inverse, Log, Logit, Power, Probit, get_link
 
 LINKS = [Identity(), Logit(), Log(), Inverse(), Probit(), CLogLog(), Power(0.5), Power(2.0),
          Power(-1.5)]

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from daskglm.penalties import L1, L2, ElasticNet, NoPenalty, make_penalty
+from daskglm.model.penalties import L1, L2, ElasticNet, NoPenalty, make_penalty
 
 PENALTIES = [NoPenalty(), L2(0.7), L1(0.3), ElasticNet(0.5, 0.4)]
 IDS = ["none", "l2", "l1", "elasticnet"]

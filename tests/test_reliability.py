@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 import daskglm
+from daskglm.compute.kernels import loss_grad_hess
 from daskglm.engine import DistributedEngine, make_engine
 from daskglm.engine import partitions as engine_module
-from daskglm.families import Binomial
-from daskglm.kernels import loss_grad_hess
-
-from .conftest import kill_worker, make_data
+from daskglm.model.families import Binomial
+from tests.conftest import kill_worker, make_data
 
 UNEVEN = (400, 13, 700, 1, 300, 286, 300)  # 7 uneven row chunks of 2000 rows
 

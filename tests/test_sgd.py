@@ -18,10 +18,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import check_estimator
 
 import daskglm
-from daskglm.engine import make_engine
-from daskglm.families import Binomial, Gaussian
-from daskglm.penalties import L2, NoPenalty, make_penalty
-from daskglm.schedules import (
+from daskglm.compute.sampling import partition_size
+from daskglm.compute.schedules import (
     AdagradScaling,
     Chain,
     OptimalDecay,
@@ -29,8 +27,11 @@ from daskglm.schedules import (
     Scale,
     make_step_rule,
 )
+from daskglm.compute.stochastic import SGDConfig, batch_loss_grad
+from daskglm.engine import make_engine
+from daskglm.model.families import Binomial, Gaussian
+from daskglm.model.penalties import L2, NoPenalty, make_penalty
 from daskglm.solvers import Problem, get_solver
-from daskglm.stochastic import SGDConfig, batch_loss_grad, partition_size
 
 GAP = 1e-3
 N, D = 2000, 5

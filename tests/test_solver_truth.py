@@ -21,9 +21,8 @@ from sklearn.datasets import make_regression
 from sklearn.exceptions import ConvergenceWarning
 
 import daskglm
-from daskglm.linalg import solve_symmetric
-
-from .conftest import make_data
+from daskglm.compute.linalg import solve_symmetric
+from tests.conftest import make_data
 
 
 def rel_error(coef, reference):

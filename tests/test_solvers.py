@@ -11,11 +11,10 @@ from sklearn import linear_model as sk
 
 import daskglm
 from daskglm.engine import make_engine
-from daskglm.families import Binomial, Gaussian
-from daskglm.penalties import L2, NoPenalty
+from daskglm.model.families import Binomial, Gaussian
+from daskglm.model.penalties import L2, NoPenalty
 from daskglm.solvers import SOLVERS, Problem, get_solver
-
-from .conftest import make_data
+from tests.conftest import make_data
 
 RTOL = 1e-6
 TIGHT = {"tol": 1e-10, "max_iter": 5000}

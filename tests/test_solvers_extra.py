@@ -27,13 +27,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import check_estimator
 
 import daskglm
-from daskglm.coordinates import Standardised
+from daskglm.compute.coordinates import Standardised
+from daskglm.compute.summaries import column_moments
 from daskglm.engine import make_engine
-from daskglm.families import Binomial, Gaussian, Poisson
-from daskglm.kernels import column_moments
-from daskglm.penalties import L1, L2, ElasticNet, NoPenalty
-
-from .conftest import make_data
+from daskglm.model.families import Binomial, Gaussian, Poisson
+from daskglm.model.penalties import L1, L2, ElasticNet, NoPenalty
+from tests.conftest import make_data
 
 RTOL = 1e-5
 TIGHT = {"tol": 1e-10, "max_iter": 5000}

@@ -8,28 +8,15 @@ import scipy.sparse as sp
 import sparse
 
 import daskglm
-from daskglm.comm import nbytes
-from daskglm.csr_products import csr_weighted_gram
-from daskglm.families import Binomial, Gaussian, Poisson
-from daskglm.kernels import (
-    as_csr_or_dense,
-    column_moments,
-    gram,
-    loss_grad,
-    loss_grad_hess,
-    summarize,
-)
-from daskglm.penalties import L1, L2, NoPenalty
-from daskglm.schedules import make_step_rule
-from daskglm.stochastic import (
-    ScaledVector,
-    SGDConfig,
-    SparseGradient,
-    _lazy_l2_applies,
-    batch_loss_grad,
-    column_gradient,
-    local_sgd,
-)
+from daskglm.accounting.bytemodel import nbytes
+from daskglm.compute.csr_products import csr_weighted_gram
+from daskglm.compute.kernels import as_csr_or_dense, gram, loss_grad, loss_grad_hess
+from daskglm.compute.schedules import make_step_rule
+from daskglm.compute.sparse_vectors import ScaledVector, SparseGradient, column_gradient
+from daskglm.compute.stochastic import SGDConfig, _lazy_l2_applies, batch_loss_grad, local_sgd
+from daskglm.compute.summaries import column_moments, summarize
+from daskglm.model.families import Binomial, Gaussian, Poisson
+from daskglm.model.penalties import L1, L2, NoPenalty
 
 N, D = 600, 40
 FAMILIES = {"gaussian": Gaussian(), "binomial": Binomial(), "poisson": Poisson()}

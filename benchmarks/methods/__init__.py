@@ -8,7 +8,7 @@ same objective.
 
 from __future__ import annotations
 
-from . import (
+from benchmarks.methods import (
     dask_glm_algorithms,
     dask_ml_estimators,
     daskglm_estimators,
@@ -16,7 +16,7 @@ from . import (
     sklearn_estimators,
     spark_mllib,
 )
-from .base import Fit, Method, Unsupported
+from benchmarks.methods.base import Fit, Method, Unsupported
 
 __all__ = ["METHODS", "get_method", "Fit", "Method", "Unsupported"]
 

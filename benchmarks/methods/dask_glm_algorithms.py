@@ -29,8 +29,15 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..problems import LogisticL2
-from .base import ITERATION_LADDER, TOLERANCE_LADDER, Fit, Method, Unsupported, ladder
+from benchmarks.methods.base import (
+    ITERATION_LADDER,
+    TOLERANCE_LADDER,
+    Fit,
+    Method,
+    Unsupported,
+    ladder,
+)
+from benchmarks.problems import LogisticL2
 
 __all__ = ["DaskGlmSolver"]
 

@@ -16,8 +16,8 @@ import warnings
 
 import numpy as np
 
-from ..problems import LeastSquares, LogisticL2
-from .base import TOLERANCE_LADDER, Fit, Method, Unsupported, ladder
+from benchmarks.methods.base import TOLERANCE_LADDER, Fit, Method, Unsupported, ladder
+from benchmarks.problems import LeastSquares, LogisticL2
 
 __all__ = ["DaskMLLogisticRegression", "DaskMLLinearRegression"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .base import Fit, Method
+from benchmarks.methods.base import Fit, Method
 
 __all__ = ["NumpyKernel"]
 

@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 
-from ..problems import LeastSquares, LogisticL2, PoissonL2
-from .base import EPOCH_LADDER, TOLERANCE_LADDER, Fit, Method
+from benchmarks.methods.base import EPOCH_LADDER, TOLERANCE_LADDER, Fit, Method
+from benchmarks.problems import LeastSquares, LogisticL2, PoissonL2
 
 __all__ = ["SklearnLogisticRegression", "SklearnLinearRegression", "SklearnPoissonRegressor",
            "SklearnSGDClassifier"]

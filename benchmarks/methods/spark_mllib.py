@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from ..problems import LeastSquares, LogisticL2
-from .base import Fit, Method, Unsupported, ladder
+from benchmarks.methods.base import Fit, Method, Unsupported, ladder
+from benchmarks.problems import LeastSquares, LogisticL2
 
 __all__ = ["SparkSessionHolder", "SparkLogisticRegression", "SparkLinearRegression",
            "spark_available"]

@@ -38,7 +38,7 @@ process), and offers these verbs to the solvers:
 
 :func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
 
-Each round is written to the engine's :class:`~daskglm.comm.CommReport`.  No dask.array
+Each round is written to the engine's :class:`~daskglm.accounting.ledger.CommReport`.  No dask.array
 graph is built per round: the partitions are persisted once and every round maps over
 their futures.  Stateful and deadline rounds place their tasks on the worker holding each
 partition (a loose restriction, read with one ``who_has`` call per round), so that a state
@@ -46,24 +46,13 @@ is made where its partition lives and a straggler's partitions are not moved awa
 """
 
 from .asynchronous import ActorHolder, AsCompleted, HolderLostError, ParameterHolder
-from .base import (
-    MAX_RECOVERIES,
-    SAFE_EXPONENT,
-    DeadlineRound,
-    Engine,
-    StateRound,
-    is_dask,
-)
+from .base import MAX_RECOVERIES, SAFE_EXPONENT, DeadlineRound, Engine, StateRound, is_dask
 from .build import make_engine, stream_engines
 from .cache import CACHE_SAFETY, choose_cache, data_nbytes, free_memory
-from .distributed import (
-    SCATTER_BYTES,
-    DistributedEngine,
-    StreamingDistributedEngine,
-    active_client,
-)
+from .distributed import SCATTER_BYTES, DistributedEngine, active_client
 from .local import LocalEngine, StreamingLocalEngine
 from .partitions import ALIGNMENT, PARTITION_BYTES, default_partitions
+from .streaming import StreamingDistributedEngine
 
 __all__ = [
     "Engine", "LocalEngine", "DistributedEngine", "StreamingLocalEngine",

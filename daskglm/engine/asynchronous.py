@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from ..comm import nbytes
+from ..accounting.bytemodel import nbytes
 
 
 class HolderLostError(RuntimeError):
@@ -79,7 +79,7 @@ class ParameterHolder:
     def stats(self):
         """Traffic so far: ``{"version", "pushes", "pulls", "staleness" (a dict
         staleness -> pushes), "bytes_pushed", "bytes_pulled"}`` (bytes by
-        :func:`~daskglm.comm.nbytes`)."""
+        :func:`~daskglm.accounting.bytemodel.nbytes`)."""
         with self._lock:
             return {"version": self._version, "pushes": self._pushes, "pulls": self._pulls,
                     "staleness": dict(sorted(self._staleness.items())),

@@ -14,16 +14,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..comm import CommReport, Kind, Timer, nbytes
-from ..kernels import (
+from ..accounting.bytemodel import nbytes
+from ..accounting.kinds import Kind
+from ..accounting.ledger import CommReport
+from ..compute.summaries import (
     PartitionSummary,
     column_max_abs,
     encode_positive,
-    partial_tree_sum,
     partition_weight,
     scale_columns,
     summarize,
 )
+from ..compute.tree import partial_tree_sum
+from .measure import Timer
 
 #: Times a round is retried after partitions were lost with a worker.
 MAX_RECOVERIES = 3
@@ -60,7 +63,7 @@ class DeadlineRound:
     ----------
     result
         The sum of the arrived partitions' results in the fixed-order reduction tree
-        restricted to them (:func:`~daskglm.kernels.partial_tree_sum`): it depends only on
+        restricted to them (:func:`~daskglm.compute.tree.partial_tree_sum`): it depends only on
         which partitions arrived.  None when none arrived.
     arrived, dropped : tuple of int
         Partition indices whose result was, and was not, summed.
@@ -357,7 +360,7 @@ class Engine:
         worker and its result is dropped), never mixed into a later round.
 
         The arrived results are summed in the fixed-order reduction tree restricted to
-        them (:func:`~daskglm.kernels.partial_tree_sum`): the sum depends only on which
+        them (:func:`~daskglm.compute.tree.partial_tree_sum`): the sum depends only on which
         partitions arrived, and equals a :meth:`reduce` whose dropped partitions returned
         exact zeros.  The per-partition weights come from :meth:`partition_weights`.
 
@@ -551,7 +554,7 @@ class Engine:
         return tasks
 
     def _probe(self, kind):
-        """What measures one round of ``kind`` (see :mod:`daskglm.comm`)."""
+        """What measures one round of ``kind`` (see :mod:`daskglm.accounting.ledger`)."""
         raise NotImplementedError
 
     def validate(self, family, labels=False, rescale=False):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ..comm import CommReport
+from ..accounting.ledger import CommReport
 from .base import is_dask
 from .cache import choose_cache
-from .distributed import DistributedEngine, StreamingDistributedEngine, active_client
+from .distributed import DistributedEngine, active_client
 from .local import LocalEngine, StreamingLocalEngine
 from .partitions import _dask_partitions, _in_memory_parts, _scatter_in_order, default_partitions
+from .streaming import StreamingDistributedEngine
 
 
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,

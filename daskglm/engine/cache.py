@@ -7,9 +7,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ..kernels import (
-    stored_bytes,
-)
+from ..compute.summaries import stored_bytes
 from .base import is_dask
 
 #: ``cache="auto"`` keeps the data in memory when they take at most this share of the

@@ -2,44 +2,30 @@
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
-from ..comm import DaskMeter, nbytes
-from ..kernels import (
+from ..accounting.bytemodel import nbytes
+from ..compute.tree import (
     combine_nodes,
     complete_nodes,
     node_start,
-    run_group,
-    run_stateful_group,
     tree_root,
 )
 from .base import Engine
+from .measure import DaskMeter
 from .partitions import _realign
+from .tasks import (
+    _complete_node_keys,
+    _identity,
+    _pick_output,
+    _pick_state,
+    _run_stateful_task,
+    _run_task,
+)
 
 #: Broadcast arguments larger than this are scattered to the workers once per round
 #: instead of being embedded in every task.
 SCATTER_BYTES = 1 << 20
-
-
-#: Extra seconds that kernel tasks sleep on a worker, by worker address.  Set in a worker
-#: process only by :func:`daskglm.testing.slow_worker`; while it is empty (always, outside
-#: tests and demos), a task's check of it costs one test of an empty dict.
-_TASK_DELAYS = {}
-
-
-
-def _delay_task():
-    """Sleep as :data:`_TASK_DELAYS` says for the worker running this task."""
-    try:
-        from distributed import get_worker
-
-        seconds = _TASK_DELAYS.get(get_worker().address, 0.0)
-    except (ImportError, ValueError):  # not in a worker
-        return
-    if seconds:
-        time.sleep(seconds)
 
 
 
@@ -62,7 +48,7 @@ class DistributedEngine(Engine):
     A round submits one task per group of partitions that share a worker thread
     (broadcast arguments embedded, or scattered once when large), then the combine tasks
     of the fixed-order reduction tree on the workers, and gathers one small result.  The
-    tree depends on partition indices only (:func:`~daskglm.kernels.complete_nodes`), so
+    tree depends on partition indices only (:func:`~daskglm.compute.tree.complete_nodes`), so
     results do not depend on where partitions live.
 
     Partitions computed from Dask collections are recomputed by Dask when a worker is
@@ -454,101 +440,6 @@ def _worker_loss(exc):
     from distributed.client import FutureCancelledError
 
     return isinstance(exc, (KilledWorker, FutureCancelledError))
-
-
-def _complete_node_keys(indices, n_leaves):
-    """The nodes :func:`~daskglm.kernels.run_group` returns for partitions ``indices``."""
-    return list(complete_nodes({(0, i): 0 for i in indices}, n_leaves))
-
-
-def _run_task(fn, parts, items, args, reduce_args):
-    """A group's task: :func:`~daskglm.kernels.run_group`, reducing when ``reduce_args``."""
-    if _TASK_DELAYS:
-        _delay_task()
-    return run_group(fn, parts, items, args, *reduce_args)
-
-
-def _run_stateful_task(fn, parts, states, args, reduce_args):
-    """A group's task of a stateful round: :func:`~daskglm.kernels.run_stateful_group`."""
-    if _TASK_DELAYS:
-        _delay_task()
-    return run_stateful_group(fn, parts, states, args, *reduce_args)
-
-
-def _pick_output(output):
-    """The results (or tree nodes) of a stateful group task's output."""
-    return output[0]
-
-
-def _pick_state(output, position):
-    """The new state of the ``position``-th partition of a stateful group task's output."""
-    return output[1][position]
-
-
-def _identity(item):
-    return item
-
-
-
-class StreamingDistributedEngine(DistributedEngine):
-    """Partitions read from their source in every round, on the workers (``cache="none"``).
-
-    Each round computes one task per partition from the partition's own (small) graph,
-    so the workers read, use and drop it; Dask's queuing of root tasks keeps only about
-    one partition per worker thread in memory.
-    """
-
-    cache = "none"
-
-    def __init__(self, client, delayed_parts, n_features, **kwargs):
-        super().__init__(client, delayed_parts, n_features, group_partitions=False, **kwargs)
-        self.reads_source = True
-
-    def _submit(self, fn, args, each, tree, probe, created):
-        import dask
-
-        sent = self._broadcast(args, created)
-        keys = probe.keys(self.n_partitions)
-        n = self.n_partitions
-        run = dask.delayed(_run_task, pure=False)
-        tasks = [
-            run(fn, [part], None if each is None else [each[i]], sent,
-                ([i], n) if tree else (), dask_key_name=keys[i])
-            for i, part in enumerate(self.parts)
-        ]
-        futures = self.client.compute(tasks)
-        created.extend(futures)
-        if tree:
-            return self._tree(futures, probe, created)
-        return [group_results[0] for group_results in self.client.gather(futures)], 0
-
-    def _partition_futures(self, fn, sent, probe):
-        import dask
-
-        keys = probe.keys(self.n_partitions)
-        run = dask.delayed(_run_task, pure=False)
-        return self.client.compute([run(fn, [part], None, sent, (), dask_key_name=keys[i])
-                                    for i, part in enumerate(self.parts)])
-
-    def _execute_stateful(self, fn, states, args, tree, probe):
-        raise NotImplementedError(
-            "Partition state lives next to a partition kept in memory; with cache='none' "
-            "the partitions are read again in every round and live nowhere.  Use "
-            "cache='memory'."
-        )
-
-    def _lost_parts(self):
-        return []  # read from their source in every round
-
-    def _replace_parts(self, fn, arg, probe):
-        import dask
-
-        self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
-
-    def close(self):
-        self._close_holders()
-        self.collect_measurements()
-        self.parts = []
 
 
 def _groups_by_thread(client, parts):

@@ -9,14 +9,9 @@ from concurrent.futures import wait as wait_threads
 
 from threadpoolctl import ThreadpoolController
 
-from ..comm import LocalProbe
-from ..kernels import (
-    combine_nodes,
-    run_group,
-    run_stateful_group,
-    tree_root,
-)
+from ..compute.tree import combine_nodes, run_group, run_stateful_group, tree_root
 from .base import Engine
+from .measure import LocalProbe
 
 
 @functools.cache

@@ -7,11 +7,9 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from ..backend import array_module, is_device
-from ..kernels import (
-    as_csr_or_dense,
-    stored_bytes,
-)
+from ..compute.backend import array_module, is_device
+from ..compute.kernels import as_csr_or_dense
+from ..compute.summaries import stored_bytes
 from .base import is_dask
 
 #: In-memory (numpy, scipy) input is cut into row partitions of about this many bytes of

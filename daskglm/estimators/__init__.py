@@ -25,7 +25,7 @@ The modules, each importing only from those above it:
 """
 
 from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, Ridge
-from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO  # public, not in __all__
+from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
 from .sgd import SGDClassifier, SGDRegressor
 

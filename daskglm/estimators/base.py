@@ -20,9 +20,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .. import progress
+from ..compute.kernels import as_csr_or_dense, linear_predictor
+from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
-from ..families import Family
-from ..kernels import all_finite, as_csr_or_dense, linear_predictor
+from ..model.families import Family
 from ..solvers import SOLVERS, Problem, get_solver
 from .validation import (
     _check_dask_matrix,
@@ -362,7 +363,7 @@ _FITTED_DOC = """
         Whether the fit kept the data in memory or streamed them from their source.
     comm_ : CommReport
         Every engine round of the fit: kind, tasks, bytes (modelled and measured),
-        seconds, time spent waiting for the slowest partition (see :mod:`daskglm.comm`).
+        seconds, time spent waiting for the slowest partition (see :mod:`daskglm.accounting.ledger`).
     solver_ : str
         The solver that ran.
     n_features_in_ : int

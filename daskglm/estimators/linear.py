@@ -16,8 +16,8 @@ from sklearn.base import RegressorMixin
 from sklearn.exceptions import UndefinedMetricWarning
 
 from ..engine import is_dask
-from ..families import Gaussian, Poisson, get_family
-from ..penalties import NoPenalty, make_penalty
+from ..model.families import Gaussian, Poisson, get_family
+from ..model.penalties import NoPenalty, make_penalty
 from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
 from .validation import _check_score_input
 

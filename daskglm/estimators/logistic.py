@@ -16,10 +16,10 @@ from sklearn.base import ClassifierMixin
 from sklearn.utils.fixes import parse_version
 from sklearn.utils.multiclass import type_of_target
 
-from ..backend import array_module, is_device, to_host
+from ..compute.backend import array_module, is_device, to_host
 from ..engine import is_dask
-from ..families import Binomial
-from ..penalties import L1, L2, NoPenalty, make_penalty
+from ..model.families import Binomial
+from ..model.penalties import L1, L2, NoPenalty, make_penalty
 from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
 from .validation import _check_score_input
 

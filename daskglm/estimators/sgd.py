@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin
 
-from ..comm import CommReport
+from ..accounting.ledger import CommReport
 from ..engine import is_dask, stream_engines
-from ..families import Binomial, Gaussian
-from ..penalties import make_penalty
+from ..model.families import Binomial, Gaussian
+from ..model.penalties import make_penalty
 from ..solvers import Problem, get_solver
 from .base import _GLMBase
 from .linear import _RegressorGLM

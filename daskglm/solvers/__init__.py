@@ -6,9 +6,10 @@ naming the solvers that do when it does not.
 
 from __future__ import annotations
 
+from ..model.problem import Problem
 from .admm import ADMM
 from .averaging import Averaging
-from .base import Objective, Problem, Solver, SolverResult
+from .base import Objective, Solver, SolverResult
 from .gradient import GradientDescent
 from .lbfgs import LBFGS
 from .newton import Newton

@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from ..comm import Kind
-from ..coordinates import Standardised
-from ..local import proximal_point
+from ..accounting.kinds import Kind
+from ..compute.coordinates import Standardised
+from ..compute.local_solves import proximal_point
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 
 __all__ = ["ADMM", "RHO_FACTOR", "RHO_FACTOR_L1"]
@@ -79,7 +79,7 @@ class ADMM(Solver):
     tau : float, default 2.0
         Factor by which ``rho`` changes.
     standardize : bool, default True
-        Run in standardised coordinates (:mod:`daskglm.coordinates`: as if ``X`` were
+        Run in standardised coordinates (:mod:`daskglm.compute.coordinates`: as if ``X`` were
         centred and scaled to unit variance), which removes the ill-conditioning column
         offsets and unequal scales cause (no extra round).
     local_max_iter : int, default 500

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..comm import Kind
-from ..linalg import solve_symmetric
-from ..local import fit_partition
+from ..accounting.kinds import Kind
+from ..compute.linalg import solve_symmetric
+from ..compute.local_solves import fit_partition
 from .base import History, Objective, Solver, SolverResult
 from .proximal import solve_composite_quadratic
 

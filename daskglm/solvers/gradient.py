@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..coordinates import Standardised
+from ..compute.coordinates import Standardised
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import backtracking
 
@@ -14,7 +14,7 @@ __all__ = ["GradientDescent"]
 class GradientDescent(Solver):
     """Full-batch gradient descent, diagonally preconditioned.
 
-    The iterations run in standardised coordinates (:mod:`daskglm.coordinates`: as if ``X``
+    The iterations run in standardised coordinates (:mod:`daskglm.compute.coordinates`: as if ``X``
     were centred and scaled to unit variance, from the column moments the validation round
     returns, no round of their own), with each coefficient's scale widened by the
     penalty's curvature relative to the loss's: ``sqrt(var_j + alpha / c)``, where ``c`` is

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..restarted_lbfgs import minimize_to_tol
+from ..compute.restarted_lbfgs import minimize_to_tol
 from .base import History, Objective, Solver, SolverResult
 
 __all__ = ["LBFGS"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import solve_symmetric
+from ..compute.linalg import solve_symmetric
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import LineSearchResult, backtracking
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..families import Gaussian
-from ..linalg import solve_symmetric
-from ..penalties import L2, NoPenalty
+from ..compute.linalg import solve_symmetric
+from ..model.families import Gaussian
+from ..model.penalties import L2, NoPenalty
 from .base import History, Objective, Solver, SolverResult
 
 __all__ = ["NormalEquations"]

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ..coordinates import Standardised
+from ..compute.coordinates import Standardised
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 
 __all__ = ["ProximalGradient", "accelerated_proximal_gradient", "solve_composite_quadratic"]
@@ -133,7 +133,7 @@ class ProximalGradient(Solver):
     Handles every family with no, L2, L1 or elastic-net penalty.  Every trial point and
     every extrapolated point is one engine round returning the loss and its gradient
     together, so an iteration costs two rounds when no step is rejected.  The iterations
-    run in standardised coordinates (:mod:`daskglm.coordinates`: as if ``X`` were centred
+    run in standardised coordinates (:mod:`daskglm.compute.coordinates`: as if ``X`` were centred
     and scaled to unit variance, without forming such a copy, from the column moments the
     validation round returns), which removes the ill-conditioning that column offsets and
     unequal column scales cause.  Stops when the largest violation of

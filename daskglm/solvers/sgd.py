@@ -7,17 +7,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..comm import Kind
-from ..schedules import LEARNING_RATES, make_step_rule
-from ..seeds import root_seed
-from ..stochastic import (
+from ..accounting.kinds import Kind
+from ..compute.sampling import epoch_counts, partition_size
+from ..compute.schedules import LEARNING_RATES, make_step_rule
+from ..compute.seeds import root_seed
+from ..compute.stochastic import (
     SGDConfig,
     average_update,
     batch_loss_grad,
-    epoch_counts,
     l1_prox,
     local_sgd,
-    partition_size,
     sgd_step,
 )
 from .base import History, Solver, SolverResult
@@ -115,7 +114,7 @@ class SGD(Solver):
     batch_size : int, default 16
         Rows per step over all partitions (the last step of an epoch takes what is left).
     learning_rate : {"constant", "invscaling", "optimal", "adagrad"}, default "invscaling"
-        See :func:`daskglm.schedules.make_step_rule`; ``"optimal"`` needs a penalty with
+        See :func:`daskglm.compute.schedules.make_step_rule`; ``"optimal"`` needs a penalty with
         ``alpha > 0``.
     eta0 : float, default 0.01
         Initial learning rate (unused by ``"optimal"``).

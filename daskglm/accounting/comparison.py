@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .engine import is_dask, make_engine
-from .estimators import GLM
-from .families import get_family
-from .solvers import SOLVERS, Objective, Problem
+from ..engine import is_dask, make_engine
+from ..estimators import GLM
+from ..model.families import get_family
+from ..solvers import SOLVERS, Objective, Problem
 
 __all__ = ["compare", "Comparison", "MethodResult", "format_table"]
 
@@ -54,7 +54,7 @@ class MethodResult:
     method : str
     iterations, rounds : int or None
     bytes_measured, bytes_modelled : int or None
-        From the fit's :class:`~daskglm.comm.CommReport`.
+        From the fit's :class:`~daskglm.accounting.ledger.CommReport`.
     seconds : float or None
         Wall time of ``fit``.
     seconds_waiting : float or None
@@ -183,8 +183,8 @@ class Comparison:
         return pd.DataFrame([{name: getattr(r, name) for name in names} for r in self.rows])
 
     def project(self, target, calibration=None):
-        """Project the methods onto another cluster (:func:`daskglm.costmodel.project`)."""
-        from .costmodel import project
+        """Project the methods onto another cluster (:func:`daskglm.accounting.projection.project`)."""
+        from .projection import project
 
         return project(self.reports, target, calibration, data_bytes=self.data_bytes)
 

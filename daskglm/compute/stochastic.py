@@ -26,26 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .families import Family
+from ..model.families import Family
+from ..model.penalties import L2, NoPenalty, Penalty
 from .kernels import Stats, linear_predictor, loss_grad
-from .penalties import L2, NoPenalty, Penalty
+from .sampling import batch_rows, draw_rows, partition_size
 from .schedules import Chain, OptimalDecay, PolynomialDecay, Scale, add_states, scale_state
+from .sparse_vectors import ScaledVector, SparseGradient, _smaller, column_gradient, dense_gradient
 
 __all__ = [
-    "SGDConfig",
-    "LocalSGDStats",
-    "SparseGradient",
-    "ScaledVector",
-    "dense_gradient",
-    "column_gradient",
-    "partition_size",
-    "epoch_counts",
-    "batch_rows",
-    "draw_rows",
-    "batch_loss_grad",
-    "sgd_step",
-    "l1_prox",
-    "average_update",
+    "SGDConfig", "LocalSGDStats", "batch_loss_grad", "sgd_step", "l1_prox", "average_update",
     "local_sgd",
 ]
 
@@ -61,7 +50,7 @@ class SGDConfig:
         On the mean-loss scale; its smooth part enters through the gradient, its L1 part
         through a soft-thresholding step after each update.
     rule : step rule
-        From :mod:`daskglm.schedules`.
+        From :mod:`daskglm.compute.schedules`.
     fit_intercept : bool
     n_features : int
     batch_size : int
@@ -90,178 +79,8 @@ class SGDConfig:
     average_from: int | None = None
 
 
-def _rng(seed, *key):
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
-
-
-def partition_size(part):
-    """``(rows, total sample weight)`` of a partition, the weight summed as validation does."""
-    X, _, weight = part
-    return int(X.shape[0]), (float(X.shape[0]) if weight is None else float(weight.sum()))
-
-
-def epoch_counts(rows, batch_size, seed, epoch):
-    """Rows each partition gives to each step of an epoch, every row once.
-
-    The split over the partitions of the consecutive ``batch_size`` slices of a uniformly
-    random order of all rows: one multivariate hypergeometric draw per step, from the rows
-    each partition has left.
-
-    Parameters
-    ----------
-    rows : sequence of int
-        Rows of each partition.
-    batch_size : int
-    seed : int
-    epoch : int
-        The step at which the epoch begins; it names the epoch's random stream.
-
-    Returns
-    -------
-    ndarray of int, shape (ceil(sum(rows) / batch_size), len(rows))
-        Its rows sum to ``batch_size`` (the last one to what is left), its columns to
-        ``rows``.
-    """
-    left = np.array(rows, dtype=np.int64)
-    total = int(left.sum())
-    n_steps = -(-total // batch_size)
-    counts = np.zeros((n_steps, left.shape[0]), dtype=np.int64)
-    if left.shape[0] == 1:
-        counts[:, 0] = batch_size
-        counts[-1, 0] = total - (n_steps - 1) * batch_size
-        return counts
-    rng = _rng(seed, epoch)
-    for k in range(n_steps):
-        counts[k] = rng.multivariate_hypergeometric(left, min(batch_size, total))
-        left -= counts[k]
-        total -= int(counts[k].sum())
-    return counts
-
-
-def batch_rows(config, epoch, step):
-    """Rows over all partitions at ``step`` of the epoch that began at step ``epoch``."""
-    return min(config.batch_size, config.n_rows - (step - epoch) * config.batch_size)
-
-
-#: The latest epoch's order of each partition's rows, ``{(seed, index, rows): (epoch,
-#: order)}``, so that the steps of an epoch do not shuffle the partition again.
-_ORDERS = {}
-_MAX_ORDERS = 1024
-
-
-def _epoch_order(n_rows, seed, epoch, index):
-    key = (seed, index, n_rows)
-    cached = _ORDERS.get(key)
-    if cached is not None and cached[0] == epoch:
-        return cached[1]
-    dtype = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
-    order = _rng(seed, epoch, index).permutation(n_rows).astype(dtype, copy=False)
-    order.flags.writeable = False
-    if len(_ORDERS) >= _MAX_ORDERS:
-        _ORDERS.pop(next(iter(_ORDERS)), None)
-    _ORDERS[key] = (epoch, order)
-    return order
-
-
-def draw_rows(n_rows, count, seed, epoch, index, offset=0):
-    """Partition ``index``'s rows ``offset`` to ``offset + count`` of its epoch order, sorted.
-
-    The order is a uniformly random permutation of the partition's ``n_rows`` rows, drawn
-    from ``(seed, epoch, index)``: the steps of an epoch take consecutive slices of it, so
-    they visit every row once.
-    """
-    rows = np.sort(_epoch_order(int(n_rows), seed, epoch, index)[offset : offset + count])
-    return rows
-
-
-@dataclass
-class SparseGradient:
-    """A gradient vector that is zero outside ``indices``.
-
-    The gradient of a mini-batch of sparse rows is non-zero only on the columns those rows
-    use (and the intercept).  As ``(indices, values)`` it costs 12 bytes per touched entry
-    (16 with 64-bit indices) instead of 8 bytes per parameter; :func:`batch_loss_grad`
-    returns one only when that is smaller.  Adding two merges their indices (and gives a
-    dense vector once that is smaller); adding a dense vector gives a dense vector.  So
-    :class:`~daskglm.kernels.Stats` and the engines' tree sums handle both kinds alike,
-    and the sums are exactly those of the dense vectors.
-
-    Attributes
-    ----------
-    size : int
-        Length of the dense vector.
-    indices : ndarray of int
-        Sorted, distinct positions of the stored entries.
-    values : ndarray of float
-    """
-
-    size: int
-    indices: np.ndarray
-    values: np.ndarray
-
-    #: ``ndarray + SparseGradient`` defers to :meth:`__radd__` instead of broadcasting.
-    __array_ufunc__ = None
-
-    @classmethod
-    def zeros(cls, size):
-        """The zero vector of length ``size``, with no stored entries."""
-        return cls(int(size), np.zeros(0, dtype=_index_dtype(size)), np.zeros(0))
-
-    @property
-    def nbytes(self):
-        """Bytes of the stored indices and values."""
-        return int(self.indices.nbytes + self.values.nbytes)
-
-    def toarray(self):
-        """The dense vector."""
-        dense = np.zeros(self.size)
-        dense[self.indices] = self.values
-        return dense
-
-    def __add__(self, other):
-        if isinstance(other, SparseGradient):
-            if other.size != self.size:
-                raise ValueError(f"Cannot add gradients of sizes {self.size} and {other.size}.")
-            indices = np.union1d(self.indices, other.indices)
-            values = np.zeros(indices.shape[0])
-            values[np.searchsorted(indices, self.indices)] += self.values
-            values[np.searchsorted(indices, other.indices)] += other.values
-            return _smaller(self.size, indices, values)
-        dense = np.array(other, dtype=float)  # a copy: the operands are left as they were
-        dense[self.indices] += self.values
-        return dense
-
-    __radd__ = __add__
-
-
-def _index_dtype(size):
-    return np.int32 if size <= np.iinfo(np.int32).max else np.int64
-
-
-def _smaller(size, indices, values):
-    """A :class:`SparseGradient` of ``(indices, values)`` or the dense vector, the smaller."""
-    sparse = SparseGradient(int(size), indices.astype(_index_dtype(size), copy=False), values)
-    return sparse if sparse.nbytes < 8 * size else sparse.toarray()
-
-
-def dense_gradient(grad):
-    """``grad`` as a dense ndarray, whether it is one already or a :class:`SparseGradient`."""
-    return grad.toarray() if isinstance(grad, SparseGradient) else grad
-
-
-def column_gradient(X, r):
-    """``X.T @ r`` for a CSR matrix, on the columns ``X`` uses only: ``(columns, values)``.
-
-    Costs O(non-zeros of ``X``), however many columns ``X`` has; ``columns`` is sorted.
-    Each value is summed over the rows in order, as ``X.T @ r`` sums it.
-    """
-    columns, position = np.unique(X.indices, return_inverse=True)
-    contributions = X.data * np.repeat(r, np.diff(X.indptr))
-    return columns, np.bincount(position, weights=contributions, minlength=columns.shape[0])
-
-
 def _sparse_batch_loss_grad(batch, params, config):
-    """:func:`~daskglm.kernels.loss_grad` of a CSR mini-batch, its gradient sent sparse."""
+    """:func:`~daskglm.compute.kernels.loss_grad` of a CSR mini-batch, its gradient sent sparse."""
     X, y, weight = batch
     eta = linear_predictor(X, params, config.fit_intercept)
     loss, r = config.family.loss_and_dloss(y, eta, weight)
@@ -469,57 +288,6 @@ def local_sgd(part, draw, params, rule_state, average, config):
         fraction * y, fraction * rate, scale_state(rule_state, fraction),
         None if average is None else fraction * average, loss, batch_weight, penalty,
     )
-
-
-# the lazy L2 update of sparse local SGD ------------------------------------------------------
-class ScaledVector:
-    """A vector held as ``scale * values``: scaling it costs O(1), changing k entries O(k).
-
-    An L2 step multiplies every coefficient by ``1 - rate * alpha``, which here only
-    updates ``scale``; a sparse gradient step changes the entries of the columns the
-    mini-batch uses.  When ``scale`` gets small it is folded into ``values`` (an O(d)
-    pass, rare) so that the division in :meth:`add_at` stays accurate.
-
-    Parameters
-    ----------
-    vector : array-like
-        The initial value (copied).
-    """
-
-    #: ``scale`` is folded into ``values`` when its magnitude falls below this.
-    RESCALE_BELOW = 1e-9
-
-    def __init__(self, vector):
-        self.values = np.array(vector, dtype=float)
-        self.scale = 1.0
-        self._sumsq = float(self.values @ self.values)
-
-    def scale_by(self, factor):
-        """Multiply the vector by ``factor``."""
-        self.scale *= factor
-        if abs(self.scale) < self.RESCALE_BELOW:
-            self.values *= self.scale
-            self.scale = 1.0
-            self._sumsq = float(self.values @ self.values)
-
-    def add_at(self, indices, increments):
-        """Add ``increments`` to the entries at ``indices`` (distinct)."""
-        old = self.values[indices]
-        new = old + increments / self.scale
-        self.values[indices] = new
-        self._sumsq = max(self._sumsq + float(new @ new - old @ old), 0.0)
-
-    def sqnorm(self):
-        """The squared Euclidean norm, kept up to date in O(1) per change (up to round-off)."""
-        return self.scale * self.scale * self._sumsq
-
-    def dot(self, X):
-        """``X @ vector`` as a flat ndarray."""
-        return self.scale * np.asarray(X @ self.values).ravel()
-
-    def toarray(self):
-        """The vector as an ndarray."""
-        return self.scale * self.values
 
 
 def _scalar_rule(rule):

@@ -47,7 +47,7 @@ def csr_weighted_gram(X, weights=None):
     ----------
     X : scipy.sparse CSR matrix of shape (n, d)
         Column indices sorted within each row, no duplicates (the kernels' layout, see
-        :func:`daskglm.kernels.as_csr_or_dense`).
+        :func:`daskglm.compute.kernels.as_csr_or_dense`).
     weights : ndarray of shape (n,), optional
         Row weights (all ones when None).
 

@@ -3,7 +3,7 @@
 Methods that optimise on the workers (divide-and-conquer averaging, consensus ADMM) map
 these functions over the partitions.  Each minimises a problem built from the partition's
 loss with scipy's L-BFGS-B, evaluating the loss and its gradient with
-:func:`daskglm.kernels.loss_grad` on the partition's in-memory arrays.  Like the kernels,
+:func:`daskglm.compute.kernels.loss_grad` on the partition's in-memory arrays.  Like the kernels,
 they are functions of ``(partition, arguments)`` only; nothing here imports dask.
 """
 
@@ -150,7 +150,7 @@ def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, sca
     ``center`` are returned too, so the driver can follow the objective of the consensus
     point without another round (they cost no extra pass when the solve starts there).
     With ``coordinates``, ``x``, ``dual`` and ``center`` are in those coordinates
-    (:mod:`daskglm.coordinates`).
+    (:mod:`daskglm.compute.coordinates`).
 
     Parameters
     ----------

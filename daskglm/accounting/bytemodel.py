@@ -1,0 +1,258 @@
+"""Communication accounting: one record per engine round, modelled and measured.
+
+Only the engine writes here.  A *round* is one map over the partitions followed either by
+the fixed-order tree reduction (``reduce``, ``reduce_each``) or by a gather of one result
+per partition (``map``, ``map_each``).  Every round appends a :class:`RoundRecord` to the
+fit's :class:`CommReport` (exposed by the estimators as ``comm_``) holding
+
+* what the round moves according to the **model**: the payload sent to the workers, the
+  payload returned, and Dask's per-task control traffic;
+* what Dask's own counters say it **measured** (distributed engine only);
+* its wall time, the compute time of its tasks, and the time worker threads spent
+  waiting for the slowest partition (the synchronisation cost).
+
+Model
+-----
+``P`` partitions, ``G`` the tasks they run in (a round runs all the partitions one
+worker thread holds in one task, so ``G`` is the number of worker threads on a cluster
+and ``P`` in this process), ``d`` parameters (features, plus one for the intercept), ``p``
+features, ``k`` the fan-in of the reduction tree (``split_every``), ``T`` tasks: ``G``
+plus the ``ceil(G / k) + ceil(G / k^2) + ... + 1`` combine tasks of a tree round, ``G``
+for a gather round.  Payload is 8 bytes per float; scalars (the intercept flag,
+tolerances, counters) 8 bytes each; objects without numeric data (a family, a penalty) 0.
+Down is the broadcast arguments times ``G`` (plus the per-partition items of ``*_each``
+rounds, times ``P``); up is every task's result moving once: each partial to its combine
+task, the root to the driver (a gather round returns one result per partition).  On a
+cluster the model subtracts the partials expected to be combined on the worker that made
+them (:func:`kept_local`) and adds Dask's per-task control traffic.
+
+============  ==================  ==============================  ============================
+kind          verb (method)       down (bytes)                    up (bytes)
+============  ==================  ==============================  ============================
+validate      reduce (every fit)  ``8 G``                         ``8 (2 p + 4) T``
+gradient      reduce (gd, lbfgs,  ``8 (d + 1) G``                 ``8 (d + 2) T``
+              proximal, newton)
+hessian       reduce (newton,     ``8 (d + 1) G``                 ``8 (d^2 + d + 2) T``
+              averaging+newton)
+gram          reduce (normal)     ``0``                           ``8 (p^2 + 2 p + 3) T``
+local_solve   map (averaging)     ``8 (d + 3) G``                 ``8 (d + 4) P`` (once)
+local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) P`` per iteration
+sizes         map (sgd)           ``0``                           ``16 P``
+encode        (classifiers whose  ``8 P``                         ``0``
+              labels are not 0/1)
+maxima        reduce (columns of  ``0``                           ``8 p T``
+              extreme scale)
+scale         (the same, no       ``8 p P``                       ``0``
+              penalty)
+sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
+local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
+overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
+                                  ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
+============  ==================  ==============================  ============================
+
+Rounds of the other verbs are counted the same way, from the objects that move:
+
+* a stateful round (``reduce_stateful``, ``map_stateful``) counts what a ``reduce`` or a
+  ``map`` with the same arguments counts: the states stay on the workers, neither sent nor
+  returned.  Its tasks add, to the ``G`` group tasks and the combine tasks, ``G + P``
+  small tasks that split each group's output on its worker (results, one state per
+  partition); ``state_reset`` lists the partitions whose state was lost and restarted;
+* ``fetch_state`` returns the states (one task per state held), ``put_state`` sends them;
+* a deadline round (``reduce_by_deadline``) runs ``P`` tasks (``groups = P``), sends the
+  arguments ``P`` times and returns the results that arrived, each to the driver (the
+  restricted tree is summed there: ``split_every`` is None); ``dropped`` lists the
+  partitions left out.  Its first call on an engine runs a ``weights`` round (``map``,
+  one float per partition) once;
+* a ``map_as_completed`` round is counted like a deadline round when its iteration ends:
+  ``P`` tasks, the arguments ``P`` times, the results yielded; ``dropped`` lists the
+  partitions not yielded (lost with a worker, or not consumed);
+* a parameter holder's traffic is written when it is closed, as one ``push`` record (tasks
+  = pushes, sent = the deltas, ``staleness`` = the histogram) and one ``pull`` record
+  (tasks = pulls, returned = the parameters); ``seconds`` 0 and nothing measured: the
+  calls go worker to worker, inside other rounds' tasks.
+
+``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
+ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
+The validation round returns the column sums and sums of squares of ``X`` with its row
+count, weight and size, so the solvers that standardise (``admm``, ``proximal``) need no
+round of their own for them.
+The engine does not use the table: it counts the bytes of the objects it actually sends
+and receives (:func:`nbytes`), which is what the table summarises; ``tests/test_comm.py``
+checks the two agree.
+
+Dask adds control traffic to every task: the task's key (about 50 characters, repeated in
+several messages), the reference to the function, the submission to the scheduler, the
+``compute-task`` message to the worker, the scheduler's notices to the client, and a
+message header on every transfer.  For small payloads this dominates, so the model
+includes it explicitly as :data:`TASK_BYTES` per task, a constant measured on
+``distributed`` 2026.8 (1.8 to 2.3 kB per task); see ``docs/costs.md``.
+
+Measurement
+-----------
+:class:`LocalEngine` rounds move nothing between processes: their measured bytes are 0.
+For :class:`DistributedEngine` rounds the measured bytes are the sum of three of Dask's own
+counters, each attributed to the round by the keys of its tasks (``daskglm_<kind>-<token>-i``
+and ``daskglm_sum-<token>-i``):
+
+``bytes_submitted``
+    Bytes the client wrote to the scheduler while the round ran (graph submission), from
+    the client's batched stream counter, read before and after the round (free).
+``bytes_dispatched``
+    Bytes the scheduler wrote on its streams to the workers and clients (``compute-task``
+    messages carrying the broadcast arguments, notices of finished keys), snapshotted by a
+    small scheduler plugin (:class:`RoundsPlugin`) when the round's first graph arrives;
+    a round's share is the difference to the next round's snapshot.
+``bytes_transferred``
+    Bytes the workers wrote answering data requests for the round's keys (partials moving
+    to their combine task, results gathered for the driver), from the workers'
+    ``transfer_outgoing_log``.
+
+Not counted: the workers' status messages to the scheduler, heartbeats, and the
+scheduler's relay of gathered results to the client (a second hop of bytes already
+counted once when they left their worker).
+
+Per-task compute times are recorded by the same scheduler plugin from the
+``task-finished`` messages workers already send; a task's end is placed at the moment
+the scheduler receives that message, so that the tasks of all workers share one clock
+(workers stamp their own times with an estimate of their offset to the scheduler's clock
+that can be off by more than the waits measured).  The plugin's snapshots and timings,
+and the workers' transfer logs, are fetched in one call to the scheduler and one to the
+workers when the engine closes (and every :data:`COLLECT_EVERY_TASKS` tasks during long
+fits, before the workers' bounded logs wrap), so that the per-round cost of measurement
+is reading one local counter.  Until then a distributed record's measured fields are
+None.
+
+Synchronisation cost
+--------------------
+For one round, let ``end`` be the time the last partition task finished.  Every worker
+thread that ran partition tasks of the round waits from the end of its last one until
+``end``: ``seconds_waiting`` is the sum of these idle times over threads (thread-seconds
+lost to the slowest partition).  It is 0 when every thread finishes at the same time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .kinds import Kind
+
+try:  # the scheduler plugin needs distributed's base class
+    from distributed.diagnostics.plugin import SchedulerPlugin as _SchedulerPlugin
+except ImportError:  # pragma: no cover - distributed is a dependency
+    _SchedulerPlugin = object
+
+__all__ = [
+    "nbytes", "TASK_BYTES", "REF_BYTES", "RESULT_BYTES", "control_bytes", "payload_model",
+    "tree_tasks", "tree_depth",
+]
+
+#: Dask's control traffic per task, in bytes, counted as part of the modelled bytes of
+#: distributed rounds (see the module docstring and docs/costs.md).
+TASK_BYTES = 1900
+
+#: Control traffic of every partition a task references beyond its first (a grouped task
+#: names each of its partitions' keys in several messages), and of every result beyond the
+#: first that a gathered task returns (each is pickled with its own header); measured on
+#: ``distributed`` 2026.x at 330-670 and 550-700 bytes.
+REF_BYTES = 450
+RESULT_BYTES = 600
+
+
+def control_bytes(record):
+    """Modelled Dask control traffic of a distributed round (see :data:`TASK_BYTES`)."""
+    extra = max(0, record.partitions - record.groups)
+    per_extra = REF_BYTES + (RESULT_BYTES if record.split_every is None else 0)
+    return TASK_BYTES * record.tasks + per_extra * extra
+
+
+def nbytes(obj) -> int:
+    """Payload bytes of ``obj``: arrays of any library (numpy, CuPy, ...), sparse matrices
+    (scipy, pydata ``sparse``, ``cupyx``), numbers, and containers or dataclasses of them."""
+    if obj is None:
+        return 0
+    if isinstance(obj, (int, float, np.number, bool)):
+        return 8
+    if isinstance(obj, (list, tuple)):
+        return sum(nbytes(item) for item in obj)
+    if isinstance(obj, dict):
+        return sum(nbytes(item) for item in obj.values())
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return sum(nbytes(getattr(obj, f.name)) for f in dataclasses.fields(obj))
+    if hasattr(obj, "indptr") or hasattr(obj, "coords"):  # sparse: its stored arrays
+        return sum(_array_bytes(getattr(obj, name, None))
+                   for name in ("data", "indices", "indptr", "coords"))
+    return _array_bytes(obj)
+
+
+def _array_bytes(array):
+    """``array.nbytes`` for anything array-like (``shape`` and ``nbytes``), else 0."""
+    if hasattr(array, "shape") and hasattr(array, "nbytes"):
+        return int(array.nbytes)
+    return 0
+
+
+def tree_tasks(partitions, split_every):
+    """Combine tasks of a fixed-order tree of fan-in ``split_every`` over ``partitions``."""
+    tasks, n = 0, int(partitions)
+    while n > 1:
+        n = -(-n // split_every)
+        tasks += n
+    return tasks
+
+
+def tree_depth(partitions, split_every):
+    """Levels of combine tasks above the partitions."""
+    depth, n = 0, int(partitions)
+    while n > 1:
+        n = -(-n // split_every)
+        depth += 1
+    return depth
+
+
+def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None):
+    """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
+
+    Parameters
+    ----------
+    kind : str
+        One of ``"validate"``, ``"gradient"``, ``"hessian"``, ``"gram"``,
+        ``"averaging"`` (the local solves of divide-and-conquer averaging), ``"admm"``
+        (one ADMM iteration's local solves), ``"sizes"``.
+    n_params : int
+        Parameters ``d``: features, plus one when an intercept is fitted.
+    partitions : int
+    split_every : int
+        Fan-in of the reduction tree.
+    n_features : int, optional
+        Features ``p`` (for ``"validate"``, ``"gram"`` and ``"admm"``, which
+        standardises the columns by default); ``n_params`` by default.
+    groups : int, optional
+        Tasks ``G`` the partitions run in (one per worker thread on a cluster);
+        ``partitions`` by default.
+
+    Returns
+    -------
+    tuple of int
+        Bytes down (to the partitions) and up (partials and results).
+    """
+    d, P = int(n_params), int(partitions)
+    G = P if groups is None else int(groups)
+    p = d if n_features is None else int(n_features)
+    T = G + tree_tasks(G, split_every)
+    table = {
+        Kind.VALIDATE: (8 * G, 8 * (2 * p + 4) * T),
+        Kind.GRADIENT: (8 * (d + 1) * G, 8 * (d + 2) * T),
+        Kind.HESSIAN: (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
+        Kind.GRAM: (0, 8 * (p * p + 2 * p + 3) * T),
+        "averaging": (8 * (d + 3) * G, 8 * (d + 4) * P),
+        "admm": (8 * 2 * d * P + 8 * (d + 2 * p + 5) * G, 8 * (2 * d + 4) * P),
+        Kind.SIZES: (0, 16 * P),
+        Kind.ENCODE: (8 * P, 0),
+        Kind.MAXIMA: (0, 8 * p * T),
+        Kind.SCALE: (8 * p * P, 0),
+    }
+    if kind not in table:
+        raise ValueError(f"No payload model for round kind {kind!r}; known: {sorted(table)}.")
+    return table[kind]

@@ -1,0 +1,98 @@
+"""Which rows a stochastic step reads: epochs without replacement, reproducible.
+
+An epoch visits every row once in a random order, ``batch_size`` rows per step.  The
+split of each mini-batch over the partitions is a sequence of multivariate
+hypergeometric draws that depends only on ``(seed, epoch)``, and the order of a
+partition's own rows only on ``(seed, epoch, partition index)``: a run does not depend on
+how many workers there are or which finishes first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["partition_size", "epoch_counts", "batch_rows", "draw_rows"]
+
+
+def _rng(seed, *key):
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+def partition_size(part):
+    """``(rows, total sample weight)`` of a partition, the weight summed as validation does."""
+    X, _, weight = part
+    return int(X.shape[0]), (float(X.shape[0]) if weight is None else float(weight.sum()))
+
+
+def epoch_counts(rows, batch_size, seed, epoch):
+    """Rows each partition gives to each step of an epoch, every row once.
+
+    The split over the partitions of the consecutive ``batch_size`` slices of a uniformly
+    random order of all rows: one multivariate hypergeometric draw per step, from the rows
+    each partition has left.
+
+    Parameters
+    ----------
+    rows : sequence of int
+        Rows of each partition.
+    batch_size : int
+    seed : int
+    epoch : int
+        The step at which the epoch begins; it names the epoch's random stream.
+
+    Returns
+    -------
+    ndarray of int, shape (ceil(sum(rows) / batch_size), len(rows))
+        Its rows sum to ``batch_size`` (the last one to what is left), its columns to
+        ``rows``.
+    """
+    left = np.array(rows, dtype=np.int64)
+    total = int(left.sum())
+    n_steps = -(-total // batch_size)
+    counts = np.zeros((n_steps, left.shape[0]), dtype=np.int64)
+    if left.shape[0] == 1:
+        counts[:, 0] = batch_size
+        counts[-1, 0] = total - (n_steps - 1) * batch_size
+        return counts
+    rng = _rng(seed, epoch)
+    for k in range(n_steps):
+        counts[k] = rng.multivariate_hypergeometric(left, min(batch_size, total))
+        left -= counts[k]
+        total -= int(counts[k].sum())
+    return counts
+
+
+def batch_rows(config, epoch, step):
+    """Rows over all partitions at ``step`` of the epoch that began at step ``epoch``."""
+    return min(config.batch_size, config.n_rows - (step - epoch) * config.batch_size)
+
+
+#: The latest epoch's order of each partition's rows, ``{(seed, index, rows): (epoch,
+#: order)}``, so that the steps of an epoch do not shuffle the partition again.
+_ORDERS = {}
+_MAX_ORDERS = 1024
+
+
+def _epoch_order(n_rows, seed, epoch, index):
+    key = (seed, index, n_rows)
+    cached = _ORDERS.get(key)
+    if cached is not None and cached[0] == epoch:
+        return cached[1]
+    dtype = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
+    order = _rng(seed, epoch, index).permutation(n_rows).astype(dtype, copy=False)
+    order.flags.writeable = False
+    if len(_ORDERS) >= _MAX_ORDERS:
+        _ORDERS.pop(next(iter(_ORDERS)), None)
+    _ORDERS[key] = (epoch, order)
+    return order
+
+
+def draw_rows(n_rows, count, seed, epoch, index, offset=0):
+    """Partition ``index``'s rows ``offset`` to ``offset + count`` of its epoch order, sorted.
+
+    The order is a uniformly random permutation of the partition's ``n_rows`` rows, drawn
+    from ``(seed, epoch, index)``: the steps of an epoch take consecutive slices of it, so
+    they visit every row once.
+    """
+    rows = np.sort(_epoch_order(int(n_rows), seed, epoch, index)[offset : offset + count])
+    return rows

@@ -1,0 +1,196 @@
+"""Kernels of the validation round and of the transformations of the partitions.
+
+One pass over each partition checks it (finite values, labels, the support of the
+target), sums its weight and column moments (:func:`summarize`), and the transformations
+that the engine applies where the partitions live: labels encoded as 0/1
+(:func:`encode_positive`) and columns of extreme scale multiplied by powers of two
+(:func:`column_max_abs`, :func:`scale_columns`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .backend import array_module, to_host
+from .kernels import _row_blocks, _scratch, _transpose_product
+
+__all__ = [
+    "PartitionSummary", "ColumnMoments", "column_moments", "summarize", "all_finite",
+    "ColumnMaxima", "column_max_abs", "scale_columns", "partition_weight",
+]
+
+
+@dataclass
+class ColumnMoments:
+    """Total weight, weighted column sums and weighted column sums of squares of ``X``."""
+
+    weight: float
+    sums: np.ndarray
+    squares: np.ndarray
+
+    def __add__(self, other):
+        return ColumnMoments(
+            self.weight + other.weight, self.sums + other.sums, self.squares + other.squares
+        )
+
+
+def column_moments(part):
+    """Weighted first and second column moments (as sums) of one partition: one read of ``X``."""
+    X, _, weight = part
+    xp = array_module(X)
+    weight = xp.ones(X.shape[0]) if weight is None else weight
+    sums = xp.zeros(X.shape[1])
+    squares = xp.zeros(X.shape[1])
+    scratch = _scratch(X)
+    for start, stop in _row_blocks(X):
+        X_b, w_b = X[start:stop], weight[start:stop]
+        sums += _transpose_product(X_b, w_b)
+        if sp.issparse(X_b):
+            squared = type(X_b)((np.square(X_b.data, dtype=np.float64), X_b.indices, X_b.indptr),
+                                shape=X_b.shape)
+        else:
+            squared = np.square(X_b, out=scratch[: stop - start], dtype=np.float64)
+        squares += _transpose_product(squared, w_b)
+    return ColumnMoments(float(weight.sum()), to_host(sums), to_host(squares))
+
+
+@dataclass
+class ColumnMaxima:
+    """Largest absolute value of each column of ``X``."""
+
+    values: np.ndarray
+
+    def __add__(self, other):
+        return ColumnMaxima(np.maximum(self.values, other.values))
+
+
+def column_max_abs(part):
+    """Largest absolute value of each column of one partition."""
+    X = part[0]
+    if X.shape[0] == 0:
+        return ColumnMaxima(np.zeros(X.shape[1]))
+    if sp.issparse(X):
+        return ColumnMaxima(np.asarray(abs(X).max(axis=0).todense(), dtype=float).ravel())
+    return ColumnMaxima(to_host(abs(X).max(axis=0).astype(float)))
+
+
+def scale_columns(part, scale):
+    """The partition with column ``j`` of ``X`` multiplied by ``scale[j]``."""
+    X, y, weight = part
+    if sp.issparse(X):
+        X = X.copy()
+        X.data *= scale.astype(X.dtype)[X.indices]
+    else:
+        X = X * scale.astype(X.dtype)
+    return X, y, weight
+
+
+@dataclass
+class PartitionSummary:
+    """What validation needs to know of a partition, gathered in the same read."""
+
+    rows: int
+    weight: float
+    problems: list = field(default_factory=list)
+    #: Distinct target values (at most ``MAX_LABELS``), when asked for.
+    labels: tuple | None = None
+    #: Bytes the partition takes in memory (X as stored: dense, or CSR's three arrays).
+    nbytes: int = 0
+    #: Weighted column sums and sums of squares of ``X`` (the same read).
+    moments: ColumnMoments | None = None
+
+    def __add__(self, other):
+        labels = None
+        if self.labels is not None and other.labels is not None:
+            labels = tuple(sorted(set(self.labels) | set(other.labels)))[:MAX_LABELS]
+        moments = None
+        if self.moments is not None and other.moments is not None:
+            moments = self.moments + other.moments
+        return PartitionSummary(
+            self.rows + other.rows, self.weight + other.weight, self.problems + other.problems,
+            labels, self.nbytes + other.nbytes, moments,
+        )
+
+
+def stored_bytes(a):
+    """Bytes an array takes in memory: ``nbytes``, or the three arrays of a CSR matrix."""
+    if a is None:
+        return 0
+    if sp.issparse(a):
+        return int(a.data.nbytes + a.indices.nbytes + a.indptr.nbytes)
+    return int(a.nbytes)
+
+
+#: Distinct labels a summary keeps: enough to tell one, two or more than two classes.
+MAX_LABELS = 3
+
+
+def distinct_labels(y):
+    """Up to :data:`MAX_LABELS` distinct values of ``y``, sorted (one pass when binary)."""
+    if y.size == 0:
+        return ()
+    low, high = y.min(), y.max()
+    if low == high:
+        return (float(low),)
+    if np.all((y == low) | (y == high)):
+        return float(low), float(high)
+    return tuple(float(v) for v in np.unique(y)[:MAX_LABELS])
+
+
+def encode_positive(part, positive):
+    """The partition with ``y`` replaced by ``1.0`` where it equals ``positive``, else ``0.0``."""
+    X, y, weight = part
+    return X, (y == positive).astype(np.float64), weight
+
+
+def all_finite(a):
+    """Whether a dense or sparse array holds no NaN or infinity."""
+    if sp.issparse(a):
+        a = a.data
+    return bool(np.isfinite(a).all())
+
+
+def summarize(part, family, labels=False):
+    """Row count, total weight, column moments and a list of problems (NaN/inf, bad labels,
+    bad weights).
+
+    With ``labels``, the distinct target values are collected instead of checking them
+    against ``family`` (class labels are encoded after validation).  ``X`` is read once:
+    its weighted column sums and sums of squares are finite exactly when every entry is
+    (with finite weights), unless a square overflows, so only sums that are not finite
+    call for an entry-by-entry check.
+    """
+    X, y, weight = part
+    problems = []
+    found = None
+    moments = column_moments(part)
+    finite_moments = bool(np.isfinite(moments.sums).all() and np.isfinite(moments.squares).all())
+    if not finite_moments and not all_finite(X):
+        problems.append("Input X contains NaN or infinity.")
+    if not all_finite(y):
+        problems.append("Input y contains NaN or infinity.")
+    elif labels:
+        found = distinct_labels(y)
+    else:
+        try:
+            family.check_target(y)
+        except ValueError as exc:
+            problems.append(str(exc))
+    total = float(X.shape[0])
+    if weight is not None:
+        if not all_finite(weight):
+            problems.append("sample_weight contains NaN or infinity.")
+        elif weight.size and weight.min() < 0:
+            problems.append("sample_weight has negative values; weights must be >= 0.")
+        total = float(weight.sum())
+    size = stored_bytes(X) + stored_bytes(y) + stored_bytes(weight)
+    return PartitionSummary(int(X.shape[0]), total, problems, found, size, moments)
+
+
+def partition_weight(part):
+    """Total weight of one partition (its row count when unweighted), as validation counts it."""
+    _, y, weight = part
+    return float(y.shape[0]) if weight is None else float(weight.sum())

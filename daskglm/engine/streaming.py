@@ -1,0 +1,72 @@
+"""The streaming cluster backend: partitions read from their source in every round.
+
+Used when the data do not fit in the workers' memory: each round's tasks load their
+partitions from the Dask graph of the input (zarr chunks, for example) instead of
+persisted futures, and drop them when done.
+"""
+
+from __future__ import annotations
+
+from .distributed import DistributedEngine
+from .tasks import _run_task
+
+
+class StreamingDistributedEngine(DistributedEngine):
+    """Partitions read from their source in every round, on the workers (``cache="none"``).
+
+    Each round computes one task per partition from the partition's own (small) graph,
+    so the workers read, use and drop it; Dask's queuing of root tasks keeps only about
+    one partition per worker thread in memory.
+    """
+
+    cache = "none"
+
+    def __init__(self, client, delayed_parts, n_features, **kwargs):
+        super().__init__(client, delayed_parts, n_features, group_partitions=False, **kwargs)
+        self.reads_source = True
+
+    def _submit(self, fn, args, each, tree, probe, created):
+        import dask
+
+        sent = self._broadcast(args, created)
+        keys = probe.keys(self.n_partitions)
+        n = self.n_partitions
+        run = dask.delayed(_run_task, pure=False)
+        tasks = [
+            run(fn, [part], None if each is None else [each[i]], sent,
+                ([i], n) if tree else (), dask_key_name=keys[i])
+            for i, part in enumerate(self.parts)
+        ]
+        futures = self.client.compute(tasks)
+        created.extend(futures)
+        if tree:
+            return self._tree(futures, probe, created)
+        return [group_results[0] for group_results in self.client.gather(futures)], 0
+
+    def _partition_futures(self, fn, sent, probe):
+        import dask
+
+        keys = probe.keys(self.n_partitions)
+        run = dask.delayed(_run_task, pure=False)
+        return self.client.compute([run(fn, [part], None, sent, (), dask_key_name=keys[i])
+                                    for i, part in enumerate(self.parts)])
+
+    def _execute_stateful(self, fn, states, args, tree, probe):
+        raise NotImplementedError(
+            "Partition state lives next to a partition kept in memory; with cache='none' "
+            "the partitions are read again in every round and live nowhere.  Use "
+            "cache='memory'."
+        )
+
+    def _lost_parts(self):
+        return []  # read from their source in every round
+
+    def _replace_parts(self, fn, arg, probe):
+        import dask
+
+        self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
+
+    def close(self):
+        self._close_holders()
+        self.collect_measurements()
+        self.parts = []

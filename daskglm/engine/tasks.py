@@ -1,0 +1,67 @@
+"""The functions the distributed backend's tasks run on the workers.
+
+A group task runs a kernel on the partitions one worker thread holds and returns the
+complete subtrees of its run (:func:`daskglm.compute.tree.run_group`); stateful rounds
+split a group's output into the result and the new state on the worker.
+"""
+
+from __future__ import annotations
+
+import time
+
+from ..compute.tree import (
+    complete_nodes,
+    run_group,
+    run_stateful_group,
+)
+
+#: Extra seconds that kernel tasks sleep on a worker, by worker address.  Set in a worker
+#: process only by :func:`daskglm.testing.slow_worker`; while it is empty (always, outside
+#: tests and demos), a task's check of it costs one test of an empty dict.
+_TASK_DELAYS = {}
+
+
+
+def _delay_task():
+    """Sleep as :data:`_TASK_DELAYS` says for the worker running this task."""
+    try:
+        from distributed import get_worker
+
+        seconds = _TASK_DELAYS.get(get_worker().address, 0.0)
+    except (ImportError, ValueError):  # not in a worker
+        return
+    if seconds:
+        time.sleep(seconds)
+
+
+def _complete_node_keys(indices, n_leaves):
+    """The nodes :func:`~daskglm.compute.tree.run_group` returns for partitions ``indices``."""
+    return list(complete_nodes({(0, i): 0 for i in indices}, n_leaves))
+
+
+def _run_task(fn, parts, items, args, reduce_args):
+    """A group's task: :func:`~daskglm.compute.tree.run_group`, reducing when ``reduce_args``."""
+    if _TASK_DELAYS:
+        _delay_task()
+    return run_group(fn, parts, items, args, *reduce_args)
+
+
+def _run_stateful_task(fn, parts, states, args, reduce_args):
+    """A group's task of a stateful round: :func:`~daskglm.compute.tree.run_stateful_group`."""
+    if _TASK_DELAYS:
+        _delay_task()
+    return run_stateful_group(fn, parts, states, args, *reduce_args)
+
+
+def _pick_output(output):
+    """The results (or tree nodes) of a stateful group task's output."""
+    return output[0]
+
+
+def _pick_state(output, position):
+    """The new state of the ``position``-th partition of a stateful group task's output."""
+    return output[1][position]
+
+
+def _identity(item):
+    return item

@@ -1,0 +1,148 @@
+"""Exponential-dispersion distributions in terms of their mean ``mu``.
+
+A distribution knows the unit loss (negative log-likelihood up to terms free of ``mu``),
+its variance function ``V(mu)``, the deviance, the support of the target and its
+canonical link.  A new distribution is one :class:`Distribution` subclass; see
+:mod:`daskglm.model.families` for how it meets a link.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import xlogy
+
+from ..compute.backend import array_module
+from .links import Identity, Link, Log, Logit
+from .numerics import _EPS, _float, _weighted_sum
+
+__all__ = ["Distribution", "GaussianDistribution", "BinomialDistribution", "PoissonDistribution"]
+
+
+# --------------------------------------------------------------------------------------
+# distributions
+
+
+class Distribution:
+    """An exponential-dispersion distribution in terms of its mean ``mu``.
+
+    Subclasses implement :meth:`unit_loss`, :meth:`variance`, :meth:`deviance`, and set
+    ``name`` and ``canonical_link``; :meth:`check_target` and :meth:`clip_mean` have
+    permissive defaults, and ``start_mean`` is a mean inside the domain.
+    """
+
+    name = "distribution"
+    #: The link that makes ``eta`` the natural parameter.
+    canonical_link: Link = Identity()
+    #: A typical mean inside the domain: a non-canonical family starts its fits from the
+    #: intercept ``g(start_mean)``.
+    start_mean = 1.0
+
+    def unit_loss(self, y, mu):
+        """Per-row negative log-likelihood, up to terms free of ``mu``."""
+        raise NotImplementedError
+
+    def unit_loss_derivative(self, y, mu):
+        """``d unit_loss / d mu``; ``(mu - y) / V(mu)`` for every exponential family."""
+        return (mu - y) / self.variance(mu)
+
+    def variance(self, mu):
+        """The variance function ``V(mu)``."""
+        raise NotImplementedError
+
+    def deviance(self, y, mu, weight=None):
+        """Weighted sum of unit deviances ``2 * (loglik(y; y) - loglik(y; mu))``."""
+        raise NotImplementedError
+
+    def check_target(self, y):
+        """Raise ValueError if ``y`` holds values outside the distribution's support."""
+
+    def clip_mean(self, mu):
+        """``mu`` moved into the domain of the mean (where the loss is finite)."""
+        return mu
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+    def __eq__(self, other):
+        return type(self) is type(other)
+
+    def __hash__(self):
+        return hash(type(self))
+
+
+class GaussianDistribution(Distribution):
+    """Normal distribution, unit loss ``(y - mu)**2 / 2``, ``V(mu) = 1``."""
+
+    name = "gaussian"
+    canonical_link = Identity()
+    start_mean = 1.0
+
+    def unit_loss(self, y, mu):
+        return 0.5 * (y - mu) ** 2
+
+    def unit_loss_derivative(self, y, mu):
+        return mu - y
+
+    def variance(self, mu):
+        return np.ones_like(_float(mu))
+
+    def deviance(self, y, mu, weight=None):
+        return _weighted_sum((y - mu) ** 2, weight)
+
+
+class BinomialDistribution(Distribution):
+    """Bernoulli distribution on {0, 1}: unit loss ``-y log mu - (1 - y) log(1 - mu)``,
+    ``V(mu) = mu (1 - mu)``; means are clipped to ``[eps, 1 - eps]``."""
+
+    name = "binomial"
+    canonical_link = Logit()
+    start_mean = 0.5
+
+    def unit_loss(self, y, mu):
+        return -(xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu))
+
+    def variance(self, mu):
+        return mu * (1.0 - mu)
+
+    def clip_mean(self, mu):
+        return np.clip(mu, _EPS, 1.0 - _EPS)
+
+    def deviance(self, y, mu, weight=None):
+        mu = np.clip(mu, 1e-300, 1.0 - 1e-16)
+        unit = -2.0 * (xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu))
+        return _weighted_sum(unit, weight)
+
+    def check_target(self, y):
+        y = array_module(y).asarray(y)
+        if y.size and not np.all((y == 0) | (y == 1)):
+            raise ValueError("Binomial family needs targets in {0, 1}.")
+
+
+class PoissonDistribution(Distribution):
+    """Poisson distribution: unit loss ``mu - y log mu``, ``V(mu) = mu``; means are
+    clipped at ``eps`` from below."""
+
+    name = "poisson"
+    canonical_link = Log()
+    start_mean = 1.0
+
+    def unit_loss(self, y, mu):
+        return mu - xlogy(y, mu)
+
+    def unit_loss_derivative(self, y, mu):
+        return 1.0 - y / mu
+
+    def variance(self, mu):
+        return mu
+
+    def clip_mean(self, mu):
+        return np.maximum(mu, _EPS)
+
+    def deviance(self, y, mu, weight=None):
+        unit = 2.0 * (xlogy(y, y) - xlogy(y, mu) - y + mu)
+        return _weighted_sum(unit, weight)
+
+    def check_target(self, y):
+        y = array_module(y).asarray(y)
+        if y.size and np.min(y) < 0:
+            raise ValueError("Poisson family needs non-negative targets; got a negative value.")

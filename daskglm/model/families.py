@@ -1,0 +1,318 @@
+"""Exponential-family distributions and link functions, apart.
+
+A :class:`Family` is a :class:`Distribution` and a :class:`Link`.  It only ever sees the
+linear predictor ``eta = X @ coef + intercept``, never ``X``: it turns ``eta`` into
+per-row losses, first and second derivatives, and every product with ``X`` lives in
+:mod:`daskglm.compute.kernels`.  Losses are negative log-likelihoods up to terms that do not
+depend on ``eta``; :meth:`Family.deviance` adds those terms back.
+
+The distribution knows the unit loss in terms of the mean ``mu``, its variance function
+``V(mu)``, the deviance, the support of the target and its canonical link.  The link
+knows ``eta = g(mu)``, the mean ``mu = g^{-1}(eta)`` and the first two derivatives of the
+mean in ``eta``.  The family joins them by the chain rule::
+
+    dloss/deta = w * dl/dmu * dmu/deta = w * (mu - y) / V(mu) * dmu/deta
+    d2loss     = w * (dmu/deta)**2 / V(mu)        (the expected, Fisher, information)
+
+For a non-canonical link ``d2loss`` is the Fisher weight, the expectation over the target
+of the second derivative (what statsmodels' IRLS uses).  It is never negative, as the
+kernels need, and Newton's method with such a link is Fisher scoring.  With the canonical
+link the two coincide: ``d2loss`` is the exact second derivative, and :class:`Gaussian`,
+:class:`Binomial` and :class:`Poisson` then use their own closed forms (fast paths).
+
+A new distribution is one :class:`Distribution` subclass (``unit_loss``, ``variance``,
+``deviance``, ``check_target``, ``canonical_link``); ``Family(distribution, link)`` then
+works with every link.
+
+All functions are written for numpy arrays.  The canonical families stay finite for
+``|eta|`` up to at least 1e3 (``exp`` overflows past about 709).  With other links the
+linear predictor is clipped into each link's safe range and the mean into the
+distribution's domain (:meth:`Distribution.clip_mean`), so values stay finite too; there
+the losses are those of the clipped mean.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from .distributions import (
+    BinomialDistribution,
+    Distribution,
+    GaussianDistribution,
+    PoissonDistribution,
+)
+from .links import get_link
+from .numerics import _scale, _split_exponent, _weighted_sum
+
+__all__ = ["Family", "Gaussian", "Binomial", "Poisson", "get_family"]
+
+
+# --------------------------------------------------------------------------------------
+# families
+
+
+class Family:
+    """A distribution and a link: per-row loss and derivatives in ``eta``.
+
+    ``Family(distribution, link)`` works for any pair by the chain rule (see the module
+    docstring); ``link=None`` is the distribution's canonical link.  :class:`Gaussian`,
+    :class:`Binomial` and :class:`Poisson` are the families of the three distributions and
+    take a ``link`` too; with their canonical link they use exact closed forms.
+
+    Families compare equal when they are of the same class with equal distribution and
+    link, and pickle (they travel to Dask workers).
+    """
+
+    name = "family"
+
+    def __init__(self, distribution, link=None):
+        if not isinstance(distribution, Distribution):
+            raise TypeError(f"Family needs a Distribution; got {distribution!r}.")
+        self.distribution = distribution
+        self.link = distribution.canonical_link if link is None else get_link(link)
+        self.name = distribution.name
+
+    @property
+    def canonical(self):
+        """Whether the link is the distribution's canonical link."""
+        return self.link == self.distribution.canonical_link
+
+    def with_link(self, link):
+        """The same distribution with another link (``None``: the canonical one)."""
+        return Family(self.distribution, link)
+
+    def _mean_and_slope(self, eta):
+        """The clipped mean and ``dmu/deta``."""
+        mu = self.distribution.clip_mean(self.link.inverse(eta))
+        return mu, self.link.inverse_derivative(eta)
+
+    def pointwise_loss(self, y, eta):
+        mu = self.distribution.clip_mean(self.link.inverse(eta))
+        return self.distribution.unit_loss(y, mu)
+
+    def mean(self, eta):
+        """Inverse link: the expected target given ``eta``."""
+        return self.link.inverse(eta)
+
+    def variance(self, eta):
+        """``d2loss`` per unit weight: the Fisher weight ``(dmu/deta)**2 / V(mu)``.
+
+        With the canonical link it equals ``dmu/deta`` and ``V(mu)`` alike.  It sets the
+        curvature at the start (:meth:`daskglm.solvers.Problem.curvature_at`).
+        """
+        mu, slope = self._mean_and_slope(eta)
+        return slope**2 / self.distribution.variance(mu)
+
+    def inverse_link(self, eta):
+        """Alias of :meth:`mean`."""
+        return self.mean(eta)
+
+    def start_intercept(self):
+        """The intercept of a first iterate: 0 for the canonical link; otherwise
+        ``g(start_mean)`` (1 for a Poisson with the identity link, 0 for a binomial with
+        the probit link), or 0 where that is not finite."""
+        if self.canonical:
+            return 0.0
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            eta = float(self.link.link(np.array([self.distribution.start_mean]))[0])
+        return eta if np.isfinite(eta) else 0.0
+
+    def loss(self, y, eta, weight=None):
+        """Weighted SUM of the per-row losses."""
+        return _weighted_sum(self.pointwise_loss(y, eta), weight)
+
+    def dloss(self, y, eta, weight=None):
+        """Per-row derivative of the weighted loss with respect to ``eta``."""
+        mu, slope = self._mean_and_slope(eta)
+        return _scale(self.distribution.unit_loss_derivative(y, mu) * slope, weight)
+
+    def loss_and_dloss(self, y, eta, weight=None):
+        """``(loss(y, eta, weight), dloss(y, eta, weight))`` sharing the work of both."""
+        mu, slope = self._mean_and_slope(eta)
+        loss = _weighted_sum(self.distribution.unit_loss(y, mu), weight)
+        return loss, _scale(self.distribution.unit_loss_derivative(y, mu) * slope, weight)
+
+    def d2loss(self, y, eta, weight=None):
+        """Per-row second derivative in ``eta`` (IRLS / Newton weights): exact for the
+        canonical link, the expected (Fisher) information otherwise."""
+        return _scale(self.variance(eta), weight)
+
+    def deviance(self, y, mu, weight=None):
+        """Weighted sum of unit deviances ``2 * (loglik(y; y) - loglik(y; mu))``."""
+        return self.distribution.deviance(y, mu, weight)
+
+    def check_target(self, y):
+        """Raise ValueError if ``y`` holds values outside the family's support."""
+        self.distribution.check_target(y)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.distribution!r}, {self.link!r})"
+
+    def __eq__(self, other):
+        return (type(self) is type(other) and self.distribution == other.distribution
+                and self.link == other.link)
+
+    def __hash__(self):
+        return hash((type(self), self.distribution, self.link))
+
+
+class _NamedFamily(Family):
+    """A family with its own class per distribution: ``Binomial()``, ``Binomial("probit")``."""
+
+    _distribution: type[Distribution] = Distribution
+
+    def __init__(self, link=None):
+        super().__init__(self._distribution(), link)
+
+    def with_link(self, link):
+        return type(self)(link)
+
+    def __repr__(self):
+        if self.canonical:
+            return f"{type(self).__name__}()"
+        return f"{type(self).__name__}(link={self.link!r})"
+
+
+class Gaussian(_NamedFamily):
+    """Normal distribution, identity link by default: loss ``(y - eta)**2 / 2``."""
+
+    name = "gaussian"
+    _distribution = GaussianDistribution
+
+    def pointwise_loss(self, y, eta):
+        if not self.canonical:
+            return super().pointwise_loss(y, eta)
+        return 0.5 * (y - eta) ** 2
+
+    def mean(self, eta):
+        if not self.canonical:
+            return super().mean(eta)
+        return eta
+
+    def variance(self, eta):
+        if not self.canonical:
+            return super().variance(eta)
+        return np.ones_like(eta)
+
+    def dloss(self, y, eta, weight=None):
+        if not self.canonical:
+            return super().dloss(y, eta, weight)
+        return _scale(self.mean(eta) - y, weight)
+
+    def loss_and_dloss(self, y, eta, weight=None):
+        if not self.canonical:
+            return super().loss_and_dloss(y, eta, weight)
+        return self.loss(y, eta, weight), self.dloss(y, eta, weight)
+
+
+class Binomial(_NamedFamily):
+    """Bernoulli distribution on {0, 1}, logit link by default: loss
+    ``log(1 + exp(eta)) - y * eta``; ``Binomial(link="probit")`` for probit regression."""
+
+    name = "binomial"
+    _distribution = BinomialDistribution
+
+    def pointwise_loss(self, y, eta):
+        if not self.canonical:
+            return super().pointwise_loss(y, eta)
+        return np.logaddexp(0.0, eta) - y * eta
+
+    def mean(self, eta):
+        if not self.canonical:
+            return super().mean(eta)
+        return expit(eta)
+
+    def variance(self, eta):
+        if not self.canonical:
+            return super().variance(eta)
+        p = expit(eta)
+        return p * (1.0 - p)
+
+    def dloss(self, y, eta, weight=None):
+        if not self.canonical:
+            return super().dloss(y, eta, weight)
+        return _scale(self.mean(eta) - y, weight)
+
+    def loss_and_dloss(self, y, eta, weight=None):
+        if not self.canonical:
+            return super().loss_and_dloss(y, eta, weight)
+        shrink = np.exp(-np.abs(eta))
+        loss = np.log1p(shrink) + np.maximum(eta, 0.0) - y * eta
+        prob = np.where(eta >= 0, 1.0, shrink) / (1.0 + shrink)
+        return _weighted_sum(loss, weight), _scale(prob - y, weight)
+
+
+class Poisson(_NamedFamily):
+    """Poisson distribution, log link by default: loss ``exp(eta) - y * eta``.
+
+    With the log link ``exp`` is continued quadratically above ``eta = 500`` so that
+    nothing overflows.
+    """
+
+    name = "poisson"
+    _distribution = PoissonDistribution
+
+    def mean(self, eta):
+        if not self.canonical:
+            return super().mean(eta)
+        safe, over = _split_exponent(eta)
+        return np.exp(safe) * (1.0 + over + 0.5 * over**2)
+
+    def variance(self, eta):
+        if not self.canonical:
+            return super().variance(eta)
+        return self.mean(eta)
+
+    def pointwise_loss(self, y, eta):
+        if not self.canonical:
+            return super().pointwise_loss(y, eta)
+        return self.mean(eta) - y * eta
+
+    def dloss(self, y, eta, weight=None):
+        if not self.canonical:
+            return super().dloss(y, eta, weight)
+        safe, over = _split_exponent(eta)
+        return _scale(np.exp(safe) * (1.0 + over) - y, weight)
+
+    def loss_and_dloss(self, y, eta, weight=None):
+        if not self.canonical:
+            return super().loss_and_dloss(y, eta, weight)
+        return self.loss(y, eta, weight), self.dloss(y, eta, weight)
+
+    def d2loss(self, y, eta, weight=None):
+        if not self.canonical:
+            return super().d2loss(y, eta, weight)
+        safe, _ = _split_exponent(eta)
+        return _scale(np.exp(safe), weight)
+
+
+_FAMILIES = {cls.name: cls for cls in (Gaussian, Binomial, Poisson)}
+_FAMILIES.update({"normal": Gaussian, "logistic": Binomial, "bernoulli": Binomial})
+
+
+def get_family(family, link=None):
+    """Return a :class:`Family` instance from an instance or a name, and a link.
+
+    Parameters
+    ----------
+    family : str, Family or Distribution
+        ``"gaussian"`` (``"normal"``), ``"binomial"`` (``"logistic"``, ``"bernoulli"``)
+        or ``"poisson"``, a :class:`Family` instance, or a :class:`Distribution`.
+    link : str or Link, optional
+        ``"identity"``, ``"logit"``, ``"log"``, ``"inverse"``, ``"probit"``,
+        ``"cloglog"`` or a :class:`Link` (e.g. ``Power(0.5)``).  ``None`` keeps the link
+        of a Family instance and is the canonical link otherwise; a link given here
+        replaces the link of a Family instance.
+    """
+    if link is not None:
+        link = get_link(link)
+    if isinstance(family, Family):
+        return family if link is None else family.with_link(link)
+    if isinstance(family, Distribution):
+        return Family(family, link)
+    if isinstance(family, str) and family.lower() in _FAMILIES:
+        return _FAMILIES[family.lower()](link)
+    raise ValueError(
+        f"Unknown family {family!r}; choose one of {sorted(set(_FAMILIES))} or pass a Family."
+    )

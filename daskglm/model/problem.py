@@ -1,0 +1,53 @@
+"""The problem a solver minimises: data family, penalty and the intercept convention.
+
+Parameters are one vector ``params``: the coefficients, followed by the intercept when
+``fit_intercept`` is set.  The intercept is never penalised.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .families import Family
+from .penalties import Penalty
+
+__all__ = ["Problem"]
+
+
+@dataclass
+class Problem:
+    """``min mean_weighted_loss(family) + penalty(coef)`` over coef (and an unpenalised intercept).
+
+    The parameter vector is the coefficients followed by the intercept when
+    ``fit_intercept``.
+    """
+
+    family: Family
+    penalty: Penalty
+    fit_intercept: bool
+    n_features: int
+
+    @property
+    def n_params(self):
+        return self.n_features + int(self.fit_intercept)
+
+    def coef(self, params):
+        """The penalised part of ``params``."""
+        return params[: self.n_features]
+
+    def curvature_at(self, params):
+        """The family's curvature (its ``d2loss`` per unit weight: the variance function
+        for a canonical link, the Fisher weight for another) at the mean ``params``
+        predict with zero features: the scale of the loss's Hessian in standardised
+        coordinates (1 when that is not finite and positive)."""
+        intercept = float(params[-1]) if self.fit_intercept else 0.0
+        curvature = float(self.family.variance(np.array([intercept]))[0])
+        return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
+
+    def split(self, params):
+        """``(coef, intercept)``; the intercept is 0.0 when none is fitted."""
+        intercept = float(params[-1]) if self.fit_intercept else 0.0
+        return np.array(params[: self.n_features]), intercept
