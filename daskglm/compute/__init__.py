@@ -1,0 +1,1 @@
+"""Per-partition computation: no Dask."""
