@@ -2,6 +2,7 @@
 
 __all__ = ["Kind"]
 
+
 class Kind:
     """The kinds of rounds, as the ledger records them (see the table above)."""
 

@@ -46,13 +46,16 @@ is made where its partition lives and a straggler's partitions are not moved awa
 """
 
 from .asynchronous import ActorHolder, AsCompleted, HolderLostError, ParameterHolder
-from .base import MAX_RECOVERIES, SAFE_EXPONENT, DeadlineRound, Engine, StateRound, is_dask
+from .base import MAX_RECOVERIES, Engine, is_dask
 from .build import make_engine, stream_engines
 from .cache import CACHE_SAFETY, choose_cache, data_nbytes, free_memory
+from .deadline import DeadlineRound
 from .distributed import SCATTER_BYTES, DistributedEngine, active_client
 from .local import LocalEngine, StreamingLocalEngine
 from .partitions import ALIGNMENT, PARTITION_BYTES, default_partitions
+from .state import StateRound
 from .streaming import StreamingDistributedEngine
+from .validation import SAFE_EXPONENT
 
 __all__ = [
     "Engine", "LocalEngine", "DistributedEngine", "StreamingLocalEngine",

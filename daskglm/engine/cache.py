@@ -65,7 +65,6 @@ def free_memory(client):
     return free
 
 
-
 def _available_memory():
     """Memory available on this machine, in bytes."""
     import psutil
