@@ -16,7 +16,17 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
-__all__ = ["Minimised", "minimize_to_tol", "projected_gradient_max"]
+__all__ = ["Minimised", "minimize_to_tol", "projected_gradient_max", "MEMORY", "MAX_RESTARTS",
+           "EVALUATIONS_PER_ITERATION"]
+
+#: The one L-BFGS option set, shared by the ``lbfgs`` solver (whose options default to
+#: these) and the local solves on the workers: correction pairs kept, restarts after a
+#: stall at round-off, calls of the objective allowed per iteration (local solves), and
+#: steps of the line search.
+MEMORY = 10
+MAX_RESTARTS = 3
+EVALUATIONS_PER_ITERATION = 20
+MAX_LINE_SEARCH = 50
 
 
 @dataclass
@@ -55,8 +65,8 @@ def projected_gradient_max(grad, x, bounds=None):
     return float(np.max(np.abs(np.where(free, grad, 0.0)), initial=0.0))
 
 
-def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=10, bounds=None,
-                    max_restarts=3, callback=None, optimality=None):
+def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=MEMORY, bounds=None,
+                    max_restarts=MAX_RESTARTS, callback=None, optimality=None):
     """Minimise ``fun`` with L-BFGS-B until the gradient criterion holds or nothing improves.
 
     Parameters
@@ -101,7 +111,7 @@ def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=10, bound
         result = scipy.optimize.minimize(
             estimated, x, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
             options={"maxiter": max_iter - n_iter, "maxfun": max_evaluations - n_evaluations,
-                     "maxcor": int(memory), "gtol": tol, "ftol": 0.0, "maxls": 50},
+                     "maxcor": int(memory), "gtol": tol, "ftol": 0.0, "maxls": MAX_LINE_SEARCH},
         )
         n_iter += int(result.nit)
         n_evaluations += int(result.nfev)

@@ -42,7 +42,7 @@ from .distributions import (
     GaussianDistribution,
     PoissonDistribution,
 )
-from .links import get_link
+from .links import Identity, get_link
 from .numerics import _scale, _split_exponent, _weighted_sum
 
 __all__ = ["Family", "Gaussian", "Binomial", "Poisson", "get_family"]
@@ -77,6 +77,12 @@ class Family:
     def canonical(self):
         """Whether the link is the distribution's canonical link."""
         return self.link == self.distribution.canonical_link
+
+    @property
+    def quadratic(self):
+        """Whether the loss is squared error: a Gaussian distribution with the identity link."""
+        return isinstance(self.distribution, GaussianDistribution) and isinstance(
+            self.link, Identity)
 
     def with_link(self, link):
         """The same distribution with another link (``None``: the canonical one)."""
