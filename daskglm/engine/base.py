@@ -26,11 +26,6 @@ from .validation import ValidationVerbs
 MAX_RECOVERIES = 3
 
 
-def is_dask(obj) -> bool:
-    """True for Dask collections (arrays, dataframes, series)."""
-    return hasattr(obj, "__dask_graph__") and hasattr(obj, "__dask_keys__")
-
-
 class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
     """Row-partitioned data and the rounds run over it.
 
