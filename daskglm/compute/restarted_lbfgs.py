@@ -56,6 +56,25 @@ class Minimised:
     message: str
 
 
+class _GradientEstimate:
+    """``fun``, with the value replaced, once anchored, by the change of the objective
+    from the anchor estimated from gradients alone (the trapezoid rule)."""
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.anchor = None
+
+    def anchor_at(self, x, grad):
+        self.anchor = (np.array(x, dtype=float), np.array(grad, dtype=float))
+
+    def __call__(self, x):
+        value, grad = self.fun(x)
+        if self.anchor is not None:
+            anchor_x, anchor_grad = self.anchor
+            value = 0.5 * float((grad + anchor_grad) @ (x - anchor_x))
+        return value, grad
+
+
 def projected_gradient_max(grad, x, bounds=None):
     """Largest entry of the gradient projected on ``bounds`` (lower bounds 0 or None)."""
     if bounds is None:
@@ -96,13 +115,7 @@ def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=MEMORY, b
         def optimality(x, grad):
             return projected_gradient_max(grad, x, bounds)
 
-    anchor = {}
-
-    def estimated(x):
-        value, grad = fun(x)
-        if anchor:
-            value = 0.5 * float((grad + anchor["grad"]) @ (x - anchor["x"]))
-        return value, grad
+    estimated = _GradientEstimate(fun)
 
     x = np.asarray(x0, dtype=float)
     n_iter = n_evaluations = 0
@@ -123,6 +136,6 @@ def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=MEMORY, b
                 or n_evaluations >= max_evaluations:
             break
         best = violation
-        anchor.update(x=x.copy(), grad=np.array(result.jac, dtype=float))
+        estimated.anchor_at(x, result.jac)
     return Minimised(x, np.asarray(result.jac, dtype=float), n_iter, violation, stalled,
                      str(result.message))
