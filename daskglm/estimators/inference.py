@@ -153,15 +153,17 @@ class _InferenceMixin:
         if engine.column_scale is not None:
             scale[: problem.n_features] = engine.column_scale
         order = _statsmodels_order(problem)
-        unscale = 1.0 / scale[order]
-        self._statistics_from(sums, problem, order, unscale, has_offset)
+        self._statistics_from(sums, problem, order, scale[order], has_offset)
 
-    def _statistics_from(self, sums, problem, order, unscale, has_offset):
+    def _statistics_from(self, sums, problem, order, scale, has_offset):
+        """The statistics from the round's sums; matrices are inverted in the engine's
+        column scale (``X * scale``, where information of columns of extreme magnitude
+        stays finite) and covariances mapped back by ``scale``."""
         distribution = problem.family.distribution
         k = problem.n_params
-        expected = _reorder(sums.expected, order, unscale)
-        observed = _reorder(sums.observed, order, unscale)
-        meat = _reorder(sums.meat, order, unscale)
+        expected = _reorder(sums.expected, order)
+        observed = _reorder(sums.observed, order)
+        meat = _reorder(sums.meat, order)
         nobs = sums.weight
         df_resid = nobs - k
         if isinstance(distribution, _FIXED_DISPERSION):
@@ -170,17 +172,22 @@ class _InferenceMixin:
             dispersion = sums.pearson / df_resid if df_resid > 0 else np.nan
         inverse = _scaled_inverse(expected)
         observed_inverse = _scaled_inverse(observed)
-        self._covariances = {
+        covariances = {
             "model": dispersion * inverse,
             "HC0": observed_inverse @ meat @ observed_inverse,
         }
-        self._covariances["HC1"] = self._covariances["HC0"] * sums.rows / max(sums.rows - k, 1)
+        covariances["HC1"] = covariances["HC0"] * sums.rows / max(sums.rows - k, 1)
+        self._standard_errors = {kind: scale * np.sqrt(np.diag(cov))
+                                 for kind, cov in covariances.items()}
+        with np.errstate(under="ignore"):
+            self._covariances = {kind: cov * np.outer(scale, scale)
+                                 for kind, cov in covariances.items()}
         coef, intercept = self.coef_, self.intercept_
         params = np.append(np.ravel(intercept)[:1], np.ravel(coef)) if problem.fit_intercept \
             else np.ravel(coef).copy()
         self.params_ = params.astype(np.float64)
         self.param_names_ = _param_names(self, problem)
-        self.bse_ = np.sqrt(np.diag(self._covariances["model"]))
+        self.bse_ = self._standard_errors["model"]
         self.zvalues_ = self.params_ / self.bse_
         self.pvalues_ = 2.0 * stats.norm.sf(np.abs(self.zvalues_))
         self.deviance_ = sums.deviance
@@ -210,7 +217,10 @@ class _InferenceMixin:
             ``"model"``: ``dispersion_`` times the inverse expected information;
             ``"HC0"``: the sandwich ``H^-1 M H^-1`` with ``H`` the observed information and
             ``M = sum_i w_i score_i^2 x_i x_i^T``; ``"HC1"``: HC0 times ``n / (n - k)``
-            (rows ``n``, parameters ``k``).  As statsmodels' ``GLM(...).fit(cov_type=...)``.
+            (rows ``n``, parameters ``k``).  ``"model"`` and ``"HC0"`` are statsmodels'
+            ``GLM(...).fit(cov_type=...)``; statsmodels' GLM applies no ``n / (n - k)`` to
+            its ``"HC1"``.  For columns of extreme magnitude, which the fit rescaled,
+            entries may underflow to 0; ``bse_`` is computed in the rescaled coordinates.
 
         Returns
         -------
@@ -221,6 +231,10 @@ class _InferenceMixin:
             raise ValueError(f"kind must be one of {sorted(self._covariances)}; got {kind!r}.")
         return self._covariances[kind].copy()
 
+    def _bse(self, kind):
+        self.cov_params(kind)  # checks
+        return self._standard_errors[kind]
+
     def conf_int(self, alpha=0.05, kind="model"):
         """Two-sided ``1 - alpha`` normal confidence intervals of ``params_``.
 
@@ -230,7 +244,7 @@ class _InferenceMixin:
         """
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
-        bse = np.sqrt(np.diag(self.cov_params(kind)))
+        bse = self._bse(kind)
         half = stats.norm.isf(alpha / 2.0) * bse
         return np.column_stack([self.params_ - half, self.params_ + half])
 
@@ -248,7 +262,7 @@ class _InferenceMixin:
         -------
         str
         """
-        bse = np.sqrt(np.diag(self.cov_params(kind)))
+        bse = self._bse(kind)
         z = self.params_ / bse
         p = 2.0 * stats.norm.sf(np.abs(z))
         ci = self.conf_int(alpha, kind)
@@ -275,7 +289,7 @@ class _InferenceMixin:
 #: The fitted attributes of inference, removed before a new fit.
 _STATISTICS = ("params_", "param_names_", "bse_", "zvalues_", "pvalues_", "deviance_",
                "null_deviance_", "pearson_chi2_", "dispersion_", "nobs_", "df_resid_", "llf_",
-               "aic_", "bic_", "_covariances")
+               "aic_", "bic_", "_covariances", "_standard_errors")
 
 
 def _statsmodels_order(problem):
@@ -286,12 +300,9 @@ def _statsmodels_order(problem):
     return np.r_[k - 1, np.arange(k - 1)]
 
 
-def _reorder(matrix, order, unscale):
-    """A matrix of the solvers' parameters as one of ``params_``: reordered, and rows and
-    columns multiplied by ``unscale``, the inverse column scales (the partitions hold
-    ``X * scale``)."""
-    reordered = matrix[np.ix_(order, order)]
-    return reordered * np.outer(unscale, unscale)
+def _reorder(matrix, order):
+    """A matrix of the solvers' parameters in the order of ``params_``."""
+    return matrix[np.ix_(order, order)]
 
 
 def _scaled_inverse(matrix):
