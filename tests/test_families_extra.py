@@ -8,6 +8,7 @@ import pytest
 import statsmodels.api as sm
 from sklearn import linear_model as sk
 from sklearn.metrics import mean_tweedie_deviance
+from sklearn.utils.estimator_checks import check_estimator
 
 import daskglm
 from daskglm.model.families import (
@@ -211,3 +212,17 @@ def test_bad_tweedie_parameters():
         daskglm.TweedieRegressor(power=0.5).fit(X, y)
     with pytest.raises(ValueError, match="link must be"):
         daskglm.TweedieRegressor(link="logit").fit(X, y)
+
+
+@pytest.mark.parametrize("estimator", [
+    daskglm.GammaRegressor(alpha=0.1),
+    pytest.param(daskglm.TweedieRegressor(power=1.5, alpha=0.1), marks=pytest.mark.slow),
+    pytest.param(daskglm.TweedieRegressor(power=0.0, alpha=0.1), marks=pytest.mark.slow),
+    pytest.param(daskglm.GLM("gamma", link="log", penalty=None, inference=True),
+                 marks=pytest.mark.slow),
+], ids=["gamma", "tweedie-1.5", "tweedie-0", "glm-gamma-inference"])
+def test_check_estimator(estimator):
+    # only check_array_api_input is skipped, by scikit-learn itself
+    results = check_estimator(estimator, on_fail=None)
+    failed = [(r["check_name"], str(r["exception"])) for r in results if r["status"] == "failed"]
+    assert failed == []
