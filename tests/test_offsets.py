@@ -44,8 +44,12 @@ def test_gamma_offset_equals_statsmodels():
     offset = np.log(exposure)
     expected = sm.GLM(y, sm.add_constant(X), family=sm.families.Gamma(sm.families.links.Log()),
                       offset=offset).fit(tol=1e-13)
-    model = daskglm.GammaRegressor(alpha=0, tol=1e-10).fit(X, y, offset=offset)
+    model = daskglm.GammaRegressor(alpha=0, tol=1e-10, inference=True).fit(X, y, offset=offset)
     np.testing.assert_allclose(_params(model), expected.params, rtol=1e-6)
+    np.testing.assert_allclose(model.bse_, expected.bse, rtol=1e-6)
+    for ours, theirs in [("null_deviance_", "null_deviance"), ("dispersion_", "scale"),
+                         ("llf_", "llf")]:
+        assert getattr(model, ours) == pytest.approx(getattr(expected, theirs), rel=1e-6), ours
     np.testing.assert_allclose(model.predict(X, offset=offset),
                                expected.predict(sm.add_constant(X), offset=offset), rtol=1e-6)
 
@@ -115,3 +119,18 @@ def test_nan_in_a_dask_offset_stops_the_validation_round():
     with pytest.raises(ValueError, match="offset contains NaN"):
         daskglm.PoissonRegressor().fit(da.from_array(X, chunks=(50, -1)), y,
                                        offset=da.from_array(offset, chunks=50))
+
+
+def test_inference_with_exposure_like_statsmodels():
+    X, exposure, mu, r = _exposure_data(n=300, seed=7)
+    y = r.poisson(mu).astype(float)
+    expected = sm.GLM(y, sm.add_constant(X), family=sm.families.Poisson(),
+                      exposure=exposure).fit(tol=1e-13)
+    model = daskglm.PoissonRegressor(alpha=0, solver="newton", tol=1e-8, inference=True).fit(
+        X, y, exposure=exposure)
+    np.testing.assert_allclose(model.bse_, expected.bse, rtol=1e-6)
+    for ours, theirs in [("deviance_", "deviance"), ("null_deviance_", "null_deviance"),
+                         ("llf_", "llf"), ("aic_", "aic"), ("bic_", "bic")]:
+        assert getattr(model, ours) == pytest.approx(getattr(expected, theirs), rel=1e-6), ours
+    kinds = [r.kind for r in model.comm_.records]
+    assert kinds.count("inference") == 1 and 0 < kinds.count("null_model") <= 10

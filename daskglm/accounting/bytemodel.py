@@ -51,6 +51,8 @@ target_mean   reduce (Gamma,      ``0``                           ``8 * 3 T``
               ``inference``)
 inference     reduce (after a     ``8 (d + 2) G``                 ``8 (3 d^2 + 8) T``
               fit, ``inference``)
+null_model    reduce (the same,   ``8 G``                         ``8 * 3 T``
+              with an offset)
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
@@ -259,6 +261,7 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.SCALE: (8 * p * P, 0),
         Kind.TARGET_MEAN: (0, 8 * 3 * T),
         Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 8) * T),
+        Kind.NULL_MODEL: (8 * G, 8 * 3 * T),
     }
     if kind not in table:
         raise ValueError(f"No payload model for round kind {kind!r}; known: {sorted(table)}.")

@@ -6,7 +6,9 @@ parameters, the expected information ``X^T diag(w * (dmu/deta)**2 / V) X``, the 
 information, the meat of the sandwich ``X^T diag(w * score**2) X`` (``score`` the
 per-row derivative of the loss in ``eta``), the deviance, the null deviance, Pearson's
 chi-squared and the sums of the log-likelihood: everything statsmodels' ``GLMResults``
-reports, as additive :class:`InferenceStats`.  Nothing in this module imports dask.
+reports, as additive :class:`InferenceStats`.  With an offset, the null model is an
+intercept-only fit with that offset: :func:`null_model_sums` gives its Newton steps.
+Nothing in this module imports dask.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from .kernels import (
     partition_offset,
 )
 
-__all__ = ["TargetMoments", "target_moments", "InferenceStats", "inference_sums"]
+__all__ = ["TargetMoments", "target_moments", "InferenceStats", "inference_sums",
+           "null_model_sums"]
 
 
 @dataclass
@@ -142,6 +145,19 @@ def inference_sums(part, params, family, fit_intercept, null_mean):
     total = float(X.shape[0]) if weight is None else float(weight.sum())
     return InferenceStats(total, int(X.shape[0]), expected, observed, meat, float(deviance),
                           float(null_deviance), pearson, loglik)
+
+
+def null_model_sums(part, intercept, family):
+    """``[sum w dloss, sum w d2loss, deviance]`` of the intercept-only model with the
+    partition's offset, ``eta = intercept + offset``, at ``intercept``: one Newton step of
+    the null model of a fit with an offset (``X`` is not read)."""
+    y, weight = part[1], part[2]
+    offset = partition_offset(part)
+    eta = np.full(y.shape[0], float(intercept)) + (0.0 if offset is None else offset)
+    dloss = family.dloss(y, eta, weight)
+    d2loss = family.d2loss(y, eta, weight)
+    deviance = family.deviance(y, family.mean(eta), weight)
+    return np.array([float(dloss.sum()), float(d2loss.sum()), float(deviance)])
 
 
 def _empty_loglik(distribution):

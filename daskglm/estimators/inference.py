@@ -20,7 +20,7 @@ from scipy import stats
 from sklearn.utils.validation import check_is_fitted
 
 from ..accounting.kinds import Kind
-from ..compute.inference import inference_sums, target_moments
+from ..compute.inference import inference_sums, null_model_sums, target_moments
 from ..engine import is_dask
 from ..model.distributions import BinomialDistribution, GaussianDistribution, PoissonDistribution
 from ..model.distributions_extra import NegativeBinomialDistribution
@@ -49,8 +49,9 @@ _INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of sh
         statistics and two-sided p-values.
     param_names_ : list of str
     deviance_, null_deviance_, pearson_chi2_, llf_, aic_, bic_ : float
-        Deviance, deviance of the intercept-only model (the weighted mean target; NaN with
-        an offset), Pearson's chi-squared, log-likelihood (NaN where the family has none in
+        Deviance, deviance of the intercept-only model (the weighted mean target; with an
+        offset, the intercept-only fit with that offset, by a few ``null_model`` rounds of
+        scalar Newton steps, NaN if they do not converge), Pearson's chi-squared, log-likelihood (NaN where the family has none in
         closed form: Tweedie powers other than 0, 2, 3), ``-2 llf + 2 k`` and
         ``-2 llf + k log(nobs)``.
     dispersion_ : float
@@ -117,10 +118,7 @@ def _start_intercept(family, means):
     family's own start."""
     if means is None or not isinstance(family, _StartAtTypicalMean):
         return family.start_intercept()
-    target, offset = means
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        eta = float(family.link.link(np.array([target]))[0]) - offset
-    return eta if np.isfinite(eta) else family.start_intercept()
+    return _start_intercept_of(family, means)
 
 
 class _InferenceMixin:
@@ -153,9 +151,11 @@ class _InferenceMixin:
         if engine.column_scale is not None:
             scale[: problem.n_features] = engine.column_scale
         order = _statsmodels_order(problem)
-        self._statistics_from(sums, problem, order, scale[order], has_offset)
+        self._statistics_from(sums, problem, order, scale[order])
+        if has_offset:
+            self.null_deviance_ = _null_deviance_with_offset(engine, problem.family, means)
 
-    def _statistics_from(self, sums, problem, order, scale, has_offset):
+    def _statistics_from(self, sums, problem, order, scale):
         """The statistics from the round's sums; matrices are inverted in the engine's
         column scale (``X * scale``, where information of columns of extreme magnitude
         stays finite) and covariances mapped back by ``scale``."""
@@ -191,7 +191,7 @@ class _InferenceMixin:
         self.zvalues_ = self.params_ / self.bse_
         self.pvalues_ = 2.0 * stats.norm.sf(np.abs(self.zvalues_))
         self.deviance_ = sums.deviance
-        self.null_deviance_ = np.nan if has_offset else sums.null_deviance
+        self.null_deviance_ = sums.null_deviance
         self.pearson_chi2_ = sums.pearson
         self.dispersion_ = dispersion
         self.nobs_ = nobs
@@ -290,6 +290,37 @@ class _InferenceMixin:
 _STATISTICS = ("params_", "param_names_", "bse_", "zvalues_", "pvalues_", "deviance_",
                "null_deviance_", "pearson_chi2_", "dispersion_", "nobs_", "df_resid_", "llf_",
                "aic_", "bic_", "_covariances", "_standard_errors")
+
+
+#: Newton steps of the null model with an offset, at most; it has converged when a step
+#: is below this, relative to the intercept (the deviance is stationary there: its error
+#: is of the order of the step squared).
+NULL_MODEL_STEPS = 50
+NULL_MODEL_TOL = 1e-10
+
+
+def _null_deviance_with_offset(engine, family, means):
+    """Deviance of the intercept-only model with the fit's offset, as statsmodels' null
+    model: scalar Newton (Fisher scoring) from ``g(mean target) - mean offset``, one
+    ``Kind.NULL_MODEL`` round per step; NaN if it does not converge."""
+    intercept = _start_intercept_of(family, means)
+    for _ in range(NULL_MODEL_STEPS):
+        score, curvature, deviance = engine.reduce(null_model_sums, intercept, family,
+                                                   kind=Kind.NULL_MODEL)
+        if not curvature > 0:
+            break
+        step = score / curvature
+        if abs(step) <= NULL_MODEL_TOL * max(1.0, abs(intercept)):
+            return float(deviance)
+        intercept -= step
+    return np.nan
+
+
+def _start_intercept_of(family, means):
+    target, offset = means
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        eta = float(family.link.link(np.array([target]))[0]) - offset
+    return eta if np.isfinite(eta) else family.start_intercept()
 
 
 def _statsmodels_order(problem):
