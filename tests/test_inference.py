@@ -10,7 +10,8 @@ import pytest
 import statsmodels.api as sm
 
 import daskglm
-from daskglm.model.families import Gamma, InverseGaussian, NegativeBinomial
+from daskglm.accounting.bytemodel import payload_model
+from daskglm.model.families import Gamma, InverseGaussian, NegativeBinomial, Tweedie
 
 #: Relative tolerance against statsmodels (the data sets' columns differ by up to 10^4 in
 #: scale; both sides invert the information matrix of those columns).
@@ -178,3 +179,18 @@ def test_without_inference_and_penalised():
         fitted.cov_params("HC3")
     fitted.set_params(inference=False).fit(X, y)
     assert not hasattr(fitted, "bse_")  # statistics of the earlier fit do not survive
+
+
+@pytest.mark.parametrize("family", ["gamma", "binomial", Tweedie(1.5)], ids=str)
+def test_the_byte_model_is_what_the_engine_counts(family):
+    X, y = _spector() if family == "binomial" else _scotland()
+    model = daskglm.GLM(family=family, penalty=None, solver="newton", tol=1e-6,
+                        inference=True).fit(X, y, offset=np.zeros(len(y)))
+    kinds = {"target_mean", "inference", "null_model"}
+    records = [r for r in model.comm_.records if r.kind in kinds]
+    assert {r.kind for r in records} == kinds
+    for record in records:
+        down, up = payload_model(record.kind, n_params=X.shape[1] + 1,
+                                 partitions=record.partitions,
+                                 split_every=record.split_every or 8, groups=record.groups)
+        assert (record.bytes_sent, record.bytes_returned) == (down, up), record.kind

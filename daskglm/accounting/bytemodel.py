@@ -49,7 +49,7 @@ local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T
 target_mean   reduce (Gamma,      ``0``                           ``8 * 3 T``
               Tweedie, ..., or
               ``inference``)
-inference     reduce (after a     ``8 (d + 2) G``                 ``8 (3 d^2 + 8) T``
+inference     reduce (after a     ``8 (d + 2) G``                 ``8 (3 d^2 + 9) T``
               fit, ``inference``)
 null_model    reduce (the same,   ``8 G``                         ``8 * 3 T``
               with an offset)
@@ -260,7 +260,7 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
         Kind.TARGET_MEAN: (0, 8 * 3 * T),
-        Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 8) * T),
+        Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 9) * T),
         Kind.NULL_MODEL: (8 * G, 8 * 3 * T),
     }
     if kind not in table:

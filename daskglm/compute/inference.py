@@ -27,6 +27,10 @@ from .kernels import (
     partition_offset,
 )
 
+#: Entries of :attr:`InferenceStats.loglik`: the most sums a distribution's
+#: log-likelihood needs (the Gamma's four).
+LOGLIK_SLOTS = 4
+
 __all__ = ["TargetMoments", "target_moments", "InferenceStats", "inference_sums",
            "null_model_sums"]
 
@@ -59,8 +63,9 @@ class InferenceStats:
     """Additive sums of one or more partitions at the fitted parameters.
 
     Matrices are over the parameter vector (coefficients, then the intercept when one is
-    fitted).  ``loglik`` holds the distribution's ``log_likelihood_sums`` (None when it
-    has no closed form).
+    fitted).  ``loglik`` holds the distribution's ``log_likelihood_sums`` in its first
+    entries, padded to :data:`LOGLIK_SLOTS` with zeros so that every family returns the same
+    bytes; all NaN when the distribution has no closed form.
     """
 
     weight: float
@@ -71,10 +76,10 @@ class InferenceStats:
     deviance: float
     null_deviance: float
     pearson: float
-    loglik: np.ndarray | None
+    loglik: np.ndarray
 
     def __add__(self, other):
-        loglik = None if self.loglik is None else self.loglik + other.loglik
+        loglik = self.loglik + other.loglik
         return InferenceStats(
             self.weight + other.weight, self.rows + other.rows, self.expected + other.expected,
             self.observed + other.observed, self.meat + other.meat,
@@ -119,7 +124,7 @@ def inference_sums(part, params, family, fit_intercept, null_mean):
     observed = np.zeros((n_params, n_params))
     meat = np.zeros((n_params, n_params))
     deviance = null_deviance = pearson = 0.0
-    loglik = None
+    loglik = np.zeros(LOGLIK_SLOTS)
     distribution = family.distribution
     scratch = _scratch(X, products=True)
     for start, stop in _row_blocks(X, products=True):
@@ -135,13 +140,13 @@ def inference_sums(part, params, family, fit_intercept, null_mean):
         meat += _information(X_b, squares, n_coef, fit_intercept, scratch)
         deviance += family.deviance(y_b, mu, w_b)
         null_deviance += family.deviance(y_b, np.full_like(mu, null_mean), w_b)
-        residual = (y_b - mu) ** 2 / distribution.variance(mu)
+        residual = (y_b - mu) ** 2 / distribution.variance(distribution.clip_mean(mu))
         pearson += float(residual.sum() if w_b is None else w_b @ residual)
         sums = distribution.log_likelihood_sums(y_b, mu, w_b)
-        if sums is not None:
-            loglik = to_host(sums) if loglik is None else loglik + to_host(sums)
-    if loglik is None and X.shape[0] == 0:
-        loglik = _empty_loglik(distribution)
+        if sums is None:
+            loglik[:] = np.nan
+        else:
+            loglik[: len(sums)] += to_host(sums)
     total = float(X.shape[0]) if weight is None else float(weight.sum())
     return InferenceStats(total, int(X.shape[0]), expected, observed, meat, float(deviance),
                           float(null_deviance), pearson, loglik)
@@ -158,9 +163,3 @@ def null_model_sums(part, intercept, family):
     d2loss = family.d2loss(y, eta, weight)
     deviance = family.deviance(y, family.mean(eta), weight)
     return np.array([float(dloss.sum()), float(d2loss.sum()), float(deviance)])
-
-
-def _empty_loglik(distribution):
-    """The log-likelihood sums of no rows (zeros of the distribution's length)."""
-    sums = distribution.log_likelihood_sums(np.ones(1), np.ones(1), np.zeros(1))
-    return None if sums is None else np.zeros_like(sums)

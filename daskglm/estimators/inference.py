@@ -358,9 +358,10 @@ def _log_likelihood(family, sums, dispersion, nobs):
     """The log-likelihood as statsmodels reports it: at the maximum-likelihood dispersion
     ``deviance / nobs`` for the Gaussian with the identity link, at ``dispersion``
     otherwise."""
-    if sums.loglik is None:
+    if np.isnan(sums.loglik).all():
         return np.nan
+    slots = len(family.distribution.log_likelihood_sums(np.ones(1), np.ones(1)))
     scale = dispersion
     if isinstance(family.distribution, GaussianDistribution) and isinstance(family.link, Identity):
         scale = sums.deviance / nobs
-    return float(family.distribution.log_likelihood(sums.loglik, scale))
+    return float(family.distribution.log_likelihood(sums.loglik[:slots], scale))
