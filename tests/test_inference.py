@@ -151,6 +151,18 @@ def test_rescaled_columns_give_the_same_statistics():
     np.testing.assert_allclose(np.delete(big.bse_, 1), np.delete(small.bse_, 1), rtol=1e-9)
 
 
+def test_t_intervals_like_statsmodels_use_t():
+    X, y = _scotland()
+    model = daskglm.GLM(family="gamma", penalty=None, solver="newton", tol=1e-8,
+                        inference=True).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = sm.GLM(y, sm.add_constant(X), family=sm.families.Gamma()).fit(
+            tol=1e-13, use_t=True)
+    np.testing.assert_allclose(model.conf_int(use_t=True), expected.conf_int(), rtol=RTOL)
+    assert "P>|t|" in model.summary(use_t=True)
+
+
 def test_summary_table():
     X, y = _spector()
     model = daskglm.GLM(family="binomial", link="probit", penalty=None, solver="newton",

@@ -4,6 +4,7 @@ of Dask chunks (on a real LocalCluster), and checked before any work."""
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import statsmodels.api as sm
 
 import daskglm
@@ -134,3 +135,21 @@ def test_inference_with_exposure_like_statsmodels():
         assert getattr(model, ours) == pytest.approx(getattr(expected, theirs), rel=1e-6), ours
     kinds = [r.kind for r in model.comm_.records]
     assert kinds.count("inference") == 1 and 0 < kinds.count("null_model") <= 10
+
+
+def test_sparse_and_streamed_partitions_carry_the_offset():
+    r = np.random.default_rng(8)
+    X = sp.random(400, 5, density=0.4, random_state=1, format="csr")
+    exposure = r.uniform(0.5, 2.0, 400)
+    y = r.poisson(exposure * np.exp(X @ np.array([0.3, -0.2, 0.1, 0.0, 0.4]) + 0.1))
+    y = y.astype(float)
+    expected = sm.GLM(y, sm.add_constant(X.toarray()), family=sm.families.Poisson(),
+                      exposure=exposure).fit(tol=1e-13)
+    kwargs = dict(alpha=0, solver="newton", tol=1e-8, inference=True)
+    sparse = daskglm.PoissonRegressor(**kwargs).fit(X, y, exposure=exposure)
+    streamed = daskglm.PoissonRegressor(cache="none", **kwargs).fit(
+        da.from_array(X.toarray(), chunks=(100, -1)), y, exposure=exposure)
+    assert streamed.cache_ == "none"
+    for model in (sparse, streamed):
+        np.testing.assert_allclose(model.bse_, expected.bse, rtol=1e-6)
+        assert model.null_deviance_ == pytest.approx(expected.null_deviance, rel=1e-6)

@@ -235,8 +235,21 @@ class _InferenceMixin:
         self.cov_params(kind)  # checks
         return self._standard_errors[kind]
 
-    def conf_int(self, alpha=0.05, kind="model"):
-        """Two-sided ``1 - alpha`` normal confidence intervals of ``params_``.
+    def _reference_distribution(self, use_t):
+        """The normal, or Student's t on ``df_resid_`` degrees of freedom."""
+        return stats.t(self.df_resid_) if use_t else stats.norm()
+
+    def conf_int(self, alpha=0.05, kind="model", use_t=False):
+        """Two-sided ``1 - alpha`` confidence intervals of ``params_``.
+
+        Parameters
+        ----------
+        alpha : float, default=0.05
+        kind : {"model", "HC0", "HC1"}, default="model"
+            The covariance of the standard errors (see :meth:`cov_params`).
+        use_t : bool, default=False
+            Student's t quantiles on ``df_resid_`` degrees of freedom instead of normal ones
+            (statsmodels' ``fit(use_t=True)``; for a dispersion that was estimated).
 
         Returns
         -------
@@ -245,10 +258,10 @@ class _InferenceMixin:
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
         bse = self._bse(kind)
-        half = stats.norm.isf(alpha / 2.0) * bse
+        half = self._reference_distribution(use_t).isf(alpha / 2.0) * bse
         return np.column_stack([self.params_ - half, self.params_ + half])
 
-    def summary(self, alpha=0.05, kind="model"):
+    def summary(self, alpha=0.05, kind="model", use_t=False):
         """A table of the fit, as statsmodels' ``GLMResults.summary()``.
 
         Parameters
@@ -257,18 +270,22 @@ class _InferenceMixin:
             Confidence intervals of level ``1 - alpha``.
         kind : {"model", "HC0", "HC1"}, default="model"
             The covariance of the standard errors (see :meth:`cov_params`).
+        use_t : bool, default=False
+            t statistics and p-values on ``df_resid_`` degrees of freedom instead of z
+            (statsmodels' default for GLMs is z, also when the dispersion is estimated).
 
         Returns
         -------
         str
         """
         bse = self._bse(kind)
-        z = self.params_ / bse
-        p = 2.0 * stats.norm.sf(np.abs(z))
-        ci = self.conf_int(alpha, kind)
+        statistic = self.params_ / bse
+        p = 2.0 * self._reference_distribution(use_t).sf(np.abs(statistic))
+        ci = self.conf_int(alpha, kind, use_t)
         family = self._family()
         width = max([len(n) for n in self.param_names_] + [9])
         lo, hi = f"[{alpha / 2:.3f}", f"{1 - alpha / 2:.3f}]"
+        letter = "t" if use_t else "z"
         head = [
             f"{type(self).__name__} results",
             f"Family: {family.distribution!r}   Link: {family.link!r}   Covariance: {kind}",
@@ -278,11 +295,12 @@ class _InferenceMixin:
             f"Pearson chi2: {self.pearson_chi2_:.6g}",
             f"Log-likelihood: {self.llf_:.6g}   AIC: {self.aic_:.6g}   BIC: {self.bic_:.6g}",
         ]
-        columns = f"{'':<{width}} {'coef':>10} {'std err':>10} {'z':>8} {'P>|z|':>8} " \
-                  f"{lo:>10} {hi:>10}"
+        columns = (f"{'':<{width}} {'coef':>10} {'std err':>10} {letter:>8} "
+                   f"{f'P>|{letter}|':>8} {lo:>10} {hi:>10}")
         rule = "=" * len(columns)
         rows = [f"{name:<{width}} {c:>10.4g} {s:>10.4g} {t:>8.3f} {q:>8.3f} {a:>10.4g} {b:>10.4g}"
-                for name, c, s, t, q, (a, b) in zip(self.param_names_, self.params_, bse, z, p, ci)]
+                for name, c, s, t, q, (a, b)
+                in zip(self.param_names_, self.params_, bse, statistic, p, ci)]
         return "\n".join([rule, *head, rule, columns, "-" * len(columns), *rows, rule])
 
 
