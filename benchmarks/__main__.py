@@ -103,6 +103,12 @@ def _cold_start(args):
     return cold_start_main(args)
 
 
+def _inference(args):
+    from benchmarks.inference import main as inference_main
+
+    return inference_main(args)
+
+
 def _gpu(args):
     from benchmarks.gpu import main as gpu_main
 
@@ -152,6 +158,14 @@ def build_parser():
     cold.add_argument("--partitions", type=int, default=8)
     cold.add_argument("--repeats", type=int, default=3, help="fresh clusters measured")
     cold.set_defaults(handler=_cold_start)
+
+    inference = commands.add_parser("inference",
+                                    help="the round of inference=True against the fit's rounds")
+    inference.add_argument("--rows", type=int, default=200_000)
+    inference.add_argument("--features", type=int, default=20)
+    inference.add_argument("--partitions", type=int, default=8)
+    inference.add_argument("--workers", type=int, default=2)
+    inference.set_defaults(handler=_inference)
 
     gpu = commands.add_parser("gpu", help="CuPy chunks on a GPU against numpy chunks")
     gpu.add_argument("--rows", type=int, default=10_000_000)
