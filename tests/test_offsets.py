@@ -22,7 +22,7 @@ def _params(model):
     return np.r_[model.intercept_, model.coef_]
 
 
-@pytest.mark.parametrize("solver", ["lbfgs", "newton"])
+@pytest.mark.parametrize("solver", ["lbfgs", "newton", "gd", "proximal"])
 def test_poisson_exposure_equals_statsmodels(solver):
     X, exposure, mu, r = _exposure_data()
     y = r.poisson(mu).astype(float)
