@@ -206,3 +206,16 @@ def test_the_byte_model_is_what_the_engine_counts(family):
                                  partitions=record.partitions,
                                  split_every=record.split_every or 8, groups=record.groups)
         assert (record.bytes_sent, record.bytes_returned) == (down, up), record.kind
+
+
+def test_without_an_intercept_like_statsmodels():
+    X, y = _cpunish()
+    model = daskglm.PoissonRegressor(alpha=0, fit_intercept=False, solver="newton", tol=1e-8,
+                                     inference=True).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = sm.GLM(y, X, family=sm.families.Poisson()).fit(tol=1e-13)
+    assert model.param_names_ == [f"x{i}" for i in range(1, 7)]
+    np.testing.assert_allclose(model.bse_, expected.bse, rtol=RTOL)
+    for ours, theirs in [("null_deviance_", "null_deviance"), ("aic_", "aic"), ("bic_", "bic")]:
+        assert getattr(model, ours) == pytest.approx(getattr(expected, theirs), rel=RTOL), ours
