@@ -131,8 +131,10 @@ def test_one_inference_round_on_a_cluster_equals_in_memory(client):
     assert chunked.comm_.records[-1].partitions == 4
     in_memory = daskglm.GammaRegressor(**kwargs).fit(X, y)
     np.testing.assert_allclose(chunked.bse_, in_memory.bse_, rtol=1e-9)
+    # the sandwich multiplies two inverses of an information matrix whose columns differ by
+    # 10^4 in scale: round-off of the sums, which varies with the chunks, grows to ~1e-9
     np.testing.assert_allclose(chunked.cov_params("HC0"), in_memory.cov_params("HC0"),
-                               rtol=1e-9)
+                               rtol=1e-7)
     assert chunked.deviance_ == pytest.approx(in_memory.deviance_, rel=1e-12)
     _assert_like_statsmodels(
         chunked, _reference(X, y, sm.families.Gamma(sm.families.links.Log())), len(y))
