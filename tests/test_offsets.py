@@ -77,8 +77,17 @@ def test_dask_offset_chunked_unlike_x_on_a_cluster(client):
         offset=da.from_array(offset, chunks=700))
     assert chunked.comm_.records[0].partitions == 4
     np.testing.assert_allclose(chunked.coef_, in_memory.coef_, rtol=1e-9)
-    lazy = chunked.predict(da.from_array(X, chunks=(400, -1)), offset=offset)
-    np.testing.assert_allclose(lazy.compute(), in_memory.predict(X, offset=offset), rtol=1e-9)
+
+
+def test_lazy_prediction_with_a_dask_exposure():
+    X, exposure, mu, r = _exposure_data(n=400, seed=9)
+    y = r.poisson(mu).astype(float)
+    model = daskglm.PoissonRegressor(alpha=0.01).fit(X, y, exposure=exposure)
+    lazy = model.predict(da.from_array(X, chunks=(100, -1)),
+                         exposure=da.from_array(exposure, chunks=100))
+    np.testing.assert_allclose(lazy.compute(), model.predict(X, exposure=exposure), rtol=1e-12)
+    with pytest.raises(ValueError, match="offset.shape"):
+        model.predict(X, offset=np.zeros(3))
 
 
 def test_offset_is_not_modified():
