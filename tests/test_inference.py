@@ -87,6 +87,14 @@ def test_spector_probit_and_logit_like_statsmodels():
     _assert_like_statsmodels(logit, _reference(X, y, sm.families.Binomial()), len(y))
 
 
+def test_spector_cloglog_like_statsmodels():
+    X, y = _spector()
+    model = daskglm.GLM(family="binomial", link="cloglog", penalty=None, solver="newton",
+                        tol=1e-10, inference=True).fit(X, y)
+    _assert_like_statsmodels(
+        model, _reference(X, y, sm.families.Binomial(sm.families.links.CLogLog())), len(y))
+
+
 def test_cpunish_poisson_with_weights_like_statsmodels_frequency_weights():
     X, y = _cpunish()
     w = np.arange(1, 18) % 3 + 1.0

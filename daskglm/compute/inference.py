@@ -158,7 +158,9 @@ def null_model_sums(part, intercept, family):
     the null model of a fit with an offset (``X`` is not read)."""
     y, weight = part[1], part[2]
     offset = partition_offset(part)
-    eta = np.full(y.shape[0], float(intercept)) + (0.0 if offset is None else offset)
+    eta = array_module(y).full(y.shape[0], float(intercept))
+    if offset is not None:
+        eta = eta + offset
     dloss = family.dloss(y, eta, weight)
     d2loss = family.d2loss(y, eta, weight)
     deviance = family.deviance(y, family.mean(eta), weight)

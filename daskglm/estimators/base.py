@@ -173,8 +173,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         with self._engine(X, y, sample_weight, family, offset) as engine:
             problem, solver = self._configure(name, engine.sum_weight, n_features)
             scale = engine.column_scale
-            means = _target_moments(engine, problem.family, offset,
-                                    getattr(self, "inference", False))
+            means = _target_moments(engine, problem.family, getattr(self, "inference", False))
             params0 = np.zeros(problem.n_params)
             if problem.fit_intercept:
                 # 0 for canonical links; g(typical mean) for others

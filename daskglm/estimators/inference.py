@@ -103,7 +103,7 @@ def _positive_block(block):
     return block
 
 
-def _target_moments(engine, family, offset, inference):
+def _target_moments(engine, family, inference):
     """Weighted mean target and offset (one ``Kind.TARGET_MEAN`` round), when the fit
     starts from it (:class:`~daskglm.model.families._StartAtTypicalMean` families) or its
     null model needs it; else None."""
