@@ -176,7 +176,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             means = _target_moments(engine, problem.family, getattr(self, "inference", False))
             params0 = np.zeros(problem.n_params)
             if problem.fit_intercept:
-                # 0 for canonical links; g(typical mean) for others
+                # the family's own start, or g(mean target) - mean offset (_start_intercept)
                 params0[-1] = _start_intercept(problem.family, means)
             if previous is not None and previous.shape == params0.shape:
                 params0 = previous.copy()
