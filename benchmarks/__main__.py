@@ -111,6 +111,12 @@ def _scaling(args):
     return scaling_main(args)
 
 
+def _inference(args):
+    from benchmarks.inference import main as inference_main
+
+    return inference_main(args)
+
+
 def _gpu(args):
     from benchmarks.gpu import main as gpu_main
 
@@ -171,6 +177,14 @@ def build_parser():
     scaling.add_argument("--repeats", type=int, default=3)
     scaling.add_argument("--tol", type=float, default=1e-8)
     scaling.set_defaults(handler=_scaling)
+
+    inference = commands.add_parser("inference",
+                                    help="the round of inference=True against the fit's rounds")
+    inference.add_argument("--rows", type=int, default=200_000)
+    inference.add_argument("--features", type=int, default=20)
+    inference.add_argument("--partitions", type=int, default=8)
+    inference.add_argument("--workers", type=int, default=2)
+    inference.set_defaults(handler=_inference)
 
     gpu = commands.add_parser("gpu", help="CuPy chunks on a GPU against numpy chunks")
     gpu.add_argument("--rows", type=int, default=10_000_000)

@@ -36,6 +36,13 @@ scale         (the same, no       ``8 p P``                       ``0``
               penalty)
 sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
 local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
+target_mean   reduce (Gamma,      ``0``                           ``8 * 3 T``
+              Tweedie, ..., or
+              ``inference``)
+inference     reduce (after a     ``8 (d + 2) G``                 ``8 (3 d^2 + 9) T``
+              fit, ``inference``)
+null_model    reduce (the same,   ``8 G``                         ``8 * 3 T``
+              with an offset)
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
@@ -242,6 +249,9 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.ENCODE: (8 * P, 0),
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
+        Kind.TARGET_MEAN: (0, 8 * 3 * T),
+        Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 9) * T),
+        Kind.NULL_MODEL: (8 * G, 8 * 3 * T),
     }
     if kind not in table:
         raise ValueError(f"No payload model for round kind {kind!r}; known: {sorted(table)}.")

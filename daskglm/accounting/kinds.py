@@ -20,3 +20,6 @@ class Kind:
     LOCAL_SGD = "local_sgd"
     PUSH = "push"  # updates pushed to a parameter holder (one record when it is closed)
     PULL = "pull"  # parameters pulled from a parameter holder (the same)
+    TARGET_MEAN = "target_mean"  # weighted sums of the target and offset: start, null model
+    INFERENCE = "inference"  # information, sandwich meat, deviances after a fit
+    NULL_MODEL = "null_model"  # Newton steps of the intercept-only model with an offset
