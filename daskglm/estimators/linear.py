@@ -18,7 +18,15 @@ from sklearn.exceptions import UndefinedMetricWarning
 from ..engine import is_dask
 from ..model.families import Gaussian, Poisson, get_family
 from ..model.penalties import NoPenalty, make_penalty
-from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
+from .base import (
+    _COMMON_DOC,
+    _FITTED_DOC,
+    _POSITIVE_DOC,
+    _apply_rowwise,
+    _GLMBase,
+    _to_float,
+    _weighted_mean,
+)
 from .validation import _check_score_input
 
 
@@ -105,12 +113,13 @@ class GLM(_RegressorGLM):
         Elastic-net mixing, used with ``penalty="elasticnet"``.
 """
         + _COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
                  fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto",
-                 verbose=0, warm_start=False, link=None):
+                 verbose=0, warm_start=False, link=None, positive=False):
         self.family = family
         self.link = link
         self.penalty = penalty
@@ -124,6 +133,7 @@ class GLM(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return get_family(self.family, self.link)
@@ -150,12 +160,13 @@ class LinearRegression(_RegressorGLM):
     ----------
 """
         + _COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, positive=False):
         self.solver = solver
         self.fit_intercept = fit_intercept
         self.tol = tol
@@ -164,6 +175,7 @@ class LinearRegression(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return Gaussian()
@@ -190,12 +202,13 @@ class Ridge(_RegressorGLM):
         L2 strength, >= 0.
 """
         + _COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, positive=False):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -205,6 +218,7 @@ class Ridge(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return Gaussian()
@@ -276,12 +290,13 @@ class Lasso(_RegressorGLM):
         L1 strength, >= 0; ``alpha=0`` fits ordinary least squares.
 """
         + _LONG_COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=1000,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, positive=False):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -291,6 +306,7 @@ class Lasso(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return Gaussian()
@@ -320,12 +336,13 @@ class ElasticNet(_RegressorGLM):
         Mixing in [0, 1]: 1 is the lasso, 0 ridge.
 """
         + _LONG_COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, l1_ratio=0.5, solver="auto", fit_intercept=True, tol=1e-4,
                  max_iter=1000, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, positive=False):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.solver = solver
@@ -336,6 +353,7 @@ class ElasticNet(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return Gaussian()

@@ -185,6 +185,8 @@ class Solver:
     #: Families the solver handles; None means all.
     families: tuple | None = None
     handles_nonsmooth = False
+    #: Whether the solver keeps the coefficients non-negative (``positive=True``).
+    handles_positive = False
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         unknown = sorted(set(options) - set(self.options))
@@ -225,6 +227,8 @@ class Solver:
                                          or not problem.family.canonical):
             names = ", ".join(f.name for f in cls.families)
             return f"solver {cls.name!r} handles only the {names} family with its canonical link"
+        if getattr(problem.penalty, "nonnegative", False) and not cls.handles_positive:
+            return f"solver {cls.name!r} cannot keep the coefficients non-negative (positive=True)"
         if not problem.penalty.smooth and not cls.handles_nonsmooth:
             return f"solver {cls.name!r} handles only smooth penalties (none, l2)"
         return None

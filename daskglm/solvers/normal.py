@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from ..compute.linalg import solve_symmetric
+from ..compute.linalg import solve_nonnegative, solve_symmetric
 from ..model.families import Gaussian
-from ..model.penalties import L2, NoPenalty
+from ..model.penalties import L2, NonNegative, NoPenalty
 from .base import History, Objective, Solver, SolverResult
 
 __all__ = ["NormalEquations"]
@@ -18,16 +20,23 @@ class NormalEquations(Solver):
     Every partition returns its centred weighted Gram statistics, merged exactly on the
     workers; the driver solves ``(Sxx / W + alpha I) coef = Sxy / W`` by Cholesky, falling
     back to the minimum-norm solution when ``Sxx`` is singular (as numpy's ``lstsq``).
+    With non-negative coefficients (``positive=True``) the same quadratic is minimised
+    over ``coef >= 0`` on the driver (:func:`~daskglm.compute.linalg.solve_nonnegative`,
+    non-negative least squares from the Gram matrix), still in one round.
     Gaussian family, no penalty or L2 only.
     """
 
     name = "normal"
     families = (Gaussian,)
+    handles_positive = True
 
     @classmethod
     def unsupported(cls, problem):
-        reason = super().unsupported(problem)
-        if reason is None and not isinstance(problem.penalty, (NoPenalty, L2)):
+        penalty = problem.penalty
+        if isinstance(penalty, NonNegative):
+            penalty = penalty.inner
+        reason = super().unsupported(replace(problem, penalty=penalty))
+        if reason is None and not isinstance(penalty, (NoPenalty, L2)):
             reason = "solver 'normal' handles only no penalty or an l2 penalty"
         return reason
 
@@ -36,15 +45,21 @@ class NormalEquations(Solver):
         history = History(engine)
         stats = objective.gram()
         weight = stats.weight
-        alpha = problem.penalty.alpha if isinstance(problem.penalty, L2) else 0.0
+        penalty = problem.penalty
+        nonnegative = isinstance(penalty, NonNegative)
+        inner = penalty.inner if nonnegative else penalty
+        alpha = inner.alpha if isinstance(inner, L2) else 0.0
         if problem.fit_intercept:
             xtx, xty, yty = stats.sxx, stats.sxy, stats.syy
         else:
             xtx, xty = stats.uncentred()
             yty = stats.syy + weight * stats.mean_y**2
         matrix = xtx / weight + alpha * np.eye(problem.n_features)
-        coef, rank_deficient = solve_symmetric(matrix, xty / weight)
+        solve = solve_nonnegative if nonnegative else solve_symmetric
+        coef, rank_deficient = solve(matrix, xty / weight)
         grad = matrix @ coef - xty / weight
+        if nonnegative:
+            grad = np.where(coef > 0, grad, np.minimum(grad, 0.0))  # the projected gradient
         value = 0.5 * (yty - 2 * coef @ xty + coef @ xtx @ coef) / weight
         value += problem.penalty.value(coef)
         if problem.fit_intercept:
