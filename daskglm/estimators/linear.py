@@ -27,6 +27,7 @@ from .base import (
     _to_float,
     _weighted_mean,
 )
+from .multi_output import _MultiOutputMixin
 from .validation import _check_score_input
 
 
@@ -152,7 +153,7 @@ class GLM(_RegressorGLM):
         return tags
 
 
-class LinearRegression(_RegressorGLM):
+class LinearRegression(_MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Ordinary least squares, as :class:`sklearn.linear_model.LinearRegression`.
 
@@ -189,7 +190,7 @@ class LinearRegression(_RegressorGLM):
         return tags
 
 
-class Ridge(_RegressorGLM):
+class Ridge(_MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an L2 penalty, as :class:`sklearn.linear_model.Ridge`.
 
@@ -276,7 +277,7 @@ class PoissonRegressor(_RegressorGLM):
 _LONG_COMMON_DOC = _COMMON_DOC.replace("max_iter : int, default=100", "max_iter : int, default=1000")
 
 
-class Lasso(_RegressorGLM):
+class Lasso(_MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an L1 penalty, as :class:`sklearn.linear_model.Lasso`.
 
@@ -320,7 +321,7 @@ class Lasso(_RegressorGLM):
         return tags
 
 
-class ElasticNet(_RegressorGLM):
+class ElasticNet(_MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an elastic-net penalty, as :class:`sklearn.linear_model.ElasticNet`.
 

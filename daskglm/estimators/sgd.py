@@ -20,6 +20,7 @@ from ..model.penalties import make_penalty
 from ..solvers import Problem, get_solver
 from .base import _GLMBase
 from .linear import _RegressorGLM
+from .validation import _n_columns
 
 
 class _SGDBase(_GLMBase):
@@ -367,15 +368,6 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         return self._partial_fit(X, y, sample_weight, None)
 
     partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": ""}
-
-
-def _n_columns(X):
-    """The number of columns of ``X``, or None when it is not a matrix (``fit`` says so)."""
-    if hasattr(X, "columns"):
-        return len(X.columns)
-    shape = getattr(X, "shape", None)
-    shape = np.shape(X) if shape is None else shape
-    return int(shape[1]) if len(shape) == 2 else None
 
 
 def _initial_params(X, coef_init, intercept_init, fit_intercept):

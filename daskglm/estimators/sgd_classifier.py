@@ -25,8 +25,8 @@ from ..model.families import Binomial
 from .base import _to_float, _weighted_mean
 from .logistic import LogisticRegression, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
-from .sgd import _SGD_DOC, _n_columns, _SGDBase
-from .validation import _check_score_input
+from .sgd import _SGD_DOC, _SGDBase
+from .validation import _check_score_input, _n_columns
 
 __all__ = ["SGDClassifier"]
 
