@@ -165,6 +165,8 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
         + _FITTED_DOC
     )
 
+    _ravel_one_target = False
+
     def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
                  warm_start=False, positive=False):

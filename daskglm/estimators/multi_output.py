@@ -75,8 +75,14 @@ class _MultiOutputMixin:
     round returns ``X^T W Y`` with ``X^T W X`` (a ``(d + k)``-square matrix per partition
     instead of ``d``-square) and the driver solves ``k`` systems.  Other solvers fit the
     targets one after the other, each a fit of its own (``k`` times the rounds of one fit,
-    ``X`` read once per target), and ``n_iter_`` holds one count per target.
+    ``X`` read once per target), and ``n_iter_`` holds one count per target.  As in
+    scikit-learn, ``Ridge``, ``Lasso`` and ``ElasticNet`` (``_ravel_one_target``) give a 1-D
+    ``coef_`` and 1-D predictions for a ``y`` of one column, ``LinearRegression`` keeps it
+    2-D.
     """
+
+    #: Whether a ``y`` of shape (n_samples, 1) gives ``coef_`` of shape (n_features,).
+    _ravel_one_target = True
 
     def fit(self, X, y, sample_weight=None):
         """Fit the model, to one target or to several.
@@ -100,8 +106,12 @@ class _MultiOutputMixin:
         n_features = _n_columns(X)
         name = self._check_solver(0 if n_features is None else n_features)
         if name == "normal":
-            return self._fit_targets_at_once(X, y, sample_weight)
-        return self._fit_targets_in_turn(X, y, sample_weight)
+            self._fit_targets_at_once(X, y, sample_weight)
+        else:
+            self._fit_targets_in_turn(X, y, sample_weight)
+        if self._ravel_one_target and self.coef_.shape[0] == 1:
+            self.coef_ = self.coef_[0]
+        return self
 
     def _fit_targets_at_once(self, X, Y, sample_weight):
         """All targets from one Gram round of the normal equations."""
@@ -170,9 +180,11 @@ class _MultiOutputMixin:
         """R^2, averaged over the targets with equal weights after a fit to several
         (scikit-learn's ``multioutput="uniform_average"``)."""
         check_is_fitted(self)
-        if np.ndim(self.coef_) != 2:
+        if np.ndim(self.coef_) != 2 and not _two_dimensional(y):
             return super().score(X, y, sample_weight)
         predicted = self.predict(X)
+        if predicted.ndim == 1:
+            predicted = predicted[:, None]
         if not is_dask(y):
             y = np.asarray(y, dtype=np.float64).reshape(predicted.shape)
         weight = 1.0 if sample_weight is None else sample_weight[:, None]
