@@ -14,6 +14,9 @@ cold-start
     First fit against second fit on a fresh cluster (see :mod:`benchmarks.cold_start`).
 gpu
     CuPy chunks against numpy chunks and an in-memory GPU loop (see :mod:`benchmarks.gpu`).
+parity
+    Rounds, bytes and seconds of multi-output, ``positive=True`` and one-vs-rest SGD (see
+    :mod:`benchmarks.parity`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -103,6 +106,12 @@ def _cold_start(args):
     return cold_start_main(args)
 
 
+def _parity(args):
+    from benchmarks.parity import main as parity_main
+
+    return parity_main(args)
+
+
 def _gpu(args):
     from benchmarks.gpu import main as gpu_main
 
@@ -160,6 +169,14 @@ def build_parser():
     gpu.add_argument("--tol", type=float, default=1e-8)
     gpu.add_argument("--solvers", nargs="+", default=["lbfgs", "newton", "averaging"])
     gpu.set_defaults(handler=_gpu)
+
+    parity = commands.add_parser("parity", help="multi-output, positive=True, one-vs-rest SGD")
+    parity.add_argument("--rows", type=int, default=200_000)
+    parity.add_argument("--features", type=int, default=20)
+    parity.add_argument("--partitions", type=int, default=8)
+    parity.add_argument("--targets", type=int, default=4)
+    parity.add_argument("--classes", type=int, default=4)
+    parity.set_defaults(handler=_parity)
     return parser
 
 
