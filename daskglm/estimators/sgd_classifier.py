@@ -5,7 +5,9 @@ the label handling of :class:`~daskglm.estimators.logistic.LogisticRegression`. 
 classes are fitted one-vs-rest as scikit-learn does: one binary run per class (that class
 against all others), each its own fit with its own engine, so ``n_classes`` times the
 rounds of a binary fit and ``X`` read once per class.  Class weights multiply the sample
-weights before any fit.  Predictions use the decision function ``X @ coef_.T +
+weights before any fit.  The classes decide between the two before any pass over ``X``:
+for Dask labels that takes one pass over ``y`` (which also counts them for
+``class_weight="balanced"``).  Predictions use the decision function ``X @ coef_.T +
 intercept_``; probabilities exist for the logistic and modified Huber losses only.
 """
 
