@@ -179,10 +179,12 @@ default="log_loss"
         fits = []
         for k, (label, seed) in enumerate(zip(classes, self._class_seeds(n_classes))):
             target = (y == label).astype(np.float64)
-            fits.append(self._binary(seed).fit(
-                X, target, None if coef_init is None else coef_init[k],
-                None if intercept_init is None else intercept_init[k:k + 1], sample_weight,
-            ))
+            binary = self._binary(seed)
+            # the binary fit itself: its classes are known, no pass over y to find them
+            _SGDBase.fit(binary, X, target, None if coef_init is None else coef_init[k],
+                         None if intercept_init is None else intercept_init[k:k + 1],
+                         sample_weight)
+            fits.append(binary)
         self._collect(fits, classes)
         return self
 
