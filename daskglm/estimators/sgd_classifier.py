@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import ClassifierMixin, clone
-from sklearn.utils._available_if import available_if
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
