@@ -262,6 +262,19 @@ def test_one_vs_rest_partial_fit():
         model.partial_fit(X, y)  # classes known from the first call
 
 
+@pytest.mark.parametrize("sync_every", [None, 5], ids=["synchronous", "local-5"])
+def test_sparse_rows_give_the_dense_model(sync_every):
+    import scipy.sparse as sp
+
+    X, y = _classification(n_classes=3)
+    X = np.where(np.abs(X) > 1, X, 0.0)
+    params = {"loss": "hinge", "max_iter": 3, "tol": None, "random_state": 0,
+              "sync_every": sync_every}
+    sparse = daskglm.SGDClassifier(**params).fit(sp.csr_matrix(X), y)
+    dense = daskglm.SGDClassifier(**params).fit(X, y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("estimator", [daskglm.SGDClassifier(loss="hinge", random_state=0),
                                        daskglm.SGDClassifier(loss="modified_huber",
