@@ -49,7 +49,9 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     Minimises ``mean_W loss(y, X coef + intercept) + alpha * R(coef)`` (scikit-learn's SGD
     objective) by mini-batch or local SGD on the partitions of the data.  More than two
     classes are fitted one-vs-rest (one binary fit per class, ``coef_`` of shape
-    ``(n_classes, n_features)``).
+    ``(n_classes, n_features)``); then ``n_iter_`` is the largest over the classes,
+    ``converged_`` whether all converged, each ``history_`` entry carries its ``class``,
+    and ``comm_`` holds the rounds of every class's fit in order.
 
     Parameters
     ----------
