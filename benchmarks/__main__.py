@@ -16,6 +16,9 @@ scaling
     The same fits on 1, 2, ..., N workers (see :mod:`benchmarks.strong_scaling`).
 gpu
     CuPy chunks against numpy chunks and an in-memory GPU loop (see :mod:`benchmarks.gpu`).
+parity
+    Rounds, bytes and seconds of multi-output, ``positive=True`` and one-vs-rest SGD (see
+    :mod:`benchmarks.parity`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -116,6 +119,11 @@ def _inference(args):
 
     return inference_main(args)
 
+def _parity(args):
+    from benchmarks.parity import main as parity_main
+
+    return parity_main(args)
+
 
 def _gpu(args):
     from benchmarks.gpu import main as gpu_main
@@ -193,6 +201,14 @@ def build_parser():
     gpu.add_argument("--tol", type=float, default=1e-8)
     gpu.add_argument("--solvers", nargs="+", default=["lbfgs", "newton", "averaging"])
     gpu.set_defaults(handler=_gpu)
+
+    parity = commands.add_parser("parity", help="multi-output, positive=True, one-vs-rest SGD")
+    parity.add_argument("--rows", type=int, default=200_000)
+    parity.add_argument("--features", type=int, default=20)
+    parity.add_argument("--partitions", type=int, default=8)
+    parity.add_argument("--targets", type=int, default=4)
+    parity.add_argument("--classes", type=int, default=4)
+    parity.set_defaults(handler=_parity)
     return parser
 
 

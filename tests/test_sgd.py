@@ -360,8 +360,12 @@ def test_convergence_warning_when_epochs_run_out():
 
 
 BAD_PARAMETERS = {
-    "hinge-loss": (daskglm.SGDClassifier, {"loss": "hinge"}, "supports loss='log_loss' only"),
-    "huber-loss": (daskglm.SGDRegressor, {"loss": "huber"}, "supports loss='squared_error' only"),
+    "unknown-classifier-loss": (daskglm.SGDClassifier, {"loss": "hing"},
+                                "supports loss='log_loss', 'hinge'"),
+    "unknown-regressor-loss": (daskglm.SGDRegressor, {"loss": "hubber"},
+                               "supports loss='squared_error', 'huber'"),
+    "epsilon": (daskglm.SGDRegressor, {"loss": "huber", "epsilon": -1.0}, "epsilon must be"),
+    "class-weight": (daskglm.SGDClassifier, {"class_weight": "uniform"}, "class_weight must"),
     "learning-rate": (daskglm.SGDRegressor, {"learning_rate": "adaptive"}, "learning_rate"),
     "zero-eta0": (daskglm.SGDClassifier, {"learning_rate": "constant"}, "eta0 must be"),
     "optimal-without-alpha": (daskglm.SGDClassifier, {"alpha": 0.0}, "alpha > 0"),
@@ -390,8 +394,8 @@ def test_bad_partial_fit_calls_raise_value_error():
     model = daskglm.SGDClassifier()
     with pytest.raises(ValueError, match="classes must be passed"):
         model.partial_fit(X, y)
-    with pytest.raises(ValueError, match="binary"):
-        model.partial_fit(X, y, classes=[0, 1, 2])
+    with pytest.raises(ValueError, match="at least 2 labels"):
+        model.partial_fit(X, y, classes=[0])
     with pytest.raises(ValueError, match=r"labels \[2\] that are not in classes"):
         model.partial_fit(X, np.where(y > 0, 2, 0), classes=[0, 1])
     model.partial_fit(X, y, classes=[0, 1])

@@ -214,6 +214,21 @@ class CommReport:
         self.cores = None
         self.measurement = "none"
 
+    @classmethod
+    def concatenate(cls, reports):
+        """One report holding the rounds of ``reports`` in order (fits run one after the
+        other, e.g. one per class of one-vs-rest); the description is the first's."""
+        reports = list(reports)
+        merged = cls()
+        for report in reports:
+            merged.records.extend(report.records)
+        if reports:
+            first = reports[0]
+            merged.method, merged.engine = first.method, first.engine
+            merged.workers, merged.cores = first.workers, first.cores
+            merged.measurement = first.measurement
+        return merged
+
     # writing (engine side) ---------------------------------------------------------
     def record(self, kind, tasks, bytes_sent, bytes_returned, seconds, *, partitions=0,
                groups=None, split_every=None, probe=None):

@@ -1,11 +1,15 @@
-"""Dense linear algebra on the driver: the d x d systems of Newton steps and normal equations."""
+"""Dense linear algebra on the driver: the d x d systems of Newton steps and normal equations.
+
+:func:`solve_symmetric` solves them; :func:`solve_nonnegative` minimises the quadratic they
+stem from over ``x >= 0`` (non-negative least squares from the Gram matrix).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
 
-__all__ = ["solve_symmetric"]
+__all__ = ["solve_symmetric", "solve_nonnegative"]
 
 
 def solve_symmetric(matrix, rhs):
@@ -49,3 +53,48 @@ def solve_symmetric(matrix, rhs):
     # the null space of ``matrix`` is D^-1/2 times that of the scaled matrix
     null_basis, _ = np.linalg.qr(scale[:, None] * vectors[:, ~keep])
     return particular - null_basis @ (null_basis.T @ particular), True
+
+
+def solve_nonnegative(matrix, rhs):
+    """Minimise ``x.matrix.x / 2 - rhs.x`` over ``x >= 0``, for positive semi-definite ``matrix``.
+
+    Non-negative least squares from the Gram matrix (``matrix = X^T W X``, ``rhs = X^T W
+    y``) by Lawson and Hanson's active-set method: coordinates enter the free set where
+    the negative gradient ``rhs - matrix x`` is largest, the free system is solved by
+    :func:`solve_symmetric`, and the step is cut short where a free coordinate would turn
+    negative.  The result satisfies the optimality conditions (zero gradient on the free
+    coordinates, non-negative at the others) up to round-off relative to ``rhs``.
+
+    Returns
+    -------
+    x : ndarray
+    rank_deficient : bool
+        Whether a free system was singular.
+    """
+    d = matrix.shape[0]
+    x = np.zeros(d)
+    free = np.zeros(d, dtype=bool)
+    rank_deficient = False
+    if d == 0:
+        return x, rank_deficient
+    # a negative gradient this small is round-off of the products that form it
+    cutoff = 1e3 * d * np.finfo(float).eps * max(float(np.abs(rhs).max()), np.finfo(float).tiny)
+    for _ in range(3 * d):
+        slope = rhs - matrix @ x
+        entering = ~free & (slope > cutoff)
+        if not entering.any():
+            break
+        free[np.argmax(np.where(entering, slope, -np.inf))] = True
+        for _ in range(3 * d):
+            trial = np.zeros(d)
+            trial[free], singular = solve_symmetric(matrix[np.ix_(free, free)], rhs[free])
+            rank_deficient |= singular
+            if np.all(trial[free] > 0):
+                x = trial
+                break
+            blocking = free & (trial <= 0)
+            step = np.min(x[blocking] / (x[blocking] - trial[blocking]))
+            x = x + step * (trial - x)
+            free &= x > 0
+            x[~free] = 0.0
+    return x, rank_deficient

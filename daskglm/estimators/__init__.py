@@ -20,8 +20,12 @@ The modules, each importing only from those above it:
     ``PoissonRegressor`` and their base with ``predict`` and ``score``.
 ``logistic``
     ``LogisticRegression``, ``PENALTY_FROM_L1_RATIO`` and the class-label helpers.
+``multi_output``
+    predictions of coefficient matrices and multi-output regression.
 ``sgd``
-    ``SGDRegressor`` and ``SGDClassifier`` with ``partial_fit``.
+    ``SGDRegressor`` and the SGD base with ``partial_fit``, ``coef_init`` and the losses.
+``sgd_classifier``
+    ``SGDClassifier``: binary, one-vs-rest, class weights, probabilities.
 ``tweedie``
     ``GammaRegressor`` and ``TweedieRegressor``.
 ``inference`` (used by ``base``)
@@ -31,7 +35,8 @@ The modules, each importing only from those above it:
 from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, Ridge
 from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
-from .sgd import SGDClassifier, SGDRegressor
+from .sgd import SGDRegressor
+from .sgd_classifier import SGDClassifier
 from .tweedie import GammaRegressor, TweedieRegressor
 
 __all__ = [

@@ -24,6 +24,7 @@ from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
 from ..model.families import Family
+from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, get_solver
 from .inference import (
     OFFSET_SOLVERS,
@@ -74,6 +75,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             raise TypeError("solver_options must be a dict or None.")
         if self.cache not in ("auto", "memory", "none"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
+        if not isinstance(getattr(self, "positive", False), (bool, np.bool_)):
+            raise ValueError(f"positive must be True or False; got {self.positive!r}.")
 
     def _validate_input(self, X, y, sample_weight):
         """Cheap checks that need no pass over the data; NaN/inf come in the engine's round."""
@@ -242,9 +245,15 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         else:
             self.intercept_ = dtype.type(self.intercept_)
 
+    def _constrained_penalty(self, total_weight):
+        """:meth:`_penalty`, with the constraint ``coef >= 0`` when ``positive`` is set."""
+        penalty = self._penalty(total_weight)
+        return NonNegative(penalty) if getattr(self, "positive", False) else penalty
+
     def _check_solver(self, n_features):
         """The solver's name, after checking it handles the problem and its options."""
-        trial = Problem(self._family(), self._penalty(1.0), bool(self.fit_intercept), n_features)
+        trial = Problem(self._family(), self._constrained_penalty(1.0), bool(self.fit_intercept),
+                        n_features)
         name = _choose_solver(trial) if self.solver == "auto" else self.solver
         get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
         return name
@@ -266,7 +275,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
     def _configure(self, name, total_weight, n_features):
         """The problem (its penalty scaled to the data's total weight) and its solver."""
         problem = Problem(
-            self._family(), self._penalty(total_weight), bool(self.fit_intercept), n_features
+            self._family(), self._constrained_penalty(total_weight), bool(self.fit_intercept),
+            n_features,
         )
         solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
                             options=self.solver_options)
@@ -388,6 +398,15 @@ _COMMON_DOC = """
         every iteration on the ``daskglm`` logger at INFO level.
     warm_start : bool, default=False
         Start ``fit`` from the coefficients of the previous fit instead of zero.
+"""
+
+_POSITIVE_DOC = """    positive : bool, default=False
+        Constrain the coefficients (not the intercept) to be non-negative, as
+        scikit-learn's ``positive=True``.  Solved by the normal equations (non-negative
+        least squares on the Gram matrix, still one round), ``"lbfgs"`` (L-BFGS-B with
+        bounds), ``"proximal"`` and ``"admm"`` (the proximal step clips at zero);
+        ``solver="auto"`` picks the first of them that handles the problem, and the
+        other solvers raise a ValueError.
 """
 
 

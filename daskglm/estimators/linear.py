@@ -18,8 +18,17 @@ from sklearn.exceptions import UndefinedMetricWarning
 from ..engine import is_dask
 from ..model.families import Gaussian, Poisson, get_family
 from ..model.penalties import NoPenalty, make_penalty
-from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
+from .base import (
+    _COMMON_DOC,
+    _FITTED_DOC,
+    _POSITIVE_DOC,
+    _apply_rowwise,
+    _GLMBase,
+    _to_float,
+    _weighted_mean,
+)
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC, _check_offset
+from .multi_output import _MultiOutputMixin
 from .validation import _check_score_input
 
 
@@ -134,13 +143,14 @@ class GLM(_RegressorGLM):
 """
         + _INFERENCE_DOC
         + _COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
         + _INFERENCE_FITTED_DOC
     )
 
     def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
                  fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto",
-                 verbose=0, warm_start=False, link=None, inference=False):
+                 verbose=0, warm_start=False, link=None, inference=False, positive=False):
         self.inference = inference
         self.family = family
         self.link = link
@@ -155,6 +165,7 @@ class GLM(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return get_family(self.family, self.link)
@@ -173,7 +184,7 @@ class GLM(_RegressorGLM):
         return tags
 
 
-class LinearRegression(_RegressorGLM):
+class LinearRegression(_MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Ordinary least squares, as :class:`sklearn.linear_model.LinearRegression`.
 
@@ -182,13 +193,16 @@ class LinearRegression(_RegressorGLM):
 """
         + _INFERENCE_DOC
         + _COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
         + _INFERENCE_FITTED_DOC
     )
 
+    _ravel_one_target = False
+
     def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False):
+                 warm_start=False, inference=False, positive=False):
         self.inference = inference
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -198,6 +212,7 @@ class LinearRegression(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return Gaussian()
@@ -211,7 +226,7 @@ class LinearRegression(_RegressorGLM):
         return tags
 
 
-class Ridge(_RegressorGLM):
+class Ridge(_MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an L2 penalty, as :class:`sklearn.linear_model.Ridge`.
 
@@ -224,12 +239,13 @@ class Ridge(_RegressorGLM):
         L2 strength, >= 0.
 """
         + _COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, positive=False):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -239,6 +255,7 @@ class Ridge(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return Gaussian()
@@ -299,7 +316,7 @@ class PoissonRegressor(_RegressorGLM):
 _LONG_COMMON_DOC = _COMMON_DOC.replace("max_iter : int, default=100", "max_iter : int, default=1000")
 
 
-class Lasso(_RegressorGLM):
+class Lasso(_MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an L1 penalty, as :class:`sklearn.linear_model.Lasso`.
 
@@ -313,12 +330,13 @@ class Lasso(_RegressorGLM):
         L1 strength, >= 0; ``alpha=0`` fits ordinary least squares.
 """
         + _LONG_COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=1000,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, positive=False):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -328,6 +346,7 @@ class Lasso(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return Gaussian()
@@ -341,7 +360,7 @@ class Lasso(_RegressorGLM):
         return tags
 
 
-class ElasticNet(_RegressorGLM):
+class ElasticNet(_MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an elastic-net penalty, as :class:`sklearn.linear_model.ElasticNet`.
 
@@ -357,12 +376,13 @@ class ElasticNet(_RegressorGLM):
         Mixing in [0, 1]: 1 is the lasso, 0 ridge.
 """
         + _LONG_COMMON_DOC
+        + _POSITIVE_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, l1_ratio=0.5, solver="auto", fit_intercept=True, tol=1e-4,
                  max_iter=1000, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, positive=False):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.solver = solver
@@ -373,6 +393,7 @@ class ElasticNet(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.positive = positive
 
     def _family(self):
         return Gaussian()

@@ -1,25 +1,26 @@
-"""Stochastic gradient descent: :class:`SGDRegressor` and :class:`SGDClassifier`.
+"""Stochastic gradient descent: :class:`SGDRegressor`, and the base of both SGD estimators.
 
-:class:`_SGDBase` holds what both share: the options of the ``"sgd"`` solver, ``fit``,
-and ``partial_fit``, which streams the row chunks of its input and continues the state
-of the previous run.  ``SGDRegressor`` predicts and scores as the regressors of
-:mod:`daskglm.estimators.linear`; ``SGDClassifier`` as
-:class:`~daskglm.estimators.logistic.LogisticRegression`, whose methods it borrows.
+:class:`_SGDBase` holds what :class:`SGDRegressor` and
+:class:`~daskglm.estimators.sgd_classifier.SGDClassifier` share: the options of the
+``"sgd"`` solver, the loss (a GLM family, or one of :mod:`daskglm.compute.sgd_losses`),
+``fit`` with ``coef_init`` and ``intercept_init``, and ``partial_fit``, which streams the
+row chunks of its input and continues the state of the previous run.  ``SGDRegressor``
+predicts and scores as the regressors of :mod:`daskglm.estimators.linear`.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import ClassifierMixin
 
 from ..accounting.ledger import CommReport
-from ..engine import is_dask, stream_engines
-from ..model.families import Binomial, Gaussian
+from ..compute.sgd_losses import REGRESSION_LOSSES
+from ..engine import stream_engines
+from ..model.families import Gaussian
 from ..model.penalties import make_penalty
 from ..solvers import Problem, get_solver
 from .base import _GLMBase
 from .linear import _RegressorGLM
-from .logistic import LogisticRegression, _encode_binary
+from .validation import _n_columns
 
 
 class _SGDBase(_GLMBase):
@@ -35,6 +36,8 @@ class _SGDBase(_GLMBase):
 
     #: The supported ``loss`` names.
     _losses: tuple = ()
+    #: The ``loss`` that is the GLM family of :meth:`_family` (the others are SGD losses).
+    _family_loss = ""
 
     #: Checks of :func:`sklearn.utils.estimator_checks.check_estimator` that fail by
     #: design, ``{check name: reason}``, the same as scikit-learn declares for its own SGD
@@ -53,7 +56,16 @@ class _SGDBase(_GLMBase):
     }
 
     def _family(self):
+        """The GLM family that checks the targets and gives predictions and scores."""
         raise NotImplementedError
+
+    def _sgd_loss(self):
+        """The SGD loss of ``loss=`` other than the family's own, from its name."""
+        raise NotImplementedError
+
+    def _loss_function(self):
+        """What SGD minimises: the family for its own loss, else an SGD loss."""
+        return self._family() if self.loss == self._family_loss else self._sgd_loss()
 
     def _penalty(self, total_weight):
         return make_penalty(self.penalty, self.alpha, self.l1_ratio)
@@ -66,6 +78,10 @@ class _SGDBase(_GLMBase):
         if self.loss not in self._losses:
             supported = ", ".join(repr(loss) for loss in self._losses)
             raise ValueError(f"{name} supports loss={supported} only; got loss={self.loss!r}.")
+        epsilon = self.epsilon
+        if not (isinstance(epsilon, (int, float, np.number)) and not isinstance(epsilon, bool)
+                and np.isfinite(epsilon) and epsilon >= 0):
+            raise ValueError(f"epsilon must be a finite number >= 0; got {epsilon!r}.")
         if self.penalty not in ("l2", "l1", "elasticnet", None):
             raise ValueError(
                 f"penalty must be 'l2', 'l1', 'elasticnet' or None; got {self.penalty!r}."
@@ -77,7 +93,7 @@ class _SGDBase(_GLMBase):
 
     def _problem(self, n_features):
         penalty = self._penalty(1.0)
-        return Problem(self._family(), penalty, bool(self.fit_intercept), int(n_features))
+        return Problem(self._loss_function(), penalty, bool(self.fit_intercept), int(n_features))
 
     def _solver(self, problem, tol, max_iter):
         options = {
@@ -90,13 +106,18 @@ class _SGDBase(_GLMBase):
         solver.step_rule(problem)  # "optimal" needs alpha > 0: say so before any pass
         return solver
 
-    def fit(self, X, y, sample_weight=None):
-        """Fit by SGD from zero for up to ``max_iter`` epochs.
+    def fit(self, X, y, coef_init=None, intercept_init=None, sample_weight=None):
+        """Fit by SGD for up to ``max_iter`` epochs, from zero or from the given start.
 
         Parameters
         ----------
         X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
         y : array-like or Dask array of shape (n_samples,)
+        coef_init : array-like of shape (n_features,), optional
+            The starting coefficients (zero by default; with ``warm_start``, those of the
+            previous fit).
+        intercept_init : array-like of shape (1,), optional
+            The starting intercept.
         sample_weight : array-like or Dask array of shape (n_samples,), optional
             Non-negative row weights.
 
@@ -104,7 +125,16 @@ class _SGDBase(_GLMBase):
         -------
         self
         """
-        return super().fit(X, y, sample_weight)
+        self._check_params()
+        self._fit_start = _initial_params(X, coef_init, intercept_init, self.fit_intercept)
+        try:
+            return super().fit(X, y, sample_weight)
+        finally:
+            self.__dict__.pop("_fit_start", None)
+
+    def _previous_params(self):
+        start = self.__dict__.get("_fit_start")
+        return super()._previous_params() if start is None else start
 
     _iterations = "epochs"
 
@@ -280,24 +310,32 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     __doc__ = (
         """Linear regression by SGD, as :class:`sklearn.linear_model.SGDRegressor`.
 
-    Minimises ``mean_W (y - X coef - intercept)^2 / 2 + alpha * R(coef)`` (scikit-learn's
+    Minimises ``mean_W loss(y, X coef + intercept) + alpha * R(coef)`` (scikit-learn's
     SGD objective) by mini-batch or local SGD on the partitions of the data.
 
     Parameters
     ----------
-    loss : {"squared_error"}, default="squared_error"
+    loss : {"squared_error", "huber", "epsilon_insensitive", \
+"squared_epsilon_insensitive"}, default="squared_error"
+        ``(y - p)^2 / 2``; Huber's ``(y - p)^2 / 2`` for ``|y - p| <= epsilon`` and
+        ``epsilon * |y - p| - epsilon^2 / 2`` beyond; ``max(0, |y - p| - epsilon)`` (that of
+        support vector regression) or its square; all exactly scikit-learn's.
+    epsilon : float, default=0.1
+        The ``epsilon`` of the Huber and epsilon-insensitive losses, >= 0.
 """
         + _SGD_DOC % {"learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25}
     )
 
-    _losses = ("squared_error",)
+    _losses = ("squared_error", *REGRESSION_LOSSES)
+    _family_loss = "squared_error"
 
     def __init__(self, loss="squared_error", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="invscaling",
                  eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
                  batch_size=16, sync_every=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, epsilon=0.1):
         self.loss = loss
+        self.epsilon = epsilon
         self.penalty = penalty
         self.alpha = alpha
         self.l1_ratio = l1_ratio
@@ -319,6 +357,9 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     def _family(self):
         return Gaussian()
 
+    def _sgd_loss(self):
+        return REGRESSION_LOSSES[self.loss](float(self.epsilon))
+
     def _set_coef(self, coef, intercept):
         self.coef_ = coef
         self.intercept_ = np.array([intercept])
@@ -329,94 +370,36 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": ""}
 
 
-class SGDClassifier(ClassifierMixin, _SGDBase):
-    __doc__ = (
-        """Binary logistic regression by SGD, as :class:`sklearn.linear_model.SGDClassifier`.
-
-    Minimises ``mean_W log_loss + alpha * R(coef)`` (scikit-learn's SGD objective) by
-    mini-batch or local SGD on the partitions of the data.
-
-    Parameters
-    ----------
-    loss : {"log_loss"}, default="log_loss"
-        Only the logistic loss, which gives probabilities.
-"""
-        + _SGD_DOC % {"learning_rate": "optimal", "eta0": 0.0, "power_t": 0.5}
-        + """    classes_ : ndarray of shape (2,)
-        The two labels; ``classes_[1]`` is the positive class.
-"""
-    )
-
-    _classifier = True
-    _losses = ("log_loss",)
-
-    def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
-                 fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.0,
-                 power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every=None, cache="auto", verbose=0,
-                 warm_start=False):
-        self.loss = loss
-        self.penalty = penalty
-        self.alpha = alpha
-        self.l1_ratio = l1_ratio
-        self.fit_intercept = fit_intercept
-        self.max_iter = max_iter
-        self.tol = tol
-        self.learning_rate = learning_rate
-        self.eta0 = eta0
-        self.power_t = power_t
-        self.average = average
-        self.random_state = random_state
-        self.n_iter_no_change = n_iter_no_change
-        self.batch_size = batch_size
-        self.sync_every = sync_every
-        self.cache = cache
-        self.verbose = verbose
-        self.warm_start = warm_start
-
-    def _family(self):
-        return Binomial()
-
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
-        return self._partial_fit(X, y, sample_weight, classes)
-
-    partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": """\
-        classes : array-like of shape (2,), default=None
-            Both labels; required on the first call, and if given later, the same.
-"""}
-
-    def _partial_target(self, y, classes, first):
-        if first:
-            if classes is None:
-                raise ValueError("classes must be passed on the first call to partial_fit.")
-            classes = np.unique(np.asarray(classes))
-            if classes.size != 2:
-                raise ValueError(
-                    f"Only binary classification is supported: classes must hold 2 labels; "
-                    f"got {classes.tolist()}."
-                )
-            self.classes_ = classes
-        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+def _initial_params(X, coef_init, intercept_init, fit_intercept):
+    """The starting parameters from ``coef_init`` and ``intercept_init``, checked against
+    ``X``'s columns before any work; None when neither is given."""
+    if coef_init is None and intercept_init is None:
+        return None
+    n_features = _n_columns(X)
+    if n_features is None:
+        return None
+    coef = np.zeros(n_features)
+    if coef_init is not None:
+        coef = np.asarray(coef_init, dtype=np.float64)
+        if coef.size != n_features or coef.ndim > 2:
             raise ValueError(
-                f"classes={np.unique(classes).tolist()} differs from the classes of the first "
-                f"call to partial_fit, {self.classes_.tolist()}."
+                f"Provided coef_init does not match dataset: shape {coef.shape}, expected "
+                f"({n_features},)."
             )
-        if is_dask(y):
-            return y.map_blocks(_encode_binary, self.classes_, dtype=np.float64)
-        return _encode_binary(y, self.classes_)
-
-    # binary predictions, as LogisticRegression's
-    _prepare_target = LogisticRegression._prepare_target
-    _set_classes = LogisticRegression._set_classes
-    _classes_from_engine = LogisticRegression._classes_from_engine
-    _set_coef = LogisticRegression._set_coef
-    decision_function = LogisticRegression.decision_function
-    predict_proba = LogisticRegression.predict_proba
-    predict_log_proba = LogisticRegression.predict_log_proba
-    predict = LogisticRegression.predict
-    score = LogisticRegression.score
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
+        coef = coef.ravel()
+    if not np.all(np.isfinite(coef)):
+        raise ValueError("coef_init must be finite.")
+    if not fit_intercept:
+        return coef.copy()
+    intercept = 0.0
+    if intercept_init is not None:
+        intercept = np.asarray(intercept_init, dtype=np.float64)
+        if intercept.size != 1:
+            raise ValueError(
+                f"Provided intercept_init does not match dataset: shape {intercept.shape}, "
+                "expected (1,)."
+            )
+        intercept = float(intercept.ravel()[0])
+        if not np.isfinite(intercept):
+            raise ValueError("intercept_init must be finite.")
+    return np.append(coef, intercept)

@@ -147,3 +147,12 @@ def _check_score_input(X, y, sample_weight, numeric=True):
     if sample_weight is not None:
         sample_weight = as_dask_vector(sample_weight, "sample_weight")
     return X, y, sample_weight
+
+
+def _n_columns(X):
+    """The number of columns of ``X``, or None when it is not a matrix (``fit`` says so)."""
+    if hasattr(X, "columns"):
+        return len(X.columns)
+    shape = getattr(X, "shape", None)
+    shape = np.shape(X) if shape is None else shape
+    return int(shape[1]) if len(shape) == 2 else None

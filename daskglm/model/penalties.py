@@ -8,13 +8,17 @@ solver can say whether it handles it: smooth solvers use :meth:`Penalty.grad` (a
 The strength convention is glmnet's, applied to the weighted MEAN loss::
 
     objective = mean_loss + alpha * (l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2 * ||coef||_2^2)
+
+:class:`NonNegative` adds the constraint ``coef >= 0`` (scikit-learn's ``positive=True``) to
+any of them, as the indicator function of the non-negative orthant: its proximal operator
+is the inner penalty's, clipped at zero.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Penalty", "NoPenalty", "L2", "L1", "ElasticNet", "make_penalty"]
+__all__ = ["Penalty", "NoPenalty", "L2", "L1", "ElasticNet", "NonNegative", "make_penalty"]
 
 
 class Penalty:
@@ -154,6 +158,61 @@ class L1(ElasticNet):
 
     def __repr__(self):
         return f"L1(alpha={self.alpha!r})"
+
+
+class NonNegative(Penalty):
+    """``inner`` plus the constraint ``coef >= 0`` (the indicator of the orthant).
+
+    Non-smooth (a solver must project or bound the coefficients), but on the feasible set
+    the L1 part of ``inner`` is the linear function ``l1 * sum(coef)``, so a bounded
+    quasi-Newton method (L-BFGS-B) minimises it as a smooth problem.  ``value`` is that of
+    ``inner`` (the solvers keep their iterates feasible); ``smooth_value``, ``grad`` and
+    ``hess_diag`` are those of its smooth part; ``prox`` is ``inner``'s clipped at zero,
+    exact for these separable penalties whose prox is monotone and keeps signs.
+    """
+
+    smooth = False
+    nonnegative = True
+
+    def __init__(self, inner):
+        if isinstance(inner, NonNegative):
+            inner = inner.inner
+        self.inner = inner
+        self.name = f"non-negative {inner.name}"
+
+    @property
+    def alpha(self):
+        """The inner penalty's strength (0 without one)."""
+        return getattr(self.inner, "alpha", 0.0)
+
+    @property
+    def l1_strength(self):
+        """Strength of the inner penalty's L1 part: ``alpha * l1_ratio`` (0 if it has none)."""
+        return self.alpha * getattr(self.inner, "l1_ratio", 0.0)
+
+    def value(self, coef):
+        return self.inner.value(coef)
+
+    def smooth_value(self, coef):
+        return self.inner.smooth_value(coef)
+
+    def grad(self, coef):
+        return self.inner.grad(coef)
+
+    def hess_diag(self, coef):
+        return self.inner.hess_diag(coef)
+
+    def prox(self, coef, step):
+        return np.maximum(self.inner.prox(coef, step), 0.0)
+
+    def subgradient_distance(self, coef, smooth_grad):
+        """Per-coordinate violation of the optimality conditions under ``coef >= 0``.
+
+        With ``g = smooth_grad + l1`` (the gradient on the feasible set), ``|g|`` where
+        ``coef > 0`` and ``max(-g, 0)`` at zero.
+        """
+        grad = smooth_grad + self.l1_strength
+        return np.where(coef > 0, np.abs(grad), np.maximum(-grad, 0.0))
 
 
 def make_penalty(penalty, alpha=1.0, l1_ratio=0.5):

@@ -28,6 +28,7 @@ class Feature:
     NON_QUADRATIC_LOSS = "a loss other than squared error (a non-Gaussian family or link)"
     NON_QUADRATIC_PENALTY = "a penalty other than none or l2"
     NONSMOOTH_PENALTY = "a non-smooth penalty (l1, elastic net)"
+    NONNEGATIVE = "non-negative coefficients (positive=True)"
 
 
 @dataclass
@@ -63,12 +64,20 @@ class Problem:
     def features(self) -> frozenset:
         """The :class:`Feature` s of this problem."""
         features = set()
+        penalty = self.penalty
         if not self.family.quadratic:
             features.add(Feature.NON_QUADRATIC_LOSS)
-        if not self.penalty.quadratic:
-            features.add(Feature.NON_QUADRATIC_PENALTY)
-        if not self.penalty.smooth:
-            features.add(Feature.NONSMOOTH_PENALTY)
+        if getattr(penalty, "nonnegative", False):
+            # on the orthant the L1 part is linear: smooth for a solver that keeps the bounds
+            features.add(Feature.NONNEGATIVE)
+            penalty = penalty.inner
+            if not penalty.quadratic:
+                features.add(Feature.NON_QUADRATIC_PENALTY)
+        else:
+            if not penalty.quadratic:
+                features.add(Feature.NON_QUADRATIC_PENALTY)
+            if not penalty.smooth:
+                features.add(Feature.NONSMOOTH_PENALTY)
         return frozenset(features)
 
     def split(self, params):

@@ -56,7 +56,8 @@ class ADMM(Solver):
     Stops early, with ``converged`` False and a message starting with "stalled", when for
     20 iterations in a row none of the objective and the optimality violation at the
     consensus point and the two residuals improved beyond round-off (the local solves'
-    accuracy then limits the consensus).  Every family; no, L2, L1 or elastic-net penalty.
+    accuracy then limits the consensus).  Every family; no, L2, L1 or elastic-net penalty;
+    non-negative coefficients (``positive=True``) through the consensus step's prox.
 
     Each history entry also reports the objective and the optimality violation at the
     consensus point the iteration started from, computed in the same round.
@@ -91,7 +92,7 @@ class ADMM(Solver):
     options = {"rho": "auto", "adaptive_rho": True, "mu": 10.0, "tau": 2.0, "standardize": True,
                "local_max_iter": 500}
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
-                         Feature.NONSMOOTH_PENALTY})
+                         Feature.NONSMOOTH_PENALTY, Feature.NONNEGATIVE})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

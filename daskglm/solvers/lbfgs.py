@@ -12,7 +12,7 @@ __all__ = ["LBFGS"]
 
 
 class LBFGS(Solver):
-    """Limited-memory BFGS (scipy's L-BFGS-B, unbounded).
+    """Limited-memory BFGS (scipy's L-BFGS-B; bounded only for ``positive=True``).
 
     Every function evaluation scipy asks for is one engine round returning the objective
     and its gradient together.  Stops when the largest gradient entry is at most ``tol``;
@@ -25,6 +25,12 @@ class LBFGS(Solver):
     trapezoid rule ``(g(x) + g(x0)).(x - x0) / 2`` (exact for quadratics, and resolved to
     the round-off of the gradients rather than of the objective), up to
     ``max_restarts`` times while the gradient keeps improving.
+
+    With non-negative coefficients (:class:`~daskglm.model.penalties.NonNegative`, the
+    estimators' ``positive=True``) scipy gets the bounds ``coef >= 0`` (the intercept stays
+    free); on that set the L1 part of a lasso or elastic-net penalty is the linear function
+    ``l1 * sum(coef)``, so every penalty is smooth there and the criterion is the largest
+    entry of the projected gradient.
 
     ``converged`` is True only when the largest gradient entry at the returned point is at
     most ``tol``.  Otherwise the message gives scipy's reason for stopping, starting with
@@ -43,7 +49,10 @@ class LBFGS(Solver):
 
     name = "lbfgs"
     options = {"memory": MEMORY, "max_evaluations": 15000, "max_restarts": MAX_RESTARTS}
-    handles = frozenset({Feature.NON_QUADRATIC_LOSS})
+    # a non-quadratic penalty only with non-negative coefficients: L-BFGS-B's bounds make
+    # the L1 part linear (smooth problems with a non-smooth penalty are refused as such)
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
+                         Feature.NONNEGATIVE})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
@@ -55,11 +64,15 @@ class LBFGS(Solver):
         objective = Objective(problem, engine)
         history = History(engine)
         recorder = _Recorder(objective, history, params0)
+        fun, bounds, optimality = recorder.value_and_grad, None, objective.optimality
+        if getattr(problem.penalty, "nonnegative", False):
+            fun, bounds = recorder.bounded_value_and_grad, _nonnegative_bounds(problem)
+            optimality = None  # the projected gradient of what scipy minimises
         found = minimize_to_tol(
-            recorder.value_and_grad, np.array(params0, dtype=float), tol=self.tol,
+            fun, np.array(params0, dtype=float), tol=self.tol,
             max_iter=self.max_iter, max_evaluations=int(self.opts["max_evaluations"]),
             memory=int(self.opts["memory"]), max_restarts=int(self.opts["max_restarts"]),
-            callback=recorder.callback, optimality=objective.optimality,
+            callback=recorder.callback, optimality=optimality, bounds=bounds,
         )
         converged = found.optimality <= self.tol
         if converged:
@@ -69,6 +82,12 @@ class LBFGS(Solver):
             message = (f"{reason}scipy stopped with {found.message!r} at largest "
                        f"gradient entry {found.optimality:.3g} > tol {self.tol:g}")
         return SolverResult(found.x, found.n_iter, converged, history.entries, message)
+
+
+def _nonnegative_bounds(problem):
+    """scipy's bounds: ``coef >= 0``, the intercept free."""
+    free = [(None, None)] * (problem.n_params - problem.n_features)
+    return [(0.0, None)] * problem.n_features + free
 
 
 class _Recorder:
@@ -89,6 +108,20 @@ class _Recorder:
         value, grad = self.objective.value_and_grad(params)
         self.evaluations[params.tobytes()] = (value, grad)
         return value, grad
+
+    def bounded_value_and_grad(self, params):
+        """The whole objective on the orthant ``coef >= 0``, where the L1 part of the
+        penalty is ``l1 * sum(coef)``; the history keeps the smooth gradient, from which
+        :meth:`Objective.optimality` measures the same violation."""
+        problem = self.objective.problem
+        n = problem.n_features
+        l1 = problem.penalty.l1_strength
+        value, grad = self.objective.value_and_grad(params)
+        value += l1 * float(np.sum(params[:n]))
+        self.evaluations[params.tobytes()] = (value, grad)
+        full = grad.copy()
+        full[:n] += l1
+        return value, full
 
     def callback(self, intermediate_result):
         params = intermediate_result.x

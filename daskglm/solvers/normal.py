@@ -1,11 +1,15 @@
-"""Normal equations: one round for ``X^T W X`` and ``X^T W y``, then a d x d solve."""
+"""Normal equations: one round for ``X^T W X`` and ``X^T W y``, then a d x d solve.
+
+:meth:`NormalEquations.solve_targets` solves several targets from the same single round.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..compute.linalg import solve_symmetric
-from ..model.penalties import L2
+from ..compute.linalg import solve_nonnegative, solve_symmetric
+from ..model.penalties import L2, NonNegative
+from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult
 
 __all__ = ["NormalEquations"]
@@ -17,29 +21,72 @@ class NormalEquations(Solver):
     Every partition returns its centred weighted Gram statistics, merged exactly on the
     workers; the driver solves ``(Sxx / W + alpha I) coef = Sxy / W`` by Cholesky, falling
     back to the minimum-norm solution when ``Sxx`` is singular (as numpy's ``lstsq``).
+    With non-negative coefficients (``positive=True``) the same quadratic is minimised
+    over ``coef >= 0`` on the driver (:func:`~daskglm.compute.linalg.solve_nonnegative`,
+    non-negative least squares from the Gram matrix), still in one round.
     Gaussian family, no penalty or L2 only.
     """
 
     name = "normal"
+    handles = frozenset({Feature.NONNEGATIVE})
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)
         stats = objective.gram()
-        weight = stats.weight
-        alpha = problem.penalty.alpha if isinstance(problem.penalty, L2) else 0.0
         if problem.fit_intercept:
             xtx, xty, yty = stats.sxx, stats.sxy, stats.syy
         else:
             xtx, xty = stats.uncentred()
-            yty = stats.syy + weight * stats.mean_y**2
-        matrix = xtx / weight + alpha * np.eye(problem.n_features)
-        coef, rank_deficient = solve_symmetric(matrix, xty / weight)
-        grad = matrix @ coef - xty / weight
-        value = 0.5 * (yty - 2 * coef @ xty + coef @ xtx @ coef) / weight
-        value += problem.penalty.value(coef)
-        if problem.fit_intercept:
-            params = np.append(coef, stats.mean_y - stats.mean_x @ coef)
-        else:
-            params = coef
-        history.record(value, np.max(np.abs(grad), initial=0.0), 1.0, rank_deficient=rank_deficient)
+            yty = stats.syy + stats.weight * stats.mean_y**2
+        params, value, optimality, rank_deficient = _solve_gram(
+            problem, xtx, xty, yty, stats.weight, stats.mean_x, stats.mean_y)
+        history.record(value, optimality, 1.0, rank_deficient=rank_deficient)
         return SolverResult(params, 1, True, history.entries, "solved")
+
+    def solve_targets(self, problem, engine, n_targets):
+        """Solve for ``n_targets`` targets from ONE Gram round.
+
+        The engine's ``X`` holds the ``problem.n_features`` columns of the features followed
+        by one column per target (its ``y`` is not used), so the Gram statistics of that
+        round hold ``X^T W X``, ``X^T W Y`` and the targets' sums of squares together.
+
+        Returns
+        -------
+        SolverResult
+            ``params`` of shape ``(n_targets, n_params)``; one history entry per target.
+        """
+        history = History(engine)
+        stats = Objective(problem, engine).gram()
+        d = problem.n_features
+        if problem.fit_intercept:
+            moments = stats.sxx
+        else:
+            moments, _ = stats.uncentred()
+        params = []
+        for j in range(d, d + n_targets):
+            found, value, optimality, rank_deficient = _solve_gram(
+                problem, moments[:d, :d], moments[:d, j], moments[j, j], stats.weight,
+                stats.mean_x[:d], stats.mean_x[j])
+            params.append(found)
+            history.record(value, optimality, 1.0, rank_deficient=rank_deficient,
+                           target=j - d)
+        return SolverResult(np.array(params).reshape(n_targets, problem.n_params), 1, True,
+                            history.entries, "solved")
+
+
+def _solve_gram(problem, xtx, xty, yty, weight, mean_x, mean_y):
+    """Parameters, objective, optimality and rank deficiency from one target's Gram
+    statistics (centred with an intercept, about the origin without)."""
+    penalty = problem.penalty
+    nonnegative = isinstance(penalty, NonNegative)
+    inner = penalty.inner if nonnegative else penalty
+    alpha = inner.alpha if isinstance(inner, L2) else 0.0
+    matrix = xtx / weight + alpha * np.eye(problem.n_features)
+    solve = solve_nonnegative if nonnegative else solve_symmetric
+    coef, rank_deficient = solve(matrix, xty / weight)
+    grad = matrix @ coef - xty / weight
+    if nonnegative:
+        grad = np.where(coef > 0, grad, np.minimum(grad, 0.0))  # the projected gradient
+    value = 0.5 * (yty - 2 * coef @ xty + coef @ xtx @ coef) / weight + penalty.value(coef)
+    params = np.append(coef, mean_y - mean_x @ coef) if problem.fit_intercept else coef
+    return params, value, float(np.max(np.abs(grad), initial=0.0)), rank_deficient

@@ -131,7 +131,8 @@ def accelerated_proximal_gradient(evaluate, prox, penalty_value, x0, *, step, to
 class ProximalGradient(Solver):
     """Accelerated proximal gradient (FISTA) with backtracking and adaptive restart.
 
-    Handles every family with no, L2, L1 or elastic-net penalty.  Every trial point and
+    Handles every family with no, L2, L1 or elastic-net penalty, and non-negative
+    coefficients (``positive=True``: the proximal step clips them at zero).  Every trial point and
     every extrapolated point is one engine round returning the loss and its gradient
     together, so an iteration costs two rounds when no step is rejected.  The iterations
     run in standardised coordinates (:mod:`daskglm.compute.coordinates`: as if ``X`` were centred
@@ -157,7 +158,7 @@ class ProximalGradient(Solver):
     name = "proximal"
     options = {"step_size": 1.0, "restart": True, "standardize": True, "max_line_search": 50}
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
-                         Feature.NONSMOOTH_PENALTY})
+                         Feature.NONSMOOTH_PENALTY, Feature.NONNEGATIVE})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

@@ -1,0 +1,422 @@
+"""Classification by SGD: :class:`SGDClassifier`, binary or one-vs-rest.
+
+Two classes are one SGD run on the 0/1 encoding of the labels (``classes_[1]`` is 1), with
+the label handling of :class:`~daskglm.estimators.logistic.LogisticRegression`.  More
+classes are fitted one-vs-rest as scikit-learn does: one binary run per class (that class
+against all others), each its own fit with its own engine, so ``n_classes`` times the
+rounds of a binary fit and ``X`` read once per class.  Class weights multiply the sample
+weights before any fit.  The classes decide between the two before any pass over ``X``:
+for Dask labels that takes one pass over ``y`` (which also counts them for
+``class_weight="balanced"``).  Predictions use the decision function ``X @ coef_.T +
+intercept_``; probabilities exist for the logistic and modified Huber losses only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import ClassifierMixin, clone
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from ..accounting.ledger import CommReport
+from ..compute.seeds import root_seed
+from ..compute.sgd_losses import CLASSIFICATION_LOSSES
+from ..engine import is_dask
+from ..model.families import Binomial
+from .base import _to_float, _weighted_mean
+from .logistic import LogisticRegression, _class_labels, _encode_binary
+from .multi_output import matrix_predictor
+from .sgd import _SGD_DOC, _SGDBase
+from .validation import _check_score_input, _n_columns
+
+__all__ = ["SGDClassifier"]
+
+#: Losses with probabilities (``predict_proba``), as scikit-learn.
+_PROBABILISTIC = ("log_loss", "modified_huber")
+
+
+def _has_proba(estimator):
+    if estimator.loss not in _PROBABILISTIC:
+        raise AttributeError(f"probability estimates are not available for loss={estimator.loss!r}")
+    return True
+
+
+class SGDClassifier(ClassifierMixin, _SGDBase):
+    __doc__ = (
+        """Linear classification by SGD, as :class:`sklearn.linear_model.SGDClassifier`.
+
+    Minimises ``mean_W loss(y, X coef + intercept) + alpha * R(coef)`` (scikit-learn's SGD
+    objective) by mini-batch or local SGD on the partitions of the data.  More than two
+    classes are fitted one-vs-rest (one binary fit per class, ``coef_`` of shape
+    ``(n_classes, n_features)``); then ``n_iter_`` is the largest over the classes,
+    ``converged_`` whether all converged, each ``history_`` entry carries its ``class``,
+    and ``comm_`` holds the rounds of every class's fit in order.
+
+    Parameters
+    ----------
+    loss : {"log_loss", "hinge", "modified_huber", "squared_hinge", "perceptron"}, \\
+default="log_loss"
+        With ``s = +1`` for the positive class and ``-1`` otherwise and ``p`` the decision
+        function: the logistic loss ``log(1 + exp(-s p))``, the hinge ``max(0, 1 - s p)``
+        (a linear SVM), the modified Huber loss (quadratically smoothed hinge), the squared
+        hinge, or the perceptron's ``max(0, -s p)``; all exactly scikit-learn's.  The
+        default is the logistic loss, not scikit-learn's hinge: it was the only loss of
+        this class before, and gives probabilities.
+    epsilon : float, default=0.1
+        Kept for scikit-learn's signature; none of these losses uses it.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying the sample weights: ``{label: weight}``
+        (classes left out weigh 1) or ``"balanced"``, ``n_samples / (n_classes *
+        count of the class)``.  For Dask input the labels are counted in one pass over
+        ``y``.
+"""
+        + _SGD_DOC % {"learning_rate": "optimal", "eta0": 0.0, "power_t": 0.5}
+        + """    classes_ : ndarray of shape (n_classes,)
+        The labels; with two, ``classes_[1]`` is the positive class.
+"""
+    ).replace("    coef_ : ndarray\n    intercept_ : ndarray of shape (1,)\n",
+              "    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)\n"
+              "    intercept_ : ndarray of shape (1,) or (n_classes,)\n")
+
+    _classifier = True
+    _losses = ("log_loss", *CLASSIFICATION_LOSSES)
+    _family_loss = "log_loss"
+
+    def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
+                 fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.0,
+                 power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
+                 batch_size=16, sync_every=None, cache="auto", verbose=0,
+                 warm_start=False, epsilon=0.1, class_weight=None):
+        self.loss = loss
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+        self.learning_rate = learning_rate
+        self.eta0 = eta0
+        self.power_t = power_t
+        self.average = average
+        self.random_state = random_state
+        self.n_iter_no_change = n_iter_no_change
+        self.batch_size = batch_size
+        self.sync_every = sync_every
+        self.cache = cache
+        self.verbose = verbose
+        self.warm_start = warm_start
+        self.epsilon = epsilon
+        self.class_weight = class_weight
+
+    def _family(self):
+        return Binomial()
+
+    def _sgd_loss(self):
+        return CLASSIFICATION_LOSSES[self.loss](float(self.epsilon))
+
+    def _check_params(self):
+        super()._check_params()
+        weights = self.class_weight
+        if not (weights is None or weights == "balanced" or isinstance(weights, dict)):
+            raise ValueError(
+                f"class_weight must be a dict, 'balanced' or None; got {weights!r}."
+            )
+
+    # fitting -------------------------------------------------------------------------
+    def fit(self, X, y, coef_init=None, intercept_init=None, sample_weight=None):
+        """Fit by SGD for up to ``max_iter`` epochs; one-vs-rest for more than two classes.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        coef_init : array-like of shape (n_features,) or (n_classes, n_features), optional
+            The starting coefficients (zero by default; with ``warm_start``, those of the
+            previous fit); one row per class for more than two classes.
+        intercept_init : array-like of shape (1,) or (n_classes,), optional
+            The starting intercepts.
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Non-negative row weights.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        if not is_dask(y):
+            column = np.asarray(y)
+            if column.ndim == 2 and column.shape[1] == 1:
+                y = column_or_1d(column, warn=True)
+        classes, counts = _classes_and_counts(y)
+        if classes is None:  # not class labels: the binary fit says what is wrong
+            return super().fit(X, y, coef_init, intercept_init, sample_weight)
+        if self.class_weight is not None:
+            sample_weight = _weighted_rows(y, classes, counts, self.class_weight, sample_weight)
+        if classes.size <= 2:
+            self.__dict__.pop("_one_vs_rest", None)
+            return super().fit(X, y, coef_init, intercept_init, sample_weight)
+        return self._fit_one_vs_rest(X, y, classes, coef_init, intercept_init, sample_weight)
+
+    def _binary(self, random_state):
+        """The binary classifier of one class of one-vs-rest."""
+        return clone(self).set_params(class_weight=None, warm_start=False,
+                                      random_state=random_state)
+
+    def _class_seeds(self, n_classes):
+        """A seed per class (None each without ``random_state``), as scikit-learn draws."""
+        if self.random_state is None:
+            return [None] * n_classes
+        draws = np.random.RandomState(root_seed(self.random_state))
+        return [int(s) for s in draws.randint(np.iinfo(np.int32).max, size=n_classes)]
+
+    def _fit_one_vs_rest(self, X, y, classes, coef_init, intercept_init, sample_weight):
+        n_classes = classes.size
+        n_features = _n_columns(X)
+        if coef_init is None and self.warm_start and hasattr(self, "coef_") \
+                and np.shape(self.coef_) == (n_classes, n_features):
+            coef_init, intercept_init = self.coef_, self.intercept_
+        coef_init = _rows(coef_init, (n_classes, n_features), "coef_init")
+        intercept_init = _rows(intercept_init, (n_classes,), "intercept_init")
+        fits = []
+        for k, (label, seed) in enumerate(zip(classes, self._class_seeds(n_classes))):
+            target = (y == label).astype(np.float64)
+            binary = self._binary(seed)
+            # the binary fit itself: its classes are known, no pass over y to find them
+            _SGDBase.fit(binary, X, target, None if coef_init is None else coef_init[k],
+                         None if intercept_init is None else intercept_init[k:k + 1],
+                         sample_weight)
+            fits.append(binary)
+        self._collect(fits, classes)
+        return self
+
+    def _collect(self, fits, classes):
+        """Fitted attributes of one-vs-rest from the binary fits of its classes."""
+        first = fits[0]
+        self.classes_ = classes
+        self.coef_ = np.vstack([fit.coef_ for fit in fits])
+        self.intercept_ = np.concatenate([fit.intercept_ for fit in fits])
+        self.n_iter_ = max(fit.n_iter_ for fit in fits)
+        self.t_ = max(fit.t_ for fit in fits)
+        self.converged_ = all(fit.converged_ for fit in fits)
+        self.history_ = [{**entry, "class": label}
+                         for label, fit in zip(classes, fits) for entry in fit.history_]
+        self.comm_ = CommReport.concatenate([fit.comm_ for fit in fits])
+        self.solver_ = "sgd"
+        self.n_features_in_ = first.n_features_in_
+        if hasattr(first, "feature_names_in_"):
+            self.feature_names_in_ = first.feature_names_in_
+        else:
+            self.__dict__.pop("feature_names_in_", None)
+        if hasattr(first, "cache_"):
+            self.cache_ = first.cache_
+        self._one_vs_rest = fits
+        self.__dict__.pop("_sgd_state", None)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        if self.class_weight == "balanced":
+            raise ValueError(
+                "class_weight 'balanced' is not supported for partial_fit: the class counts "
+                "of the whole data are not known from one chunk; pass a dict of weights."
+            )
+        self._check_params()
+        first = not hasattr(self, "classes_")
+        if first and classes is not None:
+            labels = np.unique(np.asarray(classes))
+        else:
+            labels = getattr(self, "classes_", None)
+        if self.class_weight is not None and labels is not None:
+            sample_weight = _weighted_rows(y, labels, None, self.class_weight, sample_weight)
+        if labels is not None and labels.size > 2:
+            return self._partial_fit_one_vs_rest(X, y, labels, classes, first, sample_weight)
+        return self._partial_fit(X, y, sample_weight, classes)
+
+    partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": """\
+        classes : array-like of shape (n_classes,), default=None
+            All labels; required on the first call, and if given later, the same.  More
+            than two are fitted one-vs-rest, one binary run per class.
+"""}
+
+    def _partial_fit_one_vs_rest(self, X, y, labels, classes, first, sample_weight):
+        if not first and classes is not None \
+                and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(
+                f"classes={np.unique(classes).tolist()} differs from the classes of the first "
+                f"call to partial_fit, {self.classes_.tolist()}."
+            )
+        fits = self.__dict__.get("_one_vs_rest")
+        if fits is None:
+            fits = [self._binary(seed) for seed in self._class_seeds(labels.size)]
+        if not (is_dask(y) or np.all(np.isin(np.asarray(y), labels))):
+            unknown = np.setdiff1d(np.asarray(y), labels)
+            raise ValueError(
+                f"y contains labels {unknown.tolist()} that are not in classes {labels.tolist()}."
+            )
+        for label, fit in zip(labels, fits):
+            fit.partial_fit(X, (y == label).astype(np.float64), classes=[0.0, 1.0],
+                            sample_weight=sample_weight)
+        self._collect(fits, labels)
+        return self
+
+    def _partial_target(self, y, classes, first):
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit.")
+            classes = np.unique(np.asarray(classes))
+            if classes.size != 2:
+                raise ValueError(f"classes must hold at least 2 labels; got {classes.tolist()}.")
+            self.classes_ = classes
+        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(
+                f"classes={np.unique(classes).tolist()} differs from the classes of the first "
+                f"call to partial_fit, {self.classes_.tolist()}."
+            )
+        if is_dask(y):
+            return y.map_blocks(_encode_binary, self.classes_, dtype=np.float64)
+        return _encode_binary(y, self.classes_)
+
+    # binary label handling, as LogisticRegression's
+    _prepare_target = LogisticRegression._prepare_target
+    _set_classes = LogisticRegression._set_classes
+    _classes_from_engine = LogisticRegression._classes_from_engine
+
+    def _set_coef(self, coef, intercept):
+        self.coef_ = np.asarray(coef).reshape(1, -1)
+        self.intercept_ = np.array([intercept])
+
+    # prediction ----------------------------------------------------------------------
+    def decision_function(self, X):
+        """``X @ coef_.T + intercept_``: shape (n_samples,) for two classes (> 0 predicts
+        ``classes_[1]``), (n_samples, n_classes) otherwise."""
+        check_is_fitted(self)
+        if np.shape(self.coef_)[0] == 1:
+            return self._linear_predictor(X)
+        return matrix_predictor(self, X)
+
+    def predict(self, X):
+        """Predicted labels from ``classes_``: the class of largest decision function."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            positive = scores > 0
+            if is_dask(positive):
+                return positive.map_blocks(_class_labels, self.classes_, dtype=self.classes_.dtype)
+            return self.classes_[positive.astype(int)]
+        best = scores.argmax(axis=1)
+        if is_dask(best):
+            return best.map_blocks(_class_labels, self.classes_, dtype=self.classes_.dtype)
+        return self.classes_[best]
+
+    @available_if(_has_proba)
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes), columns ordered as ``classes_``.
+
+        The logistic loss gives ``1 / (1 + exp(-p))``; the modified Huber loss
+        ``(clip(p, -1, 1) + 1) / 2``; for more than two classes the one-vs-rest values are
+        normalised to sum to one (uniform where they are all zero), as scikit-learn.
+        """
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            scores = scores[:, None]
+        rule = _logistic_proba if self.loss == "log_loss" else _huber_proba
+        if is_dask(scores):
+            return scores.map_blocks(rule, self.classes_.size,
+                                     chunks=(scores.chunks[0], (self.classes_.size,)),
+                                     dtype=scores.dtype)
+        return rule(scores, self.classes_.size)
+
+    @available_if(_has_proba)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        return np.log(self.predict_proba(X))
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (weighted by ``sample_weight``)."""
+        X, y, sample_weight = _check_score_input(X, y, sample_weight, numeric=False)
+        correct = (self.predict(X) == y).astype(float)
+        return _to_float(_weighted_mean(correct, sample_weight))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True
+        return tags
+
+
+# helpers ----------------------------------------------------------------------------------
+def _logistic_proba(scores, n_classes):
+    from scipy.special import expit
+
+    prob = expit(scores)
+    if n_classes == 2:
+        return np.hstack([1.0 - prob, prob])
+    return prob / prob.sum(axis=1, keepdims=True)
+
+
+def _huber_proba(scores, n_classes):
+    prob = (np.clip(scores, -1.0, 1.0) + 1.0) / 2.0
+    if n_classes == 2:
+        return np.hstack([1.0 - prob, prob])
+    total = prob.sum(axis=1, keepdims=True)
+    zero = total[:, 0] == 0
+    prob[zero] = 1.0
+    total[zero] = n_classes
+    return prob / total
+
+
+def _classes_and_counts(y):
+    """The sorted labels of ``y`` and their counts (one pass over a Dask ``y``), or
+    ``(None, None)`` when ``y`` does not hold class labels."""
+    if is_dask(y):
+        import dask.array as da
+
+        if y.ndim != 1:
+            return None, None
+        classes, counts = da.compute(*da.unique(y, return_counts=True))
+        kind = type_of_target(classes)
+    else:
+        y = np.asarray(y)
+        if y.ndim != 1 or y.size == 0:
+            return None, None
+        kind = type_of_target(y, input_name="y")
+        if kind in ("binary", "multiclass"):
+            classes, counts = np.unique(y, return_counts=True)
+    if kind == "unknown":
+        raise ValueError(f"Unknown label type: {kind}; y must hold class labels.")
+    if kind not in ("binary", "multiclass"):
+        return None, None
+    return classes, counts
+
+
+def _weighted_rows(y, classes, counts, class_weight, sample_weight):
+    """``sample_weight`` (ones if None) times each row's class weight, a new array."""
+    if class_weight == "balanced":
+        per_class = counts.sum() / (classes.size * counts.astype(np.float64))
+    else:
+        unknown = [label for label in class_weight if label not in set(classes.tolist())]
+        if unknown:
+            raise ValueError(f"The classes, {unknown}, are not in class.")
+        per_class = np.array([float(class_weight.get(label, 1.0)) for label in classes])
+
+    def lookup(block):
+        # a label not in ``classes`` gets some weight here; the label check rejects it
+        return per_class[np.clip(np.searchsorted(classes, block), 0, classes.size - 1)]
+
+    rows = y.map_blocks(lookup, dtype=np.float64) if is_dask(y) else lookup(np.asarray(y))
+    if sample_weight is None:
+        return rows
+    if is_dask(rows) and not is_dask(sample_weight):
+        import dask.array as da
+
+        sample_weight = da.from_array(np.asarray(sample_weight, dtype=np.float64),
+                                      chunks=rows.chunks)
+    return rows * sample_weight
+
+
+def _rows(values, shape, name):
+    """``values`` as an array of ``shape`` (None stays None), else ValueError."""
+    if values is None:
+        return None
+    values = np.asarray(values, dtype=np.float64)
+    if values.shape != shape:
+        raise ValueError(f"Provided {name} does not match dataset: shape {values.shape}, "
+                         f"expected {shape}.")
+    return values
