@@ -41,6 +41,7 @@ class LBFGS(Solver):
     """
 
     name = "lbfgs"
+    handles_multinomial = True
     options = {"memory": 10, "max_evaluations": 15000, "max_restarts": 3}
 
     def __init__(self, tol=1e-4, max_iter=100, **options):

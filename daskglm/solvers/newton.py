@@ -42,6 +42,7 @@ class Newton(Solver):
     """
 
     name = "newton"
+    handles_multinomial = True
     options = {"max_line_search": 40}
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
