@@ -21,6 +21,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
 from ..compute.backend import array_module, is_device, to_host
+from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
 from ..engine.labels import encode_class_indices
 from ..model.families import Binomial
@@ -74,6 +75,9 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     )
 
     _classifier = True
+    #: More than two classes fit the multinomial model (estimators borrowing the label
+    #: handling without it accept two classes only).
+    _multinomial = True
 
     def __init__(self, penalty="auto" if PENALTY_FROM_L1_RATIO else "l2", *, C=1.0,
                  l1_ratio=0.0 if PENALTY_FROM_L1_RATIO else None, solver="auto", fit_intercept=True,
@@ -204,7 +208,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     def _prepare_target(self, y):
         """Labels encoded as class indices (0/1 for two classes)."""
         self._n_classes = 2
-        needs_classes = (self.class_weight is not None
+        needs_classes = (getattr(self, "class_weight", None) is not None
                          or getattr(self, "_init", (None,))[0] is not None
                          or (self.warm_start and hasattr(self, "coef_")))
         if is_dask(y) and (np.issubdtype(y.dtype, np.number) or y.dtype == bool) \
@@ -236,6 +240,11 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
                 f"This solver needs samples of at least 2 classes in the data, but the data "
                 f"contains only one class: {classes[0] if classes.size else None!r}."
             )
+        if classes.size > 2 and not getattr(self, "_multinomial", False):
+            raise ValueError(
+                f"Only binary classification is supported: {type(self).__name__} got y with "
+                f"{classes.size} or more classes (target type {kind})."
+            )
         if kind not in ("binary", "multiclass"):
             raise ValueError(f"Unknown label type: {kind}. Labels must be one class per sample.")
         self.classes_ = classes
@@ -245,6 +254,8 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         """``classes_`` (of the labels' dtype) from the labels the validation round found;
         the targets are then encoded to 0/1 where they live."""
         found = np.asarray(engine.labels, dtype=np.float64)
+        if found.size >= MAX_LABELS:
+            raise ValueError(f"y has more than {MAX_LABELS - 1} classes.")
         self._set_classes(found.astype(dtype), "binary" if found.size <= 2 else "multiclass")
         if found.size > 2:
             encode_class_indices(engine, found)
@@ -258,9 +269,6 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         self.coef_ = coef.reshape(1, -1)
         self.intercept_ = np.array([intercept])
 
-    def _multinomial_fitted(self):
-        return np.ndim(self.coef_) == 2 and np.shape(self.coef_)[0] > 1
-
     def decision_function(self, X):
         """Linear predictor ``X @ coef_.T + intercept_``.
 
@@ -268,16 +276,16 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         (n_samples, n_classes).
         """
         check_is_fitted(self)
-        if self._multinomial_fitted():
+        if _multinomial_fitted(self):
             return self._linear_predictors(X)
         return self._linear_predictor(X)
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), columns ordered as ``classes_``."""
         check_is_fitted(self)
-        if self._multinomial_fitted():
+        if _multinomial_fitted(self):
             return _apply_rowwise(_softmax_rows, self._linear_predictors(X))
-        prob = _apply_rowwise(Binomial().mean, self._linear_predictor(X))
+        prob = _apply_rowwise(self._family().mean, self._linear_predictor(X))
         if is_dask(prob):
             import dask.array as da
 
@@ -291,7 +299,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     def predict(self, X):
         """Predicted labels from ``classes_``."""
         check_is_fitted(self)
-        if self._multinomial_fitted():
+        if _multinomial_fitted(self):
             eta = self._linear_predictors(X)
             if is_dask(eta):
                 return eta.map_blocks(_most_likely, self.classes_, drop_axis=1,
@@ -335,6 +343,11 @@ def _encode_binary(y, classes):
             f"y contains labels {unknown.tolist()} that are not in classes {classes.tolist()}."
         )
     return (y == classes[1]).astype(np.float64)
+
+
+def _multinomial_fitted(model):
+    """Whether ``model`` holds one row of coefficients per class (more than two)."""
+    return np.ndim(model.coef_) == 2 and np.shape(model.coef_)[0] > 1
 
 
 def _class_index(y, classes):
