@@ -46,6 +46,10 @@ scale         (the same, no       ``8 p P``                       ``0``
               penalty)
 sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
 local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
+fold_gram     reduce_each         ``n + 8 G`` (fold indices, one  ``8 f (p^2 + 2 p + 3) T``
+              (RidgeCV)           byte per row of ``n``)          (``f`` folds)
+held_out      reduce_each (the    ``n + 8 m d G`` (``m`` models)  ``8 (2 m + 3) T``
+              CV estimators)
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
@@ -211,7 +215,8 @@ def tree_depth(partitions, split_every):
     return depth
 
 
-def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None):
+def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
+                  n_rows=0, n_folds=1, n_models=1):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -231,6 +236,9 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     groups : int, optional
         Tasks ``G`` the partitions run in (one per worker thread on a cluster);
         ``partitions`` by default.
+    n_rows, n_folds, n_models : int, optional
+        Rows ``n``, cross-validation folds ``f`` and models ``m`` scored at once (for
+        ``"fold_gram"`` and ``"held_out"``).
 
     Returns
     -------
@@ -252,6 +260,8 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.ENCODE: (8 * P, 0),
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
+        Kind.FOLD_GRAM: (int(n_rows) + 8 * G, 8 * int(n_folds) * (p * p + 2 * p + 3) * T),
+        Kind.HELD_OUT: (int(n_rows) + 8 * int(n_models) * d * G, 8 * (2 * int(n_models) + 3) * T),
     }
     if kind not in table:
         raise ValueError(f"No payload model for round kind {kind!r}; known: {sorted(table)}.")

@@ -18,3 +18,5 @@ class Kind:
     LOCAL_SGD = "local_sgd"
     PUSH = "push"  # updates pushed to a parameter holder (one record when it is closed)
     PULL = "pull"  # parameters pulled from a parameter holder (the same)
+    FOLD_GRAM = "fold_gram"  # the Gram statistics of every cross-validation fold, one pass
+    HELD_OUT = "held_out"  # losses of several models on one fold's held-out rows

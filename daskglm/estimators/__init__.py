@@ -22,8 +22,12 @@ The modules, each importing only from those above it:
     ``LogisticRegression``, ``PENALTY_FROM_L1_RATIO`` and the class-label helpers.
 ``sgd``
     ``SGDRegressor`` and ``SGDClassifier`` with ``partial_fit``.
+``cv``
+    ``RidgeCV``, ``LassoCV``, ``ElasticNetCV`` and ``LogisticRegressionCV``: penalties
+    chosen by cross-validation, folds as row weights.
 """
 
+from .cv import ElasticNetCV, LassoCV, LogisticRegressionCV, RidgeCV
 from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, Ridge
 from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
@@ -31,5 +35,6 @@ from .sgd import SGDClassifier, SGDRegressor
 
 __all__ = [
     "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
-    "PoissonRegressor", "SGDRegressor", "SGDClassifier",
+    "PoissonRegressor", "SGDRegressor", "SGDClassifier", "RidgeCV", "LassoCV", "ElasticNetCV",
+    "LogisticRegressionCV",
 ]

@@ -209,6 +209,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         """Labels encoded as class indices (0/1 for two classes)."""
         self._n_classes = 2
         needs_classes = (getattr(self, "class_weight", None) is not None
+                         or getattr(self, "_classes_up_front", False)
                          or getattr(self, "_init", (None,))[0] is not None
                          or (self.warm_start and hasattr(self, "coef_")))
         if is_dask(y) and (np.issubdtype(y.dtype, np.number) or y.dtype == bool) \
