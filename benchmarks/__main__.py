@@ -12,6 +12,9 @@ rounds
     Break the time of daskglm's distributed rounds down (see :mod:`benchmarks.rounds`).
 cold-start
     First fit against second fit on a fresh cluster (see :mod:`benchmarks.cold_start`).
+cv
+    RidgeCV's one pass against a grid search of Ridge fits, and the multinomial model
+    against one-vs-rest (see :mod:`benchmarks.cv`).
 gpu
     CuPy chunks against numpy chunks and an in-memory GPU loop (see :mod:`benchmarks.gpu`).
 docs
@@ -103,6 +106,12 @@ def _cold_start(args):
     return cold_start_main(args)
 
 
+def _cv(args):
+    from benchmarks.cv import main as cv_main
+
+    return cv_main(args)
+
+
 def _gpu(args):
     from benchmarks.gpu import main as gpu_main
 
@@ -152,6 +161,15 @@ def build_parser():
     cold.add_argument("--partitions", type=int, default=8)
     cold.add_argument("--repeats", type=int, default=3, help="fresh clusters measured")
     cold.set_defaults(handler=_cold_start)
+
+    cv = commands.add_parser("cv", help="RidgeCV's one pass against a grid search; "
+                                       "multinomial against one-vs-rest")
+    cv.add_argument("--rows", type=int, default=200_000)
+    cv.add_argument("--features", type=int, default=20)
+    cv.add_argument("--folds", type=int, default=3)
+    cv.add_argument("--alphas", type=int, default=5)
+    cv.add_argument("--classes", type=int, default=4)
+    cv.set_defaults(handler=_cv)
 
     gpu = commands.add_parser("gpu", help="CuPy chunks on a GPU against numpy chunks")
     gpu.add_argument("--rows", type=int, default=10_000_000)
