@@ -1,8 +1,8 @@
 """Penalties chosen by cross-validation, against scikit-learn's CV estimators on the same folds.
 
 The folds are passed explicitly (``KFold``/``StratifiedKFold`` without shuffling) so both
-libraries hold out the same rows.  RidgeCV is exact linear algebra on both sides
-(tolerance 1e-9 relative); the iterative fits stop at ``tol`` (largest gradient entry, or
+libraries hold out the same rows.  RidgeCV (k-fold and leave-one-out) is exact linear
+algebra on both sides (tolerance 1e-9 relative); the iterative fits stop at ``tol`` (largest gradient entry, or
 distance to the subdifferential), scikit-learn's at its own criterion, so coefficients and
 held-out errors are compared at 1e-6.
 """
@@ -54,11 +54,13 @@ def test_ridge_cv_equals_scikit_learn_from_one_pass(scoring, fit_intercept):
     assert [r.kind for r in ours.comm_.records] == ["validate", "fold_gram"]
 
 
-def test_ridge_cv_with_weights_fits_the_chosen_alpha_as_ridge():
+def test_ridge_cv_with_weights_equals_scikit_learn():
     X, y = _regression()
     weight = np.random.default_rng(5).uniform(0.2, 3.0, len(y))
     ours = daskglm.RidgeCV(alphas=RIDGE_ALPHAS, cv=5).fit(X, y, sample_weight=weight)
-    reference = sk.Ridge(alpha=ours.alpha_).fit(X, y, sample_weight=weight)
+    reference = sk.RidgeCV(alphas=RIDGE_ALPHAS, cv=KFold(5)).fit(X, y, sample_weight=weight)
+    assert ours.alpha_ == reference.alpha_
+    assert ours.best_score_ == pytest.approx(reference.best_score_, rel=1e-9)
     np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-9)
     # the held-out errors of the chosen alpha, refitted fold by fold by scikit-learn
     for fold, (train, test) in enumerate(KFold(5).split(X)):
@@ -66,6 +68,24 @@ def test_ridge_cv_with_weights_fits_the_chosen_alpha_as_ridge():
         mse = np.average((y[test] - model.predict(X[test])) ** 2, weights=weight[test])
         best = list(RIDGE_ALPHAS).index(ours.alpha_)
         assert ours.mse_path_[best, fold] == pytest.approx(mse, rel=1e-9)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("scoring", [None, "neg_mean_squared_error", "r2"])
+def test_ridge_leave_one_out_equals_scikit_learn(scoring, fit_intercept, weighted):
+    X, y = _regression(n=150)
+    weight = np.random.default_rng(6).uniform(0.2, 3.0, len(y)) if weighted else None
+    params = dict(alphas=RIDGE_ALPHAS, scoring=scoring, fit_intercept=fit_intercept,
+                  store_cv_results=True)
+    ours = daskglm.RidgeCV(**params).fit(X, y, sample_weight=weight)
+    reference = sk.RidgeCV(**params).fit(X, y, sample_weight=weight)
+    assert ours.alpha_ == reference.alpha_
+    assert ours.best_score_ == pytest.approx(reference.best_score_, rel=1e-9)
+    np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(ours.cv_results_, reference.cv_results_, rtol=1e-9, atol=1e-10)
+    # one Gram pass, then one pass for every row's leverage and error at every alpha
+    assert [r.kind for r in ours.comm_.records] == ["validate", "gram", "leave_one_out"]
 
 
 def test_ridge_cv_on_a_cluster_equals_in_memory(client):
@@ -77,6 +97,11 @@ def test_ridge_cv_on_a_cluster_equals_in_memory(client):
     np.testing.assert_allclose(ours.coef_, in_memory.coef_, rtol=1e-10)
     np.testing.assert_allclose(ours.cv_scores_, in_memory.cv_scores_, rtol=1e-10)
     assert [r.kind for r in ours.comm_.records] == ["validate", "sizes", "fold_gram"]
+    leave_one_out = daskglm.RidgeCV(alphas=RIDGE_ALPHAS, store_cv_results=True)
+    leave_one_out.fit(da.from_array(X, chunks=(50, 6)), da.from_array(y, chunks=50))
+    reference = sk.RidgeCV(alphas=RIDGE_ALPHAS, store_cv_results=True).fit(X, y)
+    assert leave_one_out.alpha_ == reference.alpha_
+    np.testing.assert_allclose(leave_one_out.cv_results_, reference.cv_results_, rtol=1e-9)
 
 
 def test_lasso_cv_equals_scikit_learn_on_its_grid_and_on_given_alphas():
@@ -152,6 +177,8 @@ def test_bad_folds_and_grids_are_rejected_before_any_work():
         daskglm.RidgeCV(alphas=[1.0, -1.0]).fit(X, y)
     with pytest.raises(ValueError, match="scoring must be"):
         daskglm.RidgeCV(scoring="max_error").fit(X, y)
+    with pytest.raises(ValueError, match="store_cv_results needs cv=None"):
+        daskglm.RidgeCV(cv=3, store_cv_results=True).fit(X, y)
     with pytest.raises(ValueError, match="l1_ratio must be"):
         daskglm.ElasticNetCV(l1_ratio=[0.0, 0.5]).fit(X, y)
     Xc, yc = _classification(2, n=40)

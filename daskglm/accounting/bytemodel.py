@@ -50,6 +50,8 @@ fold_gram     reduce_each         ``n + 8 G`` (fold indices, one  ``8 f (p^2 + 2
               (RidgeCV)           byte per row of ``n``)          (``f`` folds)
 held_out      reduce_each (the    ``n + 8 m d G`` (``m`` models)  ``8 (2 m + 3) T``
               CV estimators)
+leave_one_out reduce (RidgeCV,     ``8 (p^2 + p + m (p + 2)) G``   ``8 (2 m + 3) T``
+              cv=None)            (``m`` alphas)
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
@@ -261,6 +263,8 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
         Kind.FOLD_GRAM: (int(n_rows) + 8 * G, 8 * int(n_folds) * (p * p + 2 * p + 3) * T),
+        Kind.LEAVE_ONE_OUT: (8 * (p * p + p + int(n_models) * (p + 2)) * G,
+                             8 * (2 * int(n_models) + 3) * T),
         Kind.HELD_OUT: (int(n_rows) + 8 * int(n_models) * d * G, 8 * (2 * int(n_models) + 3) * T),
     }
     if kind not in table:

@@ -20,3 +20,4 @@ class Kind:
     PULL = "pull"  # parameters pulled from a parameter holder (the same)
     FOLD_GRAM = "fold_gram"  # the Gram statistics of every cross-validation fold, one pass
     HELD_OUT = "held_out"  # losses of several models on one fold's held-out rows
+    LEAVE_ONE_OUT = "leave_one_out"  # ridge's leave-one-out errors for every alpha

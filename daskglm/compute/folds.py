@@ -5,7 +5,8 @@ out in (``fold_ids``, one small integer per row, sent with the round to its part
 and a fit on the other folds is a fit whose held-out rows weigh zero
 (:func:`run_on_training_rows`).  The ridge path needs one read of ``X`` in all:
 :func:`fold_grams` returns the centred Gram statistics of every fold from one pass, and
-every training set's statistics are sums of them.  Held-out scores of many coefficient
+every training set's statistics are sums of them; exact leave-one-out errors of every
+alpha take one more (:func:`leave_one_out_errors`).  Held-out scores of many coefficient
 vectors come from one pass per fold (:func:`held_out_errors`).  Nothing here imports Dask.
 """
 
@@ -21,7 +22,7 @@ from .summaries import column_moments
 
 __all__ = [
     "training_weight", "run_on_training_rows", "fold_grams", "FoldGrams", "held_out_errors",
-    "HeldOut", "training_moments",
+    "HeldOut", "training_moments", "LeaveOneOut", "leave_one_out_errors",
 ]
 
 
@@ -138,3 +139,64 @@ def held_out_errors(part, fold_ids, fold, coefs, intercepts, task):
     return HeldOut(float(w_t.sum()), w_t @ losses, w_t @ correct.astype(np.float64),
                    float(w_t @ y_t), float(w_t @ y_t**2))
 
+
+
+@dataclass
+class LeaveOneOut:
+    """Sums over rows of leave-one-out errors ``e_i = r_i / (1 - h_ii)`` of ridge, one entry
+    per alpha: ``weighted = sum w e^2``; the row count, the total weight and the weighted
+    sums of ``y`` and ``y^2`` (for R^2).  ``per_row``: the ``(rows, n_alphas)`` errors when
+    kept."""
+
+    weighted: np.ndarray
+    rows: int
+    weight: float
+    y_sum: float
+    y_squares: float
+    per_row: np.ndarray | None = None
+
+    def __add__(self, other):
+        return LeaveOneOut(self.weighted + other.weighted, self.rows + other.rows,
+                           self.weight + other.weight, self.y_sum + other.y_sum,
+                           self.y_squares + other.y_squares)
+
+
+def leave_one_out_errors(part, basis, eigenvalues, means, alphas, coefs, intercepts,
+                         total_weight, keep_rows=False):
+    """Exact leave-one-out errors of ridge for every alpha on one partition: one read of ``X``.
+
+    With ``A = X_c^T W X_c + alpha I = V diag(lambda + alpha) V^T`` (``X_c`` centred on the
+    weighted means ``means`` when an intercept is fitted, else None and ``X`` itself), the
+    leverage of row ``i`` is ``h_ii = w_i (|((x_i - means) V)|^2_{1/(lambda + alpha)} +
+    1 / total_weight)`` (the last term only with an intercept), and its leave-one-out error
+    is ``(y_i - x_i coef - intercept) / (1 - h_ii)``.
+
+    Parameters
+    ----------
+    part : tuple
+        ``(X, y, weight)``.
+    basis, eigenvalues : ndarray
+        ``V`` (d x d) and ``lambda`` (d,) of the Gram matrix.
+    means : ndarray or None
+        Weighted column means (None without an intercept).
+    alphas : ndarray of shape (n_alphas,)
+    coefs : ndarray of shape (n_alphas, d)
+    intercepts : ndarray of shape (n_alphas,)
+    total_weight : float
+    keep_rows : bool
+        Also return every row's errors (``per_row``).
+    """
+    X, y, weight = part
+    w = np.ones(X.shape[0]) if weight is None else weight
+    projected = np.asarray(X @ basis)
+    if means is not None:
+        projected = projected - means @ basis
+    inverse = 1.0 / (eigenvalues[:, None] + alphas[None, :])
+    leverage = (projected**2) @ inverse
+    if means is not None:
+        leverage = leverage + 1.0 / total_weight
+    leverage *= w[:, None]
+    residual = y[:, None] - np.asarray(X @ coefs.T) - intercepts[None, :]
+    errors = residual / (1.0 - leverage)
+    return LeaveOneOut(w @ errors**2, int(X.shape[0]), float(w.sum()), float(w @ y),
+                       float(w @ y**2), errors if keep_rows else None)
