@@ -22,8 +22,9 @@ The modules, each importing only from those above it:
     ``LogisticRegression``, ``PENALTY_FROM_L1_RATIO`` and the class-label helpers.
 ``sgd``
     ``SGDRegressor`` and ``SGDClassifier`` with ``partial_fit``.
-``cv``
-    ``RidgeCV``, ``LassoCV``, ``ElasticNetCV`` and ``LogisticRegressionCV``: penalties
+``cv_folds``, ``ridge_cv``, ``cv``
+    which fold holds out each row; ``RidgeCV`` from Gram statistics; ``LassoCV``,
+    ``ElasticNetCV`` and ``LogisticRegressionCV`` (and ``RidgeCV`` again): penalties
     chosen by cross-validation, folds as row weights.
 """
 
