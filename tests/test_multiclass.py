@@ -107,6 +107,19 @@ def test_multinomial_without_intercept_and_on_sparse_input():
         _assert_same_model(ours, reference, rtol=1e-8, atol=1e-9)
 
 
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
+def test_multinomial_with_l1_and_elastic_net_penalties_equals_scikit_learn_saga(l1_ratio):
+    X, y, _ = _data(3, n=300)
+    ours = daskglm.LogisticRegression(C=0.1, l1_ratio=l1_ratio, tol=1e-10, max_iter=5000)
+    ours.fit(X, y)
+    assert ours.solver_ == "proximal" and ours.converged_
+    reference = SkLogisticRegression(C=0.1, l1_ratio=l1_ratio, solver="saga", tol=1e-12,
+                                     max_iter=100_000).fit(X, y)
+    # saga stops on the change of its iterates: 1e-7 absolute on coefficients of order 1
+    _assert_same_model(ours, reference, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(ours.coef_ == 0, reference.coef_ == 0)
+
+
 def _numeric_gradient(fun, params, step=1e-6):
     grad = np.zeros_like(params)
     for i in range(params.size):
@@ -143,10 +156,11 @@ def test_labels_and_solvers_are_checked_before_any_work():
     X, y, _ = _data(3)
     with pytest.raises(ValueError, match="only one class"):
         daskglm.LogisticRegression().fit(X, np.full(len(y), "ant"))
-    with pytest.raises(ValueError, match="does not handle multinomial.*'gd', 'lbfgs', 'newton'"):
+    with pytest.raises(ValueError, match="does not handle multinomial.*'gd', 'lbfgs', 'newton', "
+                                         "'proximal'"):
         daskglm.LogisticRegression(solver="admm").fit(X, y)
-    with pytest.raises(ValueError, match="does not handle multinomial.*no solver handles it"):
-        daskglm.LogisticRegression(solver="proximal", l1_ratio=1.0).fit(X, y)
+    with pytest.raises(ValueError, match=r"does not handle multinomial.*that can: \['proximal'\]"):
+        daskglm.LogisticRegression(solver="averaging", l1_ratio=1.0).fit(X, y)
     with pytest.raises(ValueError, match="Only binary"):
         daskglm.SGDClassifier().fit(X, y)
 

@@ -187,6 +187,12 @@ class PerClassCoordinates:
         """The inverse of :meth:`grad_to_theta`."""
         return self._apply("grad_to_params", theta_grad)
 
+    def prox(self, penalty, theta, step):
+        """The penalty's proximal operator in ``theta``, class by class (every penalty here
+        is separable, so this is the operator of the whole vector)."""
+        rows = self._per_class(theta)
+        return self._flat(np.stack([self.coordinates.prox(penalty, row, step) for row in rows]))
+
 
 def class_indices(part, classes):
     """The partition with its labels ``y`` replaced by their indices in sorted ``classes``."""

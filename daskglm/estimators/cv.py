@@ -307,8 +307,8 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
     Cs : int or array-like, default=10
         The Cs to try, or their number on ``np.logspace(-4, 4, Cs)``.
     l1_ratios : array-like of float or None, default=None
-        Elastic-net mixings in [0, 1] to try (two classes; solver ``"proximal"`` for
-        values above 0); None is the L2 penalty.
+        Elastic-net mixings in [0, 1] to try (solver ``"proximal"`` for values above 0);
+        None is the L2 penalty.
     cv : int, cross-validation splitter or None, default=None
         Folds on the rows (None or an int: stratified k-fold, 5 by default).
     scoring : {None, "accuracy", "neg_log_loss"}, default=None

@@ -41,8 +41,9 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
 
     Two classes give the binary model (``coef_`` of shape (1, n_features)); more give the
     multinomial (softmax) model of scikit-learn, with one row of ``coef_`` and one
-    intercept per class, fitted in one problem (every evaluation reads ``X`` once for all
-    classes; solvers ``"lbfgs"``, ``"gd"`` and ``"newton"``).
+    intercept per class (the intercepts summing to zero), fitted in one problem (every
+    evaluation reads ``X`` once for all classes; solvers ``"lbfgs"``, ``"gd"`` and
+    ``"newton"``, and ``"proximal"``, also for L1 and elastic-net penalties).
 
     Minimises ``C * sum_i w_i loss_i + penalty(coef)`` with penalty ``||coef||^2 / 2``
     (``"l2"``), ``||coef||_1`` (``"l1"``) or ``l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2
@@ -265,7 +266,10 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
 
     def _set_coef(self, coef, intercept):
         if np.ndim(coef) == 2:  # multinomial: one row and one intercept per class
-            self.coef_, self.intercept_ = coef, np.asarray(intercept)
+            # adding one constant to every intercept leaves the model unchanged: report
+            # the intercepts that sum to zero, as scikit-learn
+            intercept = np.asarray(intercept, dtype=float)
+            self.coef_, self.intercept_ = coef, intercept - intercept.mean()
             return
         self.coef_ = coef.reshape(1, -1)
         self.intercept_ = np.array([intercept])
