@@ -189,3 +189,14 @@ def test_bad_folds_and_grids_are_rejected_before_any_work():
     original = X.copy()
     daskglm.RidgeCV(cv=3).fit(X, y)
     np.testing.assert_array_equal(X, original)
+
+
+@pytest.mark.slow  # about two minutes: scikit-learn's whole estimator check suite
+@pytest.mark.parametrize("estimator", [
+    daskglm.RidgeCV(), daskglm.LassoCV(alphas=5, tol=1e-3),
+    daskglm.ElasticNetCV(alphas=5, tol=1e-3), daskglm.LogisticRegressionCV(Cs=3, tol=1e-3),
+], ids=lambda estimator: type(estimator).__name__)
+def test_scikit_learn_estimator_checks(estimator):
+    from sklearn.utils.estimator_checks import check_estimator
+
+    check_estimator(estimator)
