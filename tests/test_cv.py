@@ -10,6 +10,7 @@ held-out errors are compared at 1e-6.
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn import linear_model as sk
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold
 
@@ -52,6 +53,17 @@ def test_ridge_cv_equals_scikit_learn_from_one_pass(scoring, fit_intercept):
     assert ours.cv_scores_.shape == ours.mse_path_.shape == (RIDGE_ALPHAS.size, 4)
     # one pass over the data for every fold and alpha
     assert [r.kind for r in ours.comm_.records] == ["validate", "fold_gram"]
+
+
+@pytest.mark.parametrize("cv", [None, KFold(3)], ids=["leave-one-out", "k-fold"])
+def test_ridge_cv_on_sparse_input_equals_dense(cv):
+    X, y = _regression()
+    X[np.abs(X) < 0.8] = 0.0
+    dense = daskglm.RidgeCV(alphas=RIDGE_ALPHAS, cv=cv).fit(X, y)
+    sparse = daskglm.RidgeCV(alphas=RIDGE_ALPHAS, cv=cv).fit(sp.csr_matrix(X), y)
+    assert sparse.alpha_ == dense.alpha_
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-9)
+    assert sparse.best_score_ == pytest.approx(dense.best_score_, rel=1e-9)
 
 
 def test_ridge_cv_with_weights_equals_scikit_learn():
@@ -166,7 +178,7 @@ def test_logistic_regression_cv_on_a_cluster_equals_scikit_learn(client):
                                rtol=1e-8)
     np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-7, atol=1e-9)
     kinds = {r.kind for r in ours.comm_.records}
-    assert {"validate", "sizes", "hessian", "held_out"} == kinds
+    assert {"validate", "sizes", "fold_moments", "hessian", "held_out"} == kinds
 
 
 def test_bad_folds_and_grids_are_rejected_before_any_work():

@@ -21,3 +21,4 @@ class Kind:
     FOLD_GRAM = "fold_gram"  # the Gram statistics of every cross-validation fold, one pass
     HELD_OUT = "held_out"  # losses of several models on one fold's held-out rows
     LEAVE_ONE_OUT = "leave_one_out"  # ridge's leave-one-out errors for every alpha
+    FOLD_MOMENTS = "fold_moments"  # column moments and weight of one fold's training rows

@@ -38,6 +38,9 @@ def fold_ids_by_partition(engine, fold_ids):
 class TrainingView:
     """The training rows of fold ``fold`` of ``engine``, for a solver.
 
+    Building it is one ``fold_moments`` round: the training rows' total weight and
+    weighted column moments, which the standardising solvers use.
+
     Parameters
     ----------
     engine : Engine
@@ -55,7 +58,7 @@ class TrainingView:
         self.n_features = engine.n_features
         self.n_partitions = engine.n_partitions
         self.column_scale = None
-        moments = engine.reduce_each(training_moments, each, self.fold, kind=Kind.VALIDATE)
+        moments = engine.reduce_each(training_moments, each, self.fold, kind=Kind.FOLD_MOMENTS)
         self.column_moments = moments
         self.sum_weight = float(moments.weight)
         if not self.sum_weight > 0:
