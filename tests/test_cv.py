@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn import linear_model as sk
+from sklearn.metrics import log_loss
 from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold
 
 import daskglm
@@ -160,6 +161,32 @@ def test_logistic_regression_cv_equals_scikit_learn(n_classes):
     np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(ours.intercept_, reference.intercept_, rtol=1e-7, atol=1e-9)
     np.testing.assert_array_equal(ours.predict(X), reference.predict(X))
+
+
+def test_logistic_regression_cv_over_l1_ratios_equals_scikit_learn():
+    X, y = _classification(2, n=200)
+    Cs, ratios, folds = [0.01, 0.1, 1.0], [0.5, 1.0], StratifiedKFold(3)
+    ours = daskglm.LogisticRegressionCV(Cs=Cs, l1_ratios=ratios, cv=folds, tol=1e-9,
+                                        scoring="neg_log_loss", max_iter=5000).fit(X, y)
+    reference = sk.LogisticRegressionCV(
+        Cs=Cs, l1_ratios=ratios, cv=folds, scoring="neg_log_loss", solver="saga", tol=1e-12,
+        max_iter=100_000, use_legacy_attributes=True, random_state=0,
+    ).fit(X, y)
+    positive = ours.classes_[1]
+    np.testing.assert_array_equal(ours.C_, reference.C_)
+    np.testing.assert_array_equal(ours.l1_ratio_, reference.l1_ratio_)
+    assert ours.scores_[positive].shape == (3, 3, 2)  # folds, Cs, l1_ratios
+    np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-6, atol=1e-7)
+    # saga stops far from the optimum at the strongest penalty (C=0.01, where its scores
+    # change with its seed by 1e-3): there each fold is refitted by LogisticRegression
+    np.testing.assert_allclose(ours.scores_[positive][:, 1:], reference.scores_[positive][:, 1:],
+                               rtol=1e-6)
+    for fold, (train, test) in enumerate(folds.split(X, y)):
+        for k, ratio in enumerate(ratios):
+            alone = daskglm.LogisticRegression(C=0.01, l1_ratio=ratio, tol=1e-10, max_iter=5000)
+            alone.fit(X[train], y[train])
+            held_out = -log_loss(y[test], alone.predict_proba(X[test]))
+            assert ours.scores_[positive][fold, 0, k] == pytest.approx(held_out, rel=1e-8)
 
 
 @pytest.mark.slow  # about 50 rounds on the cluster: 10-25 s on two shared cores
