@@ -129,6 +129,21 @@ def test_lasso_cv_equals_scikit_learn_on_its_grid_and_on_given_alphas():
         assert ours.intercept_ == pytest.approx(reference.intercept_, rel=1e-6)
 
 
+def test_lasso_cv_on_dask_chunks_in_process_equals_in_memory():
+    X, y = _regression()
+    params = dict(alphas=np.logspace(-2, 0, 4), cv=KFold(3), tol=1e-10, max_iter=5000)
+    in_memory = daskglm.LassoCV(**params).fit(X, y)
+    chunked = daskglm.LassoCV(**params)
+    # five partitions cut across the folds' boundaries: the fold indices follow the rows
+    chunked.fit(da.from_array(X, chunks=(50, 6)), da.from_array(y, chunks=50))
+    assert chunked.alpha_ == in_memory.alpha_
+    np.testing.assert_allclose(chunked.mse_path_, in_memory.mse_path_, rtol=1e-9)
+    np.testing.assert_allclose(chunked.coef_, in_memory.coef_, rtol=1e-8, atol=1e-10)
+    kinds = [r.kind for r in chunked.comm_.records]
+    assert kinds[:2] == ["validate", "sizes"] and kinds.count("held_out") == 3
+    assert kinds.count("fold_moments") == 3
+
+
 def test_elastic_net_cv_chooses_alpha_and_l1_ratio_as_scikit_learn():
     X, y = _regression()
     ours = daskglm.ElasticNetCV(l1_ratio=[0.2, 0.7, 1.0], alphas=8, cv=KFold(3), tol=1e-9,
