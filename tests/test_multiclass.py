@@ -156,10 +156,10 @@ def test_labels_and_solvers_are_checked_before_any_work():
     X, y, _ = _data(3)
     with pytest.raises(ValueError, match="only one class"):
         daskglm.LogisticRegression().fit(X, np.full(len(y), "ant"))
-    with pytest.raises(ValueError, match="does not handle multinomial.*'gd', 'lbfgs', 'newton', "
+    with pytest.raises(ValueError, match="does not handle the multinomial model.*'gd', 'lbfgs', 'newton', "
                                          "'proximal'"):
         daskglm.LogisticRegression(solver="admm").fit(X, y)
-    with pytest.raises(ValueError, match=r"does not handle multinomial.*that can: \['proximal'\]"):
+    with pytest.raises(ValueError, match=r"does not handle the multinomial model.*that can: \['proximal'\]"):
         daskglm.LogisticRegression(solver="averaging", l1_ratio=1.0).fit(X, y)
     with pytest.raises(ValueError, match="Only binary"):
         daskglm.SGDClassifier().fit(X, y)

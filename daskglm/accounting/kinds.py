@@ -2,8 +2,10 @@
 
 __all__ = ["Kind"]
 
+
 class Kind:
-    """The kinds of rounds, as the ledger records them (see the table above)."""
+    """The kinds of rounds, as the ledger records them (the byte model of each is in
+    :mod:`daskglm.accounting.bytemodel`)."""
 
     VALIDATE = "validate"
     MAXIMA = "maxima"  # largest |value| per column, only for columns of extreme scale
@@ -18,6 +20,9 @@ class Kind:
     LOCAL_SGD = "local_sgd"
     PUSH = "push"  # updates pushed to a parameter holder (one record when it is closed)
     PULL = "pull"  # parameters pulled from a parameter holder (the same)
+    TARGET_MEAN = "target_mean"  # weighted sums of the target and offset: start, null model
+    INFERENCE = "inference"  # information, sandwich meat, deviances after a fit
+    NULL_MODEL = "null_model"  # Newton steps of the intercept-only model with an offset
     FOLD_GRAM = "fold_gram"  # the Gram statistics of every cross-validation fold, one pass
     HELD_OUT = "held_out"  # losses of several models on one fold's held-out rows
     LEAVE_ONE_OUT = "leave_one_out"  # ridge's leave-one-out errors for every alpha

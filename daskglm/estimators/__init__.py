@@ -22,6 +22,10 @@ The modules, each importing only from those above it:
     ``LogisticRegression``, ``PENALTY_FROM_L1_RATIO`` and the class-label helpers.
 ``sgd``
     ``SGDRegressor`` and ``SGDClassifier`` with ``partial_fit``.
+``tweedie``
+    ``GammaRegressor`` and ``TweedieRegressor``.
+``inference`` (used by ``base``)
+    ``inference=True``: standard errors, ``summary()``, deviances, AIC/BIC; offsets.
 ``cv_folds``, ``ridge_cv``, ``cv``
     which fold holds out each row; ``RidgeCV`` from Gram statistics; ``LassoCV``,
     ``ElasticNetCV`` and ``LogisticRegressionCV`` (and ``RidgeCV`` again): penalties
@@ -33,9 +37,10 @@ from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, 
 from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
 from .sgd import SGDClassifier, SGDRegressor
+from .tweedie import GammaRegressor, TweedieRegressor
 
 __all__ = [
     "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
-    "PoissonRegressor", "SGDRegressor", "SGDClassifier", "RidgeCV", "LassoCV", "ElasticNetCV",
-    "LogisticRegressionCV",
+    "PoissonRegressor", "GammaRegressor", "TweedieRegressor", "SGDRegressor", "SGDClassifier",
+    "RidgeCV", "LassoCV", "ElasticNetCV", "LogisticRegressionCV",
 ]

@@ -28,6 +28,7 @@ from ..model.families import Binomial
 from ..model.multinomial import Multinomial, MultinomialProblem
 from ..model.penalties import L1, L2, NoPenalty, make_penalty
 from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
+from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
 from .validation import _check_score_input
 
 #: scikit-learn 1.8 deprecated ``LogisticRegression(penalty=...)``: the penalty follows
@@ -66,8 +67,11 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         (classes not named weigh 1), or ``"balanced"``, ``sum(w) / (n_classes * sum of w
         in the class)``, as scikit-learn.
 """
+        + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
+                                 "``C=inf``)")
         + _COMMON_DOC
         + _FITTED_DOC
+        + _INFERENCE_FITTED_DOC
         + """    classes_ : ndarray of shape (n_classes,)
         The sorted labels; with two, ``classes_[1]`` is the positive class.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
@@ -83,7 +87,8 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     def __init__(self, penalty="auto" if PENALTY_FROM_L1_RATIO else "l2", *, C=1.0,
                  l1_ratio=0.0 if PENALTY_FROM_L1_RATIO else None, solver="auto", fit_intercept=True,
                  tol=1e-4, max_iter=100, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, class_weight=None):
+                 warm_start=False, inference=False, class_weight=None):
+        self.inference = inference
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio
@@ -97,7 +102,8 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         self.verbose = verbose
         self.warm_start = warm_start
 
-    def fit(self, X, y, sample_weight=None, *, coef_init=None, intercept_init=None):
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, coef_init=None,
+            intercept_init=None):
         """Fit the model.
 
         Parameters
@@ -107,6 +113,8 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
             Class labels.
         sample_weight : array-like or Dask array of shape (n_samples,), optional
             Non-negative row weights.
+        offset, exposure : array-like or Dask array of shape (n_samples,), optional
+            As for :meth:`GLM.fit` (two classes only).
         coef_init : array-like of shape (n_classes, n_features), optional
             Coefficients to start from, shaped as ``coef_`` ((1, n_features) or
             (n_features,) for two classes).  Takes precedence over ``warm_start``.
@@ -119,9 +127,15 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         """
         self._init = (coef_init, intercept_init)
         try:
-            return super().fit(X, y, sample_weight)
+            return super().fit(X, y, sample_weight, offset, exposure)
         finally:
             del self._init
+
+    def _check_inference(self, penalty):
+        super()._check_inference(penalty)
+        if getattr(self, "inference", False) and self._n_classes > 2:
+            raise ValueError("inference=True is for two classes; y has "
+                             f"{self._n_classes} (the multinomial model).")
 
     def _family(self):
         n_classes = getattr(self, "_n_classes", 2)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from .problem import Problem
+from .problem import Feature, Problem
 
 __all__ = ["Multinomial", "MultinomialProblem", "softmax_loss_and_residual"]
 
@@ -38,6 +38,9 @@ class Multinomial:
 
     name = "multinomial"
     canonical = True
+    quadratic = False
+    #: The kernels of the softmax take no offset.
+    takes_offset = False
 
     def __init__(self, n_classes):
         if not (isinstance(n_classes, (int, np.integer)) and n_classes >= 3):
@@ -125,6 +128,11 @@ class MultinomialProblem(Problem):
 
     def coef(self, params):
         return params[: self.n_coef]
+
+    def features(self) -> frozenset:
+        """The problem's :class:`~daskglm.model.problem.Feature` s, the multinomial model
+        among them."""
+        return super().features() | {Feature.MULTINOMIAL}
 
     def curvature_at(self, params):
         """The softmax's curvature ``p (1 - p)`` at the probabilities the intercepts

@@ -7,6 +7,7 @@ import numpy as np
 from ..compute.coordinates import Standardised
 from ..compute.multinomial import PerClassCoordinates
 from ..model.multinomial import MultinomialProblem
+from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import backtracking
 
@@ -46,8 +47,8 @@ class GradientDescent(Solver):
     """
 
     name = "gd"
-    handles_multinomial = True
     options = {"step_size": "auto", "standardize": True, "max_line_search": 40}
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.MULTINOMIAL})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
