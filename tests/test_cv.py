@@ -156,6 +156,7 @@ def test_elastic_net_cv_chooses_alpha_and_l1_ratio_as_scikit_learn():
     np.testing.assert_allclose(ours.alphas_, reference.alphas_, rtol=1e-12)
     np.testing.assert_allclose(ours.mse_path_, reference.mse_path_, rtol=1e-6)
     np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-6, atol=1e-7)
+    assert ours.solver_ == "proximal" and ours.converged_
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])

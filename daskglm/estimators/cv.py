@@ -98,6 +98,7 @@ class _PathCV:
             self.comm_.method = name
         self._record_fit(problem, result)
         self._cast_fitted()
+        self.solver_ = name
         if unconverged:
             warnings.warn(
                 f"{unconverged} of the fold fits did not reach tol with solver {name!r}; "
