@@ -163,6 +163,10 @@ def test_labels_and_solvers_are_checked_before_any_work():
         daskglm.LogisticRegression(solver="averaging", l1_ratio=1.0).fit(X, y)
     with pytest.raises(ValueError, match="Only binary"):
         daskglm.SGDClassifier().fit(X, y)
+    with pytest.raises(ValueError, match="multinomial model takes no offset"):
+        daskglm.LogisticRegression().fit(X, y, offset=np.zeros(len(y)))
+    with pytest.raises(ValueError, match="inference=True is for two classes"):
+        daskglm.LogisticRegression(C=np.inf, inference=True).fit(X, y)
 
 
 @pytest.mark.parametrize("n_classes", [2, 3])
