@@ -71,7 +71,6 @@ class _PathCV:
             first = self._problem(self._path_penalty(grid[0][1][0], grid[0][0], 1.0), n_features)
             name = _choose_solver(first) if self.solver == "auto" else self.solver
             scores = np.empty((len(grid), len(grid[0][1]), n_folds))
-            paths = np.empty(scores.shape, dtype=object)
             unconverged = 0
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 for i, (l1_ratio, values) in enumerate(grid):
@@ -84,8 +83,6 @@ class _PathCV:
                         held = engine.reduce_each(held_out_errors, each, fold, coefs, intercepts,
                                                   self._task_of(), kind=Kind.HELD_OUT)
                         scores[i, :, fold] = self._scores(held)
-                        for j, model in enumerate(models):
-                            paths[i, j, fold] = model
                 best_l1, best_value = np.unravel_index(np.argmax(scores.mean(axis=2)),
                                                        scores.shape[:2])
                 l1_ratio, values = grid[best_l1]
@@ -106,7 +103,7 @@ class _PathCV:
         if not self.converged_:
             warnings.warn(f"Solver {name!r} did not converge on the final fit "
                           f"({result.message}).", ConvergenceWarning, stacklevel=3)
-        return scores, paths, grid, (int(best_l1), int(best_value))
+        return scores, grid, (int(best_l1), int(best_value))
 
     def _task_of(self):
         return self._task
@@ -200,7 +197,7 @@ class _RegressionPathCV(_PathCV):
         """
         self._check_grid()
         self._l1_ratios()
-        scores, _, grid, (best_l1, best_alpha) = self._path_fit(X, y, sample_weight)
+        scores, grid, (best_l1, best_alpha) = self._path_fit(X, y, sample_weight)
         self.alpha_ = float(grid[best_l1][1][best_alpha])
         self.l1_ratio_ = float(grid[best_l1][0])
         mse = -scores
@@ -407,7 +404,7 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
             )
         self._Cs()
         ratios = self._l1_ratio_grid()
-        scores, _, grid, (best_l1, best_c) = self._path_fit(X, y, sample_weight)
+        scores, grid, (best_l1, best_c) = self._path_fit(X, y, sample_weight)
         rows = 1 if self._n_classes == 2 else self._n_classes
         self.Cs_ = grid[0][1]
         self.C_ = np.full(rows, self.Cs_[best_c])
