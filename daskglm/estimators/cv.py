@@ -59,6 +59,11 @@ class _PathCV:
         return False
 
     def _path_fit(self, X, y, sample_weight):
+        """Validate, fit every fold's path on one engine, choose, refit on all rows.
+
+        Returns the held-out scores ``(n_l1_ratios, n_values, n_folds)``, the grid
+        ``[(l1_ratio, values)]`` and the indices of the chosen ``(l1_ratio, value)``.
+        """
         self._check_params()
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
         y = self._prepare_target(y)
