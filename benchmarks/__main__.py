@@ -14,6 +14,9 @@ cold-start
     First fit against second fit on a fresh cluster (see :mod:`benchmarks.cold_start`).
 scaling
     The same fits on 1, 2, ..., N workers (see :mod:`benchmarks.strong_scaling`).
+cv
+    RidgeCV's one pass against a grid search of Ridge fits, and the multinomial model
+    against one-vs-rest (see :mod:`benchmarks.cv`).
 gpu
     CuPy chunks against numpy chunks and an in-memory GPU loop (see :mod:`benchmarks.gpu`).
 parity
@@ -118,6 +121,10 @@ def _inference(args):
     from benchmarks.inference import main as inference_main
 
     return inference_main(args)
+def _cv(args):
+    from benchmarks.cv import main as cv_main
+
+    return cv_main(args)
 
 def _parity(args):
     from benchmarks.parity import main as parity_main
@@ -193,6 +200,14 @@ def build_parser():
     inference.add_argument("--partitions", type=int, default=8)
     inference.add_argument("--workers", type=int, default=2)
     inference.set_defaults(handler=_inference)
+    cv = commands.add_parser("cv", help="RidgeCV's one pass against a grid search; "
+                                       "multinomial against one-vs-rest")
+    cv.add_argument("--rows", type=int, default=200_000)
+    cv.add_argument("--features", type=int, default=20)
+    cv.add_argument("--folds", type=int, default=3)
+    cv.add_argument("--alphas", type=int, default=5)
+    cv.add_argument("--classes", type=int, default=4)
+    cv.set_defaults(handler=_cv)
 
     gpu = commands.add_parser("gpu", help="CuPy chunks on a GPU against numpy chunks")
     gpu.add_argument("--rows", type=int, default=10_000_000)

@@ -43,6 +43,14 @@ inference     reduce (after a     ``8 (d + 2) G``                 ``8 (3 d^2 + 9
               fit, ``inference``)
 null_model    reduce (the same,   ``8 G``                         ``8 * 3 T``
               with an offset)
+fold_gram     reduce_each         ``n + 8 G`` (fold indices, one  ``8 f (p^2 + 2 p + 3) T``
+              (RidgeCV)           byte per row of ``n``)          (``f`` folds)
+fold_moments  reduce_each (the    ``n + 8 G``                     ``8 (2 p + 1) T``
+              CV estimators)
+held_out      reduce_each (the    ``n + 8 m d G`` (``m`` models)  ``8 (2 m + 3) T``
+              CV estimators)
+leave_one_out reduce (RidgeCV,     ``8 (p^2 + p + m (p + 2)) G``   ``8 (2 m + 3) T``
+              cv=None)            (``m`` alphas)
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
@@ -208,7 +216,8 @@ def tree_depth(partitions, split_every):
     return depth
 
 
-def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None):
+def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
+                  n_rows=0, n_folds=1, n_models=1):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -228,6 +237,9 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     groups : int, optional
         Tasks ``G`` the partitions run in (one per worker thread on a cluster);
         ``partitions`` by default.
+    n_rows, n_folds, n_models : int, optional
+        Rows ``n``, cross-validation folds ``f`` and models ``m`` scored at once (for
+        ``"fold_gram"`` and ``"held_out"``).
 
     Returns
     -------
@@ -252,6 +264,11 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.TARGET_MEAN: (0, 8 * 3 * T),
         Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 9) * T),
         Kind.NULL_MODEL: (8 * G, 8 * 3 * T),
+        Kind.FOLD_GRAM: (int(n_rows) + 8 * G, 8 * int(n_folds) * (p * p + 2 * p + 3) * T),
+        Kind.LEAVE_ONE_OUT: (8 * (p * p + p + int(n_models) * (p + 2)) * G,
+                             8 * (2 * int(n_models) + 3) * T),
+        Kind.FOLD_MOMENTS: (int(n_rows) + 8 * G, 8 * (2 * p + 1) * T),
+        Kind.HELD_OUT: (int(n_rows) + 8 * int(n_models) * d * G, 8 * (2 * int(n_models) + 3) * T),
     }
     if kind not in table:
         raise ValueError(f"No payload model for round kind {kind!r}; known: {sorted(table)}.")

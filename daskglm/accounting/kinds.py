@@ -23,3 +23,7 @@ class Kind:
     TARGET_MEAN = "target_mean"  # weighted sums of the target and offset: start, null model
     INFERENCE = "inference"  # information, sandwich meat, deviances after a fit
     NULL_MODEL = "null_model"  # Newton steps of the intercept-only model with an offset
+    FOLD_GRAM = "fold_gram"  # the Gram statistics of every cross-validation fold, one pass
+    HELD_OUT = "held_out"  # losses of several models on one fold's held-out rows
+    LEAVE_ONE_OUT = "leave_one_out"  # ridge's leave-one-out errors for every alpha
+    FOLD_MOMENTS = "fold_moments"  # column moments and weight of one fold's training rows

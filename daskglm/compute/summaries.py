@@ -124,8 +124,9 @@ def stored_bytes(a):
     return int(a.nbytes)
 
 
-#: Distinct labels a summary keeps: enough to tell one, two or more than two classes.
-MAX_LABELS = 3
+#: Distinct labels a summary keeps: every class of a classification problem of up to
+#: ``MAX_LABELS - 1`` classes, and enough to tell that there are more.
+MAX_LABELS = 1001
 
 
 def distinct_labels(y):

@@ -30,8 +30,13 @@ The modules, each importing only from those above it:
     ``GammaRegressor`` and ``TweedieRegressor``.
 ``inference`` (used by ``base``)
     ``inference=True``: standard errors, ``summary()``, deviances, AIC/BIC; offsets.
+``cv_folds``, ``ridge_cv``, ``cv``
+    which fold holds out each row; ``RidgeCV`` from Gram statistics; ``LassoCV``,
+    ``ElasticNetCV`` and ``LogisticRegressionCV`` (and ``RidgeCV`` again): penalties
+    chosen by cross-validation, folds as row weights.
 """
 
+from .cv import ElasticNetCV, LassoCV, LogisticRegressionCV, RidgeCV
 from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, Ridge
 from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
@@ -42,4 +47,5 @@ from .tweedie import GammaRegressor, TweedieRegressor
 __all__ = [
     "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
     "PoissonRegressor", "GammaRegressor", "TweedieRegressor", "SGDRegressor", "SGDClassifier",
+    "RidgeCV", "LassoCV", "ElasticNetCV", "LogisticRegressionCV",
 ]

@@ -134,6 +134,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             )
         return X, y, sample_weight
 
+    def _weigh_samples(self, y, sample_weight):
+        """Hook for weights that depend on the (encoded) target, e.g. class weights."""
+        return sample_weight
+
     def _prepare_target(self, y):
         """Hook for classifiers to encode labels; regressors check the family's support."""
         if not is_dask(y):
@@ -162,11 +166,15 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         self
         """
         self._check_params()
-        previous = self._previous_params()
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
         family = self._family()
         offset = _check_offset(self, offset, exposure, X, family)
         y = self._prepare_target(y)
+        family = self._family()  # classifiers know their classes now
+        if offset is not None and not getattr(family, "takes_offset", True):
+            raise ValueError(f"The {family.name} model takes no offset.")
+        sample_weight = self._weigh_samples(y, sample_weight)
+        previous = self._previous_params()
         n_features = int(X.shape[1])
         # before any pass over the data
         name = self._check_solver(n_features)
@@ -184,7 +192,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             if previous is not None and previous.shape == params0.shape:
                 params0 = previous.copy()
                 if scale is not None:
-                    params0[:n_features] /= scale
+                    params0[: _n_coef(problem)] /= np.tile(scale, _n_coef(problem) // n_features)
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 result = solver.solve(problem, engine, params0)
             fitted_params = result.params
@@ -200,7 +208,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         scale."""
         if scale is not None:
             result.params = np.array(result.params, dtype=float)
-            result.params[: problem.n_features] *= scale
+            n_coef = _n_coef(problem)
+            result.params[:n_coef] *= np.tile(scale, n_coef // problem.n_features)
         self._record_fit(problem, result)
         self._cast_fitted()
 
@@ -252,11 +261,14 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     def _check_solver(self, n_features):
         """The solver's name, after checking it handles the problem and its options."""
-        trial = Problem(self._family(), self._constrained_penalty(1.0), bool(self.fit_intercept),
-                        n_features)
+        trial = self._problem(self._constrained_penalty(1.0), n_features)
         name = _choose_solver(trial) if self.solver == "auto" else self.solver
         get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
         return name
+
+    def _problem(self, penalty, n_features):
+        """The problem of this estimator's family with ``penalty``."""
+        return Problem(self._family(), penalty, bool(self.fit_intercept), n_features)
 
     def _solver_with_offset(self, name, n_features):
         """The solver of a fit with an offset: ``name`` if its kernels take one, else
@@ -267,17 +279,14 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         if self.solver != "auto":
             raise ValueError(f"Solver {name!r} takes no offset; with an offset choose one of "
                              f"{list(OFFSET_SOLVERS)}.")
-        trial = Problem(self._family(), self._penalty(1.0), bool(self.fit_intercept), n_features)
+        trial = self._problem(self._constrained_penalty(1.0), n_features)
         name = "lbfgs" if SOLVERS["lbfgs"].unsupported(trial) is None else "proximal"
         get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
         return name
 
     def _configure(self, name, total_weight, n_features):
         """The problem (its penalty scaled to the data's total weight) and its solver."""
-        problem = Problem(
-            self._family(), self._constrained_penalty(total_weight), bool(self.fit_intercept),
-            n_features,
-        )
+        problem = self._problem(self._constrained_penalty(total_weight), n_features)
         solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
                             options=self.solver_options)
         return problem, solver
@@ -316,9 +325,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         coef = np.ravel(self.coef_)
         return coef, coef.dtype.type(np.ravel(self.intercept_)[0])
 
-    def _linear_predictor(self, X):
+    def _prediction_input(self, X):
+        """``X`` checked against the fit: a Dask array in one column chunk, or in memory."""
         check_is_fitted(self)
-        coef, intercept = self._coef_vector()
         if is_dask(X):
             X, _ = _dask_frame_to_array(X)
             _check_dask_matrix(X)
@@ -327,14 +336,33 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                     f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                     f"{self.n_features_in_} features as input."
                 )
-            if X.numblocks[1] != 1:
-                X = X.rechunk({1: -1})
+            return X.rechunk({1: -1}) if X.numblocks[1] != 1 else X
+        _reject_datetimes(X)
+        return validate_data(self, X, reset=False, accept_sparse=["csr", "csc", "coo"],
+                             dtype=[np.float64, np.float32])
+
+    def _linear_predictor(self, X):
+        X = self._prediction_input(X)
+        coef, intercept = self._coef_vector()
+        if is_dask(X):
             return X.map_blocks(_block_predictor, coef, intercept, drop_axis=1,
                                 dtype=coef.dtype)
-        _reject_datetimes(X)
-        X = validate_data(self, X, reset=False, accept_sparse=["csr", "csc", "coo"],
-                          dtype=[np.float64, np.float32])
         return np.asarray(X @ coef).ravel() + intercept
+
+    def _linear_predictors(self, X):
+        """``X @ coef_.T + intercept_``, one column per row of a 2-D ``coef_``."""
+        X = self._prediction_input(X)
+        coef = np.asarray(self.coef_)
+        intercept = np.asarray(self.intercept_, dtype=coef.dtype)
+        if is_dask(X):
+            return X.map_blocks(_block_predictors, coef, intercept,
+                                chunks=(X.chunks[0], (coef.shape[0],)), dtype=coef.dtype)
+        return np.asarray(X @ coef.T) + intercept
+
+
+def _n_coef(problem):
+    """Number of penalised parameters of ``problem`` (coefficients of every class)."""
+    return getattr(problem, "n_coef", problem.n_features)
 
 
 # prediction and scoring helpers ---------------------------------------------------------
@@ -350,6 +378,16 @@ def _block_predictor(X_block, coef, intercept):
     found from the predictor itself (no pass over ``X`` of its own)."""
     X_block = as_csr_or_dense(X_block)
     eta = linear_predictor(X_block, np.append(coef, intercept), True).astype(coef.dtype)
+    if not np.isfinite(eta).all() and not all_finite(X_block):
+        raise ValueError("Input X contains NaN or infinity.")
+    return eta
+
+
+def _block_predictors(X_block, coef, intercept):
+    """The linear predictors ``X_block @ coef.T + intercept`` of one row block, with the
+    NaN/infinity check of :func:`_block_predictor`."""
+    X_block = as_csr_or_dense(X_block)
+    eta = (np.asarray(X_block @ coef.T) + intercept).astype(coef.dtype)
     if not np.isfinite(eta).all() and not all_finite(X_block):
         raise ValueError("Input X contains NaN or infinity.")
     return eta

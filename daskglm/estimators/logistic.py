@@ -1,4 +1,5 @@
-"""Binary classification: :class:`LogisticRegression` and the class-label helpers.
+"""Logistic regression, binary and multinomial: :class:`LogisticRegression` and the
+class-label helpers.
 
 ``PENALTY_FROM_L1_RATIO`` says whether the installed scikit-learn takes the penalty from
 ``l1_ratio`` (1.8 and later), which sets ``LogisticRegression``'s defaults.
@@ -12,13 +13,19 @@ import math
 
 import numpy as np
 import sklearn
+from scipy.special import softmax
 from sklearn.base import ClassifierMixin
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.fixes import parse_version
 from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted
 
 from ..compute.backend import array_module, is_device, to_host
+from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
+from ..engine.labels import encode_class_indices
 from ..model.families import Binomial
+from ..model.multinomial import Multinomial, MultinomialProblem
 from ..model.penalties import L1, L2, NoPenalty, make_penalty
 from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
@@ -31,7 +38,13 @@ PENALTY_FROM_L1_RATIO = parse_version(sklearn.__version__) >= parse_version("1.8
 
 class LogisticRegression(ClassifierMixin, _GLMBase):
     __doc__ = (
-        """Binary logistic regression, as :class:`sklearn.linear_model.LogisticRegression`.
+        """Logistic regression, as :class:`sklearn.linear_model.LogisticRegression`.
+
+    Two classes give the binary model (``coef_`` of shape (1, n_features)); more give the
+    multinomial (softmax) model of scikit-learn, with one row of ``coef_`` and one
+    intercept per class (the intercepts summing to zero), fitted in one problem (every
+    evaluation reads ``X`` once for all classes; solvers ``"lbfgs"``, ``"gd"`` and
+    ``"newton"``, and ``"proximal"``, also for L1 and elastic-net penalties).
 
     Minimises ``C * sum_i w_i loss_i + penalty(coef)`` with penalty ``||coef||^2 / 2``
     (``"l2"``), ``||coef||_1`` (``"l1"``) or ``l1_ratio * ||coef||_1 + (1 - l1_ratio) / 2
@@ -49,27 +62,37 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     l1_ratio : float, optional
         Elastic-net mixing in [0, 1] (default 0.0 with scikit-learn 1.8 and later, None
         before), required with ``penalty="elasticnet"``.
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, multiplying ``sample_weight``: ``{label: weight}``
+        (classes not named weigh 1), or ``"balanced"``, ``sum(w) / (n_classes * sum of w
+        in the class)``, as scikit-learn.
 """
         + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
                                  "``C=inf``)")
         + _COMMON_DOC
         + _FITTED_DOC
         + _INFERENCE_FITTED_DOC
-        + """    classes_ : ndarray of shape (2,)
-        The two labels; ``classes_[1]`` is the positive class.
+        + """    classes_ : ndarray of shape (n_classes,)
+        The sorted labels; with two, ``classes_[1]`` is the positive class.
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
 """
     )
 
     _classifier = True
+    #: More than two classes fit the multinomial model (estimators borrowing the label
+    #: handling without it accept two classes only).
+    _multinomial = True
 
     def __init__(self, penalty="auto" if PENALTY_FROM_L1_RATIO else "l2", *, C=1.0,
                  l1_ratio=0.0 if PENALTY_FROM_L1_RATIO else None, solver="auto", fit_intercept=True,
                  tol=1e-4, max_iter=100, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False):
+                 warm_start=False, inference=False, class_weight=None):
         self.inference = inference
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio
+        self.class_weight = class_weight
         self.solver = solver
         self.fit_intercept = fit_intercept
         self.tol = tol
@@ -79,8 +102,93 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         self.verbose = verbose
         self.warm_start = warm_start
 
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, coef_init=None,
+            intercept_init=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+            Class labels.
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Non-negative row weights.
+        offset, exposure : array-like or Dask array of shape (n_samples,), optional
+            As for :meth:`GLM.fit` (two classes only).
+        coef_init : array-like of shape (n_classes, n_features), optional
+            Coefficients to start from, shaped as ``coef_`` ((1, n_features) or
+            (n_features,) for two classes).  Takes precedence over ``warm_start``.
+        intercept_init : array-like of shape (n_classes,), optional
+            Intercepts to start from (zero when ``coef_init`` is given without them).
+
+        Returns
+        -------
+        self
+        """
+        self._init = (coef_init, intercept_init)
+        try:
+            return super().fit(X, y, sample_weight, offset, exposure)
+        finally:
+            del self._init
+
+    def _check_inference(self, penalty):
+        super()._check_inference(penalty)
+        if getattr(self, "inference", False) and self._n_classes > 2:
+            raise ValueError("inference=True is for two classes; y has "
+                             f"{self._n_classes} (the multinomial model).")
+
     def _family(self):
-        return Binomial()
+        n_classes = getattr(self, "_n_classes", 2)
+        return Multinomial(n_classes) if n_classes > 2 else Binomial()
+
+    def _problem(self, penalty, n_features):
+        family = self._family()
+        if isinstance(family, Multinomial):
+            return MultinomialProblem(family, penalty, bool(self.fit_intercept), n_features,
+                                      family.n_classes)
+        return super()._problem(penalty, n_features)
+
+    def _previous_params(self):
+        """``coef_init``/``intercept_init``, else with ``warm_start`` the previous fit's
+        coefficients, as one parameter vector; ValueError when their shape does not fit."""
+        coef_init, intercept_init = getattr(self, "_init", (None, None))
+        if coef_init is None:
+            if intercept_init is not None:
+                raise ValueError("intercept_init needs coef_init.")
+            if not self.warm_start or not hasattr(self, "coef_"):
+                return None
+            coef_init, intercept_init, source = self.coef_, self.intercept_, "warm_start"
+        else:
+            source = "coef_init"
+        rows = self._n_classes if self._n_classes > 2 else 1
+        shape = (rows, self.n_features_in_)
+        coef = np.asarray(coef_init, dtype=np.float64)
+        if coef.shape != shape and not (rows == 1 and coef.shape == shape[1:]):
+            raise ValueError(
+                f"{source}: the coefficients have shape {coef.shape}; this fit of "
+                f"{self._n_classes} classes and {self.n_features_in_} features needs {shape}."
+            )
+        intercept = np.zeros(rows) if intercept_init is None else np.ravel(
+            np.asarray(intercept_init, dtype=np.float64))
+        if intercept.shape != (rows,):
+            raise ValueError(
+                f"{source}: the intercepts have shape {intercept.shape}; expected ({rows},)."
+            )
+        if not (np.isfinite(coef).all() and np.isfinite(intercept).all()):
+            raise ValueError(f"{source}: the coefficients contain NaN or infinity.")
+        params = coef.ravel()
+        return np.concatenate([params, intercept]) if self.fit_intercept else params.copy()
+
+    def _weigh_samples(self, y, sample_weight):
+        """``sample_weight`` times the weight of each row's class (``class_weight``)."""
+        if self.class_weight is None:
+            return sample_weight
+        weights = _class_weights(self.class_weight, self.classes_, y, sample_weight)
+        if is_dask(y):
+            row_weight = y.map_blocks(_weights_of_rows, weights, dtype=np.float64)
+        else:
+            row_weight = _weights_of_rows(y, weights)
+        return row_weight if sample_weight is None else sample_weight * row_weight
 
     def _penalty(self, total_weight):
         if not (isinstance(self.C, (int, float, np.number)) and self.C > 0):
@@ -113,7 +221,14 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         return None if self.penalty == "none" else self.penalty
 
     def _prepare_target(self, y):
-        if is_dask(y) and (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        """Labels encoded as class indices (0/1 for two classes)."""
+        self._n_classes = 2
+        needs_classes = (getattr(self, "class_weight", None) is not None
+                         or getattr(self, "_classes_up_front", False)
+                         or getattr(self, "_init", (None,))[0] is not None
+                         or (self.warm_start and hasattr(self, "coef_")))
+        if is_dask(y) and (np.issubdtype(y.dtype, np.number) or y.dtype == bool) \
+                and not needs_classes:
             # numeric labels are found by the engine's validation round (no extra pass)
             self._labels_from_engine = y.dtype
             return y
@@ -126,10 +241,14 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
             kind = type_of_target(y, input_name="y")
             classes = np.unique(y)
         self._set_classes(classes, kind)
-        return (y == classes[1]).astype(np.float64)
+        if classes.size == 2:
+            return (y == classes[1]).astype(np.float64)
+        if is_dask(y):
+            return y.map_blocks(_class_index, classes, dtype=np.float64)
+        return _class_index(y, classes)
 
     def _set_classes(self, classes, kind):
-        """Check there are exactly two classes and store them in ``classes_``."""
+        """Check there are at least two classes and store them in ``classes_``."""
         if kind in ("continuous", "continuous-multioutput"):
             raise ValueError(f"Unknown label type: {kind}. Labels must be class names, not a continuous target.")
         if classes.size < 2:
@@ -137,31 +256,54 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
                 f"This solver needs samples of at least 2 classes in the data, but the data "
                 f"contains only one class: {classes[0] if classes.size else None!r}."
             )
-        if classes.size > 2:
+        if classes.size > 2 and not getattr(self, "_multinomial", False):
             raise ValueError(
                 f"Only binary classification is supported: {type(self).__name__} got y with "
                 f"{classes.size} or more classes (target type {kind})."
             )
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"Unknown label type: {kind}. Labels must be one class per sample.")
         self.classes_ = classes
+        self._n_classes = int(classes.size)
 
     def _classes_from_engine(self, engine, dtype):
         """``classes_`` (of the labels' dtype) from the labels the validation round found;
         the targets are then encoded to 0/1 where they live."""
         found = np.asarray(engine.labels, dtype=np.float64)
+        if found.size >= MAX_LABELS:
+            raise ValueError(f"y has more than {MAX_LABELS - 1} classes.")
         self._set_classes(found.astype(dtype), "binary" if found.size <= 2 else "multiclass")
-        if not np.array_equal(found, [0.0, 1.0]):
+        if found.size > 2:
+            encode_class_indices(engine, found)
+        elif not np.array_equal(found, [0.0, 1.0]):
             engine.relabel(found[1])
 
     def _set_coef(self, coef, intercept):
+        if np.ndim(coef) == 2:  # multinomial: one row and one intercept per class
+            # adding one constant to every intercept leaves the model unchanged: report
+            # the intercepts that sum to zero, as scikit-learn
+            intercept = np.asarray(intercept, dtype=float)
+            self.coef_, self.intercept_ = coef, intercept - intercept.mean()
+            return
         self.coef_ = coef.reshape(1, -1)
         self.intercept_ = np.array([intercept])
 
     def decision_function(self, X):
-        """Linear predictor ``X @ coef_ + intercept_``; > 0 predicts ``classes_[1]``."""
+        """Linear predictor ``X @ coef_.T + intercept_``.
+
+        Shape (n_samples,) for two classes (> 0 predicts ``classes_[1]``), else
+        (n_samples, n_classes).
+        """
+        check_is_fitted(self)
+        if _multinomial_fitted(self):
+            return self._linear_predictors(X)
         return self._linear_predictor(X)
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, 2), columns ordered as ``classes_``."""
+        """Class probabilities, shape (n_samples, n_classes), columns ordered as ``classes_``."""
+        check_is_fitted(self)
+        if _multinomial_fitted(self):
+            return _apply_rowwise(_softmax_rows, self._linear_predictors(X))
         prob = _apply_rowwise(self._family().mean, self._linear_predictor(X))
         if is_dask(prob):
             import dask.array as da
@@ -175,6 +317,13 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
 
     def predict(self, X):
         """Predicted labels from ``classes_``."""
+        check_is_fitted(self)
+        if _multinomial_fitted(self):
+            eta = self._linear_predictors(X)
+            if is_dask(eta):
+                return eta.map_blocks(_most_likely, self.classes_, drop_axis=1,
+                                      dtype=self.classes_.dtype)
+            return _most_likely(eta, self.classes_)
         positive = self._linear_predictor(X) > 0
         if is_dask(positive):
             return positive.map_blocks(_class_labels, self.classes_, dtype=self.classes_.dtype)
@@ -189,7 +338,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         return tags
 
 
@@ -213,3 +362,54 @@ def _encode_binary(y, classes):
             f"y contains labels {unknown.tolist()} that are not in classes {classes.tolist()}."
         )
     return (y == classes[1]).astype(np.float64)
+
+
+def _multinomial_fitted(model):
+    """Whether ``model`` holds one row of coefficients per class (more than two)."""
+    return np.ndim(model.coef_) == 2 and np.shape(model.coef_)[0] > 1
+
+
+def _class_index(y, classes):
+    """Indices of the labels ``y`` in the sorted ``classes``, as floats."""
+    return np.searchsorted(classes, np.asarray(y)).astype(np.float64)
+
+
+def _softmax_rows(eta):
+    """The softmax of each row of ``eta``."""
+    return softmax(eta, axis=1)
+
+
+def _most_likely(eta, classes):
+    """The label of the largest predictor of each row."""
+    return classes[np.argmax(np.asarray(eta), axis=1)]
+
+
+def _weights_of_rows(y_index, weights):
+    """The weight of each row's class, from its class index."""
+    return np.asarray(weights, dtype=np.float64)[np.asarray(y_index).astype(np.intp)]
+
+
+def _class_weights(class_weight, classes, y_index, sample_weight):
+    """One weight per class from ``class_weight``, as scikit-learn's ``compute_class_weight``.
+
+    ``"balanced"`` is ``sum(w) / (n_classes * per-class sum of w)`` with ``w`` the sample
+    weights (1 when None); for Dask input the per-class sums take one pass over ``y``.
+    """
+    if isinstance(class_weight, str) and class_weight == "balanced":
+        if is_dask(y_index) or is_dask(sample_weight):
+            import dask.array as da
+
+            index = da.asarray(y_index).astype(np.intp)
+            counts = da.bincount(index, weights=sample_weight, minlength=classes.size).compute()
+        else:
+            counts = np.bincount(np.asarray(y_index).astype(np.intp), weights=sample_weight,
+                                 minlength=classes.size)
+        return counts.sum() / (classes.size * counts)
+    if not isinstance(class_weight, dict):
+        raise ValueError(
+            f"class_weight must be a dict, 'balanced' or None; got {class_weight!r}."
+        )
+    weights = compute_class_weight(class_weight, classes=classes, y=classes)
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("class_weight must hold finite non-negative weights.")
+    return weights

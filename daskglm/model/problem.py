@@ -29,6 +29,7 @@ class Feature:
     NON_QUADRATIC_PENALTY = "a penalty other than none or l2"
     NONSMOOTH_PENALTY = "a non-smooth penalty (l1, elastic net)"
     NONNEGATIVE = "non-negative coefficients (positive=True)"
+    MULTINOMIAL = "the multinomial model (more than two classes)"
 
 
 @dataclass

@@ -10,6 +10,8 @@ import numpy as np
 from .. import progress
 from ..accounting.kinds import Kind
 from ..compute.kernels import gram, loss_grad, loss_grad_hess
+from ..compute.multinomial import multinomial_loss_grad, multinomial_loss_grad_hess
+from ..model.multinomial import MultinomialProblem
 from ..model.problem import Problem
 
 __all__ = ["Objective", "SolverResult", "Solver", "History", "StallMonitor", "ROUND_OFF"]
@@ -38,24 +40,34 @@ class Objective:
         coef = p.coef(params)
         value = loss / self.total_weight + p.penalty.smooth_value(coef)
         grad = grad / self.total_weight
-        grad[: p.n_features] += p.penalty.grad(coef)
+        grad[: coef.shape[0]] += p.penalty.grad(coef)
         if hess is not None:
             hess = hess / self.total_weight
-            idx = np.arange(p.n_features)
+            idx = np.arange(coef.shape[0])
             hess[idx, idx] += p.penalty.hess_diag(coef)
         return value, grad, hess
 
     def value_and_grad(self, params):
         """Smooth objective (mean loss + smooth penalty part) and its gradient: one round."""
         p = self.problem
-        stats = self.engine.reduce(loss_grad, params, p.family, p.fit_intercept, kind=Kind.GRADIENT)
+        if isinstance(p, MultinomialProblem):
+            stats = self.engine.reduce(multinomial_loss_grad, params, p.n_classes, p.fit_intercept,
+                                       kind=Kind.GRADIENT)
+        else:
+            stats = self.engine.reduce(loss_grad, params, p.family, p.fit_intercept,
+                                       kind=Kind.GRADIENT)
         value, grad, _ = self._penalise(params, stats.loss, stats.grad)
         return value, grad
 
     def value_grad_hess(self, params):
         """Smooth objective, gradient and Hessian: one round."""
         p = self.problem
-        stats = self.engine.reduce(loss_grad_hess, params, p.family, p.fit_intercept, kind=Kind.HESSIAN)
+        if isinstance(p, MultinomialProblem):
+            stats = self.engine.reduce(multinomial_loss_grad_hess, params, p.n_classes,
+                                       p.fit_intercept, kind=Kind.HESSIAN)
+        else:
+            stats = self.engine.reduce(loss_grad_hess, params, p.family, p.fit_intercept,
+                                       kind=Kind.HESSIAN)
         return self._penalise(params, stats.loss, stats.grad, stats.hess)
 
     def gram(self):
@@ -83,7 +95,7 @@ class Objective:
             return float(np.max(np.abs(grad))) if grad.size else 0.0
         coef = p.coef(params)
         violation = np.abs(grad).copy()
-        violation[: p.n_features] = p.penalty.subgradient_distance(coef, grad[: p.n_features])
+        violation[: coef.shape[0]] = p.penalty.subgradient_distance(coef, grad[: coef.shape[0]])
         return float(np.max(violation))
 
 

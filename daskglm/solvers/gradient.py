@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..compute.coordinates import Standardised
+from ..compute.multinomial import PerClassCoordinates
+from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import backtracking
@@ -46,7 +48,7 @@ class GradientDescent(Solver):
 
     name = "gd"
     options = {"step_size": "auto", "standardize": True, "max_line_search": 40}
-    handles = frozenset({Feature.NON_QUADRATIC_LOSS})
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.MULTINOMIAL})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
@@ -104,7 +106,15 @@ class GradientDescent(Solver):
                             message)
 
     def _coordinates(self, problem, objective, curvature):
-        """Standardised coordinates with the penalty's curvature in the coefficients' scales."""
+        """Standardised coordinates with the penalty's curvature in the coefficients' scales
+        (the same map for every class of a multinomial problem)."""
+        coordinates = self._single_output_coordinates(problem, objective, curvature)
+        if isinstance(problem, MultinomialProblem):
+            return PerClassCoordinates(coordinates, problem.n_features, problem.n_classes,
+                                       problem.fit_intercept)
+        return coordinates
+
+    def _single_output_coordinates(self, problem, objective, curvature):
         n_features = problem.n_features
         coordinates = Standardised()
         if self.opts["standardize"]:

@@ -20,6 +20,8 @@ import math
 import numpy as np
 
 from ..compute.coordinates import Standardised
+from ..compute.multinomial import PerClassCoordinates
+from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 
@@ -158,7 +160,7 @@ class ProximalGradient(Solver):
     name = "proximal"
     options = {"step_size": 1.0, "restart": True, "standardize": True, "max_line_search": 50}
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
-                         Feature.NONSMOOTH_PENALTY, Feature.NONNEGATIVE})
+                         Feature.NONSMOOTH_PENALTY, Feature.NONNEGATIVE, Feature.MULTINOMIAL})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
@@ -168,11 +170,15 @@ class ProximalGradient(Solver):
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)
-        penalty, n_features = problem.penalty, problem.n_features
+        # the penalised parameters: every class's coefficients for a multinomial problem
+        penalty, n_features = problem.penalty, getattr(problem, "n_coef", problem.n_features)
         coordinates = Standardised()
         if self.opts["standardize"]:
             coordinates = Standardised.from_moments(*objective.column_moments(),
                                                     problem.fit_intercept)
+        if isinstance(problem, MultinomialProblem):
+            coordinates = PerClassCoordinates(coordinates, problem.n_features, problem.n_classes,
+                                              problem.fit_intercept)
 
         def evaluate(theta):
             params = coordinates.to_params(theta)

@@ -1,0 +1,423 @@
+"""Regularisation paths chosen by cross-validation: :class:`RidgeCV`, :class:`LassoCV`,
+:class:`ElasticNetCV` and :class:`LogisticRegressionCV`.
+
+Folds are sets of rows of the data as they are: each row carries the index of the fold
+that holds it out (from a scikit-learn splitter), and a fit on the other folds is a fit
+whose held-out rows weigh zero (:class:`daskglm.engine.folds.TrainingView`), so one
+engine, validated once, serves every fold, and nothing is copied.
+
+- :class:`RidgeCV` (defined in :mod:`daskglm.estimators.ridge_cv`) reads ``X`` once for
+  k folds: one round returns the Gram statistics of every fold; every training set's
+  statistics are sums of them, and the whole path of every fold is solved on the driver
+  ("compute once, solve many").
+- The others fit each fold's path from the strongest penalty to the weakest, each fit
+  starting from the previous solution, then score the path on the held-out rows in one
+  round per fold, and refit on all rows with the best setting.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .. import progress
+from ..accounting.kinds import Kind
+from ..compute.folds import held_out_errors
+from ..engine.folds import TrainingView, fold_ids_by_partition
+from ..model.families import Gaussian
+from ..model.penalties import L1, L2, make_penalty
+from ..solvers import get_solver
+from .base import _COMMON_DOC, _choose_solver
+from .cv_folds import _assign_folds, _positive_grid
+from .linear import ElasticNet, Lasso
+from .logistic import LogisticRegression
+from .ridge_cv import RidgeCV
+
+__all__ = ["RidgeCV", "LassoCV", "ElasticNetCV", "LogisticRegressionCV"]
+
+
+# paths fitted fold by fold ------------------------------------------------------------
+class _PathCV:
+    """Fit each fold's path on its training rows, score it on the held-out rows, refit."""
+
+    _task = "regression"
+
+    def _grid(self, engine):
+        """``[(l1_ratio, penalty values in path order)]``."""
+        raise NotImplementedError
+
+    def _path_penalty(self, value, l1_ratio, total_weight):
+        raise NotImplementedError
+
+    def _scores(self, held):
+        """Held-out scores (higher is better) of the models of one fold."""
+        raise NotImplementedError
+
+    def _rescalable(self):
+        return False
+
+    def _path_fit(self, X, y, sample_weight):
+        """Validate, fit every fold's path on one engine, choose, refit on all rows.
+
+        Returns the held-out scores ``(n_l1_ratios, n_values, n_folds)``, the grid
+        ``[(l1_ratio, values)]`` and the indices of the chosen ``(l1_ratio, value)``.
+        """
+        self._check_params()
+        X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        y = self._prepare_target(y)
+        sample_weight = self._weigh_samples(y, sample_weight)
+        fold_ids, n_folds = _assign_folds(self.cv, y, X.shape[0], classifier=self._classifier)
+        n_features = int(X.shape[1])
+        with self._engine(X, y, sample_weight, self._family()) as engine:
+            each = fold_ids_by_partition(engine, fold_ids)
+            grid = self._grid(engine)
+            first = self._problem(self._path_penalty(grid[0][1][0], grid[0][0], 1.0), n_features)
+            name = _choose_solver(first) if self.solver == "auto" else self.solver
+            scores = np.empty((len(grid), len(grid[0][1]), n_folds))
+            unconverged = 0
+            with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
+                for i, (l1_ratio, values) in enumerate(grid):
+                    for fold in range(n_folds):
+                        view = TrainingView(engine, each, fold)
+                        models, missed = self._fit_path(name, view, values, l1_ratio, n_features)
+                        unconverged += missed
+                        coefs = np.stack([coef for coef, _ in models])
+                        intercepts = np.stack([np.asarray(b, dtype=float) for _, b in models])
+                        held = engine.reduce_each(held_out_errors, each, fold, coefs, intercepts,
+                                                  self._task_of(), kind=Kind.HELD_OUT)
+                        scores[i, :, fold] = self._scores(held)
+                best_l1, best_value = np.unravel_index(np.argmax(scores.mean(axis=2)),
+                                                       scores.shape[:2])
+                l1_ratio, values = grid[best_l1]
+                problem = self._problem(
+                    self._path_penalty(values[best_value], l1_ratio, engine.sum_weight), n_features)
+                solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
+                                    options=self.solver_options)
+                result = solver.solve(problem, engine, self._start(problem))
+            self.comm_ = engine.ledger
+            self.comm_.method = name
+        self._record_fit(problem, result)
+        self._cast_fitted()
+        self.solver_ = name
+        if unconverged:
+            warnings.warn(
+                f"{unconverged} of the fold fits did not reach tol with solver {name!r}; "
+                f"increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
+        if not self.converged_:
+            warnings.warn(f"Solver {name!r} did not converge on the final fit "
+                          f"({result.message}).", ConvergenceWarning, stacklevel=3)
+        return scores, grid, (int(best_l1), int(best_value))
+
+    def _task_of(self):
+        return self._task
+
+    def _start(self, problem):
+        params = np.zeros(problem.n_params)
+        if problem.fit_intercept and not hasattr(problem, "n_classes"):
+            params[-1] = problem.family.start_intercept()
+        return params
+
+    def _fit_path(self, name, view, values, l1_ratio, n_features):
+        """The models ``(coef, intercept)`` along ``values`` on one fold's training rows,
+        each fit started from the previous one; and how many missed ``tol``."""
+        models, missed, params = [], 0, None
+        for value in values:
+            problem = self._problem(self._path_penalty(value, l1_ratio, view.sum_weight),
+                                    n_features)
+            solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
+                                options=self.solver_options)
+            result = solver.solve(problem, view, self._start(problem) if params is None else params)
+            params = np.asarray(result.params, dtype=float)
+            missed += not result.converged
+            models.append(problem.split(params))
+        return models, missed
+
+
+def _alpha_grid(engine, n_alphas, eps, l1_ratio, fit_intercept):
+    """scikit-learn's grid: ``n_alphas`` values from ``alpha_max`` down to ``eps alpha_max``,
+    ``alpha_max = max |X_c^T W y_c| / (sum(w) l1_ratio)``; one gradient round at zero."""
+    from ..compute.kernels import loss_grad
+
+    d = engine.n_features
+    stats = engine.reduce(loss_grad, np.zeros(d + 1), Gaussian(), True, kind=Kind.GRADIENT)
+    xty = -stats.grad[:d]  # X^T W y
+    if fit_intercept:
+        mean_y = -stats.grad[-1] / engine.sum_weight
+        xty = xty - mean_y * engine.column_moments.sums
+    alpha_max = np.max(np.abs(xty)) / (engine.sum_weight * max(l1_ratio, 1e-3))
+    if alpha_max <= np.finfo(float).resolution:
+        return np.full(n_alphas, np.finfo(float).resolution)
+    return np.geomspace(alpha_max, alpha_max * eps, num=n_alphas)
+
+
+class _RegressionPathCV(_PathCV):
+    _task = "regression"
+
+    def _check_grid(self):
+        if isinstance(self.alphas, (int, np.integer)) and not isinstance(self.alphas, bool):
+            if self.alphas < 1:
+                raise ValueError(f"alphas must be >= 1 when an integer; got {self.alphas}.")
+        else:
+            _positive_grid(self.alphas, "alphas")
+        if not (isinstance(self.eps, (int, float)) and 0 < self.eps < 1):
+            raise ValueError(f"eps must be in (0, 1); got {self.eps!r}.")
+
+    def _l1_ratios(self):
+        ratios = np.atleast_1d(np.asarray(self.l1_ratio, dtype=np.float64))
+        if ratios.ndim != 1 or ratios.size == 0 or np.any((ratios <= 0) | (ratios > 1)):
+            raise ValueError(f"l1_ratio must be in (0, 1]; got {self.l1_ratio!r}.")
+        return ratios
+
+    def _grid(self, engine):
+        grid = []
+        for l1_ratio in self._l1_ratios():
+            if isinstance(self.alphas, (int, np.integer)):
+                values = _alpha_grid(engine, int(self.alphas), self.eps, l1_ratio,
+                                     self.fit_intercept)
+            else:
+                values = np.sort(_positive_grid(self.alphas, "alphas"))[::-1]
+            grid.append((float(l1_ratio), values))
+        return grid
+
+    def _path_penalty(self, value, l1_ratio, total_weight):
+        return make_penalty("l1" if l1_ratio == 1 else "elasticnet", value, l1_ratio)
+
+    def _scores(self, held):
+        return -held.loss / held.weight
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit every fold's path, choose the penalty, refit on all rows.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        self._check_grid()
+        self._l1_ratios()
+        scores, grid, (best_l1, best_alpha) = self._path_fit(X, y, sample_weight)
+        self.alpha_ = float(grid[best_l1][1][best_alpha])
+        self.l1_ratio_ = float(grid[best_l1][0])
+        mse = -scores
+        alphas = np.stack([values for _, values in grid])
+        single = np.ndim(self.l1_ratio) == 0
+        self.mse_path_ = mse[0] if single else mse
+        self.alphas_ = alphas[0] if single else alphas
+        return self
+
+
+_PATH_DOC = """
+    eps : float, default=1e-3
+        With ``alphas`` an integer, the grid runs from ``alpha_max`` (the smallest alpha
+        that zeroes every coefficient, from one gradient round) down to ``eps *
+        alpha_max``, log-spaced, as scikit-learn.
+    alphas : int or array-like, default=100
+        Number of alphas on that grid, or the alphas themselves (fitted from the largest).
+    cv : int, cross-validation splitter or None, default=None
+        Folds on the rows (None: ``KFold(5)``).  Every row must be held out exactly once.
+""" + _COMMON_DOC + """
+    Attributes
+    ----------
+    alpha_ : float
+        The alpha of the smallest mean held-out squared error (weighted by
+        ``sample_weight``, as scikit-learn).
+    alphas_ : ndarray of shape (n_alphas,) or (n_l1_ratio, n_alphas)
+    mse_path_ : ndarray of shape (n_alphas, n_folds) or (n_l1_ratio, n_alphas, n_folds)
+        Held-out mean squared error of every alpha on every fold.
+    coef_, intercept_, n_iter_, converged_, history_, comm_, solver_, n_features_in_
+        Those of the final fit on all rows; ``comm_`` holds every round of every fold.
+"""
+
+
+class LassoCV(_RegressionPathCV, Lasso):
+    __doc__ = (
+        """Lasso with ``alpha`` chosen by cross-validation, as
+    :class:`sklearn.linear_model.LassoCV`.
+
+    Each fold's path is fitted on its training rows (held-out rows weighing zero, no data
+    copied) from the largest alpha down, each fit starting from the previous one; one
+    round per fold scores the whole path on its held-out rows.
+
+    Parameters
+    ----------"""
+        + _PATH_DOC
+    )
+
+    l1_ratio = 1.0
+
+    def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, cv=None, solver="auto",
+                 tol=1e-4, max_iter=1000, solver_options=None, cache="auto", verbose=0):
+        self.eps = eps
+        self.alphas = alphas
+        self.fit_intercept = fit_intercept
+        self.cv = cv
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.cache = cache
+        self.verbose = verbose
+
+
+class ElasticNetCV(_RegressionPathCV, ElasticNet):
+    __doc__ = (
+        """Elastic net with ``alpha`` and ``l1_ratio`` chosen by cross-validation, as
+    :class:`sklearn.linear_model.ElasticNetCV`.
+
+    As :class:`LassoCV`, for every ``l1_ratio``.
+
+    Parameters
+    ----------
+    l1_ratio : float or array-like of float, default=0.5
+        Mixings in (0, 1] to try; ``l1_ratio_`` is the chosen one."""
+        + _PATH_DOC
+    )
+
+    def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True, cv=None,
+                 solver="auto", tol=1e-4, max_iter=1000, solver_options=None, cache="auto",
+                 verbose=0):
+        self.l1_ratio = l1_ratio
+        self.eps = eps
+        self.alphas = alphas
+        self.fit_intercept = fit_intercept
+        self.cv = cv
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.solver_options = solver_options
+        self.cache = cache
+        self.verbose = verbose
+
+
+class LogisticRegressionCV(_PathCV, LogisticRegression):
+    __doc__ = (
+        """Logistic regression with ``C`` chosen by cross-validation, as
+    :class:`sklearn.linear_model.LogisticRegressionCV` (binary or multinomial).
+
+    Each fold's path is fitted on its training rows (held-out rows weighing zero, no data
+    copied) from the smallest C up, each fit starting from the previous one; one round per
+    fold scores the path on its held-out rows (accuracy or log-loss for every C at once).
+
+    Parameters
+    ----------
+    Cs : int or array-like, default=10
+        The Cs to try, or their number on ``np.logspace(-4, 4, Cs)``.
+    l1_ratios : array-like of float or None, default=None
+        Elastic-net mixings in [0, 1] to try (solver ``"proximal"`` for values above 0);
+        None is the L2 penalty.
+    cv : int, cross-validation splitter or None, default=None
+        Folds on the rows (None or an int: stratified k-fold, 5 by default).
+    scoring : {None, "accuracy", "neg_log_loss"}, default=None
+        Held-out score to maximise (weighted by the sample and class weights); None is
+        accuracy, as scikit-learn.
+    class_weight : dict, "balanced" or None, default=None
+        As :class:`LogisticRegression`."""
+        + _COMMON_DOC
+        + """
+    Attributes
+    ----------
+    C_ : ndarray of shape (1,) or (n_classes,)
+        The chosen C, repeated per class as scikit-learn.
+    l1_ratio_ : ndarray of shape (1,) or (n_classes,)
+        The chosen l1_ratio (None entries for the L2 penalty).
+    Cs_ : ndarray of shape (n_Cs,)
+    scores_ : dict
+        ``{label: ndarray of shape (n_folds, n_Cs)}`` (``(n_folds, n_Cs, n_l1_ratios)``
+        with ``l1_ratios``), the same array for every class, as scikit-learn.
+    classes_, coef_, intercept_, n_iter_, converged_, history_, comm_, solver_
+        Those of the final fit on all rows; ``comm_`` holds every round of every fold.
+"""
+    )
+
+    def __init__(self, *, Cs=10, l1_ratios=None, fit_intercept=True, cv=None, scoring=None,
+                 solver="auto", tol=1e-4, max_iter=100, class_weight=None, solver_options=None,
+                 cache="auto", verbose=0):
+        self.Cs = Cs
+        self.l1_ratios = l1_ratios
+        self.fit_intercept = fit_intercept
+        self.cv = cv
+        self.scoring = scoring
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.class_weight = class_weight
+        self.solver_options = solver_options
+        self.cache = cache
+        self.verbose = verbose
+
+    warm_start = False
+    #: Classes are found before the engine (the folds are stratified on them).
+    _classes_up_front = True
+
+    def _Cs(self):
+        if isinstance(self.Cs, (int, np.integer)) and not isinstance(self.Cs, bool):
+            if self.Cs < 1:
+                raise ValueError(f"Cs must be >= 1 when an integer; got {self.Cs}.")
+            return np.logspace(-4, 4, int(self.Cs))
+        return _positive_grid(self.Cs, "Cs")
+
+    def _l1_ratio_grid(self):
+        if self.l1_ratios is None:
+            return [None]
+        ratios = np.atleast_1d(np.asarray(self.l1_ratios, dtype=np.float64))
+        if ratios.ndim != 1 or ratios.size == 0 or np.any((ratios < 0) | (ratios > 1)):
+            raise ValueError(f"l1_ratios must be values in [0, 1]; got {self.l1_ratios!r}.")
+        return [float(r) for r in ratios]
+
+    def _grid(self, engine):
+        return [(ratio, self._Cs()) for ratio in self._l1_ratio_grid()]
+
+    def _path_penalty(self, value, l1_ratio, total_weight):
+        strength = 1.0 / (value * total_weight)
+        if l1_ratio is None or l1_ratio == 0:
+            return L2(strength)
+        if l1_ratio == 1:
+            return L1(strength)
+        return make_penalty("elasticnet", strength, l1_ratio)
+
+    def _task_of(self):
+        return "multinomial" if self._n_classes > 2 else "binary"
+
+    def _scores(self, held):
+        if self.scoring == "neg_log_loss":
+            return -held.loss / held.weight
+        return held.correct / held.weight
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit every fold's path, choose C (and l1_ratio), refit on all rows.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        if self.scoring not in (None, "accuracy", "neg_log_loss"):
+            raise ValueError(
+                f"scoring must be None, 'accuracy' or 'neg_log_loss'; got {self.scoring!r}."
+            )
+        self._Cs()
+        ratios = self._l1_ratio_grid()
+        scores, grid, (best_l1, best_c) = self._path_fit(X, y, sample_weight)
+        rows = 1 if self._n_classes == 2 else self._n_classes
+        self.Cs_ = grid[0][1]
+        self.C_ = np.full(rows, self.Cs_[best_c])
+        self.l1_ratio_ = np.full(rows, ratios[best_l1], dtype=object if ratios[0] is None
+                                 else np.float64)
+        per_fold = np.moveaxis(scores, 2, 0)  # (n_folds, n_l1, n_Cs)
+        per_fold = per_fold[:, 0, :] if self.l1_ratios is None else np.moveaxis(per_fold, 1, 2)
+        self.scores_ = {label: per_fold for label in
+                        (self.classes_[1:] if self._n_classes == 2 else self.classes_)}
+        return self
+

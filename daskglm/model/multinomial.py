@@ -1,0 +1,159 @@
+"""The multinomial (softmax) model of ``K > 2`` classes: its family and its problem.
+
+The targets are class indices ``0 ... K-1`` (stored as floats, as every target is).  Each
+class ``k`` has coefficients ``W[k]`` and, with an intercept, ``b[k]``; the linear
+predictors of a row are ``eta = x @ W.T + b`` (one per class) and its loss is the
+negative log-likelihood of the softmax, ``logsumexp(eta) - eta[y]``.  This is
+scikit-learn's multinomial ``LogisticRegression``: all ``K`` classes have coefficients
+(the model is over-parametrised and the penalty picks one solution), the intercepts are
+not penalised.
+
+The parameter vector is ``W`` flattened row by row (class by class, ``K * d`` entries),
+then the ``K`` intercepts: the penalised part comes first, as for every problem, so that
+penalties, line searches and Newton steps work on it unchanged.  Products with ``X`` live
+in :mod:`daskglm.compute.multinomial`; this module never sees ``X``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp, softmax
+
+from .problem import Feature, Problem
+
+__all__ = ["Multinomial", "MultinomialProblem", "softmax_loss_and_residual"]
+
+
+class Multinomial:
+    """The softmax family of ``n_classes`` classes, in the linear predictors ``eta``.
+
+    Parameters
+    ----------
+    n_classes : int
+        Number of classes, at least 3 (two classes are the binomial family).
+    """
+
+    name = "multinomial"
+    canonical = True
+    quadratic = False
+    #: The kernels of the softmax take no offset.
+    takes_offset = False
+
+    def __init__(self, n_classes):
+        if not (isinstance(n_classes, (int, np.integer)) and n_classes >= 3):
+            raise ValueError(f"n_classes must be an integer >= 3; got {n_classes!r}.")
+        self.n_classes = int(n_classes)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.n_classes == self.n_classes
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.n_classes))
+
+    def __repr__(self):
+        return f"Multinomial(n_classes={self.n_classes})"
+
+    def check_target(self, y):
+        """Raise ValueError unless every target is a class index ``0 ... n_classes - 1``."""
+        y = np.asarray(y)
+        if y.size and not (np.all(y == np.floor(y)) and y.min() >= 0 and y.max() < self.n_classes):
+            raise ValueError(
+                f"Multinomial targets must be class indices 0 ... {self.n_classes - 1}."
+            )
+
+    def start_intercept(self):
+        """The intercepts' starting value (all classes equally likely)."""
+        return 0.0
+
+    def probabilities(self, eta):
+        """Class probabilities, the softmax of each row of ``eta`` (shape (n, K))."""
+        return softmax(eta, axis=1)
+
+
+def softmax_loss_and_residual(y, eta, weight):
+    """Loss sum and its derivative in ``eta`` for one block of rows.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Class indices (floats).
+    eta : ndarray of shape (n, K)
+        Linear predictors.
+    weight : ndarray of shape (n,) or None
+
+    Returns
+    -------
+    loss : float
+        ``sum_i w_i (logsumexp(eta_i) - eta_i[y_i])``.
+    residual : ndarray of shape (n, K)
+        ``w_i (softmax(eta_i) - onehot(y_i))``.
+    probabilities : ndarray of shape (n, K)
+        ``softmax(eta_i)``.
+    """
+    rows = np.arange(eta.shape[0])
+    labels = y.astype(np.intp)
+    lse = logsumexp(eta, axis=1)
+    per_row = lse - eta[rows, labels]
+    prob = np.exp(eta - lse[:, None])
+    residual = prob.copy()
+    residual[rows, labels] -= 1.0
+    if weight is not None:
+        per_row = per_row * weight
+        residual *= weight[:, None]
+    return float(per_row.sum()), residual, prob
+
+
+@dataclass
+class MultinomialProblem(Problem):
+    """``min mean_weighted_softmax_loss + penalty(W)`` over ``W`` (and unpenalised intercepts).
+
+    ``n_features`` is the number of columns of ``X``; the parameter vector holds
+    ``n_classes * n_features`` coefficients (class by class) and then, with
+    ``fit_intercept``, ``n_classes`` intercepts.
+    """
+
+    n_classes: int = 3
+
+    @property
+    def n_coef(self):
+        """Number of penalised parameters, ``n_classes * n_features``."""
+        return self.n_classes * self.n_features
+
+    @property
+    def n_params(self):
+        return (self.n_features + int(self.fit_intercept)) * self.n_classes
+
+    def coef(self, params):
+        return params[: self.n_coef]
+
+    def features(self) -> frozenset:
+        """The problem's :class:`~daskglm.model.problem.Feature` s, the multinomial model
+        among them."""
+        return super().features() | {Feature.MULTINOMIAL}
+
+    def curvature_at(self, params):
+        """The softmax's curvature ``p (1 - p)`` at the probabilities the intercepts
+        predict with zero features, averaged over the classes (1 if not positive)."""
+        intercepts = (np.asarray(params[self.n_coef:], dtype=float) if self.fit_intercept
+                      else np.zeros(self.n_classes))
+        prob = softmax(intercepts)
+        curvature = float(np.mean(prob * (1.0 - prob)))
+        return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
+
+    def split(self, params):
+        """``(coef, intercept)`` of shapes (n_classes, n_features) and (n_classes,)."""
+        params = np.asarray(params, dtype=float)
+        coef = params[: self.n_coef].reshape(self.n_classes, self.n_features).copy()
+        intercept = (params[self.n_coef:].copy() if self.fit_intercept
+                     else np.zeros(self.n_classes))
+        return coef, intercept
+
+    def join(self, coef, intercept):
+        """The parameter vector of ``coef`` (n_classes, n_features) and ``intercept``."""
+        flat = np.asarray(coef, dtype=float).reshape(-1)
+        if self.fit_intercept:
+            return np.concatenate([flat, np.asarray(intercept, dtype=float).reshape(-1)])
+        return flat.copy()

@@ -1,0 +1,225 @@
+"""Multinomial logistic regression, class weights and starting coefficients.
+
+The references are scikit-learn's ``LogisticRegression`` on the same objective: its
+``newton-cg`` solver reaches the optimum to round-off (largest gradient entry about 1e-13),
+its ``lbfgs`` stops at a largest gradient entry of about 1e-8, so coefficients are compared
+at relative tolerance 1e-8 (absolute 1e-9) with the first and 1e-6 with the second.
+"""
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression as SkLogisticRegression
+
+import daskglm
+from daskglm.compute.multinomial import multinomial_loss_grad, multinomial_loss_grad_hess
+
+CLASS_NAMES = np.array(["ant", "bee", "cat", "dog", "eel"])
+
+
+def _data(n_classes, n=400, d=5, seed=0):
+    """Separable-ish classes with string labels and positive weights."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, n_classes, n)
+    X = rng.normal(size=(n, d)) + 0.8 * np.eye(n_classes, d)[labels] * 2.0
+    X[:, -1] = X[:, -1] * 2.0 + 1.0  # an offset, differently scaled column
+    weight = rng.uniform(0.5, 2.0, n)
+    return X, CLASS_NAMES[labels], weight
+
+
+def _reference(X, y, weight, C=0.7, solver="newton-cg", **params):
+    return SkLogisticRegression(C=C, tol=1e-12, max_iter=10_000, solver=solver,
+                                **params).fit(X, y, sample_weight=weight)
+
+
+def _assert_same_model(ours, reference, rtol, atol):
+    np.testing.assert_array_equal(ours.classes_, reference.classes_)
+    assert ours.coef_.shape == reference.coef_.shape
+    assert ours.intercept_.shape == reference.intercept_.shape
+    np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=rtol, atol=atol)
+    np.testing.assert_allclose(ours.intercept_, reference.intercept_, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("n_classes", [3, 5])
+@pytest.mark.parametrize("solver", ["lbfgs", "gd", "newton"])
+def test_multinomial_coefficients_equal_scikit_learn(solver, n_classes):
+    X, y, weight = _data(n_classes)
+    ours = daskglm.LogisticRegression(C=0.7, solver=solver, tol=1e-10, max_iter=5000)
+    ours.fit(X, y, sample_weight=weight)
+    assert ours.converged_
+    reference = _reference(X, y, weight)
+    # newton-cg reaches round-off: 1e-8 relative (1e-9 absolute); scikit-learn's lbfgs stops earlier: 1e-6
+    _assert_same_model(ours, reference, rtol=1e-8, atol=1e-9)
+    _assert_same_model(ours, _reference(X, y, weight, solver="lbfgs"), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ours.predict_proba(X), reference.predict_proba(X), atol=1e-9)
+    np.testing.assert_allclose(ours.decision_function(X), reference.decision_function(X),
+                               rtol=1e-8, atol=1e-8)
+    np.testing.assert_array_equal(ours.predict(X), reference.predict(X))
+
+
+def test_multinomial_on_a_cluster_equals_in_memory_and_scikit_learn(client):
+    X, y, weight = _data(4, n=600)
+    # newton: few rounds, each optimum reached to round-off
+    in_memory = daskglm.LogisticRegression(C=0.7, tol=1e-10, solver="newton")
+    in_memory.fit(X, y, sample_weight=weight)
+    _assert_same_model(in_memory, _reference(X, y, weight), rtol=1e-8, atol=1e-9)
+    # numeric labels in Dask chunks, found by the validation round and encoded where they live
+    labels = da.from_array(np.searchsorted(CLASS_NAMES, y) * 10, chunks=150)
+    on_cluster = daskglm.LogisticRegression(C=0.7, tol=1e-10, solver="newton")
+    X_dask = da.from_array(X, chunks=(150, 5))
+    on_cluster.fit(X_dask, labels, sample_weight=da.from_array(weight, chunks=150))
+    # chunks and workers change only the order of additions
+    np.testing.assert_allclose(on_cluster.coef_, in_memory.coef_, rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(on_cluster.intercept_, in_memory.intercept_, rtol=1e-9, atol=1e-11)
+    np.testing.assert_array_equal(on_cluster.classes_, [0, 10, 20, 30])
+    kinds = [record.kind for record in on_cluster.comm_.records]
+    assert kinds[:2] == ["validate", "encode"] and set(kinds[2:]) == {"hessian"}
+    prob = on_cluster.predict_proba(X_dask)
+    assert isinstance(prob, da.Array) and prob.shape == (600, 4)
+    np.testing.assert_allclose(prob.compute(), in_memory.predict_proba(X), atol=1e-9)
+    np.testing.assert_array_equal(on_cluster.predict(X_dask).compute() // 10,
+                                  np.searchsorted(CLASS_NAMES, in_memory.predict(X)))
+
+
+def test_multinomial_with_string_labels_in_dask_chunks():
+    X, y, weight = _data(3, n=300)
+    in_memory = daskglm.LogisticRegression(C=0.7, tol=1e-11).fit(X, y, sample_weight=weight)
+    ours = daskglm.LogisticRegression(C=0.7, tol=1e-11)
+    ours.fit(da.from_array(X, chunks=(70, 5)), da.from_array(y, chunks=70),
+             sample_weight=da.from_array(weight, chunks=70))
+    np.testing.assert_array_equal(ours.classes_, CLASS_NAMES[:3])
+    # other partitions, another path of L-BFGS to the same optimum (largest gradient 1e-11)
+    np.testing.assert_allclose(ours.coef_, in_memory.coef_, rtol=1e-9, atol=1e-10)
+    decision = ours.decision_function(da.from_array(X, chunks=(70, 5)))
+    assert decision.shape == (300, 3)
+    np.testing.assert_allclose(decision.compute(), in_memory.decision_function(X), atol=1e-10)
+    np.testing.assert_array_equal(ours.predict(da.from_array(X, chunks=(70, 5))).compute(),
+                                  in_memory.predict(X))
+
+
+def test_multinomial_without_intercept_and_on_sparse_input():
+    X, y, weight = _data(3)
+    for X_in in (X, sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))):
+        ours = daskglm.LogisticRegression(C=2.0, fit_intercept=False, tol=1e-10)
+        ours.fit(X_in, y, sample_weight=weight)
+        reference = _reference(X_in, y, weight, C=2.0, fit_intercept=False)
+        _assert_same_model(ours, reference, rtol=1e-8, atol=1e-9)
+
+
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
+def test_multinomial_with_l1_and_elastic_net_penalties_equals_scikit_learn_saga(l1_ratio):
+    X, y, _ = _data(3, n=300)
+    ours = daskglm.LogisticRegression(C=0.1, l1_ratio=l1_ratio, tol=1e-10, max_iter=5000)
+    ours.fit(X, y)
+    assert ours.solver_ == "proximal" and ours.converged_
+    reference = SkLogisticRegression(C=0.1, l1_ratio=l1_ratio, solver="saga", tol=1e-12,
+                                     max_iter=100_000).fit(X, y)
+    # saga stops on the change of its iterates: 1e-7 absolute on coefficients of order 1
+    _assert_same_model(ours, reference, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(ours.coef_ == 0, reference.coef_ == 0)
+
+
+def _numeric_gradient(fun, params, step=1e-6):
+    grad = np.zeros_like(params)
+    for i in range(params.size):
+        e = np.zeros_like(params)
+        e[i] = step
+        grad[i] = (fun(params + e) - fun(params - e)) / (2 * step)
+    return grad
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_multinomial_kernels_match_finite_differences(sparse):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 4))
+    X = sp.csr_matrix(np.where(X > 0.3, X, 0.0)) if sparse else X
+    y = rng.integers(0, 3, 80).astype(float)
+    weight = rng.uniform(0.1, 1.0, 80)
+    params = rng.normal(size=15) * 0.3
+    part = (X, y, weight)
+    stats = multinomial_loss_grad_hess(part, params, 3, True)
+    first = multinomial_loss_grad(part, params, 3, True)
+    assert stats.loss == pytest.approx(first.loss, rel=1e-12)
+    np.testing.assert_allclose(stats.grad, first.grad, rtol=1e-12, atol=1e-12)
+    numeric = _numeric_gradient(lambda p: multinomial_loss_grad(part, p, 3, True).loss, params)
+    np.testing.assert_allclose(first.grad, numeric, rtol=1e-6, atol=1e-6)
+    hess_numeric = np.column_stack([
+        _numeric_gradient(lambda p, i=i: multinomial_loss_grad(part, p, 3, True).grad[i], params)
+        for i in range(15)
+    ]).T
+    np.testing.assert_allclose(stats.hess, hess_numeric, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(stats.hess, stats.hess.T, atol=1e-12)
+
+
+def test_labels_and_solvers_are_checked_before_any_work():
+    X, y, _ = _data(3)
+    with pytest.raises(ValueError, match="only one class"):
+        daskglm.LogisticRegression().fit(X, np.full(len(y), "ant"))
+    with pytest.raises(ValueError, match="does not handle the multinomial model.*'gd', 'lbfgs', 'newton', "
+                                         "'proximal'"):
+        daskglm.LogisticRegression(solver="admm").fit(X, y)
+    with pytest.raises(ValueError, match=r"does not handle the multinomial model.*that can: \['proximal'\]"):
+        daskglm.LogisticRegression(solver="averaging", l1_ratio=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="multinomial model takes no offset"):
+        daskglm.LogisticRegression().fit(X, y, offset=np.zeros(len(y)))
+    with pytest.raises(ValueError, match="inference=True is for two classes"):
+        daskglm.LogisticRegression(C=np.inf, inference=True).fit(X, y)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("class_weight", ["balanced", {"ant": 3.0, "bee": 0.5}])
+def test_class_weight_equals_scikit_learn(class_weight, n_classes):
+    X, y, weight = _data(n_classes, n=300)
+    ours = daskglm.LogisticRegression(C=0.7, class_weight=class_weight, tol=1e-10)
+    ours.fit(X, y, sample_weight=weight)
+    reference = _reference(X, y, weight, class_weight=class_weight)
+    _assert_same_model(ours, reference, rtol=1e-8, atol=1e-9)
+    # on Dask input the balanced weights take one pass over y
+    ours_dask = daskglm.LogisticRegression(C=0.7, class_weight=class_weight, tol=1e-10)
+    ours_dask.fit(da.from_array(X, chunks=(100, 5)), da.from_array(y, chunks=100),
+                  sample_weight=da.from_array(weight, chunks=100))
+    # another partitioning, another path to the optimum (largest gradient 1e-10)
+    np.testing.assert_allclose(ours_dask.coef_, ours.coef_, rtol=1e-8, atol=1e-8)
+
+
+def test_bad_class_weight_is_rejected():
+    X, y, _ = _data(3, n=60)
+    with pytest.raises(ValueError, match="not in class_weight|class labels"):
+        daskglm.LogisticRegression(class_weight={"zebra": 2.0}).fit(X, y)
+    with pytest.raises(ValueError, match="class_weight must be"):
+        daskglm.LogisticRegression(class_weight="even").fit(X, y)
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_coef_init_and_warm_start_start_from_the_given_coefficients(n_classes):
+    X, y, weight = _data(n_classes, n=300)
+    reference = _reference(X, y, weight)
+    ours = daskglm.LogisticRegression(C=0.7, tol=1e-8)
+    ours.fit(X, y, sample_weight=weight, coef_init=reference.coef_,
+             intercept_init=reference.intercept_)
+    assert ours.n_iter_ <= 1 and ours.converged_
+    _assert_same_model(ours, reference, rtol=1e-8, atol=1e-9)
+    cold = daskglm.LogisticRegression(C=0.7, tol=1e-8, warm_start=True)
+    cold.fit(X, y, sample_weight=weight)
+    cold.set_params(C=0.8).fit(X, y, sample_weight=weight)
+    warm_iterations = cold.n_iter_
+    fresh = daskglm.LogisticRegression(C=0.8, tol=1e-8).fit(X, y, sample_weight=weight)
+    assert warm_iterations < fresh.n_iter_
+    # stopped at a largest gradient entry of 1e-8
+    _assert_same_model(cold, _reference(X, y, weight, C=0.8), rtol=1e-6, atol=1e-7)
+
+
+def test_coef_init_of_the_wrong_shape_is_rejected_before_any_work():
+    X, y, _ = _data(3, n=60)
+    model = daskglm.LogisticRegression()
+    with pytest.raises(ValueError, match=r"needs \(3, 5\)"):
+        model.fit(X, y, coef_init=np.zeros((1, 5)))
+    with pytest.raises(ValueError, match="intercepts have shape"):
+        model.fit(X, y, coef_init=np.zeros((3, 5)), intercept_init=np.zeros(2))
+    with pytest.raises(ValueError, match="intercept_init needs coef_init"):
+        model.fit(X, y, intercept_init=np.zeros(3))
+    assert not hasattr(model, "coef_")
+    original = X.copy()
+    model.fit(X, y, coef_init=np.zeros((3, 5)))
+    np.testing.assert_array_equal(X, original)
