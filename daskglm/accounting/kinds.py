@@ -2,8 +2,10 @@
 
 __all__ = ["Kind"]
 
+
 class Kind:
-    """The kinds of rounds, as the ledger records them (see the table above)."""
+    """The kinds of rounds, as the ledger records them (the byte model of each is in
+    :mod:`daskglm.accounting.bytemodel`)."""
 
     VALIDATE = "validate"
     MAXIMA = "maxima"  # largest |value| per column, only for columns of extreme scale

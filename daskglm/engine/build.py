@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from ..accounting.ledger import CommReport
-from .base import is_dask
 from .cache import choose_cache
 from .distributed import DistributedEngine, active_client
 from .local import LocalEngine, StreamingLocalEngine
-from .partitions import _dask_partitions, _in_memory_parts, _scatter_in_order, default_partitions
+from .partitions import (
+    _dask_partitions,
+    _in_memory_parts,
+    _scatter_in_order,
+    default_partitions,
+    is_dask,
+)
 from .streaming import StreamingDistributedEngine
 
 

@@ -14,7 +14,6 @@ import scipy.sparse as sp
 from ..compute.backend import array_module, is_device
 from ..compute.kernels import as_csr_or_dense
 from ..compute.summaries import stored_bytes
-from .base import is_dask
 
 #: In-memory (numpy, scipy) input is cut into row partitions of about this many bytes of
 #: ``X``: the partitioning, and so every result, is the same on every machine.
@@ -23,6 +22,11 @@ PARTITION_BYTES = 32 << 20
 
 #: Partition buffers start on this boundary (a cache line, the widest SIMD load).
 ALIGNMENT = 64
+
+
+def is_dask(obj) -> bool:
+    """True for Dask collections (arrays, dataframes, series)."""
+    return hasattr(obj, "__dask_graph__") and hasattr(obj, "__dask_keys__")
 
 
 def _aligned(a):

@@ -48,7 +48,7 @@ from .distributions_extra import (
     NegativeBinomialDistribution,
     TweedieDistribution,
 )
-from .links import get_link
+from .links import Identity, get_link
 from .numerics import _scale, _split_exponent, _weighted_sum
 
 __all__ = [
@@ -86,6 +86,12 @@ class Family:
     def canonical(self):
         """Whether the link is the distribution's canonical link."""
         return self.link == self.distribution.canonical_link
+
+    @property
+    def quadratic(self):
+        """Whether the loss is squared error: a Gaussian distribution with the identity link."""
+        return isinstance(self.distribution, GaussianDistribution) and isinstance(
+            self.link, Identity)
 
     def with_link(self, link):
         """The same distribution with another link (``None``: the canonical one)."""
