@@ -115,7 +115,7 @@ def test_bad_offsets_are_refused_before_any_work():
         assert not hasattr(model, "comm_")
     with pytest.raises(ValueError, match="log link"):
         daskglm.LinearRegression().fit(X, y, exposure=np.ones(100))
-    with pytest.raises(ValueError, match="takes no offset"):
+    with pytest.raises(ValueError, match="does not handle an offset"):
         daskglm.LinearRegression(solver="normal").fit(X, y, offset=np.zeros(100))
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         daskglm.PoissonRegressor().fit(X, y, offset=da.zeros(99, chunks=50))

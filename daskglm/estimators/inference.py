@@ -32,9 +32,6 @@ from .validation import _check_dask_vector
 #: Distributions whose dispersion is 1, not estimated.
 _FIXED_DISPERSION = (BinomialDistribution, PoissonDistribution, NegativeBinomialDistribution)
 
-#: Solvers whose kernels add the offset to the linear predictor.
-OFFSET_SOLVERS = ("lbfgs", "newton", "gd", "proximal")
-
 _INFERENCE_DOC = """    inference : bool, default=False
         After an unpenalised fit, run one more round for the statistics of
         :meth:`summary`: ``bse_``, ``pvalues_``, :meth:`cov_params`, ``deviance_``,

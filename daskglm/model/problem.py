@@ -28,6 +28,7 @@ class Feature:
     NON_QUADRATIC_LOSS = "a loss other than squared error (a non-Gaussian family or link)"
     NON_QUADRATIC_PENALTY = "a penalty other than none or l2"
     NONSMOOTH_PENALTY = "a non-smooth penalty (l1, elastic net)"
+    OFFSET = "an offset added to the linear predictor"
 
 
 @dataclass
@@ -42,6 +43,9 @@ class Problem:
     penalty: Penalty
     fit_intercept: bool
     n_features: int
+    #: Whether the partitions carry an offset (``(X, y, weight, offset)``), which only the
+    #: solvers built on the loss kernels that add it can take.
+    has_offset: bool = False
 
     @property
     def n_params(self):
@@ -69,6 +73,8 @@ class Problem:
             features.add(Feature.NON_QUADRATIC_PENALTY)
         if not self.penalty.smooth:
             features.add(Feature.NONSMOOTH_PENALTY)
+        if self.has_offset:
+            features.add(Feature.OFFSET)
         return frozenset(features)
 
     def split(self, params):

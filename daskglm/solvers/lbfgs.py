@@ -43,7 +43,7 @@ class LBFGS(Solver):
 
     name = "lbfgs"
     options = {"memory": MEMORY, "max_evaluations": 15000, "max_restarts": MAX_RESTARTS}
-    handles = frozenset({Feature.NON_QUADRATIC_LOSS})
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.OFFSET})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
