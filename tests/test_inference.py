@@ -196,6 +196,8 @@ def test_without_inference_and_penalised():
     assert not hasattr(penalised, "comm_")
     with pytest.raises(ValueError, match="unpenalised"):
         daskglm.GammaRegressor(alpha=0.1, inference=True).fit(X, y + 1)
+    with pytest.raises(ValueError, match="unpenalised"):
+        daskglm.GLM("binomial", penalty="elasticnet", alpha=0.1, inference=True).fit(X, y)
     fitted = daskglm.LogisticRegression(penalty=None, inference=True).fit(X, y)
     with pytest.raises(ValueError, match="kind"):
         fitted.cov_params("HC3")

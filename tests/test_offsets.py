@@ -115,7 +115,7 @@ def test_bad_offsets_are_refused_before_any_work():
         assert not hasattr(model, "comm_")
     with pytest.raises(ValueError, match="log link"):
         daskglm.LinearRegression().fit(X, y, exposure=np.ones(100))
-    with pytest.raises(ValueError, match="takes no offset"):
+    with pytest.raises(ValueError, match="does not handle an offset"):
         daskglm.LinearRegression(solver="normal").fit(X, y, offset=np.zeros(100))
     with pytest.raises(ValueError, match="inconsistent numbers of samples"):
         daskglm.PoissonRegressor().fit(X, y, offset=da.zeros(99, chunks=50))
@@ -162,3 +162,13 @@ def test_sparse_and_streamed_partitions_carry_the_offset():
     for model in (sparse, streamed):
         np.testing.assert_allclose(model.bse_, expected.bse, rtol=1e-6)
         assert model.null_deviance_ == pytest.approx(expected.null_deviance, rel=1e-6)
+
+
+def test_score_with_an_exposure_is_the_deviance_explained():
+    X, exposure, mu, r = _exposure_data(n=300, seed=10)
+    y = r.poisson(mu).astype(float)
+    model = daskglm.PoissonRegressor(alpha=0.01).fit(X, y, exposure=exposure)
+    fitted = model.predict(X, exposure=exposure)
+    poisson = daskglm.Poisson()
+    expected = 1 - poisson.deviance(y, fitted) / poisson.deviance(y, np.full(300, y.mean()))
+    assert model.score(X, y, exposure=exposure) == pytest.approx(expected, rel=1e-12)

@@ -27,7 +27,6 @@ from ..model.families import Family
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, get_solver
 from .inference import (
-    OFFSET_SOLVERS,
     _check_offset,
     _InferenceMixin,
     _start_intercept,
@@ -156,8 +155,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         offset : array-like or Dask array of shape (n_samples,), optional
             A known term added to each row's linear predictor, ``eta = X coef + intercept
             + offset`` (statsmodels' ``offset``); it travels with the rows.  Fits with an
-            offset use the solvers ``"lbfgs"`` (the default), ``"newton"``, ``"gd"`` and
-            ``"proximal"``.
+            offset use the solvers that handle ``Feature.OFFSET``: ``"lbfgs"`` (the default
+            for smooth problems), ``"newton"``, ``"gd"`` and ``"proximal"``.
         exposure : array-like or Dask array of shape (n_samples,), optional
             Positive exposures for a log link: ``offset = log(exposure)``.
 
@@ -177,12 +176,12 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         previous = self._previous_params()
         n_features = int(X.shape[1])
         # before any pass over the data
-        name = self._check_solver(n_features)
-        if offset is not None:
-            name = self._solver_with_offset(name, n_features)
+        offset_flag = {} if offset is None else {"has_offset": True}  # SGD's hooks take none
+        name = self._check_solver(n_features, **offset_flag)
         self._check_inference(self._penalty(1.0))
         with self._engine(X, y, sample_weight, family, offset) as engine:
-            problem, solver = self._configure(name, engine.sum_weight, n_features)
+            problem, solver = self._configure(name, engine.sum_weight, n_features,
+                                              **offset_flag)
             scale = engine.column_scale
             means = _target_moments(engine, problem.family, getattr(self, "inference", False))
             params0 = np.zeros(problem.n_params)
@@ -259,34 +258,21 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         penalty = self._penalty(total_weight)
         return NonNegative(penalty) if getattr(self, "positive", False) else penalty
 
-    def _check_solver(self, n_features):
-        """The solver's name, after checking it handles the problem and its options."""
-        trial = self._problem(self._constrained_penalty(1.0), n_features)
+    def _check_solver(self, n_features, has_offset=False):
+        """The solver's name, after checking it handles the problem (with an offset, when
+        ``has_offset``) and its options."""
+        trial = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
         name = _choose_solver(trial) if self.solver == "auto" else self.solver
         get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
         return name
 
-    def _problem(self, penalty, n_features):
+    def _problem(self, penalty, n_features, has_offset=False):
         """The problem of this estimator's family with ``penalty``."""
-        return Problem(self._family(), penalty, bool(self.fit_intercept), n_features)
+        return Problem(self._family(), penalty, bool(self.fit_intercept), n_features, has_offset)
 
-    def _solver_with_offset(self, name, n_features):
-        """The solver of a fit with an offset: ``name`` if its kernels take one, else
-        L-BFGS (proximal gradient for a non-smooth penalty) for ``solver="auto"`` and a
-        ValueError for a solver asked for by name."""
-        if name in OFFSET_SOLVERS:
-            return name
-        if self.solver != "auto":
-            raise ValueError(f"Solver {name!r} takes no offset; with an offset choose one of "
-                             f"{list(OFFSET_SOLVERS)}.")
-        trial = self._problem(self._constrained_penalty(1.0), n_features)
-        name = "lbfgs" if SOLVERS["lbfgs"].unsupported(trial) is None else "proximal"
-        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
-        return name
-
-    def _configure(self, name, total_weight, n_features):
+    def _configure(self, name, total_weight, n_features, has_offset=False):
         """The problem (its penalty scaled to the data's total weight) and its solver."""
-        problem = self._problem(self._constrained_penalty(total_weight), n_features)
+        problem = self._problem(self._constrained_penalty(total_weight), n_features, has_offset)
         solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
                             options=self.solver_options)
         return problem, solver

@@ -26,14 +26,10 @@ from ..model.distributions import BinomialDistribution, GaussianDistribution, Po
 from ..model.distributions_extra import NegativeBinomialDistribution
 from ..model.families import _StartAtTypicalMean
 from ..model.links import Identity, Log
-from ..model.penalties import NoPenalty
 from .validation import _check_dask_vector
 
 #: Distributions whose dispersion is 1, not estimated.
 _FIXED_DISPERSION = (BinomialDistribution, PoissonDistribution, NegativeBinomialDistribution)
-
-#: Solvers whose kernels add the offset to the linear predictor.
-OFFSET_SOLVERS = ("lbfgs", "newton", "gd", "proximal")
 
 _INFERENCE_DOC = """    inference : bool, default=False
         After an unpenalised fit, run one more round for the statistics of
@@ -51,9 +47,9 @@ _INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of sh
     deviance_, null_deviance_, pearson_chi2_, llf_, aic_, bic_ : float
         Deviance, deviance of the intercept-only model (the weighted mean target; with an
         offset, the intercept-only fit with that offset, by a few ``null_model`` rounds of
-        scalar Newton steps, NaN if they do not converge), Pearson's chi-squared, log-likelihood (NaN where the family has none in
-        closed form: Tweedie powers other than 0, 2, 3), ``-2 llf + 2 k`` and
-        ``-2 llf + k log(nobs)``.
+        scalar Newton steps, NaN if they do not converge), Pearson's chi-squared,
+        log-likelihood (NaN where the family has none in closed form: Tweedie powers other
+        than 0, 2, 3), ``-2 llf + 2 k`` and ``-2 llf + k log(nobs)``.
     dispersion_ : float
         1 for the binomial, Poisson and negative binomial; Pearson's chi-squared over
         ``df_resid_`` otherwise.
@@ -126,8 +122,8 @@ class _InferenceMixin:
 
     def _check_inference(self, penalty):
         """ValueError (before any work) for inference on a penalised fit."""
-        if getattr(self, "inference", False) and not isinstance(penalty, NoPenalty) \
-                and getattr(penalty, "alpha", 0.0) != 0:
+        penalised = float(penalty.value(np.ones(2))) != 0
+        if getattr(self, "inference", False) and penalised:
             raise ValueError(
                 f"inference=True needs an unpenalised fit (standard errors of a penalised "
                 f"fit are not those of the model); {type(self).__name__} has penalty "

@@ -60,7 +60,7 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
             eta = eta + offset
         return _apply_rowwise(family.mean, eta)
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X, y, sample_weight=None, offset=None, exposure=None):
         """Coefficient of determination R^2 (Gaussian) or fraction of deviance explained D^2.
 
         Parameters
@@ -68,6 +68,8 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
         X : array-like or Dask array of shape (n_samples, n_features)
         y : array-like or Dask array of shape (n_samples,)
         sample_weight : array-like or Dask array, optional
+        offset, exposure : array-like or Dask array of shape (n_samples,), optional
+            As in :meth:`predict`; the baseline is the weighted mean of ``y`` either way.
 
         Returns
         -------
@@ -79,7 +81,7 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
                           UndefinedMetricWarning, stacklevel=2)
             return float("nan")
         family = self._family()
-        mu = self.predict(X)
+        mu = self.predict(X, offset, exposure)
         y_mean = _to_float(_weighted_mean(y, sample_weight))
         if isinstance(family, Gaussian):
             residual = _to_float(_weighted_mean((y - mu) ** 2, sample_weight))

@@ -141,12 +141,12 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         n_classes = getattr(self, "_n_classes", 2)
         return Multinomial(n_classes) if n_classes > 2 else Binomial()
 
-    def _problem(self, penalty, n_features):
+    def _problem(self, penalty, n_features, has_offset=False):
         family = self._family()
         if isinstance(family, Multinomial):
             return MultinomialProblem(family, penalty, bool(self.fit_intercept), n_features,
-                                      family.n_classes)
-        return super()._problem(penalty, n_features)
+                                      has_offset, n_classes=family.n_classes)
+        return super()._problem(penalty, n_features, has_offset)
 
     def _previous_params(self):
         """``coef_init``/``intercept_init``, else with ``warm_start`` the previous fit's

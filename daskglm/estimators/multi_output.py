@@ -84,7 +84,7 @@ class _MultiOutputMixin:
     #: Whether a ``y`` of shape (n_samples, 1) gives ``coef_`` of shape (n_features,).
     _ravel_one_target = True
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None):
         """Fit the model, to one target or to several.
 
         Parameters
@@ -95,13 +95,18 @@ class _MultiOutputMixin:
             ``intercept_`` shape (n_targets,), as in scikit-learn.
         sample_weight : array-like or Dask array of shape (n_samples,), optional
             Non-negative row weights.
+        offset, exposure : array-like or Dask array of shape (n_samples,), optional
+            As for one target (see :meth:`daskglm.GLM.fit`); not with several targets.
 
         Returns
         -------
         self
         """
         if not _two_dimensional(y):
-            return super().fit(X, y, sample_weight)
+            return super().fit(X, y, sample_weight, offset=offset, exposure=exposure)
+        if offset is not None or exposure is not None:
+            raise ValueError("An offset or exposure is supported with one target only; "
+                             "fit each target on its own.")
         self._check_params()
         n_features = _n_columns(X)
         name = self._check_solver(0 if n_features is None else n_features)
@@ -168,20 +173,25 @@ class _MultiOutputMixin:
             self.__dict__.pop("feature_names_in_", None)
         return self
 
-    def predict(self, X):
+    def predict(self, X, offset=None, exposure=None):
         """Predictions ``X @ coef_.T + intercept_``: shape (n_samples,), or (n_samples,
-        n_targets) after a fit to several targets; lazy for Dask input."""
+        n_targets) after a fit to several targets; lazy for Dask input.  ``offset`` and
+        ``exposure`` as for one target."""
         check_is_fitted(self)
         if np.ndim(self.coef_) == 2:
+            if offset is not None or exposure is not None:
+                raise ValueError("An offset or exposure is supported with one target only.")
             return matrix_predictor(self, X)
-        return super().predict(X)
+        return super().predict(X, offset=offset, exposure=exposure)
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X, y, sample_weight=None, offset=None, exposure=None):
         """R^2, averaged over the targets with equal weights after a fit to several
         (scikit-learn's ``multioutput="uniform_average"``)."""
         check_is_fitted(self)
         if np.ndim(self.coef_) != 2 and not _two_dimensional(y):
-            return super().score(X, y, sample_weight)
+            return super().score(X, y, sample_weight, offset=offset, exposure=exposure)
+        if offset is not None or exposure is not None:
+            raise ValueError("An offset or exposure is supported with one target only.")
         predicted = self.predict(X)
         if predicted.ndim == 1:
             predicted = predicted[:, None]

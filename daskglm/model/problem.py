@@ -30,6 +30,7 @@ class Feature:
     NONSMOOTH_PENALTY = "a non-smooth penalty (l1, elastic net)"
     NONNEGATIVE = "non-negative coefficients (positive=True)"
     MULTINOMIAL = "the multinomial model (more than two classes)"
+    OFFSET = "an offset added to the linear predictor"
 
 
 @dataclass
@@ -44,6 +45,9 @@ class Problem:
     penalty: Penalty
     fit_intercept: bool
     n_features: int
+    #: Whether the partitions carry an offset (``(X, y, weight, offset)``), which only the
+    #: solvers built on the loss kernels that add it can take.
+    has_offset: bool = False
 
     @property
     def n_params(self):
@@ -79,6 +83,8 @@ class Problem:
                 features.add(Feature.NON_QUADRATIC_PENALTY)
             if not penalty.smooth:
                 features.add(Feature.NONSMOOTH_PENALTY)
+        if self.has_offset:
+            features.add(Feature.OFFSET)
         return frozenset(features)
 
     def split(self, params):

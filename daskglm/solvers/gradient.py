@@ -48,7 +48,7 @@ class GradientDescent(Solver):
 
     name = "gd"
     options = {"step_size": "auto", "standardize": True, "max_line_search": 40}
-    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.MULTINOMIAL})
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.MULTINOMIAL, Feature.OFFSET})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

@@ -52,7 +52,7 @@ class LBFGS(Solver):
     # a non-quadratic penalty only with non-negative coefficients: L-BFGS-B's bounds make
     # the L1 part linear (smooth problems with a non-smooth penalty are refused as such)
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
-                         Feature.NONNEGATIVE, Feature.MULTINOMIAL})
+                         Feature.NONNEGATIVE, Feature.MULTINOMIAL, Feature.OFFSET})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

@@ -160,7 +160,8 @@ class ProximalGradient(Solver):
     name = "proximal"
     options = {"step_size": 1.0, "restart": True, "standardize": True, "max_line_search": 50}
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
-                         Feature.NONSMOOTH_PENALTY, Feature.NONNEGATIVE, Feature.MULTINOMIAL})
+                         Feature.NONSMOOTH_PENALTY, Feature.NONNEGATIVE, Feature.MULTINOMIAL,
+                         Feature.OFFSET})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
