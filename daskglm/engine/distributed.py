@@ -270,16 +270,17 @@ class DistributedEngine(Engine):
                           else {})
         return places
 
-    def _partition_futures(self, fn, sent, probe):
-        """One task per partition, where it lives: ``run_group(fn, [part], None, sent)``."""
+    def _partition_futures(self, fn, sent, probe, each=None):
+        """One task per partition, where it lives: ``run_group(fn, [part], items, sent)``
+        with ``items`` None or ``[each[i]]``."""
         n = self.n_partitions
         keys = probe.keys(n)
         places = self._placement(range(n))
-        return [self.client.submit(_run_task, fn, [part], None, sent, (), key=keys[i],
-                                   pure=False, **places[i])
+        return [self.client.submit(_run_task, fn, [part], None if each is None else [each[i]],
+                                   sent, (), key=keys[i], pure=False, **places[i])
                 for i, part in enumerate(self.parts)]
 
-    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at, each=None):
         from distributed import wait
 
         def wait_first(pending, timeout):
@@ -291,7 +292,7 @@ class DistributedEngine(Engine):
         created = []
         try:
             sent = self._broadcast(args, created)
-            futures = self._partition_futures(fn, sent, probe)
+            futures = self._partition_futures(fn, sent, probe, each)
             created.extend(futures)
             arrived = self._await_arrivals(futures, weights, need, stop_at, wait_first)
             late = [future for i, future in enumerate(futures) if i not in set(arrived)]

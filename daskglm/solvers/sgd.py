@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..accounting.kinds import Kind
+from ..compute.compression import get_codec
 from ..compute.sampling import epoch_counts, partition_size
 from ..compute.schedules import LEARNING_RATES, make_step_rule
 from ..compute.seeds import root_seed
@@ -20,6 +21,13 @@ from ..compute.stochastic import (
     sgd_step,
 )
 from .base import History, Solver, SolverResult
+from .sgd_communication import (
+    SENDER_STATE,
+    compressed_local_epoch,
+    compressed_synchronous_epoch,
+    deadline_epoch,
+    start_senders,
+)
 
 __all__ = ["SGD", "SGDState", "SGDResult"]
 
@@ -66,6 +74,30 @@ class SGDResult(SolverResult):
 
 def _is_int(value, minimum):
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= minimum
+
+
+def _is_number(value):
+    return (isinstance(value, (int, float, np.integer, np.floating))
+            and not isinstance(value, bool) and math.isfinite(value))
+
+
+def _codec_of(opts):
+    """The codec the options ``compression``, ``bits`` and ``k`` describe (None: none)."""
+    spec, bits, k = opts["compression"], opts["bits"], opts["k"]
+    if spec is None:
+        if bits is not None or k is not None:
+            raise ValueError("Options 'bits' and 'k' of solver 'sgd' need 'compression'.")
+        return None
+    if bits is not None or k is not None:
+        if not isinstance(spec, str):
+            raise ValueError("Give 'bits' and 'k' of solver 'sgd' inside the 'compression' "
+                             "dict, or name the codec as a string.")
+        spec = {"name": spec, **({} if bits is None else {"bits": bits}),
+                **({} if k is None else {"k": k})}
+    try:
+        return get_codec(spec)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"Option 'compression' of solver 'sgd': {exc}") from None
 
 
 class SGD(Solver):
@@ -130,12 +162,33 @@ class SGD(Solver):
         Seed of the random draws.
     sync_every : int or None, default None
         Local steps between averaging rounds; None for synchronous SGD.
+    compression : None, str or dict, default None
+        Compress what each round sends back (:mod:`daskglm.compute.compression`):
+        ``"stochastic"``, ``"qsgd"`` (with ``bits``), ``"sign"`` and ``"topk"`` (with
+        ``k``; both with error feedback, the residuals kept as partition state where the
+        partitions live), ``"none"``, or a codec dict such as ``{"name": "qsgd", "bits":
+        4}``.  Synchronous SGD compresses each partition's mini-batch gradient sum, local
+        SGD each partition's weighted model delta; see
+        :mod:`daskglm.solvers.sgd_communication`.
+    bits : int, optional
+        Bits per entry of ``"qsgd"`` (2 to 8; default 4).
+    k : float, optional
+        Fraction of the entries ``"topk"`` keeps (0 < k <= 1; default 0.01).
+    deadline : float, optional
+        Synchronous SGD only: each step waits at most this many seconds and takes the
+        partitions that arrived, their gradient scaled by the share of the sample weight
+        that arrived; the partitions dropped are listed in the ledger's records and in
+        each history entry's ``dropped``.
+    min_fraction : float in (0, 1], optional
+        Synchronous SGD only: each step waits until partitions holding this share of the
+        sample weight arrived (with ``deadline``, whichever comes first).
     """
 
     name = "sgd"
     options = {
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
+        "compression": None, "bits": None, "k": None, "deadline": None, "min_fraction": None,
     }
     handles_nonsmooth = True
 
@@ -160,10 +213,31 @@ class SGD(Solver):
                 raise ValueError(
                     f"Option {key!r} of solver 'sgd' must be {requirement}; got {opts[key]!r}."
                 )
+        self.codec = _codec_of(opts)
+        self._check_deadline(opts)
         if opts["learning_rate"] != "optimal":
             make_step_rule(opts["learning_rate"], opts["eta0"], opts["power_t"])  # checks them
         if not isinstance(opts["random_state"], (np.random.RandomState, np.random.Generator)):
             root_seed(opts["random_state"])  # checks it
+
+    @staticmethod
+    def _check_deadline(opts):
+        deadline, min_fraction = opts["deadline"], opts["min_fraction"]
+        if deadline is not None and not (_is_number(deadline) and deadline > 0):
+            raise ValueError(f"Option 'deadline' of solver 'sgd' must be a number of seconds "
+                             f"> 0; got {deadline!r}.")
+        if min_fraction is not None and not (_is_number(min_fraction)
+                                             and 0 < min_fraction <= 1):
+            raise ValueError(f"Option 'min_fraction' of solver 'sgd' must be in (0, 1]; "
+                             f"got {min_fraction!r}.")
+        if deadline is None and min_fraction is None:
+            return
+        if opts["sync_every"] is not None:
+            raise ValueError("Options 'deadline' and 'min_fraction' of solver 'sgd' apply to "
+                             "synchronous SGD; set sync_every=None.")
+        if opts["compression"] is not None:
+            raise ValueError("Options 'deadline' and 'min_fraction' of solver 'sgd' cannot "
+                             "be combined with 'compression' yet.")
 
     # ----------------------------------------------------------------------------------
     def step_rule(self, problem):
@@ -200,31 +274,51 @@ class SGD(Solver):
         )
         steps_per_epoch = math.ceil(engine.n_samples / config.batch_size)
         sync_every = self.opts["sync_every"]
-        if sync_every is None and engine.n_partitions == 1:
+        deadline, min_fraction = self.opts["deadline"], self.opts["min_fraction"]
+        waits = deadline is not None or min_fraction is not None
+        codec = self.codec
+        if sync_every is None and engine.n_partitions == 1 and codec is None and not waits:
             sync_every = steps_per_epoch  # the same computation, one round per epoch
+        if codec is not None:
+            start_senders(engine)
         best, bad_epochs, converged, n_epochs = math.inf, 0, False, 0
-        for n_epochs in range(1, self.max_iter + 1):
-            counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
-            if sync_every is None:
-                loss, penalty, weight, rate = self._synchronous_epoch(
-                    engine, config, state, counts)
-            else:
-                loss, penalty, weight, rate = self._local_epoch(
-                    engine, config, state, counts, sync_every)
-            mean_loss = loss / weight if weight > 0 else math.nan
-            mean_penalty = penalty / weight if weight > 0 else math.nan
-            value = mean_loss + mean_penalty
-            history.record(value, math.nan, float(np.mean(rate)), loss=mean_loss,
-                           penalty=mean_penalty, steps=steps_per_epoch)
-            if not np.all(np.isfinite(state.params)):
-                return SGDResult(state.solution, n_epochs, False, history.entries,
-                                 "the iterates diverged; lower the learning rate", state)
-            if self.tol is not None:
-                bad_epochs = bad_epochs + 1 if value > best - self.tol else 0
-                best = min(best, value)
-                if bad_epochs >= int(self.opts["n_iter_no_change"]):
-                    converged = True
-                    break
+        try:
+            for n_epochs in range(1, self.max_iter + 1):
+                counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
+                extra = {}
+                if waits:
+                    loss, penalty, weight, rate, dropped = deadline_epoch(
+                        engine, config, state, counts, deadline, min_fraction)
+                    extra["dropped"] = dropped
+                elif codec is not None and sync_every is None:
+                    loss, penalty, weight, rate = compressed_synchronous_epoch(
+                        engine, config, state, counts, codec)
+                elif codec is not None:
+                    loss, penalty, weight, rate = compressed_local_epoch(
+                        engine, config, state, counts, sync_every, codec)
+                elif sync_every is None:
+                    loss, penalty, weight, rate = self._synchronous_epoch(
+                        engine, config, state, counts)
+                else:
+                    loss, penalty, weight, rate = self._local_epoch(
+                        engine, config, state, counts, sync_every)
+                mean_loss = loss / weight if weight > 0 else math.nan
+                mean_penalty = penalty / weight if weight > 0 else math.nan
+                value = mean_loss + mean_penalty
+                history.record(value, math.nan, float(np.mean(rate)), loss=mean_loss,
+                               penalty=mean_penalty, steps=steps_per_epoch, **extra)
+                if not np.all(np.isfinite(state.params)):
+                    return SGDResult(state.solution, n_epochs, False, history.entries,
+                                     "the iterates diverged; lower the learning rate", state)
+                if self.tol is not None:
+                    bad_epochs = bad_epochs + 1 if value > best - self.tol else 0
+                    best = min(best, value)
+                    if bad_epochs >= int(self.opts["n_iter_no_change"]):
+                        converged = True
+                        break
+        finally:
+            if codec is not None:
+                engine.drop_state(SENDER_STATE)
         if self.tol is None:
             converged, message = True, "ran every epoch (no tolerance)"
         else:

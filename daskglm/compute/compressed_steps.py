@@ -1,0 +1,183 @@
+"""Per-partition kernels of compressed SGD rounds, and the driver's decode-then-sum.
+
+A compressed round sends back, from each partition, one codec message
+(:mod:`daskglm.compute.compression`) instead of a dense float64 vector: the mini-batch
+gradient sum of synchronous SGD, or the weighted model delta of local SGD.  Each
+partition compresses its own vector where it lives, and the driver decodes the messages
+and sums them in the fixed-order tree over partition indices
+(:func:`~daskglm.compute.tree.tree_sum`), so that no dense vector crosses the network on
+the way back and the result depends only on the partitions, never on which worker holds
+them.
+
+The partition state of these rounds is a :class:`Sender`: the partition's index (which
+names its random stream and its rows of each mini-batch) and, for codecs that need error
+feedback (``"sign"``, ``"topk"``), the residual that compression has lost so far.  The
+residual stays with its partition: it is never sent.  The random draws of a stochastic
+codec depend only on ``(seed, step, partition index)``.  Nothing here imports dask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from .compression import ErrorFeedback
+from .sampling import partition_size
+from .sparse_vectors import dense_gradient
+from .stochastic import batch_loss_grad, local_sgd
+from .tree import tree_sum
+
+__all__ = [
+    "Sender", "CompressedBatch", "CompressedLocal", "compress_vector", "message_rng",
+    "compressed_batch_loss_grad", "compressed_local_sgd", "decode_sum",
+]
+
+#: Mixed into the seeds of the codecs' draws, so that they never repeat the row draws.
+_CODEC_STREAM = 0x636F6465
+
+
+@dataclass
+class Sender:
+    """The partition state of a compressed round.
+
+    Attributes
+    ----------
+    index : int
+        The partition's position among the engine's partitions.
+    residual : ndarray or None
+        Error feedback's residual (None before the first message, and for codecs
+        without error feedback).
+    """
+
+    index: int
+    residual: np.ndarray | None = None
+
+
+class CompressedBatch(NamedTuple):
+    """One partition's share of a compressed synchronous SGD step.
+
+    Attributes
+    ----------
+    loss : float
+        Loss summed over the partition's rows of the step.
+    weight : float
+        Their total sample weight.
+    message
+        The codec's message for the gradient sum, or None when the partition had
+        nothing to send (no rows this step and no residual).
+    """
+
+    loss: float
+    weight: float
+    message: object
+
+
+class CompressedLocal(NamedTuple):
+    """One partition's compressed local SGD run.
+
+    Attributes
+    ----------
+    stats : LocalSGDStats
+        As :func:`~daskglm.compute.stochastic.local_sgd` returns it, with ``params``
+        empty: the iterate travels as ``message``.
+    message
+        The codec's message for ``fraction * (local iterate - shared start)``, the
+        partition's weighted model delta; None when it is zero and nothing is owed.
+    """
+
+    stats: object
+    message: object
+
+
+def message_rng(seed, step, index):
+    """The random stream of the codec's draws for partition ``index`` at ``step``."""
+    return np.random.default_rng([int(seed), _CODEC_STREAM, int(step), int(index)])
+
+
+def compress_vector(codec, vector, sender, seed, step):
+    """Compress ``vector`` for ``sender``: ``(message or None, new Sender)``.
+
+    With a codec that needs error feedback, ``vector`` plus the residual is compressed
+    and the new residual kept (:meth:`ErrorFeedback.compress`); otherwise the vector is
+    encoded as it is.  A zero vector with nothing owed sends nothing (None).
+    """
+    owed = sender.residual is not None and np.any(sender.residual)
+    if not np.any(vector) and not owed:
+        return None, sender
+    rng = message_rng(seed, step, sender.index)
+    if codec.needs_error_feedback:
+        message, residual = ErrorFeedback.compress(codec, vector, sender.residual, rng)
+        return message, Sender(sender.index, residual)
+    return codec.encode(vector, rng), sender
+
+
+def compressed_batch_loss_grad(part, sender, draws, params, config, epoch, step, codec):
+    """A stateful kernel: the partition's mini-batch loss and its compressed gradient sum.
+
+    Parameters
+    ----------
+    part : tuple
+        ``(X, y, weight)``.
+    sender : Sender
+        The partition state (put on the partitions before the first round).
+    draws : list
+        One draw per partition, ``(index, number of rows, offset)``, as for
+        :func:`~daskglm.compute.stochastic.batch_loss_grad`; the kernel takes
+        ``draws[sender.index]``.
+    params : ndarray
+    config : SGDConfig
+    epoch, step : int
+        The step at which the epoch began, and this step.
+    codec : Codec
+
+    Returns
+    -------
+    (CompressedBatch, Sender)
+    """
+    stats = batch_loss_grad(part, draws[sender.index], params, config, epoch)
+    grad = np.asarray(dense_gradient(stats.grad), dtype=np.float64)
+    message, sender = compress_vector(codec, grad, sender, config.seed, step)
+    return CompressedBatch(float(stats.loss), float(stats.weight), message), sender
+
+
+def compressed_local_sgd(part, sender, draws, params, rule_state, config, step, codec):
+    """A stateful kernel: local SGD steps on the partition, the model delta compressed.
+
+    :func:`~daskglm.compute.stochastic.local_sgd` from ``params`` (without a running
+    mean of the iterates), then ``fraction * (iterate - params)`` is compressed, where
+    ``fraction`` is the partition's share of the sample weight: the shared iterate after
+    averaging is ``params`` plus the sum of the decoded deltas.
+
+    Returns
+    -------
+    (CompressedLocal, Sender)
+    """
+    stats = local_sgd(part, draws[sender.index], params, rule_state, None, config)
+    _, weight = partition_size(part)
+    fraction = weight / config.total_weight if weight > 0 else 0.0
+    delta = stats.params - fraction * params
+    message, sender = compress_vector(codec, delta, sender, config.seed, step)
+    stats.params = np.zeros(0)
+    return CompressedLocal(stats, message), sender
+
+
+def decode_sum(messages, codec, length):
+    """Sum of the decoded ``messages`` (one per partition; None counts as zeros) in the
+    fixed-order tree over partition indices.
+
+    Parameters
+    ----------
+    messages : list
+    codec : Codec
+    length : int
+        d.
+
+    Returns
+    -------
+    ndarray of float64
+    """
+    vectors = [np.zeros(length) if message is None else codec.decode(message)
+               for message in messages]
+    return tree_sum(vectors)
