@@ -46,6 +46,12 @@ scale         (the same, no       ``8 p P``                       ``0``
               penalty)
 sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
 local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
+compressed_   map_stateful (sgd   ``8 (d + 3 P + s) G``           ``(m(d) + 16) P``
+batch         with compression)
+compressed_   map_stateful (local ``8 (d + s) G``                 ``(m(d) + 8 s') P``
+local_sgd     sgd, compression)
+deadline_     deadline round      ``8 (3 + d + s) P``             ``8 (d + 2)`` per partition
+batch         (sgd, deadline)                                     arrived
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
@@ -71,6 +77,9 @@ Rounds of the other verbs are counted the same way, from the objects that move:
   (tasks = pulls, returned = the parameters); ``seconds`` 0 and nothing measured: the
   calls go worker to worker, inside other rounds' tasks.
 
+``m(d)`` is the codec's message for ``d`` entries (``Codec.model_bytes``: e.g. ``16 +
+ceil(d / 8) + ceil(d (b - 1) / 8)`` for ``qsgd`` with ``b`` bits, ``16 + ceil(d / 8)`` for
+``sign``); a partition with nothing to send sends no message.
 ``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
 ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
 The validation round returns the column sums and sums of squares of ``X`` with its row
