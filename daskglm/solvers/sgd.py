@@ -214,6 +214,10 @@ class SGD(Solver):
                     f"Option {key!r} of solver 'sgd' must be {requirement}; got {opts[key]!r}."
                 )
         self.codec = _codec_of(opts)
+        if self.codec is not None and opts["sync_every"] is not None and average:
+            raise ValueError("Option 'average' of solver 'sgd' is not available with "
+                             "'compression' and 'sync_every' (the local iterates are not "
+                             "sent); use synchronous SGD or average=False.")
         self._check_deadline(opts)
         if opts["learning_rate"] != "optimal":
             make_step_rule(opts["learning_rate"], opts["eta0"], opts["power_t"])  # checks them

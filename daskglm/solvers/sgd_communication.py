@@ -11,8 +11,8 @@ the plain epochs of :mod:`daskglm.solvers.sgd` do, returning the same sums.
   decodes and sums them in the fixed-order tree over partition indices.
 * Compressed local SGD: the same, per synchronisation, with each partition's weighted
   model delta compressed.  The step rule's state travels as it is (a scalar, but
-  Adagrad's per-coordinate sums are dense), and the running mean of the iterates
-  (``average``) is taken on the driver over the synchronised iterates.
+  Adagrad's per-coordinate sums are dense); there is no running mean of the iterates
+  (``average``), as the local iterates are not sent.
 * Deadline SGD: ONE deadline round per step
   (:func:`~daskglm.engine.deadline_each.reduce_each_by_deadline`); the gradient of the
   partitions that arrived is scaled by ``weight_total / weight_arrived``, an unbiased
@@ -115,7 +115,7 @@ def compressed_local_epoch(engine, config, state, counts, sync_every, codec):
     offsets = np.cumsum(counts, axis=0) - counts
     end = epoch + counts.shape[0]
     length = state.params.shape[0]
-    local_config = replace(config, average_from=None)  # the driver averages synced iterates
+    local_config = replace(config, average_from=None)  # no running mean (checked by SGD)
     while state.step < end:
         first = state.step
         steps = range(first, min(first + sync_every, end))
