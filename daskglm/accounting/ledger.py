@@ -243,6 +243,7 @@ class RoundRecord:
     dropped: tuple | None = None
     state_reset: tuple | None = None
     staleness: dict | None = None
+    topology: str | None = None
 
     @property
     def bytes_modelled(self) -> int:

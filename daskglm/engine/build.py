@@ -9,11 +9,12 @@ from .distributed import DistributedEngine, active_client
 from .local import LocalEngine, StreamingLocalEngine
 from .partitions import _dask_partitions, _in_memory_parts, _scatter_in_order, default_partitions
 from .streaming import StreamingDistributedEngine
+from .topologies import check_topology
 
 
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
                 split_every=8, group_partitions=True, cache="memory", labels=False,
-                rescale=False):
+                rescale=False, topology="tree"):
     """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
 
     Parameters
@@ -49,12 +50,17 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         Rescale columns of ``X`` too large or too small for float64 products by powers of
         two (``engine.column_scale``) instead of raising ValueError; for problems whose
         solution does not depend on column scales (no penalty).
+    topology : {"tree", "server", "ring"}
+        How the tree rounds of a cluster sum their partials
+        (:mod:`daskglm.engine.topologies`): the fixed-order tree, a central server, or a
+        ring allreduce.  In-process engines, and the streaming ones, always use the tree.
 
     Returns
     -------
     Engine
         Validated: ``n_samples`` and ``sum_weight`` are set.
     """
+    check_topology(topology)
     if client == "auto":
         client = active_client()
     ledger = CommReport()
@@ -96,6 +102,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
                                    group_partitions=group_partitions, sources=sources)
     engine.reads_source = dask_input
     engine.cache_reason = reason
+    engine.topology = topology
     try:
         engine.validate(family, labels, rescale)
     except BaseException:

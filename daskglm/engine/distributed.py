@@ -22,6 +22,7 @@ from .tasks import (
     _run_stateful_task,
     _run_task,
 )
+from .topologies import RING_KINDS, ring_sum, server_sum
 
 #: Broadcast arguments larger than this are scattered to the workers once per round
 #: instead of being embedded in every task.
@@ -68,6 +69,8 @@ class DistributedEngine(Engine):
         self.sources = sources
         self._transforms = []
         self._holder_futures = {}
+        #: how tree rounds sum their partials (:mod:`daskglm.engine.topologies`)
+        self.topology = "tree"
         self._regroup()
 
     def _regroup(self):
@@ -114,12 +117,23 @@ class DistributedEngine(Engine):
         )
         created.extend(futures)
         if tree:
-            return self._tree(futures, probe, created)
+            return self._sum_groups(futures, probe, created)
         results = [None] * self.n_partitions
         for group, group_results in zip(groups, self.client.gather(futures)):
             for index, item in zip(group, group_results):
                 results[index] = item
         return results, 0
+
+    def _sum_groups(self, group_futures, probe, created):
+        """Sum the groups' results by the engine's topology: ``(sum, combine tasks)``."""
+        topology = self.topology
+        if len(group_futures) == 1 or (topology == "ring" and probe.kind not in RING_KINDS):
+            topology = "tree"
+        if topology == "tree":
+            return self._tree(group_futures, probe, created)
+        probe.topology = topology
+        summed = server_sum if topology == "server" else ring_sum
+        return summed(self, group_futures, probe, created)
 
     def _tree(self, group_futures, probe, created):
         """Sum the groups' results on the workers; return ``(root sum, combine tasks)``.
