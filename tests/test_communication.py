@@ -225,3 +225,23 @@ def test_bad_options_raise_before_any_work(options, match):
     model = LogisticRegression(solver="sgd", solver_options=options)
     with pytest.raises(ValueError, match=match):
         model.fit(X, y)
+
+
+def test_bucketed_qsgd_is_unbiased_smaller_in_variance_and_sized_as_modelled():
+    codec = get_codec({"name": "qsgd", "bits": 4, "bucket": 64})
+    plain = get_codec({"name": "qsgd", "bits": 4})
+    vector = np.random.default_rng(0).standard_normal(1000) * np.linspace(0.1, 3, 1000)
+    rng = np.random.default_rng(1)
+    draws = np.array([codec.decode(codec.encode(vector, rng)) for _ in range(4000)])
+    plain_draws = np.array([plain.decode(plain.encode(vector, rng)) for _ in range(400)])
+    # the mean of 4000 draws is within 5 standard errors of the input, entry by entry
+    error = np.abs(draws.mean(axis=0) - vector)
+    assert np.all(error <= 5 * draws.std(axis=0) / np.sqrt(4000) + 1e-12)
+    assert draws.var(axis=0).sum() < 0.5 * plain_draws.var(axis=0).sum()
+    message = codec.encode(vector, rng)
+    assert message.norm.shape == (16,)  # ceil(1000 / 64) bucket norms
+    assert 8 + 8 * 16 + 125 + 375 == codec.model_bytes(1000)
+    assert sum(f.nbytes if isinstance(f, np.ndarray) else 8 for f in message) == 8 + 8 * 16 + 125 + 375
+    assert get_codec(codec.spec) == codec
+    with pytest.raises(ValueError, match="bucket"):
+        get_codec({"name": "qsgd", "bucket": 0})

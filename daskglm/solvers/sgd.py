@@ -257,8 +257,11 @@ class SGD(Solver):
         params = np.array(params0, dtype=float)
         return SGDState(params, rule, rule.init(params), None, 0, root_seed(self.opts["random_state"]))
 
-    def solve(self, problem, engine, params0, state=None):
+    def solve(self, problem, engine, params0, state=None, callback=None):
         """Run up to ``max_iter`` epochs from ``params0``, or from ``state`` to continue a run.
+
+        ``callback(epoch, state)``, when given, is called after every epoch with the
+        :class:`SGDState` (to be read, not changed), e.g. to follow the true objective.
 
         Returns
         -------
@@ -311,6 +314,8 @@ class SGD(Solver):
                 value = mean_loss + mean_penalty
                 history.record(value, math.nan, float(np.mean(rate)), loss=mean_loss,
                                penalty=mean_penalty, steps=steps_per_epoch, **extra)
+                if callback is not None:
+                    callback(n_epochs, state)
                 if not np.all(np.isfinite(state.params)):
                     return SGDResult(state.solution, n_epochs, False, history.entries,
                                      "the iterates diverged; lower the learning rate", state)

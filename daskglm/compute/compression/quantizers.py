@@ -55,8 +55,8 @@ class QSGDMessage(NamedTuple):
 
     Attributes
     ----------
-    norm : float
-        :math:`\|v\|_2`.
+    norm : float or ndarray of float64
+        :math:`\|v\|_2`, or the 2-norm of each bucket.
     length : int
         d.
     signs : ndarray of uint8
@@ -182,9 +182,15 @@ class QSGD(Codec):
     bits : int, 2 <= bits <= 8
         Bits per entry: one for the sign and ``bits - 1`` for the level, so that
         ``s = 2**(bits - 1) - 1`` (1, 3, 7, ..., 127).
+    bucket : int or None, default None
+        Quantize each run of ``bucket`` consecutive entries against its own 2-norm (as in
+        the QSGD paper), sent as one float64 per bucket: the variance added falls from
+        ``min(d / s^2, sqrt(d) / s) ||v||^2`` to ``min(b / s^2, sqrt(b) / s) ||v||^2``
+        for ``b = bucket``.  None: one norm for the whole vector.
     """
 
     bits: int = 4
+    bucket: int | None = None
 
     name: ClassVar[str] = "qsgd"
     unbiased: ClassVar[bool] = True
@@ -199,6 +205,12 @@ class QSGD(Codec):
         ):
             raise ValueError(f"qsgd bits must be an integer from 2 to 8; got {self.bits!r}.")
         object.__setattr__(self, "bits", int(self.bits))
+        if self.bucket is not None:
+            if (not isinstance(self.bucket, (int, np.integer)) or isinstance(self.bucket, bool)
+                    or self.bucket < 1):
+                raise ValueError(f"qsgd bucket must be None or an integer >= 1; "
+                                 f"got {self.bucket!r}.")
+            object.__setattr__(self, "bucket", int(self.bucket))
 
     @property
     def levels(self):
@@ -221,15 +233,20 @@ class QSGD(Codec):
         vector = _as_vector(vector)
         rng = _generator(rng, self.name)
         length = vector.size
-        norm = _norm2(vector)
         uniforms = rng.random(length)
-        if norm == 0.0:
-            level_codes = np.zeros(length, dtype=np.uint8)
+        if self.bucket is None:
+            norm = _norm2(vector)
+            per_entry = norm
         else:
-            scaled = np.minimum(np.abs(vector) / norm, 1.0) * self.levels
-            lower = np.floor(scaled)
-            rounded_up = uniforms < scaled - lower
-            level_codes = np.minimum(lower + rounded_up, self.levels).astype(np.uint8)
+            starts = np.arange(0, length, self.bucket)
+            norm = np.array([_norm2(vector[i:i + self.bucket]) for i in starts])
+            per_entry = np.repeat(norm, np.diff(np.append(starts, length)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(per_entry > 0, np.abs(vector) / per_entry, 0.0)
+        scaled = np.minimum(ratio, 1.0) * self.levels
+        lower = np.floor(scaled)
+        rounded_up = uniforms < scaled - lower
+        level_codes = np.minimum(lower + rounded_up, self.levels).astype(np.uint8)
         signs = np.packbits(vector < 0)
         return QSGDMessage(norm, length, signs, _pack_codes(level_codes, self.bits - 1))
 
@@ -247,10 +264,16 @@ class QSGD(Codec):
         self._check_message(message)
         level_codes = _unpack_codes(message.levels, message.length, self.bits - 1)
         signs = _unpack_signs(message.signs, message.length)
-        return (message.norm / self.levels) * signs * level_codes
+        norm = message.norm
+        if self.bucket is not None:
+            counts = np.diff(np.append(np.arange(0, message.length, self.bucket),
+                                       message.length))
+            norm = np.repeat(np.asarray(norm, dtype=np.float64), counts)
+        return (norm / self.levels) * signs * level_codes
 
     def model_bytes(self, length):
-        """Norm and length (8 bytes each), then sign and level bytes.
+        """Norm and length (8 bytes each; 8 per bucket for the norms with ``bucket``), then
+        sign and level bytes.
 
         ``ceil(d / 8)`` bytes of signs and ``ceil(d (bits - 1) / 8)`` bytes of levels.
 
@@ -263,14 +286,19 @@ class QSGD(Codec):
         int
         """
         length = int(length)
+        norms = 1 if self.bucket is None else -(-length // self.bucket)
         return (
-            2 * _SCALAR_BYTES + _packed_bytes(length) + _packed_bytes(length * (self.bits - 1))
+            (1 + norms) * _SCALAR_BYTES + _packed_bytes(length)
+            + _packed_bytes(length * (self.bits - 1))
         )
 
     @property
     def spec(self):
         """The dict that :func:`get_codec` turns back into this codec."""
-        return {"name": self.name, "bits": self.bits}
+        spec = {"name": self.name, "bits": self.bits}
+        if self.bucket is not None:
+            spec["bucket"] = self.bucket
+        return spec
 
 
 @dataclass(frozen=True)

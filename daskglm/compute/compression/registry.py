@@ -18,7 +18,9 @@ CODECS = {
     for codec in (NoCompression, StochasticQuantization, QSGD, SignCompression, TopK)
 }
 
-_PARAMETERS = {"none": (), "stochastic": (), "qsgd": ("bits",), "sign": (), "topk": ("k",)}
+_PARAMETERS = {
+    "none": (), "stochastic": (), "qsgd": ("bits", "bucket"), "sign": (), "topk": ("k",),
+}
 
 
 def get_codec(spec):
@@ -29,8 +31,9 @@ def get_codec(spec):
     spec : str, dict or Codec
         ``"none"``, ``"stochastic"``, ``"qsgd"``, ``"sign"`` or ``"topk"``; or a dict with
         ``"name"`` and the codec's parameters, e.g. ``{"name": "qsgd", "bits": 4}`` (bits
-        from 2 to 8, default 4) or ``{"name": "topk", "k": 0.01}`` (0 < k <= 1, default
-        0.01); a Codec is returned as it is.
+        from 2 to 8, default 4; ``"bucket"``, entries per norm, default None: one norm),
+        or ``{"name": "topk", "k": 0.01}`` (0 < k <= 1, default 0.01); a Codec is returned
+        as it is.
 
     Returns
     -------
