@@ -166,7 +166,7 @@ def build_parser():
                                help="compressed SGD and deadlines: gap vs bytes and seconds")
     comm.add_argument("--rows", type=int, default=2000)
     comm.add_argument("--features", type=int, default=10_000)
-    comm.add_argument("--epochs", type=int, default=8)
+    comm.add_argument("--epochs", type=int, default=6)
     comm.add_argument("--batch-size", type=int, default=200)
     comm.add_argument("--slowdown", type=float, default=5.0,
                       help="how many times slower one worker's tasks are")
