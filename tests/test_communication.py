@@ -92,7 +92,7 @@ def test_no_compression_codec_gives_the_uncompressed_run_bit_for_bit(client):
 def test_compressed_rounds_move_fewer_measured_bytes(client):
     X, y = logistic_data(n=800, d=2000)
     Xd, yd = chunked(X, y, rows=400)  # 2 partitions, one per worker
-    returned = {}
+    returned, total = {}, {}
     for codec in (None, "qsgd", "sign"):
         model = LogisticRegression(C=1.0, solver="sgd", max_iter=1, tol=None,
                                    solver_options=sgd_options(compression=codec))
@@ -102,6 +102,9 @@ def test_compressed_rounds_move_fewer_measured_bytes(client):
         assert len(records) == 4
         # Dask's own counters: the bytes workers wrote for the round's results
         returned[codec] = np.mean([r.bytes_transferred for r in records])
+        # both ways: after the first round the coefficients go down as the messages of
+        # the step before, from which each partition steps its replica
+        total[codec] = np.mean([r.bytes_measured for r in records[1:]])
         if codec is not None:
             codec_ = get_codec(codec)
             for record in records:
@@ -109,6 +112,8 @@ def test_compressed_rounds_move_fewer_measured_bytes(client):
                 assert record.bytes_returned == up
     assert returned["qsgd"] * 8 <= returned[None]
     assert returned["sign"] * 8 <= returned[None]
+    assert total["qsgd"] * 2 <= total[None]
+    assert total["sign"] * 2 <= total[None]
 
 
 def test_error_feedback_residuals_stay_on_the_workers(client):

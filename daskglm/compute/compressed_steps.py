@@ -10,9 +10,17 @@ the way back and the result depends only on the partitions, never on which worke
 them.
 
 The partition state of these rounds is a :class:`Sender`: the partition's index (which
-names its random stream and its rows of each mini-batch) and, for codecs that need error
-feedback (``"sign"``, ``"topk"``), the residual that compression has lost so far.  The
-residual stays with its partition: it is never sent.  The random draws of a stochastic
+names its random stream and its rows of each mini-batch), for codecs that need error
+feedback (``"sign"``, ``"topk"``) the residual that compression has lost so far, and, in
+synchronous SGD, a replica of the coefficients.  The residual stays with its partition:
+it is never sent.
+
+The coefficients need not travel dense either: the driver's step is a pure function of
+the coefficients, the messages of the step and a few scalars (:func:`apply_step`), so a
+synchronous round sends the previous step's messages (a :class:`Downlink`) and every
+partition replays the driver's step on its replica, with the same code in the same
+order: the replicas equal the driver's coefficients bit for bit.  The first round of a
+run, and a round after a replica was lost, send the coefficients themselves.  The random draws of a stochastic
 codec depend only on ``(seed, step, partition index)``.  Nothing here imports dask.
 """
 
@@ -26,12 +34,13 @@ import numpy as np
 from .compression import ErrorFeedback
 from .sampling import partition_size
 from .sparse_vectors import dense_gradient
-from .stochastic import batch_loss_grad, local_sgd
+from .stochastic import batch_loss_grad, l1_prox, local_sgd, sgd_step
 from .tree import tree_sum
 
 __all__ = [
-    "Sender", "CompressedBatch", "CompressedLocal", "compress_vector", "message_rng",
-    "compressed_batch_loss_grad", "compressed_local_sgd", "decode_sum",
+    "Sender", "Downlink", "CompressedBatch", "CompressedLocal", "compress_vector",
+    "message_rng", "apply_step", "compressed_batch_loss_grad", "compressed_local_sgd",
+    "decode_sum",
 ]
 
 #: Mixed into the seeds of the codecs' draws, so that they never repeat the row draws.
@@ -53,6 +62,32 @@ class Sender:
 
     index: int
     residual: np.ndarray | None = None
+    params: np.ndarray | None = None
+
+
+@dataclass
+class Downlink:
+    """What a compressed synchronous round sends instead of the coefficients.
+
+    Attributes
+    ----------
+    params : ndarray or None
+        The coefficients themselves (the first round of a run, or after a replica was
+        lost); None to step the replicas.
+    messages : list or None
+        The previous step's messages, one per partition (None for a partition that sent
+        nothing).
+    rule_state
+        The step rule's state before that step.
+    step, n_batch : int
+        That step's number and its rows over all partitions.
+    """
+
+    params: np.ndarray | None = None
+    messages: list | None = None
+    rule_state: object = None
+    step: int = 0
+    n_batch: int = 0
 
 
 class CompressedBatch(NamedTuple):
@@ -109,11 +144,32 @@ def compress_vector(codec, vector, sender, seed, step):
     rng = message_rng(seed, step, sender.index)
     if codec.needs_error_feedback:
         message, residual = ErrorFeedback.compress(codec, vector, sender.residual, rng)
-        return message, Sender(sender.index, residual)
+        return message, Sender(sender.index, residual, sender.params)
     return codec.encode(vector, rng), sender
 
 
-def compressed_batch_loss_grad(part, sender, draws, params, config, epoch, step, codec):
+def apply_step(params, messages, codec, config, rule_state, step, n_batch):
+    """One synchronous SGD step from the step's messages: ``(params, rate, rule_state)``.
+
+    The driver and every replica run exactly this, so that they agree to the last bit.
+    """
+    grad_sum = decode_sum(messages, codec, params.shape[0])
+    moved, rate, rule_state = sgd_step(params, grad_sum, config.total_weight, config,
+                                       rule_state, step, n_batch)
+    return l1_prox(moved, rate, config), rate, rule_state
+
+
+def replica(sender, downlink, codec, config):
+    """The coefficients of this round at the partition, from its replica and the downlink."""
+    if downlink.params is not None:
+        return downlink.params
+    if sender.params is None:
+        raise ValueError("The partition holds no replica of the coefficients; send them.")
+    return apply_step(sender.params, downlink.messages, codec, config, downlink.rule_state,
+                      downlink.step, downlink.n_batch)[0]
+
+
+def compressed_batch_loss_grad(part, sender, draws, downlink, config, epoch, step, codec):
     """A stateful kernel: the partition's mini-batch loss and its compressed gradient sum.
 
     Parameters
@@ -126,7 +182,8 @@ def compressed_batch_loss_grad(part, sender, draws, params, config, epoch, step,
         One draw per partition, ``(index, number of rows, offset)``, as for
         :func:`~daskglm.compute.stochastic.batch_loss_grad`; the kernel takes
         ``draws[sender.index]``.
-    params : ndarray
+    downlink : Downlink or ndarray
+        The coefficients, or how to step the partition's replica to them.
     config : SGDConfig
     epoch, step : int
         The step at which the epoch began, and this step.
@@ -136,9 +193,13 @@ def compressed_batch_loss_grad(part, sender, draws, params, config, epoch, step,
     -------
     (CompressedBatch, Sender)
     """
+    if isinstance(downlink, np.ndarray):
+        downlink = Downlink(params=downlink)
+    params = replica(sender, downlink, codec, config)
     stats = batch_loss_grad(part, draws[sender.index], params, config, epoch)
     grad = np.asarray(dense_gradient(stats.grad), dtype=np.float64)
     message, sender = compress_vector(codec, grad, sender, config.seed, step)
+    sender = Sender(sender.index, sender.residual, params)
     return CompressedBatch(float(stats.loss), float(stats.weight), message), sender
 
 

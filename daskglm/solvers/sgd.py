@@ -23,6 +23,7 @@ from ..compute.stochastic import (
 from .base import History, Solver, SolverResult
 from .sgd_communication import (
     SENDER_STATE,
+    Link,
     compressed_local_epoch,
     compressed_synchronous_epoch,
     deadline_epoch,
@@ -288,6 +289,7 @@ class SGD(Solver):
             sync_every = steps_per_epoch  # the same computation, one round per epoch
         if codec is not None:
             start_senders(engine)
+            link = Link(state.params)
         best, bad_epochs, converged, n_epochs = math.inf, 0, False, 0
         try:
             for n_epochs in range(1, self.max_iter + 1):
@@ -299,7 +301,7 @@ class SGD(Solver):
                     extra["dropped"] = dropped
                 elif codec is not None and sync_every is None:
                     loss, penalty, weight, rate = compressed_synchronous_epoch(
-                        engine, config, state, counts, codec)
+                        engine, config, state, counts, codec, link)
                 elif codec is not None:
                     loss, penalty, weight, rate = compressed_local_epoch(
                         engine, config, state, counts, sync_every, codec)

@@ -8,7 +8,11 @@ the plain epochs of :mod:`daskglm.solvers.sgd` do, returning the same sums.
 * Compressed synchronous SGD: ONE stateful round per step
   (:meth:`~daskglm.engine.Engine.map_stateful`) in which every partition compresses its
   mini-batch gradient sum where it lives and sends back the message only; the driver
-  decodes and sums them in the fixed-order tree over partition indices.
+  decodes and sums them in the fixed-order tree over partition indices.  Down, the
+  round sends the previous step's messages, from which every partition steps its replica
+  of the coefficients as the driver does
+  (:class:`~daskglm.compute.compressed_steps.Downlink`); the coefficients themselves go
+  down only in the first round of a run (and after a replica was lost).
 * Compressed local SGD: the same, per synchronisation, with each partition's weighted
   model delta compressed.  The step rule's state travels as it is (a scalar, but
   Adagrad's per-coordinate sums are dense); there is no running mean of the iterates
@@ -32,7 +36,9 @@ import numpy as np
 
 from ..accounting.kinds import Kind
 from ..compute.compressed_steps import (
+    Downlink,
     Sender,
+    apply_step,
     compressed_batch_loss_grad,
     compressed_local_sgd,
     decode_sum,
@@ -43,8 +49,8 @@ from ..compute.tree import tree_sum
 from ..engine.deadline_each import reduce_each_by_deadline
 
 __all__ = [
-    "SENDER_STATE", "start_senders", "compressed_synchronous_epoch", "compressed_local_epoch",
-    "deadline_epoch",
+    "SENDER_STATE", "Link", "start_senders", "compressed_synchronous_epoch",
+    "compressed_local_epoch", "deadline_epoch",
 ]
 
 #: Name of the partition state holding each partition's :class:`Sender`.
@@ -56,14 +62,15 @@ def start_senders(engine):
     engine.put_state(SENDER_STATE, [Sender(i) for i in range(engine.n_partitions)])
 
 
-def _stateful(engine, kernel, *args, kind):
+def _stateful(engine, kernel, *args, kind, again=None):
     """One ``map_stateful`` round over the senders; senders lost with a worker are put
-    back (their residual is lost with them) and the round runs again."""
+    back (their residuals and replicas are lost with them) and the round runs again, with
+    the arguments ``again`` when given."""
     round_ = engine.map_stateful(kernel, SENDER_STATE, *args, kind=kind)
     if round_.reset:
         senders = [Sender(i) for i in range(engine.n_partitions)]
         engine.put_state(SENDER_STATE, senders)
-        round_ = engine.map_stateful(kernel, SENDER_STATE, *args, kind=kind)
+        round_ = engine.map_stateful(kernel, SENDER_STATE, *(again or args), kind=kind)
     return round_.result
 
 
@@ -72,35 +79,48 @@ def _draws(counts, offsets, k):
             for index in range(counts.shape[1])]
 
 
-def compressed_synchronous_epoch(engine, config, state, counts, codec):
+class Link:
+    """The driver's side of the compressed downlink: what the next round sends down.
+
+    Starts with the coefficients; after each step, the step's messages
+    (:class:`~daskglm.compute.compressed_steps.Downlink`).
+    """
+
+    def __init__(self, params):
+        self.next = Downlink(params=params)
+
+
+def compressed_synchronous_epoch(engine, config, state, counts, codec, link):
     """One epoch of synchronous SGD, each step's gradients compressed per partition.
 
-    Returns the sums of the loss, of the sample weight times the penalty, of the sample
-    weight over the epoch's rows, and the last learning rate.
+    ``link`` (a :class:`Link`) carries the downlink from one step, and one epoch, to the
+    next.  Returns the sums of the loss, of the sample weight times the penalty, of the
+    sample weight over the epoch's rows, and the last learning rate.
     """
     loss = penalty = weight = 0.0
     rate = 0.0
     epoch = state.step
     offsets = np.cumsum(counts, axis=0) - counts
     n = config.n_features
-    length = state.params.shape[0]
     for k in range(counts.shape[0]):
         step = epoch + k
-        partials = _stateful(engine, compressed_batch_loss_grad, _draws(counts, offsets, k),
-                             state.params, config, epoch, step, codec,
-                             kind=Kind.COMPRESSED_BATCH)
-        grad_sum = decode_sum([p.message for p in partials], codec, length)
+        draws = _draws(counts, offsets, k)
+        partials = _stateful(
+            engine, compressed_batch_loss_grad, draws, link.next, config, epoch, step, codec,
+            kind=Kind.COMPRESSED_BATCH,
+            again=(draws, Downlink(params=state.params), config, epoch, step, codec),
+        )
+        messages = [p.message for p in partials]
         step_loss = tree_sum([p.loss for p in partials])
         step_weight = tree_sum([p.weight for p in partials])
         loss += step_loss
         weight += step_weight
         if step_weight:
             penalty += step_weight * config.penalty.value(state.params[:n])
-        moved, rate, state.rule_state = sgd_step(
-            state.params, grad_sum, engine.sum_weight, config, state.rule_state, step,
-            int(counts[k].sum()),
-        )
-        state.params = l1_prox(moved, rate, config)
+        n_batch = int(counts[k].sum())
+        link.next = Downlink(None, messages, state.rule_state, step, n_batch)
+        state.params, rate, state.rule_state = apply_step(
+            state.params, messages, codec, config, state.rule_state, step, n_batch)
         state.average = average_update(state.average, state.params, step, config)
     state.step += counts.shape[0]
     return loss, penalty, weight, rate
