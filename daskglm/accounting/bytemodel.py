@@ -52,6 +52,10 @@ compressed_   map_stateful (local ``8 (d + s) G``                 ``(m(d) + 8 s'
 local_sgd     sgd, compression)
 deadline_     deadline round      ``8 (3 + d + s) P``             ``8 (d + 2)`` per partition
 batch         (sgd, deadline)                                     arrived
+compressed_   map_stateful (gd    ``8 (d + 1 + s) G``             ``(m(d) + 16) P``
+gradient      with compression)
+deadline_     deadline round      ``8 (d + 1) P``                 ``8 (d + 2)`` per partition
+gradient      (gd, deadline)                                      arrived
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
@@ -272,6 +276,13 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
     }
+    if kind == Kind.COMPRESSED_GRADIENT:
+        if codec is None:
+            raise ValueError(f"The payload model of a {kind!r} round needs its codec.")
+        return 8 * (d + 1 + scalars) * G, (int(codec.model_bytes(d)) + 16) * P
+    if kind == Kind.DEADLINE_GRADIENT:
+        taken = P if arrived is None else int(arrived)
+        return 8 * (d + 1) * P, 8 * (d + 2) * taken
     if kind in (Kind.COMPRESSED_BATCH, Kind.COMPRESSED_LOCAL_SGD):
         if codec is None:
             raise ValueError(f"The payload model of a {kind!r} round needs its codec.")

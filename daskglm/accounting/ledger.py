@@ -52,6 +52,10 @@ compressed_   map_stateful (local ``8 (d + s) G``                 ``(m(d) + 8 s'
 local_sgd     sgd, compression)
 deadline_     deadline round      ``8 (3 + d + s) P``             ``8 (d + 2)`` per partition
 batch         (sgd, deadline)                                     arrived
+compressed_   map_stateful (gd    ``8 (d + 1 + s) G``             ``(m(d) + 16) P``
+gradient      with compression)
+deadline_     deadline round      ``8 (d + 1) P``                 ``8 (d + 2)`` per partition
+gradient      (gd, deadline)                                      arrived
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================

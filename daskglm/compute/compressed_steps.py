@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .compression import ErrorFeedback
+from .kernels import loss_grad
 from .sampling import partition_size
 from .sparse_vectors import dense_gradient
 from .stochastic import batch_loss_grad, l1_prox, local_sgd, sgd_step
@@ -40,7 +41,7 @@ from .tree import tree_sum
 __all__ = [
     "Sender", "Downlink", "CompressedBatch", "CompressedLocal", "compress_vector",
     "message_rng", "apply_step", "compressed_batch_loss_grad", "compressed_local_sgd",
-    "decode_sum",
+    "compressed_loss_grad", "decode_sum",
 ]
 
 #: Mixed into the seeds of the codecs' draws, so that they never repeat the row draws.
@@ -58,11 +59,17 @@ class Sender:
     residual : ndarray or None
         Error feedback's residual (None before the first message, and for codecs
         without error feedback).
+    params : ndarray or None
+        Synchronous SGD's replica of the coefficients.
+    reference : ndarray or None
+        Gradient descent's reference gradient ``h``: the sum of the decoded messages the
+        partition has sent (see :func:`compressed_loss_grad`).
     """
 
     index: int
     residual: np.ndarray | None = None
     params: np.ndarray | None = None
+    reference: np.ndarray | None = None
 
 
 @dataclass
@@ -222,6 +229,35 @@ def compressed_local_sgd(part, sender, draws, params, rule_state, config, step, 
     message, sender = compress_vector(codec, delta, sender, config.seed, step)
     stats.params = np.zeros(0)
     return CompressedLocal(stats, message), sender
+
+
+def compressed_loss_grad(part, sender, params, family, fit_intercept, codec, round_number):
+    """A stateful kernel: the partition's loss sum and its compressed gradient change.
+
+    :func:`~daskglm.compute.kernels.loss_grad`, the loss and weight sent exactly; of the
+    gradient sum ``g`` only ``C(g - h)`` is sent, where the reference ``h`` is the sum of
+    what the partition has sent so far, and ``h`` becomes ``h + D(C(g - h))`` (the
+    difference compression of EF21 and DIANA).  The driver keeps the sum of the
+    references as its gradient.  A partition's gradient does not vanish at the optimum,
+    only the sum does; its change does, and so does the error compression adds to it, so
+    full-batch descent can reach any tolerance.  The codec's draws depend on
+    ``(round_number, index)``.
+
+    Returns
+    -------
+    (CompressedBatch, Sender)
+    """
+    stats = loss_grad(part, params, family, fit_intercept)
+    grad = np.asarray(stats.grad, dtype=np.float64)
+    change = grad if sender.reference is None else grad - sender.reference
+    message = None
+    reference = sender.reference
+    if np.any(change):
+        message = codec.encode(change, message_rng(0, round_number, sender.index))
+        decoded = codec.decode(message)
+        reference = decoded if reference is None else reference + decoded
+    sender = Sender(sender.index, None, None, reference)
+    return CompressedBatch(float(stats.loss), float(stats.weight), message), sender
 
 
 def decode_sum(messages, codec, length):

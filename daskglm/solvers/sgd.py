@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.compression import get_codec
 from ..compute.sampling import epoch_counts, partition_size
 from ..compute.schedules import LEARNING_RATES, make_step_rule
 from ..compute.seeds import root_seed
@@ -21,6 +20,7 @@ from ..compute.stochastic import (
     sgd_step,
 )
 from .base import History, Solver, SolverResult
+from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
 from .sgd_communication import (
     SENDER_STATE,
     Link,
@@ -75,30 +75,6 @@ class SGDResult(SolverResult):
 
 def _is_int(value, minimum):
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= minimum
-
-
-def _is_number(value):
-    return (isinstance(value, (int, float, np.integer, np.floating))
-            and not isinstance(value, bool) and math.isfinite(value))
-
-
-def _codec_of(opts):
-    """The codec the options ``compression``, ``bits`` and ``k`` describe (None: none)."""
-    spec, bits, k = opts["compression"], opts["bits"], opts["k"]
-    if spec is None:
-        if bits is not None or k is not None:
-            raise ValueError("Options 'bits' and 'k' of solver 'sgd' need 'compression'.")
-        return None
-    if bits is not None or k is not None:
-        if not isinstance(spec, str):
-            raise ValueError("Give 'bits' and 'k' of solver 'sgd' inside the 'compression' "
-                             "dict, or name the codec as a string.")
-        spec = {"name": spec, **({} if bits is None else {"bits": bits}),
-                **({} if k is None else {"k": k})}
-    try:
-        return get_codec(spec)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"Option 'compression' of solver 'sgd': {exc}") from None
 
 
 class SGD(Solver):
@@ -189,7 +165,7 @@ class SGD(Solver):
     options = {
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
-        "compression": None, "bits": None, "k": None, "deadline": None, "min_fraction": None,
+        **COMMUNICATION_OPTIONS,
     }
     handles_nonsmooth = True
 
@@ -214,7 +190,7 @@ class SGD(Solver):
                 raise ValueError(
                     f"Option {key!r} of solver 'sgd' must be {requirement}; got {opts[key]!r}."
                 )
-        self.codec = _codec_of(opts)
+        self.codec = codec_of(opts, self.name)
         if self.codec is not None and opts["sync_every"] is not None and average:
             raise ValueError("Option 'average' of solver 'sgd' is not available with "
                              "'compression' and 'sync_every' (the local iterates are not "
@@ -227,22 +203,9 @@ class SGD(Solver):
 
     @staticmethod
     def _check_deadline(opts):
-        deadline, min_fraction = opts["deadline"], opts["min_fraction"]
-        if deadline is not None and not (_is_number(deadline) and deadline > 0):
-            raise ValueError(f"Option 'deadline' of solver 'sgd' must be a number of seconds "
-                             f"> 0; got {deadline!r}.")
-        if min_fraction is not None and not (_is_number(min_fraction)
-                                             and 0 < min_fraction <= 1):
-            raise ValueError(f"Option 'min_fraction' of solver 'sgd' must be in (0, 1]; "
-                             f"got {min_fraction!r}.")
-        if deadline is None and min_fraction is None:
-            return
-        if opts["sync_every"] is not None:
+        if check_waits(opts, "sgd") and opts["sync_every"] is not None:
             raise ValueError("Options 'deadline' and 'min_fraction' of solver 'sgd' apply to "
                              "synchronous SGD; set sync_every=None.")
-        if opts["compression"] is not None:
-            raise ValueError("Options 'deadline' and 'min_fraction' of solver 'sgd' cannot "
-                             "be combined with 'compression' yet.")
 
     # ----------------------------------------------------------------------------------
     def step_rule(self, problem):
