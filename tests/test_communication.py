@@ -22,7 +22,8 @@ from daskglm.compute.stochastic import SGDConfig, batch_loss_grad
 from daskglm.engine import make_engine
 from daskglm.engine.deadline_each import reduce_each_by_deadline
 from daskglm.model.families import Binomial
-from daskglm.model.penalties import NoPenalty
+from daskglm.model.penalties import L2, NoPenalty
+from daskglm.model.problem import Problem
 from daskglm.solvers.gradient import GradientDescent
 from daskglm.solvers.sgd import SGD
 from daskglm.testing import slow_worker
@@ -92,25 +93,27 @@ def test_no_compression_codec_gives_the_uncompressed_run_bit_for_bit(client):
 
 def test_compressed_rounds_move_fewer_measured_bytes(client):
     X, y = logistic_data(n=800, d=2000)
-    Xd, yd = chunked(X, y, rows=400)  # 2 partitions, one per worker
+    problem = Problem(Binomial(), L2(1.0 / 800), True, 2000)
     returned, total = {}, {}
-    for codec in (None, "qsgd", "sign"):
-        model = LogisticRegression(C=1.0, solver="sgd", max_iter=1, tol=None,
-                                   solver_options=sgd_options(compression=codec))
-        model.fit(Xd, yd)
-        kind = Kind.SGD_BATCH if codec is None else Kind.COMPRESSED_BATCH
-        records = [r for r in model.comm_.records if r.kind == kind]
-        assert len(records) == 4
-        # Dask's own counters: the bytes workers wrote for the round's results
-        returned[codec] = np.mean([r.bytes_transferred for r in records])
-        # both ways: after the first round the coefficients go down as the messages of
-        # the step before, from which each partition steps its replica
-        total[codec] = np.mean([r.bytes_measured for r in records[1:]])
-        if codec is not None:
-            codec_ = get_codec(codec)
-            for record in records:
-                up = payload_model(kind, n_params=2001, partitions=2, groups=2, codec=codec_)[1]
-                assert record.bytes_returned == up
+    # in memory: 2 partitions scattered one per worker
+    with make_engine(X, y, family=Binomial(), client=client, n_partitions=2) as engine:
+        for codec in (None, "qsgd", "sign"):
+            first = len(engine.ledger.records)
+            SGD(tol=None, max_iter=1, **sgd_options(compression=codec)).solve(
+                problem, engine, np.zeros(2001))
+            engine.collect_measurements()
+            kind = Kind.SGD_BATCH if codec is None else Kind.COMPRESSED_BATCH
+            records = [r for r in engine.ledger.records[first:] if r.kind == kind]
+            assert len(records) == 4
+            # Dask's own counters: the bytes workers wrote for the round's results
+            returned[codec] = np.mean([r.bytes_transferred for r in records])
+            # both ways: after the first round the coefficients go down as the messages
+            # of the step before, from which each partition steps its replica
+            total[codec] = np.mean([r.bytes_measured for r in records[1:]])
+            if codec is not None:
+                up = payload_model(kind, n_params=2001, partitions=2, groups=2,
+                                   codec=get_codec(codec))[1]
+                assert all(record.bytes_returned == up for record in records)
     assert returned["qsgd"] * 8 <= returned[None]
     assert returned["sign"] * 8 <= returned[None]
     assert total["qsgd"] * 2 <= total[None]
@@ -156,11 +159,11 @@ def test_error_feedback_residuals_stay_on_the_workers(client):
 
 def test_deadline_rounds_drop_the_slow_worker_and_still_converge(client, reference):
     X, y, coef, best = reference
-    Xd, yd = chunked(X, y)
     slow = sorted(client.scheduler_info()["workers"])[1]
     solver = SGD(tol=None, max_iter=5, **sgd_options(batch_size=500, deadline=30.0,
                                                      min_fraction=0.5))
-    with make_engine(Xd, yd, family=Binomial(), client=client) as engine:
+    # in memory: 4 partitions scattered in contiguous runs, two per worker
+    with make_engine(X, y, family=Binomial(), client=client, n_partitions=4) as engine:
         holders = client.who_has(engine.parts)
         on_slow = tuple(i for i, part in enumerate(engine.parts) if slow in holders[part.key])
         with slow_worker(client, slow, 1.0):
@@ -206,9 +209,6 @@ def test_reweighting_by_the_weight_that_arrived_is_exact():
 
 
 def _problem(alpha=0.0):
-    from daskglm.model.penalties import L2
-    from daskglm.model.problem import Problem
-
     return Problem(Binomial(), L2(alpha) if alpha else NoPenalty(), True, D)
 
 
@@ -285,11 +285,10 @@ def test_compressed_gradient_descent_says_when_it_did_not_converge(reference):
 def test_deadline_gradient_descent_drops_the_slow_worker_and_tells_the_truth(client,
                                                                             reference):
     X, y, coef, _ = reference
-    Xd, yd = chunked(X, y)
     slow = sorted(client.scheduler_info()["workers"])[1]
     problem = _problem(alpha=1.0 / N)
     solver = GradientDescent(tol=1e-6, max_iter=20, min_fraction=0.5, deadline=30.0)
-    with make_engine(Xd, yd, family=Binomial(), client=client) as engine:
+    with make_engine(X, y, family=Binomial(), client=client, n_partitions=4) as engine:
         with slow_worker(client, slow, 1.0):
             result = solver.solve(problem, engine, np.zeros(D + 1))
         records = [r for r in engine.ledger.records if r.kind == Kind.DEADLINE_GRADIENT]
