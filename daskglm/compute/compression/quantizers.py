@@ -173,6 +173,19 @@ class StochasticQuantization(Codec):
         return 2 * _SCALAR_BYTES + 2 * _packed_bytes(int(length))
 
 
+def _bucket_norms(vector, bucket):
+    """The 2-norm of each run of ``bucket`` entries, and each entry's bucket norm."""
+    starts = np.arange(0, vector.size, bucket)
+    counts = np.diff(np.append(starts, vector.size))
+    absolute = np.abs(vector)
+    largest = np.maximum.reduceat(absolute, starts)
+    scaled = absolute / np.repeat(np.where(largest > 0, largest, 1.0), counts)
+    norms = largest * np.sqrt(np.add.reduceat(scaled * scaled, starts))
+    if not np.all(np.isfinite(norms)):
+        raise ValueError("a bucket's 2-norm overflows float64.")
+    return norms, np.repeat(norms, counts)
+
+
 @dataclass(frozen=True)
 class QSGD(Codec):
     r"""QSGD: unbiased stochastic rounding of :math:`|v_i| / \|v\|_2` to levels ``l / s``.
@@ -238,9 +251,7 @@ class QSGD(Codec):
             norm = _norm2(vector)
             per_entry = norm
         else:
-            starts = np.arange(0, length, self.bucket)
-            norm = np.array([_norm2(vector[i:i + self.bucket]) for i in starts])
-            per_entry = np.repeat(norm, np.diff(np.append(starts, length)))
+            norm, per_entry = _bucket_norms(vector, self.bucket)
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(per_entry > 0, np.abs(vector) / per_entry, 0.0)
         scaled = np.minimum(ratio, 1.0) * self.levels
