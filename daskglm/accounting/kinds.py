@@ -2,8 +2,10 @@
 
 __all__ = ["Kind"]
 
+
 class Kind:
-    """The kinds of rounds, as the ledger records them (see the table above)."""
+    """The kinds of rounds, as the ledger records them (the byte model of each is in
+    :mod:`daskglm.accounting.bytemodel`)."""
 
     VALIDATE = "validate"
     MAXIMA = "maxima"  # largest |value| per column, only for columns of extreme scale
@@ -25,3 +27,6 @@ class Kind:
     DEADLINE_GRADIENT = "deadline_gradient"  # gd: the partitions that arrive in time
     PUT_STATE = "put_state"  # partition states sent from the driver
     FETCH_STATE = "fetch_state"  # partition states shipped to the driver
+    TARGET_MEAN = "target_mean"  # weighted sums of the target and offset: start, null model
+    INFERENCE = "inference"  # information, sandwich meat, deviances after a fit
+    NULL_MODEL = "null_model"  # Newton steps of the intercept-only model with an offset

@@ -11,22 +11,6 @@ fit's :class:`CommReport` (exposed by the estimators as ``comm_``) holding
 * its wall time, the compute time of its tasks, and the time worker threads spent
   waiting for the slowest partition (the synchronisation cost).
 
-Model
------
-``P`` partitions, ``G`` the tasks they run in (a round runs all the partitions one
-worker thread holds in one task, so ``G`` is the number of worker threads on a cluster
-and ``P`` in this process), ``d`` parameters (features, plus one for the intercept), ``p``
-features, ``k`` the fan-in of the reduction tree (``split_every``), ``T`` tasks: ``G``
-plus the ``ceil(G / k) + ceil(G / k^2) + ... + 1`` combine tasks of a tree round, ``G``
-for a gather round.  Payload is 8 bytes per float; scalars (the intercept flag,
-tolerances, counters) 8 bytes each; objects without numeric data (a family, a penalty) 0.
-Down is the broadcast arguments times ``G`` (plus the per-partition items of ``*_each``
-rounds, times ``P``); up is every task's result moving once: each partial to its combine
-task, the root to the driver (a gather round returns one result per partition).  On a
-cluster the model subtracts the partials expected to be combined on the worker that made
-them (:func:`kept_local`) and adds Dask's per-task control traffic.
-
-============  ==================  ==============================  ============================
 kind          verb (method)       down (bytes)                    up (bytes)
 ============  ==================  ==============================  ============================
 validate      reduce (every fit)  ``8 G``                         ``8 (2 p + 4) T``
@@ -141,6 +125,10 @@ For one round, let ``end`` be the time the last partition task finished.  Every 
 thread that ran partition tasks of the round waits from the end of its last one until
 ``end``: ``seconds_waiting`` is the sum of these idle times over threads (thread-seconds
 lost to the slowest partition).  It is 0 when every thread finishes at the same time.
+=======
+The modelled bytes come from :mod:`daskglm.accounting.bytemodel`, the measured ones from
+the engine (:mod:`daskglm.engine.measure`), which fetches them from the cluster when a
+fit ends: nothing here contacts a cluster, not even a property or a ``repr``.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from .topologies import RING_KINDS, ring_sum, server_sum
 SCATTER_BYTES = 1 << 20
 
 
-
 def active_client():
     """The default ``distributed.Client``, or None when there is none."""
     try:
@@ -40,7 +39,6 @@ def active_client():
         return default_client()
     except ValueError:
         return None
-
 
 
 class DistributedEngine(Engine):

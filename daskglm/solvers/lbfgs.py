@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compute.restarted_lbfgs import minimize_to_tol
+from ..compute.restarted_lbfgs import MAX_RESTARTS, MEMORY, minimize_to_tol
+from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult
 
 __all__ = ["LBFGS"]
@@ -41,7 +42,8 @@ class LBFGS(Solver):
     """
 
     name = "lbfgs"
-    options = {"memory": 10, "max_evaluations": 15000, "max_restarts": 3}
+    options = {"memory": MEMORY, "max_evaluations": 15000, "max_restarts": MAX_RESTARTS}
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

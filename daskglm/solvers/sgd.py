@@ -19,6 +19,7 @@ from ..compute.stochastic import (
     local_sgd,
     sgd_step,
 )
+from ..model.problem import Feature
 from .base import History, Solver, SolverResult
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
 from .sgd_communication import (
@@ -167,7 +168,8 @@ class SGD(Solver):
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
         **COMMUNICATION_OPTIONS,
     }
-    handles_nonsmooth = True
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
+                         Feature.NONSMOOTH_PENALTY})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         no_tol = tol is None
