@@ -13,7 +13,7 @@ import time
 
 from ..accounting.bytemodel import nbytes
 from ..compute.tree import partial_tree_sum
-from .base import DeadlineRound
+from .deadline import DeadlineRound
 from .measure import Timer
 
 __all__ = ["reduce_each_by_deadline"]
