@@ -12,6 +12,9 @@ rounds
     Break the time of daskglm's distributed rounds down (see :mod:`benchmarks.rounds`).
 cold-start
     First fit against second fit on a fresh cluster (see :mod:`benchmarks.cold_start`).
+communication
+    Compressed SGD and straggler deadlines: gap vs bytes and seconds
+    (see :mod:`benchmarks.communication`).
 scaling
     The same fits on 1, 2, ..., N workers (see :mod:`benchmarks.strong_scaling`).
 cv
@@ -111,6 +114,10 @@ def _cold_start(args):
     return cold_start_main(args)
 
 
+def _communication(args):
+    from benchmarks.communication import main as communication_main
+
+    return communication_main(args)
 def _scaling(args):
     from benchmarks.strong_scaling import main as scaling_main
 
@@ -182,6 +189,16 @@ def build_parser():
     cold.add_argument("--repeats", type=int, default=3, help="fresh clusters measured")
     cold.set_defaults(handler=_cold_start)
 
+    comm = commands.add_parser("communication",
+                               help="compressed SGD and deadlines: gap vs bytes and seconds")
+    comm.add_argument("--rows", type=int, default=2000)
+    comm.add_argument("--features", type=int, default=10_000)
+    comm.add_argument("--epochs", type=int, default=6)
+    comm.add_argument("--batch-size", type=int, default=200)
+    comm.add_argument("--slowdown", type=float, default=5.0,
+                      help="how many times slower one worker's tasks are")
+    comm.add_argument("--output", default=None, help="write the rows as JSON here")
+    comm.set_defaults(handler=_communication)
     scaling = commands.add_parser("scaling", help="the same fits on 1, 2, ..., N workers")
     scaling.add_argument("--workers", default="1,2", help="comma-separated worker counts")
     scaling.add_argument("--rows", type=int, default=10_000_000)

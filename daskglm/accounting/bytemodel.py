@@ -36,6 +36,16 @@ scale         (the same, no       ``8 p P``                       ``0``
               penalty)
 sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
 local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
+compressed_   map_stateful (sgd   ``8 (d + 3 P + s) G``           ``(m(d) + 16) P``
+batch         with compression)
+compressed_   map_stateful (local ``8 (d + s) G``                 ``(m(d) + 8 s') P``
+local_sgd     sgd, compression)
+deadline_     deadline round      ``8 (3 + d + s) P``             ``8 (d + 2)`` per partition
+batch         (sgd, deadline)                                     arrived
+compressed_   map_stateful (gd    ``8 (d + 1 + s) G``             ``(m(d) + 16) P``
+gradient      with compression)
+deadline_     deadline round      ``8 (d + 1) P``                 ``8 (d + 2)`` per partition
+gradient      (gd, deadline)                                      arrived
 target_mean   reduce (Gamma,      ``0``                           ``8 * 3 T``
               Tweedie, ..., or
               ``inference``)
@@ -76,6 +86,9 @@ Rounds of the other verbs are counted the same way, from the objects that move:
   (tasks = pulls, returned = the parameters); ``seconds`` 0 and nothing measured: the
   calls go worker to worker, inside other rounds' tasks.
 
+``m(d)`` is the codec's message for ``d`` entries (``Codec.model_bytes``: e.g. ``16 +
+ceil(d / 8) + ceil(d (b - 1) / 8)`` for ``qsgd`` with ``b`` bits, ``16 + ceil(d / 8)`` for
+``sign``); a partition with nothing to send sends no message.
 ``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
 ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
 The validation round returns the column sums and sums of squares of ``X`` with its row
@@ -217,7 +230,7 @@ def tree_depth(partitions, split_every):
 
 
 def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
-                  n_rows=0, n_folds=1, n_models=1):
+                  n_rows=0, n_folds=1, n_models=1, codec=None, scalars=0, arrived=None):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -240,6 +253,15 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     n_rows, n_folds, n_models : int, optional
         Rows ``n``, cross-validation folds ``f`` and models ``m`` scored at once (for
         ``"fold_gram"`` and ``"held_out"``).
+    codec : Codec, optional
+        The codec of a ``"compressed_batch"`` or ``"compressed_local_sgd"`` round
+        (:mod:`daskglm.compute.compression`); its ``model_bytes(d)`` is one partition's
+        message (an upper bound for ``"stochastic"``).
+    scalars : int
+        ``s``: the scalars a stochastic round sends besides its vectors (the step's
+        configuration, counters), 8 bytes each, per task.
+    arrived : int, optional
+        Partitions whose result a ``"deadline_batch"`` round took; all by default.
 
     Returns
     -------
@@ -270,6 +292,25 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.FOLD_MOMENTS: (int(n_rows) + 8 * G, 8 * (2 * p + 1) * T),
         Kind.HELD_OUT: (int(n_rows) + 8 * int(n_models) * d * G, 8 * (2 * int(n_models) + 3) * T),
     }
+    if kind == Kind.COMPRESSED_GRADIENT:
+        if codec is None:
+            raise ValueError(f"The payload model of a {kind!r} round needs its codec.")
+        return 8 * (d + 1 + scalars) * G, (int(codec.model_bytes(d)) + 16) * P
+    if kind == Kind.DEADLINE_GRADIENT:
+        taken = P if arrived is None else int(arrived)
+        return 8 * (d + 1) * P, 8 * (d + 2) * taken
+    if kind in (Kind.COMPRESSED_BATCH, Kind.COMPRESSED_LOCAL_SGD):
+        if codec is None:
+            raise ValueError(f"The payload model of a {kind!r} round needs its codec.")
+        # every group gets the draws of every partition (a stateful round has no per-
+        # partition items): 3 integers each; only the messages come back, P of them
+        message = int(codec.model_bytes(d))
+        if kind == Kind.COMPRESSED_BATCH:
+            return 8 * (d + 3 * P + scalars) * G, (message + 16) * P
+        return 8 * (d + scalars) * G, (message + 8 * scalars) * P
+    if kind == Kind.DEADLINE_BATCH:
+        taken = P if arrived is None else int(arrived)
+        return 8 * (3 + d + scalars) * P, 8 * (d + 2) * taken
     if kind not in table:
         raise ValueError(f"No payload model for round kind {kind!r}; known: {sorted(table)}.")
     return table[kind]

@@ -29,6 +29,13 @@ partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
   sends every task message over its own link, each tree level receives ``k f`` partials
   over one link, the root's result travels to the scheduler and on to the client.  A
   gather round moves ``2 P b_up`` instead of the last two terms.
+* Topologies (:mod:`daskglm.engine.topologies`, ``RoundRecord.topology``): a **server**
+  round has one level (``D = 1``, ``T = G + 1``) whose ``G (1 - 1 / W)`` remote partials
+  all cross the server's link, ``G f (b_up + TASK_BYTES)``; a **ring** has ``D = 2 (G -
+  1)`` steps (``T = 3 G + 2 G (G - 1) + 1``), each moving one chunk ``b_up / G`` over every
+  link at once, ``D (b_up / G + TASK_BYTES)``.  The tree wins on latency (``log_k G``
+  levels), the ring on bytes per link when ``b_up`` is large, the server in between;
+  :func:`as_topology` re-prices a recorded round under another topology.
 
 The model prices a fit's solver rounds; the validation round every fit runs first is left
 out (:data:`SETUP_KINDS`): it is the same for every method, and on Dask arrays it also
@@ -368,8 +375,13 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
         G = P if G0 == P0 > cluster_cores(calibration, cluster) else min(P, cluster.cores)
     k = record.split_every
     tree = k is not None
+    topology = (record.topology or "tree") if tree else None
     T = G + tree_tasks(G, k) if tree else G
     D = tree_depth(G, k) if tree else 0
+    if topology == "server":
+        T, D = G + 1, 1
+    elif topology == "ring":
+        T, D = 3 * G + 2 * G * (G - 1) + 1, 2 * (G - 1)
     waves = math.ceil(P / cluster.cores)
     task_waves = math.ceil(G / cluster.cores)
     step, worker, scheduler = _overheads(cluster, calibration, here)
@@ -389,7 +401,14 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
 
     # transfer: task messages out, partials up the tree, the result to the client
     down = record.bytes_sent / G0
-    if tree:
+    if topology == "server":  # every partial over the server's one link
+        up = result_bytes(record)
+        crossing = 1.0 - 1.0 / min(int(cluster.workers), G)
+        moved = G * (down + TASK_BYTES) + G * crossing * (up + TASK_BYTES) + 2 * up
+    elif topology == "ring":  # each step, every link carries one chunk at once
+        up = result_bytes(record)
+        moved = G * (down + TASK_BYTES) + D * (up / G + TASK_BYTES) + 2 * up
+    elif tree:
         up = record.bytes_returned / max(1, record.tasks)
         crossing = 1.0 - 1.0 / min(int(cluster.workers), k)
         moved = G * (down + TASK_BYTES) + D * k * crossing * (up + TASK_BYTES) + 2 * up
@@ -404,6 +423,39 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
         "compute": compute,
         "transfer": transfer,
     }
+
+
+def result_bytes(record):
+    """One task's result in a tree round's record, whatever its topology summed it with."""
+    groups = max(1, int(record.groups or record.partitions or 1))
+    if record.topology == "server":
+        return record.bytes_returned / (groups + 1)
+    if record.topology == "ring":
+        return record.bytes_returned / (2 * (groups - 1) + 1)
+    return record.bytes_returned / max(1, record.tasks)
+
+
+def as_topology(record, topology):
+    """A copy of a tree round's record as if its partials had been summed by ``topology``
+    (``"tree"``, ``"server"`` or ``"ring"``), for :func:`round_seconds` to price: the same
+    results, with that topology's tasks and returned bytes (see
+    :mod:`daskglm.engine.topologies`)."""
+    if record.split_every is None:
+        raise ValueError(f"A {record.kind!r} round gathers its results: it has no topology.")
+    groups = max(1, int(record.groups or record.partitions or 1))
+    result = result_bytes(record)
+    if topology == "tree":
+        tasks = groups + tree_tasks(groups, record.split_every)
+        returned = tasks * result
+    elif topology == "server":
+        tasks, returned = groups + 1, (groups + 1) * result
+    elif topology == "ring":
+        tasks = 3 * groups + 2 * groups * (groups - 1) + 1
+        returned = (2 * (groups - 1) + 1) * result
+    else:
+        raise ValueError(f"topology must be 'tree', 'server' or 'ring'; got {topology!r}.")
+    return replace(record, topology=None if topology == "tree" else topology, tasks=tasks,
+                   bytes_returned=int(round(returned)))
 
 
 def cluster_cores(calibration, cluster):

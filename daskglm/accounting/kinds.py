@@ -20,6 +20,13 @@ class Kind:
     LOCAL_SGD = "local_sgd"
     PUSH = "push"  # updates pushed to a parameter holder (one record when it is closed)
     PULL = "pull"  # parameters pulled from a parameter holder (the same)
+    COMPRESSED_BATCH = "compressed_batch"  # sgd step, each partition's gradient compressed
+    COMPRESSED_LOCAL_SGD = "compressed_local_sgd"  # local sgd, model deltas compressed
+    DEADLINE_BATCH = "deadline_batch"  # sgd step taking the partitions that arrive in time
+    COMPRESSED_GRADIENT = "compressed_gradient"  # gd: each partition's gradient compressed
+    DEADLINE_GRADIENT = "deadline_gradient"  # gd: the partitions that arrive in time
+    PUT_STATE = "put_state"  # partition states sent from the driver
+    FETCH_STATE = "fetch_state"  # partition states shipped to the driver
     TARGET_MEAN = "target_mean"  # weighted sums of the target and offset: start, null model
     INFERENCE = "inference"  # information, sandwich meat, deviances after a fit
     NULL_MODEL = "null_model"  # Newton steps of the intercept-only model with an offset

@@ -11,6 +11,121 @@ fit's :class:`CommReport` (exposed by the estimators as ``comm_``) holding
 * its wall time, the compute time of its tasks, and the time worker threads spent
   waiting for the slowest partition (the synchronisation cost).
 
+kind          verb (method)       down (bytes)                    up (bytes)
+============  ==================  ==============================  ============================
+validate      reduce (every fit)  ``8 G``                         ``8 (2 p + 4) T``
+gradient      reduce (gd, lbfgs,  ``8 (d + 1) G``                 ``8 (d + 2) T``
+              proximal, newton)
+hessian       reduce (newton,     ``8 (d + 1) G``                 ``8 (d^2 + d + 2) T``
+              averaging+newton)
+gram          reduce (normal)     ``0``                           ``8 (p^2 + 2 p + 3) T``
+local_solve   map (averaging)     ``8 (d + 3) G``                 ``8 (d + 4) P`` (once)
+local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) P`` per iteration
+sizes         map (sgd)           ``0``                           ``16 P``
+encode        (classifiers whose  ``8 P``                         ``0``
+              labels are not 0/1)
+maxima        reduce (columns of  ``0``                           ``8 p T``
+              extreme scale)
+scale         (the same, no       ``8 p P``                       ``0``
+              penalty)
+sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
+local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
+compressed_   map_stateful (sgd   ``8 (d + 3 P + s) G``           ``(m(d) + 16) P``
+batch         with compression)
+compressed_   map_stateful (local ``8 (d + s) G``                 ``(m(d) + 8 s') P``
+local_sgd     sgd, compression)
+deadline_     deadline round      ``8 (3 + d + s) P``             ``8 (d + 2)`` per partition
+batch         (sgd, deadline)                                     arrived
+compressed_   map_stateful (gd    ``8 (d + 1 + s) G``             ``(m(d) + 16) P``
+gradient      with compression)
+deadline_     deadline round      ``8 (d + 1) P``                 ``8 (d + 2)`` per partition
+gradient      (gd, deadline)                                      arrived
+overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
+                                  ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
+============  ==================  ==============================  ============================
+
+Rounds of the other verbs are counted the same way, from the objects that move:
+
+* a stateful round (``reduce_stateful``, ``map_stateful``) counts what a ``reduce`` or a
+  ``map`` with the same arguments counts: the states stay on the workers, neither sent nor
+  returned.  Its tasks add, to the ``G`` group tasks and the combine tasks, ``G + P``
+  small tasks that split each group's output on its worker (results, one state per
+  partition); ``state_reset`` lists the partitions whose state was lost and restarted;
+* ``fetch_state`` returns the states (one task per state held), ``put_state`` sends them;
+* a deadline round (``reduce_by_deadline``) runs ``P`` tasks (``groups = P``), sends the
+  arguments ``P`` times and returns the results that arrived, each to the driver (the
+  restricted tree is summed there: ``split_every`` is None); ``dropped`` lists the
+  partitions left out.  Its first call on an engine runs a ``weights`` round (``map``,
+  one float per partition) once;
+* a ``map_as_completed`` round is counted like a deadline round when its iteration ends:
+  ``P`` tasks, the arguments ``P`` times, the results yielded; ``dropped`` lists the
+  partitions not yielded (lost with a worker, or not consumed);
+* a parameter holder's traffic is written when it is closed, as one ``push`` record (tasks
+  = pushes, sent = the deltas, ``staleness`` = the histogram) and one ``pull`` record
+  (tasks = pulls, returned = the parameters); ``seconds`` 0 and nothing measured: the
+  calls go worker to worker, inside other rounds' tasks.
+
+``m(d)`` is the codec's message for ``d`` entries (``Codec.model_bytes``: e.g. ``16 +
+ceil(d / 8) + ceil(d (b - 1) / 8)`` for ``qsgd`` with ``b`` bits, ``16 + ceil(d / 8)`` for
+``sign``); a partition with nothing to send sends no message.
+``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
+ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
+The validation round returns the column sums and sums of squares of ``X`` with its row
+count, weight and size, so the solvers that standardise (``admm``, ``proximal``) need no
+round of their own for them.
+The engine does not use the table: it counts the bytes of the objects it actually sends
+and receives (:func:`nbytes`), which is what the table summarises; ``tests/test_comm.py``
+checks the two agree.
+
+Dask adds control traffic to every task: the task's key (about 50 characters, repeated in
+several messages), the reference to the function, the submission to the scheduler, the
+``compute-task`` message to the worker, the scheduler's notices to the client, and a
+message header on every transfer.  For small payloads this dominates, so the model
+includes it explicitly as :data:`TASK_BYTES` per task, a constant measured on
+``distributed`` 2026.8 (1.8 to 2.3 kB per task); see ``docs/costs.md``.
+
+Measurement
+-----------
+:class:`LocalEngine` rounds move nothing between processes: their measured bytes are 0.
+For :class:`DistributedEngine` rounds the measured bytes are the sum of three of Dask's own
+counters, each attributed to the round by the keys of its tasks (``daskglm_<kind>-<token>-i``
+and ``daskglm_sum-<token>-i``):
+
+``bytes_submitted``
+    Bytes the client wrote to the scheduler while the round ran (graph submission), from
+    the client's batched stream counter, read before and after the round (free).
+``bytes_dispatched``
+    Bytes the scheduler wrote on its streams to the workers and clients (``compute-task``
+    messages carrying the broadcast arguments, notices of finished keys), snapshotted by a
+    small scheduler plugin (:class:`RoundsPlugin`) when the round's first graph arrives;
+    a round's share is the difference to the next round's snapshot.
+``bytes_transferred``
+    Bytes the workers wrote answering data requests for the round's keys (partials moving
+    to their combine task, results gathered for the driver), from the workers'
+    ``transfer_outgoing_log``.
+
+Not counted: the workers' status messages to the scheduler, heartbeats, and the
+scheduler's relay of gathered results to the client (a second hop of bytes already
+counted once when they left their worker).
+
+Per-task compute times are recorded by the same scheduler plugin from the
+``task-finished`` messages workers already send; a task's end is placed at the moment
+the scheduler receives that message, so that the tasks of all workers share one clock
+(workers stamp their own times with an estimate of their offset to the scheduler's clock
+that can be off by more than the waits measured).  The plugin's snapshots and timings,
+and the workers' transfer logs, are fetched in one call to the scheduler and one to the
+workers when the engine closes (and every :data:`COLLECT_EVERY_TASKS` tasks during long
+fits, before the workers' bounded logs wrap), so that the per-round cost of measurement
+is reading one local counter.  Until then a distributed record's measured fields are
+None.
+
+Synchronisation cost
+--------------------
+For one round, let ``end`` be the time the last partition task finished.  Every worker
+thread that ran partition tasks of the round waits from the end of its last one until
+``end``: ``seconds_waiting`` is the sum of these idle times over threads (thread-seconds
+lost to the slowest partition).  It is 0 when every thread finishes at the same time.
+=======
 The modelled bytes come from :mod:`daskglm.accounting.bytemodel`, the measured ones from
 the engine (:mod:`daskglm.engine.measure`), which fetches them from the cluster when a
 fit ends: nothing here contacts a cluster, not even a property or a ``repr``.
@@ -120,6 +235,7 @@ class RoundRecord:
     dropped: tuple | None = None
     state_reset: tuple | None = None
     staleness: dict | None = None
+    topology: str | None = None
 
     @property
     def bytes_modelled(self) -> int:

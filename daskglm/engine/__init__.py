@@ -38,6 +38,11 @@ process), and offers these verbs to the solvers:
 
 :func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
 
+:func:`reduce_each_by_deadline` is the deadline round with one item per partition (a
+stochastic step's draws); ``make_engine(..., topology=...)`` picks how a cluster's tree
+rounds sum their partials (:data:`TOPOLOGIES`: a tree, a parameter server, a ring
+allreduce; see :mod:`daskglm.engine.topologies`).
+
 Each round is written to the engine's :class:`~daskglm.accounting.ledger.CommReport`.  No dask.array
 graph is built per round: the partitions are persisted once and every round maps over
 their futures.  Stateful and deadline rounds place their tasks on the worker holding each
@@ -64,6 +69,7 @@ _EXPORTS = {
     "data_nbytes": "cache",
     "free_memory": "cache",
     "DeadlineRound": "deadline",
+    "reduce_each_by_deadline": "deadline_each",
     "SCATTER_BYTES": "distributed",
     "DistributedEngine": "distributed",
     "active_client": "distributed",
@@ -75,6 +81,7 @@ _EXPORTS = {
     "StateRound": "state",
     "StreamingDistributedEngine": "streaming",
     "SAFE_EXPONENT": "validation",
+    "TOPOLOGIES": "topologies",
 }
 
 __all__ = list(_EXPORTS)

@@ -14,11 +14,12 @@ from .partitions import (
     is_dask,
 )
 from .streaming import StreamingDistributedEngine
+from .topologies import check_topology
 
 
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
                 split_every=8, group_partitions=True, cache="memory", labels=False,
-                rescale=False, offset=None):
+                rescale=False, offset=None, topology="tree"):
     """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
 
     Parameters
@@ -57,12 +58,17 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
     offset : ndarray, dask.array.Array or None
         A known term added to every row's linear predictor; it travels with the rows,
         as the fourth item of each partition.
+    topology : {"tree", "server", "ring"}
+        How the tree rounds of a cluster sum their partials
+        (:mod:`daskglm.engine.topologies`): the fixed-order tree, a central server, or a
+        ring allreduce.  In-process engines, and the streaming ones, always use the tree.
 
     Returns
     -------
     Engine
         Validated: ``n_samples`` and ``sum_weight`` are set.
     """
+    check_topology(topology)
     if client == "auto":
         client = active_client()
     ledger = CommReport()
@@ -105,6 +111,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
                                    group_partitions=group_partitions, sources=sources)
     engine.reads_source = dask_input
     engine.cache_reason = reason
+    engine.topology = topology
     try:
         engine.validate(family, labels, rescale)
     except BaseException:

@@ -22,6 +22,7 @@ from .tasks import (
     _run_stateful_task,
     _run_task,
 )
+from .topologies import RING_KINDS, ring_sum, server_sum
 
 #: Broadcast arguments larger than this are scattered to the workers once per round
 #: instead of being embedded in every task.
@@ -66,6 +67,8 @@ class DistributedEngine(Engine):
         self.sources = sources
         self._transforms = []
         self._holder_futures = {}
+        #: how tree rounds sum their partials (:mod:`daskglm.engine.topologies`)
+        self.topology = "tree"
         self._regroup()
 
     def _regroup(self):
@@ -112,12 +115,23 @@ class DistributedEngine(Engine):
         )
         created.extend(futures)
         if tree:
-            return self._tree(futures, probe, created)
+            return self._sum_groups(futures, probe, created)
         results = [None] * self.n_partitions
         for group, group_results in zip(groups, self.client.gather(futures)):
             for index, item in zip(group, group_results):
                 results[index] = item
         return results, 0
+
+    def _sum_groups(self, group_futures, probe, created):
+        """Sum the groups' results by the engine's topology: ``(sum, combine tasks)``."""
+        topology = self.topology
+        if len(group_futures) == 1 or (topology == "ring" and probe.kind not in RING_KINDS):
+            topology = "tree"
+        if topology == "tree":
+            return self._tree(group_futures, probe, created)
+        probe.topology = topology
+        summed = server_sum if topology == "server" else ring_sum
+        return summed(self, group_futures, probe, created)
 
     def _tree(self, group_futures, probe, created):
         """Sum the groups' results on the workers; return ``(root sum, combine tasks)``.
@@ -268,16 +282,17 @@ class DistributedEngine(Engine):
                           else {})
         return places
 
-    def _partition_futures(self, fn, sent, probe):
-        """One task per partition, where it lives: ``run_group(fn, [part], None, sent)``."""
+    def _partition_futures(self, fn, sent, probe, each=None):
+        """One task per partition, where it lives: ``run_group(fn, [part], items, sent)``
+        with ``items`` None or ``[each[i]]``."""
         n = self.n_partitions
         keys = probe.keys(n)
         places = self._placement(range(n))
-        return [self.client.submit(_run_task, fn, [part], None, sent, (), key=keys[i],
-                                   pure=False, **places[i])
+        return [self.client.submit(_run_task, fn, [part], None if each is None else [each[i]],
+                                   sent, (), key=keys[i], pure=False, **places[i])
                 for i, part in enumerate(self.parts)]
 
-    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at, each=None):
         from distributed import wait
 
         def wait_first(pending, timeout):
@@ -289,7 +304,7 @@ class DistributedEngine(Engine):
         created = []
         try:
             sent = self._broadcast(args, created)
-            futures = self._partition_futures(fn, sent, probe)
+            futures = self._partition_futures(fn, sent, probe, each)
             created.extend(futures)
             arrived = self._await_arrivals(futures, weights, need, stop_at, wait_first)
             late = [future for i, future in enumerate(futures) if i not in set(arrived)]

@@ -81,13 +81,14 @@ class LocalEngine(Engine):
             return root, new_states, self._tree_tasks(len(self.groups)), 0
         return [item for out, _ in outputs for item in out], new_states, 0, 0
 
-    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at, each=None):
         if self._deadline_pool is None:
             self._deadline_pool = self._pool or ThreadPoolExecutor(self.n_threads)
         run = probe.timed(run_group)
         with _blas_controller().limit(limits=1):
-            futures = [self._deadline_pool.submit(run, fn, [part], None, args)
-                       for part in self.parts]
+            futures = [self._deadline_pool.submit(run, fn, [part],
+                                                  None if each is None else [each[i]], args)
+                       for i, part in enumerate(self.parts)]
             arrived = self._await_arrivals(
                 futures, weights, need, stop_at,
                 lambda pending, timeout: wait_threads(pending, timeout, FIRST_COMPLETED).done,
@@ -163,8 +164,9 @@ class StreamingLocalEngine(LocalEngine):
     def _execute_stateful(self, fn, states, args, tree, probe):
         return super()._execute_stateful(_Loading(fn), states, args, tree, probe)
 
-    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
-        return super()._execute_deadline(_Loading(fn), args, probe, weights, need, stop_at)
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at, each=None):
+        return super()._execute_deadline(_Loading(fn), args, probe, weights, need, stop_at,
+                                         each)
 
     def _submit_as_completed(self, fn, args, probe):
         return super()._submit_as_completed(_Loading(fn), args, probe)

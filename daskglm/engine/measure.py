@@ -199,6 +199,10 @@ class _DaskProbe:
         self.prefix = f"{KEY_PREFIX}{safe}-{self.token}-"
         self._combine = itertools.count()
         self.submitted = None
+        self.kind = kind
+        #: set by the backend when a tree round summed its partials otherwise
+        #: (:mod:`daskglm.engine.topologies`)
+        self.topology = None
 
     def keys(self, n):
         """Keys for the round's ``n`` partition tasks."""
@@ -221,14 +225,35 @@ class _DaskProbe:
         return None
 
     def finish(self, record, report):
+        if self.topology is not None:
+            _mark_topology(record, self.topology, self.meter.workers)
         record.bytes_overhead = control_bytes(record)
-        record.bytes_kept_local = kept_local(record, self.meter.workers)
+        if record.topology in (None, "tree"):
+            record.bytes_kept_local = kept_local(record, self.meter.workers)
         record.bytes_submitted = self.submitted
         report.engine = "distributed"
         report.workers = report.workers or self.meter.workers
         report.cores = report.cores or self.meter.cores
         report.measurement = self.meter.description
         self.meter.add(record, self.token, report)
+
+
+def _mark_topology(record, topology, workers):
+    """Write a server's or a ring's returned and kept-local bytes into a tree round's record.
+
+    The engine counted ``tasks`` results of one size, as a tree moves them; a server and a
+    ring move what :func:`~daskglm.engine.topologies.returned_bytes` says.  On a server,
+    the partials of the groups on its own worker (``G / W`` of them) stay there; on a
+    ring every group's partial is cut where it was made and only chunks move.
+    """
+    from .topologies import returned_bytes
+
+    result = record.bytes_returned / max(1, record.tasks)
+    groups = max(1, record.groups)
+    record.topology = topology
+    record.bytes_returned = int(round(returned_bytes(topology, result, groups)))
+    record.bytes_kept_local = (int(round(groups * result / max(1, workers or 1)))
+                               if topology == "server" else 0)
 
 
 class DaskMeter:

@@ -43,12 +43,13 @@ class StreamingDistributedEngine(DistributedEngine):
             return self._tree(futures, probe, created)
         return [group_results[0] for group_results in self.client.gather(futures)], 0
 
-    def _partition_futures(self, fn, sent, probe):
+    def _partition_futures(self, fn, sent, probe, each=None):
         import dask
 
         keys = probe.keys(self.n_partitions)
         run = dask.delayed(_run_task, pure=False)
-        return self.client.compute([run(fn, [part], None, sent, (), dask_key_name=keys[i])
+        return self.client.compute([run(fn, [part], None if each is None else [each[i]], sent,
+                                        (), dask_key_name=keys[i])
                                     for i, part in enumerate(self.parts)])
 
     def _execute_stateful(self, fn, states, args, tree, probe):

@@ -9,6 +9,8 @@ from ..compute.multinomial import PerClassCoordinates
 from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
+from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
+from .gradient_communication import ApproximateRounds
 from .linesearch import backtracking
 
 __all__ = ["GradientDescent"]
@@ -44,10 +46,21 @@ class GradientDescent(Solver):
         Run in standardised coordinates; the penalty's curvature is used either way.
     max_line_search : int, default 40
         Trials per line search before giving up.
+    compression, bits, k : optional
+        Compress each partition's gradient sum (the loss is sent exactly), as for
+        ``sgd``; see :mod:`daskglm.solvers.gradient_communication`.
+    deadline, min_fraction : float, optional
+        Each evaluation takes the partitions that arrive in time (or hold this share of
+        the sample weight), scaled by the share of the weight that arrived.
+
+    With ``compression``, ``deadline`` or ``min_fraction`` the gradients are estimates:
+    the stopping criterion is confirmed by one exact round before the run stops as
+    converged.
     """
 
     name = "gd"
-    options = {"step_size": "auto", "standardize": True, "max_line_search": 40}
+    options = {"step_size": "auto", "standardize": True, "max_line_search": 40,
+               **COMMUNICATION_OPTIONS}
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.MULTINOMIAL, Feature.OFFSET})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
@@ -55,6 +68,15 @@ class GradientDescent(Solver):
         if not (isinstance(self.opts["step_size"], str) and self.opts["step_size"] == "auto"):
             self._check_option("step_size", 0, strict=True)
         self._check_option("max_line_search", 1, integer=True)
+        self.codec = codec_of(self.opts, self.name)
+        self.waits = check_waits(self.opts, self.name)
+
+    def _approximate(self, objective):
+        """The rounds that cut communication, or None when no option asks for them."""
+        if self.codec is None and not self.waits:
+            return None
+        return ApproximateRounds(objective, self.codec, self.opts["deadline"],
+                                 self.opts["min_fraction"])
 
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
@@ -63,8 +85,24 @@ class GradientDescent(Solver):
         curvature = problem.curvature_at(params0)
         coordinates = self._coordinates(problem, objective, curvature)
 
-        def value_and_grad(theta):
+        approximate = self._approximate(objective)
+        try:
+            return self._descend(problem, objective, history, params0, curvature,
+                                 coordinates, approximate)
+        finally:
+            if approximate is not None:
+                approximate.close()
+
+    def _descend(self, problem, objective, history, params0, curvature, coordinates,
+                 approximate):
+        def exact_value_and_grad(theta):
             value, grad = objective.value_and_grad(coordinates.to_params(theta))
+            return value, coordinates.grad_to_theta(grad)
+
+        def value_and_grad(theta):
+            if approximate is None:
+                return exact_value_and_grad(theta)
+            value, grad = approximate.value_and_grad(coordinates.to_params(theta))
             return value, coordinates.grad_to_theta(grad)
 
         def optimality(theta, theta_grad):
@@ -72,11 +110,29 @@ class GradientDescent(Solver):
             params = coordinates.to_params(theta)
             return objective.optimality(params, coordinates.grad_to_params(theta_grad))
 
+        threshold = self.tol
+
+        def confirm(theta, value, grad, violation):
+            """``(converged, value, grad, violation)``: an estimated gradient's criterion
+            is checked by one exact round."""
+            nonlocal threshold
+            if violation > threshold:
+                return False, value, grad, violation
+            if approximate is None:
+                return True, value, grad, violation
+            estimated = violation
+            value, grad = exact_value_and_grad(theta)
+            violation = optimality(theta, grad)
+            if violation <= self.tol:
+                return True, value, grad, violation
+            threshold = 0.5 * min(threshold, estimated) if estimated > 0 else 0.0
+            return False, value, grad, violation
+
         theta = coordinates.to_theta(params0)
         value, grad = value_and_grad(theta)
         step = (1.0 / curvature if self.opts["step_size"] == "auto"
                 else float(self.opts["step_size"]))
-        converged = optimality(theta, grad) <= self.tol
+        converged, value, grad, _ = confirm(theta, value, grad, optimality(theta, grad))
         monitor = StallMonitor()
         message = "converged" if converged else "maximum number of iterations reached"
         n_iter = 0
@@ -92,9 +148,9 @@ class GradientDescent(Solver):
             curvature_along = float(s @ (search.grad - grad))
             theta, value, grad = search.params, search.value, search.grad
             step = float(s @ s) / curvature_along if curvature_along > 0 else 2.0 * search.step
-            violation = optimality(theta, grad)
+            converged, value, grad, violation = confirm(theta, value, grad,
+                                                        optimality(theta, grad))
             history.record(value, violation, search.step)
-            converged = violation <= self.tol
             if converged:
                 message = "converged"
             else:

@@ -21,6 +21,15 @@ from ..compute.stochastic import (
 )
 from ..model.problem import Feature
 from .base import History, Solver, SolverResult
+from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
+from .sgd_communication import (
+    SENDER_STATE,
+    Link,
+    compressed_local_epoch,
+    compressed_synchronous_epoch,
+    deadline_epoch,
+    start_senders,
+)
 
 __all__ = ["SGD", "SGDState", "SGDResult"]
 
@@ -131,12 +140,33 @@ class SGD(Solver):
         Seed of the random draws.
     sync_every : int or None, default None
         Local steps between averaging rounds; None for synchronous SGD.
+    compression : None, str or dict, default None
+        Compress what each round sends back (:mod:`daskglm.compute.compression`):
+        ``"stochastic"``, ``"qsgd"`` (with ``bits``), ``"sign"`` and ``"topk"`` (with
+        ``k``; both with error feedback, the residuals kept as partition state where the
+        partitions live), ``"none"``, or a codec dict such as ``{"name": "qsgd", "bits":
+        4}``.  Synchronous SGD compresses each partition's mini-batch gradient sum, local
+        SGD each partition's weighted model delta; see
+        :mod:`daskglm.solvers.sgd_communication`.
+    bits : int, optional
+        Bits per entry of ``"qsgd"`` (2 to 8; default 4).
+    k : float, optional
+        Fraction of the entries ``"topk"`` keeps (0 < k <= 1; default 0.01).
+    deadline : float, optional
+        Synchronous SGD only: each step waits at most this many seconds and takes the
+        partitions that arrived, their gradient scaled by the share of the sample weight
+        that arrived; the partitions dropped are listed in the ledger's records and in
+        each history entry's ``dropped``.
+    min_fraction : float in (0, 1], optional
+        Synchronous SGD only: each step waits until partitions holding this share of the
+        sample weight arrived (with ``deadline``, whichever comes first).
     """
 
     name = "sgd"
     options = {
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
+        **COMMUNICATION_OPTIONS,
     }
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
                          Feature.NONSMOOTH_PENALTY})
@@ -162,10 +192,22 @@ class SGD(Solver):
                 raise ValueError(
                     f"Option {key!r} of solver 'sgd' must be {requirement}; got {opts[key]!r}."
                 )
+        self.codec = codec_of(opts, self.name)
+        if self.codec is not None and opts["sync_every"] is not None and average:
+            raise ValueError("Option 'average' of solver 'sgd' is not available with "
+                             "'compression' and 'sync_every' (the local iterates are not "
+                             "sent); use synchronous SGD or average=False.")
+        self._check_deadline(opts)
         if opts["learning_rate"] != "optimal":
             make_step_rule(opts["learning_rate"], opts["eta0"], opts["power_t"])  # checks them
         if not isinstance(opts["random_state"], (np.random.RandomState, np.random.Generator)):
             root_seed(opts["random_state"])  # checks it
+
+    @staticmethod
+    def _check_deadline(opts):
+        if check_waits(opts, "sgd") and opts["sync_every"] is not None:
+            raise ValueError("Options 'deadline' and 'min_fraction' of solver 'sgd' apply to "
+                             "synchronous SGD; set sync_every=None.")
 
     # ----------------------------------------------------------------------------------
     def step_rule(self, problem):
@@ -181,8 +223,11 @@ class SGD(Solver):
         params = np.array(params0, dtype=float)
         return SGDState(params, rule, rule.init(params), None, 0, root_seed(self.opts["random_state"]))
 
-    def solve(self, problem, engine, params0, state=None):
+    def solve(self, problem, engine, params0, state=None, callback=None):
         """Run up to ``max_iter`` epochs from ``params0``, or from ``state`` to continue a run.
+
+        ``callback(epoch, state)``, when given, is called after every epoch with the
+        :class:`SGDState` (to be read, not changed), e.g. to follow the true objective.
 
         Returns
         -------
@@ -202,31 +247,54 @@ class SGD(Solver):
         )
         steps_per_epoch = math.ceil(engine.n_samples / config.batch_size)
         sync_every = self.opts["sync_every"]
-        if sync_every is None and engine.n_partitions == 1:
+        deadline, min_fraction = self.opts["deadline"], self.opts["min_fraction"]
+        waits = deadline is not None or min_fraction is not None
+        codec = self.codec
+        if sync_every is None and engine.n_partitions == 1 and codec is None and not waits:
             sync_every = steps_per_epoch  # the same computation, one round per epoch
+        if codec is not None:
+            start_senders(engine)
+            link = Link(state.params)
         best, bad_epochs, converged, n_epochs = math.inf, 0, False, 0
-        for n_epochs in range(1, self.max_iter + 1):
-            counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
-            if sync_every is None:
-                loss, penalty, weight, rate = self._synchronous_epoch(
-                    engine, config, state, counts)
-            else:
-                loss, penalty, weight, rate = self._local_epoch(
-                    engine, config, state, counts, sync_every)
-            mean_loss = loss / weight if weight > 0 else math.nan
-            mean_penalty = penalty / weight if weight > 0 else math.nan
-            value = mean_loss + mean_penalty
-            history.record(value, math.nan, float(np.mean(rate)), loss=mean_loss,
-                           penalty=mean_penalty, steps=steps_per_epoch)
-            if not np.all(np.isfinite(state.params)):
-                return SGDResult(state.solution, n_epochs, False, history.entries,
-                                 "the iterates diverged; lower the learning rate", state)
-            if self.tol is not None:
-                bad_epochs = bad_epochs + 1 if value > best - self.tol else 0
-                best = min(best, value)
-                if bad_epochs >= int(self.opts["n_iter_no_change"]):
-                    converged = True
-                    break
+        try:
+            for n_epochs in range(1, self.max_iter + 1):
+                counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
+                extra = {}
+                if waits:
+                    loss, penalty, weight, rate, dropped = deadline_epoch(
+                        engine, config, state, counts, deadline, min_fraction)
+                    extra["dropped"] = dropped
+                elif codec is not None and sync_every is None:
+                    loss, penalty, weight, rate = compressed_synchronous_epoch(
+                        engine, config, state, counts, codec, link)
+                elif codec is not None:
+                    loss, penalty, weight, rate = compressed_local_epoch(
+                        engine, config, state, counts, sync_every, codec)
+                elif sync_every is None:
+                    loss, penalty, weight, rate = self._synchronous_epoch(
+                        engine, config, state, counts)
+                else:
+                    loss, penalty, weight, rate = self._local_epoch(
+                        engine, config, state, counts, sync_every)
+                mean_loss = loss / weight if weight > 0 else math.nan
+                mean_penalty = penalty / weight if weight > 0 else math.nan
+                value = mean_loss + mean_penalty
+                history.record(value, math.nan, float(np.mean(rate)), loss=mean_loss,
+                               penalty=mean_penalty, steps=steps_per_epoch, **extra)
+                if callback is not None:
+                    callback(n_epochs, state)
+                if not np.all(np.isfinite(state.params)):
+                    return SGDResult(state.solution, n_epochs, False, history.entries,
+                                     "the iterates diverged; lower the learning rate", state)
+                if self.tol is not None:
+                    bad_epochs = bad_epochs + 1 if value > best - self.tol else 0
+                    best = min(best, value)
+                    if bad_epochs >= int(self.opts["n_iter_no_change"]):
+                        converged = True
+                        break
+        finally:
+            if codec is not None:
+                engine.drop_state(SENDER_STATE)
         if self.tol is None:
             converged, message = True, "ran every epoch (no tolerance)"
         else:

@@ -1,0 +1,230 @@
+"""Communication-efficient SGD on a LocalCluster: objective gap against bytes and seconds.
+
+One ``distributed.LocalCluster`` of 2 single-threaded worker processes, dense L2-logistic
+data (``--rows`` x ``--features``, entries N(0, 0.01), ``alpha = 0.01``, one partition per
+worker), scikit-learn's solution of the same objective as the reference.  Synchronous
+mini-batch SGD (batches of ``--batch-size``, ``eta0 = 4``, ``invscaling`` with power 0.5)
+runs ``--epochs`` epochs uncompressed (1.5 times as many with a codec, 2 times with
+deadlines)
+
+1. uncompressed, then with each codec (``stochastic``, ``qsgd`` 4-bit with buckets of 64
+   entries, ``sign`` and ``topk`` 1% with error feedback): per epoch the true objective gap, the bytes Dask
+   measured for the gradient rounds (all of them, and those the workers wrote back), and
+   the seconds;
+2. on data with many more rows than features (20,000 x 100, entries N(0, 1), batches of
+   2,000, ``eta0 = 1``), with one worker slowed ``--slowdown`` times
+   (``daskglm.testing.slow_worker`` adds ``(slowdown - 1)`` times the median plain round,
+   measured first, to each of its tasks): plain synchronous SGD, and deadline rounds that
+   take the partitions holding half the weight (``min_fraction=0.5``, with a deadline of
+   twice the plain round as a backstop).  The slow worker's rows are then left out of
+   every step, so the run converges towards the fast worker's half of the data: a
+   persistent straggler costs accuracy where the rows of one worker do not pin the
+   solution down (many features, few rows per worker).
+
+The target gap is the one uncompressed (plain) SGD reaches in its last epoch.  Reported: the cut
+in measured returned bytes per gradient round, the epochs and seconds to the target gap,
+and their ratios to uncompressed (or plain, slowed) SGD.  The roadmap's targets (issue
+15): ``qsgd`` 4-bit and ``sign`` cut returned bytes >= 8x at d = 10,000 with <= 1.5x the
+epochs; the deadline run reaches the gap in <= 0.4x the time of the slowed plain run.
+
+``python -m benchmarks communication`` (about 2 minutes on 2 cores; the defaults are the
+issue's d = 10,000); ``--output PATH`` writes the rows as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+import warnings
+
+import numpy as np
+
+__all__ = ["main", "run"]
+
+#: The straggler runs' data: many more rows than features, two partitions.
+STRAGGLER_ROWS, STRAGGLER_FEATURES, STRAGGLER_BATCH = 20_000, 100, 2000
+
+CODECS = {
+    "none": None,
+    "stochastic": "stochastic",
+    "qsgd-4bit": {"name": "qsgd", "bits": 4, "bucket": 64},
+    "sign": "sign",
+    "topk-1%": {"name": "topk", "k": 0.01},
+}
+
+
+def _data(rows, features, seed=0, scale=0.1):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((rows, features)) * scale
+    coef = rng.standard_normal(features) * (3.0 / (scale * np.sqrt(features)))
+    y = (rng.uniform(size=rows) < 1 / (1 + np.exp(-(X @ coef)))).astype(float)
+    return X, y
+
+
+def _objective(X, y, params, alpha):
+    eta = X @ params[:-1] + params[-1]
+    coef = params[:-1]
+    return float(np.mean(np.logaddexp(0, eta) - y * eta) + 0.5 * alpha * coef @ coef)
+
+
+def _reference(X, y, alpha):
+    from sklearn.linear_model import LogisticRegression
+
+    model = LogisticRegression(C=1.0 / (alpha * len(y)), tol=1e-10, max_iter=10_000)
+    model.fit(X, y)
+    return _objective(X, y, np.append(model.coef_.ravel(), model.intercept_[0]), alpha)
+
+
+def _fit(engine, problem, options, epochs, kinds):
+    """Run SGD; per epoch ``(seconds, params)``, and the run's gradient-round records."""
+    from daskglm.solvers.sgd import SGD
+
+    solver = SGD(tol=None, max_iter=epochs, **options)
+    first = len(engine.ledger.records)
+    snapshots = []
+    start = time.perf_counter()
+    solver.solve(problem, engine, np.zeros(problem.n_features + 1),
+                 callback=lambda epoch, state: snapshots.append(
+                     (time.perf_counter() - start, state.params.copy())))
+    engine.collect_measurements()
+    records = [r for r in engine.ledger.records[first:] if r.kind in kinds]
+    return snapshots, records
+
+
+def _row(name, X, y, alpha, best, snapshots, records, steps):
+    gaps = [_objective(X, y, params, alpha) - best for _, params in snapshots]
+    return {
+        "run": name,
+        "gaps": gaps,
+        "seconds": [seconds for seconds, _ in snapshots],
+        "rounds": len(records),
+        "bytes_measured_per_round": statistics.mean(r.bytes_measured for r in records),
+        "bytes_returned_measured_per_round": statistics.mean(r.bytes_transferred
+                                                             for r in records),
+        "bytes_returned_model_per_round": statistics.mean(r.bytes_returned for r in records),
+        "round_seconds_median": statistics.median(r.seconds for r in records),
+        "dropped_rounds": sum(1 for r in records if r.dropped),
+        "steps_per_epoch": steps,
+    }
+
+
+def _first_reaching(row, target):
+    for epoch, (gap, seconds) in enumerate(zip(row["gaps"], row["seconds"]), start=1):
+        if gap <= target:
+            return epoch, seconds
+    return None, None
+
+
+def run(rows=2000, features=10_000, epochs=6, batch_size=200, slowdown=5.0, eta0=4.0,
+        alpha=0.01):
+    """Run the benchmark; returns ``{"rows": [...], "target_gap": float, ...}``."""
+    from distributed import Client, LocalCluster
+
+    from daskglm.accounting.kinds import Kind
+    from daskglm.engine import make_engine
+    from daskglm.model.families import Binomial
+    from daskglm.model.penalties import L2
+    from daskglm.model.problem import Problem
+    from daskglm.testing import slow_worker
+
+    X, y = _data(rows, features)
+    best = _reference(X, y, alpha)
+    problem = Problem(Binomial(), L2(alpha), True, features)
+    base = {"batch_size": batch_size, "eta0": eta0, "learning_rate": "invscaling",
+            "power_t": 0.5, "random_state": 0}
+    steps = -(-rows // batch_size)
+    results = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client, \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with make_engine(X, y, family=Binomial(), client=client, n_partitions=2) as engine:
+            for name, codec in CODECS.items():
+                options = dict(base) if codec is None else {**base, "compression": codec}
+                kinds = (Kind.SGD_BATCH,) if codec is None else (Kind.COMPRESSED_BATCH,)
+                # a codec has 1.5 times the epochs to reach the uncompressed run's gap
+                runs = epochs if codec is None else -(-3 * epochs // 2)
+                snapshots, records = _fit(engine, problem, options, runs, kinds)
+                results.append(_row(name, X, y, alpha, best, snapshots, records, steps))
+        # stragglers: data with many more rows than features, where the rows of the fast
+        # worker alone determine nearly the same solution
+        Xs, ys = _data(STRAGGLER_ROWS, STRAGGLER_FEATURES, scale=1.0)
+        best_s = _reference(Xs, ys, alpha)
+        problem_s = Problem(Binomial(), L2(alpha), True, STRAGGLER_FEATURES)
+        base_s = {**base, "batch_size": STRAGGLER_BATCH, "eta0": 1.0}
+        steps_s = -(-STRAGGLER_ROWS // STRAGGLER_BATCH)
+        with make_engine(Xs, ys, family=Binomial(), client=client, n_partitions=2) as engine:
+            _, records = _fit(engine, problem_s, base_s, 1, (Kind.SGD_BATCH,))
+            plain_round = statistics.median(r.seconds for r in records)
+            delay = (slowdown - 1.0) * plain_round
+            slow = sorted(client.scheduler_info()["workers"])[1]
+            with slow_worker(client, slow, delay):
+                snapshots, records = _fit(engine, problem_s, base_s, epochs, (Kind.SGD_BATCH,))
+                plain = _row(f"plain, 1 worker {slowdown:g}x slower", Xs, ys, alpha, best_s,
+                             snapshots, records, steps_s)
+                deadline = {**base_s, "min_fraction": 0.5, "deadline": 2.0 * plain_round}
+                snapshots, records = _fit(engine, problem_s, deadline, 2 * epochs,
+                                          (Kind.DEADLINE_BATCH,))
+                late = _row(f"deadline, 1 worker {slowdown:g}x slower", Xs, ys, alpha,
+                            best_s, snapshots, records, steps_s)
+    target = results[0]["gaps"][-1]
+    for row in results:
+        row["epochs_to_target"], row["seconds_to_target"] = _first_reaching(row, target)
+    straggler_target = plain["gaps"][-1]
+    for row in (plain, late):
+        row["epochs_to_target"], row["seconds_to_target"] = _first_reaching(row,
+                                                                            straggler_target)
+    results += [plain, late]
+    return {"rows": results, "target_gap": target, "straggler_target_gap": straggler_target,
+            "slow_task_seconds": delay, "n_rows": rows, "n_features": features,
+            "batch_size": batch_size}
+
+
+def _ratio(a, b):
+    return None if a is None or b is None or not b else a / b
+
+
+def table(result):
+    """The markdown table of :func:`run`'s result."""
+    rows = result["rows"]
+    none, plain = rows[0], rows[len(CODECS)]
+    lines = [
+        f"codecs: target gap {result['target_gap']:.3g} (uncompressed SGD's last epoch); "
+        f"{result['n_rows']} x {result['n_features']}, batch {result['batch_size']}.  "
+        f"Stragglers: target gap {result['straggler_target_gap']:.3g} (plain SGD's last "
+        f"epoch); {STRAGGLER_ROWS} x {STRAGGLER_FEATURES}, batch {STRAGGLER_BATCH}, "
+        f"{result['slow_task_seconds']:.3f} s added to each task of the slow worker",
+        "",
+        "| run | measured B/round | measured B/round back | cut (back) | epochs to gap "
+        "| epochs vs base | s to gap | s vs base |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for i, row in enumerate(rows):
+        reference = none if i < len(CODECS) else plain
+        cut = _ratio(reference["bytes_returned_measured_per_round"],
+                     row["bytes_returned_measured_per_round"])
+        cells = [
+            row["run"], f"{row['bytes_measured_per_round']:,.0f}",
+            f"{row['bytes_returned_measured_per_round']:,.0f}",
+            "-" if cut is None else f"{cut:.1f}x",
+            str(row["epochs_to_target"] or "not reached"),
+            _fmt(_ratio(row["epochs_to_target"], reference["epochs_to_target"])),
+            "-" if row["seconds_to_target"] is None else f"{row['seconds_to_target']:.2f}",
+            _fmt(_ratio(row["seconds_to_target"], reference["seconds_to_target"])),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _fmt(value):
+    return "-" if value is None else f"{value:.2f}"
+
+
+def main(args):
+    result = run(args.rows, args.features, args.epochs, args.batch_size, args.slowdown)
+    print(table(result))
+    if args.output:
+        with open(args.output, "w") as handle:
+            json.dump(result, handle, indent=1)
+    return 0

@@ -1,0 +1,255 @@
+"""The codec interface, the identity codec, and what every codec shares: input checks,
+bit packing, index dtypes and message sizes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+__all__ = ["Codec", "NoCompression", "index_dtype", "message_nbytes"]
+
+#: Bytes that :func:`message_nbytes` counts for a Python scalar field (a float64 or int64).
+_SCALAR_BYTES = 8
+
+def index_dtype(length):
+    """The smallest integer dtype of uint16, uint32 and int64 that indexes ``length`` entries.
+
+    Parameters
+    ----------
+    length : int
+        Number of entries, d.
+
+    Returns
+    -------
+    numpy.dtype
+    """
+    if length <= 2**16:
+        return np.dtype(np.uint16)
+    if length <= 2**32:
+        return np.dtype(np.uint32)
+    return np.dtype(np.int64)
+
+
+def message_nbytes(message):
+    """Payload bytes of a message: its arrays' ``nbytes`` plus 8 bytes per scalar field.
+
+    Parameters
+    ----------
+    message : ndarray or message tuple
+        What a codec's ``encode`` returned.
+
+    Returns
+    -------
+    int
+        What :meth:`Codec.model_bytes` predicts, without the pickling overhead (about
+        100 to 150 bytes per array and some 60 for the message's type).
+    """
+    if isinstance(message, np.ndarray):
+        return int(message.nbytes)
+    return sum(
+        int(field.nbytes) if isinstance(field, np.ndarray) else _SCALAR_BYTES
+        for field in message
+    )
+
+
+def _as_vector(vector):
+    """``vector`` as a 1-D float64 array with at least one entry, all finite."""
+    array = np.asarray(vector)
+    if array.ndim != 1:
+        raise ValueError(f"vector must be 1-D; got shape {array.shape}.")
+    if array.size == 0:
+        raise ValueError("vector must have at least one entry.")
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(f"vector must hold real numbers; got dtype {array.dtype}.")
+    array = array.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(array)):
+        raise ValueError("vector must be finite; got NaN or infinity.")
+    return array
+
+
+def _generator(rng, codec_name):
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(rng)
+    raise ValueError(
+        f"codec {codec_name!r} draws random numbers: rng must be a numpy Generator or an "
+        f"integer seed; got {rng!r}."
+    )
+
+
+def _norm2(vector):
+    r""":math:`\|v\|_2`, without overflow or underflow of the squares."""
+    largest = float(np.max(np.abs(vector)))
+    if largest == 0.0:
+        return 0.0
+    norm = largest * float(np.sqrt(np.dot(vector / largest, vector / largest)))
+    if not math.isfinite(norm):
+        raise ValueError("the vector's 2-norm overflows float64.")
+    return norm
+
+
+def _mean_abs(vector):
+    r""":math:`\|v\|_1 / d`, without overflow of the sum."""
+    largest = float(np.max(np.abs(vector)))
+    if largest == 0.0:
+        return 0.0
+    return largest * float(np.mean(np.abs(vector) / largest))
+
+
+def _packed_bytes(n_bits):
+    return -(-n_bits // 8)
+
+
+def _unpack_signs(packed, count):
+    return 1.0 - 2.0 * np.unpackbits(packed, count=count)
+
+
+def _pack_codes(codes, width):
+    """Pack uint8 ``codes`` < 2**width into ``width`` bits each, most significant first."""
+    bit_rows = np.unpackbits(codes[:, None], axis=1)[:, 8 - width:]
+    return np.packbits(bit_rows)
+
+
+def _unpack_codes(packed, count, width):
+    bit_rows = np.unpackbits(packed, count=count * width).reshape(count, width)
+    place_values = np.left_shift(1, np.arange(width - 1, -1, -1)).astype(np.uint8)
+    return bit_rows @ place_values
+
+
+class Codec:
+    """A compressor of float vectors into messages, and its decoder.
+
+    Subclasses set the class attributes and implement :meth:`encode`, :meth:`decode`,
+    :meth:`model_bytes` and :attr:`spec`.
+
+    Attributes
+    ----------
+    name : str
+        The name :func:`get_codec` knows it by.
+    unbiased : bool
+        Whether :math:`E[D(C(v))] = v` for every v.
+    needs_error_feedback : bool
+        Whether it is biased enough that it should be used with :class:`ErrorFeedback`.
+    message_type : type
+        The type of its messages.
+    """
+
+    name: ClassVar[str]
+    unbiased: ClassVar[bool]
+    needs_error_feedback: ClassVar[bool]
+    message_type: ClassVar[type]
+
+    def encode(self, vector, rng=None):
+        """Compress a vector into a message.
+
+        Parameters
+        ----------
+        vector : array_like, 1-D, length d >= 1
+            Finite real numbers; float32 or integers are read as float64.
+        rng : numpy.random.Generator or int, optional
+            The random draws of a stochastic codec (required for those); ignored by the
+            deterministic ones.
+
+        Returns
+        -------
+        message
+            An instance of :attr:`message_type`.
+        """
+        raise NotImplementedError
+
+    def decode(self, message):
+        """The dense float64 vector of length d that a message stands for.
+
+        Parameters
+        ----------
+        message
+            What :meth:`encode` returned.
+
+        Returns
+        -------
+        ndarray of float64
+        """
+        raise NotImplementedError
+
+    def model_bytes(self, length):
+        """Payload bytes of one message for a vector of ``length`` entries.
+
+        Parameters
+        ----------
+        length : int
+            d.
+
+        Returns
+        -------
+        int
+            Equal to :func:`message_nbytes` of every message for deterministic-size
+            codecs; an upper bound for ``"stochastic"``.
+        """
+        raise NotImplementedError
+
+    @property
+    def spec(self):
+        """The dict that :func:`get_codec` turns back into this codec."""
+        return {"name": self.name}
+
+    def _check_message(self, message):
+        if not isinstance(message, self.message_type):
+            raise ValueError(
+                f"codec {self.name!r} decodes a {self.message_type.__name__}; "
+                f"got {type(message).__name__}."
+            )
+
+
+@dataclass(frozen=True)
+class NoCompression(Codec):
+    """The identity: the message is the vector as float64."""
+
+    name: ClassVar[str] = "none"
+    unbiased: ClassVar[bool] = True
+    needs_error_feedback: ClassVar[bool] = False
+    message_type: ClassVar[type] = np.ndarray
+
+    def encode(self, vector, rng=None):
+        """The vector itself, as a float64 array (a copy when it was float64 already).
+
+        Parameters
+        ----------
+        vector : array_like, 1-D
+        rng : ignored
+
+        Returns
+        -------
+        ndarray of float64
+        """
+        return np.array(_as_vector(vector), dtype=np.float64, copy=True)
+
+    def decode(self, message):
+        """The message, as float64.
+
+        Parameters
+        ----------
+        message : ndarray
+
+        Returns
+        -------
+        ndarray of float64
+        """
+        self._check_message(message)
+        return np.asarray(message, dtype=np.float64)
+
+    def model_bytes(self, length):
+        """``8 * length``.
+
+        Parameters
+        ----------
+        length : int
+
+        Returns
+        -------
+        int
+        """
+        return 8 * int(length)

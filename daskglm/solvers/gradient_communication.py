@@ -1,0 +1,96 @@
+"""Gradient descent's rounds when they cut communication: compressed or with a deadline.
+
+:class:`~daskglm.solvers.gradient.GradientDescent` evaluates the objective through an
+:class:`ApproximateRounds` when ``compression``, ``deadline`` or ``min_fraction`` is set:
+
+* compressed: ONE stateful round (``compressed_gradient``) per evaluation; each partition
+  sends its loss exactly and the change of its gradient sum since its last message,
+  compressed (:func:`~daskglm.compute.compressed_steps.compressed_loss_grad`: each
+  partition's reference gradient is kept where it lives, the driver keeps their sum);
+* with a deadline: ONE deadline round (``deadline_gradient``) per evaluation; the loss and
+  gradient of the partitions that arrived are scaled by ``weight_total /
+  weight_arrived``.  When none arrived the evaluation is an exact round.
+
+Either way the gradient is an estimate, so the stopping criterion is confirmed by one
+exact round (``gradient``) before ``converged`` is claimed; a confirmation that fails
+halves the estimated violation the next one waits for.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..accounting.kinds import Kind
+from ..compute.compressed_steps import Sender, compressed_loss_grad, decode_sum
+from ..compute.kernels import loss_grad
+from ..compute.tree import tree_sum
+
+__all__ = ["ApproximateRounds", "GD_SENDER_STATE"]
+
+#: Name of the partition state holding each partition's sender in compressed gd.
+GD_SENDER_STATE = "gd_compression_senders"
+
+
+class ApproximateRounds:
+    """Objective evaluations from compressed or deadline rounds.
+
+    Parameters
+    ----------
+    objective : Objective
+        Its problem and engine; also gives the exact evaluations.
+    codec : Codec or None
+    deadline, min_fraction : float or None
+    """
+
+    def __init__(self, objective, codec=None, deadline=None, min_fraction=None):
+        self.objective = objective
+        self.engine = objective.engine
+        self.problem = objective.problem
+        self.codec = codec
+        self.deadline, self.min_fraction = deadline, min_fraction
+        self.rounds = 0
+        #: the sum of the partitions' reference gradients (compressed rounds)
+        self.reference = None
+        if codec is not None:
+            self._put_senders()
+
+    def _put_senders(self):
+        self.reference = None
+        self.engine.put_state(GD_SENDER_STATE,
+                              [Sender(i) for i in range(self.engine.n_partitions)])
+
+    def value_and_grad(self, params):
+        """Estimated smooth objective and gradient at ``params``: one round."""
+        p = self.problem
+        self.rounds += 1
+        if self.codec is not None:
+            args = (params, p.family, p.fit_intercept, self.codec, self.rounds)
+            round_ = self.engine.map_stateful(compressed_loss_grad, GD_SENDER_STATE, *args,
+                                              kind=Kind.COMPRESSED_GRADIENT)
+            if round_.reset:  # senders lost with a worker: their residuals are gone
+                self._put_senders()
+                round_ = self.engine.map_stateful(compressed_loss_grad, GD_SENDER_STATE,
+                                                  *args, kind=Kind.COMPRESSED_GRADIENT)
+            partials = round_.result
+            loss = tree_sum([part.loss for part in partials])
+            change = decode_sum([part.message for part in partials], self.codec,
+                                params.shape[0])
+            self.reference = change if self.reference is None else self.reference + change
+            grad = self.reference
+        else:
+            arrived = self.engine.reduce_by_deadline(
+                loss_grad, params, p.family, p.fit_intercept, kind=Kind.DEADLINE_GRADIENT,
+                deadline=self.deadline, min_fraction=self.min_fraction,
+            )
+            if arrived.result is None or not arrived.weight_arrived > 0:
+                return self.objective.value_and_grad(params)
+            scale = arrived.weight_total / arrived.weight_arrived
+            loss = arrived.result.loss * scale
+            grad = np.asarray(arrived.result.grad, dtype=np.float64) * scale
+        value, grad, _ = self.objective._penalise(params, loss, np.array(grad, copy=True))
+        return value, grad
+
+    def close(self):
+        """Release the senders (no round)."""
+        if self.codec is not None:
+            self.engine.drop_state(GD_SENDER_STATE)

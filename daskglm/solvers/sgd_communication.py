@@ -1,0 +1,202 @@
+"""SGD epochs that cut communication: compressed rounds and straggler deadlines.
+
+:class:`~daskglm.solvers.sgd.SGD` runs its epochs here when ``compression``, ``deadline``
+or ``min_fraction`` is set; each function takes one epoch's draws (``counts``: rows per
+step and partition) and updates the :class:`~daskglm.solvers.sgd.SGDState` in place, as
+the plain epochs of :mod:`daskglm.solvers.sgd` do, returning the same sums.
+
+* Compressed synchronous SGD: ONE stateful round per step
+  (:meth:`~daskglm.engine.Engine.map_stateful`) in which every partition compresses its
+  mini-batch gradient sum where it lives and sends back the message only; the driver
+  decodes and sums them in the fixed-order tree over partition indices.  Down, the
+  round sends the previous step's messages, from which every partition steps its replica
+  of the coefficients as the driver does
+  (:class:`~daskglm.compute.compressed_steps.Downlink`); the coefficients themselves go
+  down only in the first round of a run (and after a replica was lost).
+* Compressed local SGD: the same, per synchronisation, with each partition's weighted
+  model delta compressed.  The step rule's state travels as it is (a scalar, but
+  Adagrad's per-coordinate sums are dense); there is no running mean of the iterates
+  (``average``), as the local iterates are not sent.
+* Deadline SGD: ONE deadline round per step
+  (:func:`~daskglm.engine.deadline_each.reduce_each_by_deadline`); the gradient of the
+  partitions that arrived is scaled by ``weight_total / weight_arrived``, an unbiased
+  estimate of the full gradient when which partitions arrive does not depend on their
+  rows (a slow machine).  A step in which no partition arrived does not move.
+
+The partition state of the compressed rounds (:class:`~daskglm.compute.compressed_steps.Sender`:
+the partition's index and error feedback's residual) is put on the partitions once, at
+the start of a run, and never fetched: residuals do not travel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..accounting.kinds import Kind
+from ..compute.compressed_steps import (
+    Downlink,
+    Sender,
+    apply_step,
+    compressed_batch_loss_grad,
+    compressed_local_sgd,
+    decode_sum,
+)
+from ..compute.sparse_vectors import dense_gradient
+from ..compute.stochastic import average_update, batch_loss_grad, l1_prox, sgd_step
+from ..compute.tree import tree_sum
+from ..engine.deadline_each import reduce_each_by_deadline
+
+__all__ = [
+    "SENDER_STATE", "Link", "start_senders", "compressed_synchronous_epoch",
+    "compressed_local_epoch", "deadline_epoch",
+]
+
+#: Name of the partition state holding each partition's :class:`Sender`.
+SENDER_STATE = "sgd_compression_senders"
+
+
+def start_senders(engine):
+    """Put a fresh :class:`Sender` (its index, no residual) on every partition: one round."""
+    engine.put_state(SENDER_STATE, [Sender(i) for i in range(engine.n_partitions)])
+
+
+def _stateful(engine, kernel, *args, kind, again=None):
+    """One ``map_stateful`` round over the senders; senders lost with a worker are put
+    back (their residuals and replicas are lost with them) and the round runs again, with
+    the arguments ``again`` when given."""
+    round_ = engine.map_stateful(kernel, SENDER_STATE, *args, kind=kind)
+    if round_.reset:
+        senders = [Sender(i) for i in range(engine.n_partitions)]
+        engine.put_state(SENDER_STATE, senders)
+        round_ = engine.map_stateful(kernel, SENDER_STATE, *(again or args), kind=kind)
+    return round_.result
+
+
+def _draws(counts, offsets, k):
+    return [(index, int(counts[k, index]), int(offsets[k, index]))
+            for index in range(counts.shape[1])]
+
+
+class Link:
+    """The driver's side of the compressed downlink: what the next round sends down.
+
+    Starts with the coefficients; after each step, the step's messages
+    (:class:`~daskglm.compute.compressed_steps.Downlink`).
+    """
+
+    def __init__(self, params):
+        self.next = Downlink(params=params)
+
+
+def compressed_synchronous_epoch(engine, config, state, counts, codec, link):
+    """One epoch of synchronous SGD, each step's gradients compressed per partition.
+
+    ``link`` (a :class:`Link`) carries the downlink from one step, and one epoch, to the
+    next.  Returns the sums of the loss, of the sample weight times the penalty, of the
+    sample weight over the epoch's rows, and the last learning rate.
+    """
+    loss = penalty = weight = 0.0
+    rate = 0.0
+    epoch = state.step
+    offsets = np.cumsum(counts, axis=0) - counts
+    n = config.n_features
+    for k in range(counts.shape[0]):
+        step = epoch + k
+        draws = _draws(counts, offsets, k)
+        partials = _stateful(
+            engine, compressed_batch_loss_grad, draws, link.next, config, epoch, step, codec,
+            kind=Kind.COMPRESSED_BATCH,
+            again=(draws, Downlink(params=state.params), config, epoch, step, codec),
+        )
+        messages = [p.message for p in partials]
+        step_loss = tree_sum([p.loss for p in partials])
+        step_weight = tree_sum([p.weight for p in partials])
+        loss += step_loss
+        weight += step_weight
+        if step_weight:
+            penalty += step_weight * config.penalty.value(state.params[:n])
+        n_batch = int(counts[k].sum())
+        link.next = Downlink(None, messages, state.rule_state, step, n_batch)
+        state.params, rate, state.rule_state = apply_step(
+            state.params, messages, codec, config, state.rule_state, step, n_batch)
+        state.average = average_update(state.average, state.params, step, config)
+    state.step += counts.shape[0]
+    return loss, penalty, weight, rate
+
+
+def compressed_local_epoch(engine, config, state, counts, sync_every, codec):
+    """One epoch of local SGD, ``sync_every`` local steps per round, each partition's
+    weighted model delta compressed; returns as :func:`compressed_synchronous_epoch`."""
+    loss = penalty = weight = 0.0
+    rate = 0.0
+    epoch = state.step
+    offsets = np.cumsum(counts, axis=0) - counts
+    end = epoch + counts.shape[0]
+    length = state.params.shape[0]
+    local_config = replace(config, average_from=None)  # no running mean (checked by SGD)
+    while state.step < end:
+        first = state.step
+        steps = range(first, min(first + sync_every, end))
+        rel = slice(first - epoch, steps[-1] + 1 - epoch)
+        each = [(index, first, counts[rel, index], epoch, int(offsets[rel.start, index]))
+                for index in range(engine.n_partitions)]
+        partials = _stateful(engine, compressed_local_sgd, each, state.params,
+                             state.rule_state, local_config, first, codec,
+                             kind=Kind.COMPRESSED_LOCAL_SGD)
+        local = tree_sum([p.stats for p in partials])
+        delta = decode_sum([p.message for p in partials], codec, length)
+        loss += local.loss
+        penalty += local.penalty
+        weight += local.batch_weight
+        rate, state.rule_state = local.rate, local.rule_state
+        state.params = l1_prox(state.params + delta, rate, config)
+        state.average = average_update(state.average, state.params, steps[-1], config)
+        state.step = steps[-1] + 1
+    return loss, penalty, weight, rate
+
+
+def deadline_epoch(engine, config, state, counts, deadline, min_fraction):
+    """One epoch of synchronous SGD whose steps take the partitions that arrive in time.
+
+    Returns as :func:`compressed_synchronous_epoch`, the sums over the rows that arrived,
+    plus the partitions dropped in each step (a list of tuples).
+    """
+    loss = penalty = weight = 0.0
+    rate = 0.0
+    epoch = state.step
+    offsets = np.cumsum(counts, axis=0) - counts
+    n = config.n_features
+    dropped = []
+    for k in range(counts.shape[0]):
+        step = epoch + k
+        round_ = reduce_each_by_deadline(
+            engine, batch_loss_grad, _draws(counts, offsets, k), state.params, config, epoch,
+            kind=Kind.DEADLINE_BATCH, deadline=deadline, min_fraction=min_fraction,
+        )
+        dropped.append(round_.dropped)
+        stats = round_.result
+        if stats is None or not round_.weight_arrived > 0:
+            state.average = average_update(state.average, state.params, step, config)
+            continue  # nothing arrived: the step does not move
+        loss += stats.loss
+        weight += stats.weight
+        if stats.weight:
+            penalty += stats.weight * config.penalty.value(state.params[:n])
+        scale = round_.weight_total / round_.weight_arrived
+        moved, rate, state.rule_state = sgd_step(
+            state.params, _scaled(stats.grad, scale), engine.sum_weight, config,
+            state.rule_state, step, int(counts[k].sum()),
+        )
+        state.params = l1_prox(moved, rate, config)
+        state.average = average_update(state.average, state.params, step, config)
+    state.step += counts.shape[0]
+    return loss, penalty, weight, rate, dropped
+
+
+def _scaled(grad, scale):
+    """``scale * grad`` for a dense or sparse gradient sum (exact when ``scale`` is 1)."""
+    if scale == 1.0:
+        return grad
+    return scale * np.asarray(dense_gradient(grad), dtype=np.float64)
