@@ -18,3 +18,7 @@ class Kind:
     LOCAL_SGD = "local_sgd"
     PUSH = "push"  # updates pushed to a parameter holder (one record when it is closed)
     PULL = "pull"  # parameters pulled from a parameter holder (the same)
+    ASYNC_SGD = "async_sgd"  # one generation of parameter-server SGD tasks (solver "async")
+    GOSSIP = "gossip"  # local steps of every node's own model (solver "gossip")
+    GOSSIP_EXCHANGE = "gossip_exchange"  # each node's model mixed with its neighbours'
+    GOSSIP_START = "gossip_start"  # every node's first model and partition index

@@ -208,6 +208,13 @@ class RoundRecord:
     staleness : dict or None
         ``push`` records of a parameter holder: ``{staleness: pushes}``, staleness being
         the versions applied between a pusher's pull and its push; None for other rounds.
+    clock_staleness : dict or None
+        ``push`` records of parameter-server SGD: ``{clock lag: pushes}``, the clock lag
+        being how many updates the pushing task was ahead of the slowest other running
+        task when it read the parameters (at most the staleness bound); None otherwise.
+    seconds_blocked : float or None
+        ``push`` records of parameter-server SGD: seconds tasks waited at the staleness
+        bound, summed over tasks; None otherwise.
     """
 
     kind: str
@@ -234,6 +241,8 @@ class RoundRecord:
     dropped: tuple | None = None
     state_reset: tuple | None = None
     staleness: dict | None = None
+    clock_staleness: dict | None = None
+    seconds_blocked: float | None = None
 
     @property
     def bytes_modelled(self) -> int:
@@ -296,6 +305,14 @@ def _timing(spans):
         "seconds_span": float(end - first),
         "seconds_tree": None if combined is None else max(0.0, float(combined - end)),
     }
+
+
+def _merged(histograms):
+    total = {}
+    for histogram in histograms:
+        for key, count in (histogram or {}).items():
+            total[key] = total.get(key, 0) + count
+    return dict(sorted(total.items()))
 
 
 class CommReport:
@@ -390,6 +407,23 @@ class CommReport:
     def seconds_waiting(self) -> float:
         """Total thread-seconds spent waiting for the slowest partition."""
         return float(sum(r.seconds_waiting or 0.0 for r in self.records))
+
+    @property
+    def staleness(self) -> dict:
+        """``{staleness: updates}`` over every parameter holder of the fit (versions
+        applied between an update's read and its push); empty without a holder."""
+        return _merged(r.staleness for r in self.records)
+
+    @property
+    def clock_staleness(self) -> dict:
+        """``{clock lag: updates}`` of parameter-server SGD (see
+        :attr:`RoundRecord.clock_staleness`); empty without one."""
+        return _merged(r.clock_staleness for r in self.records)
+
+    @property
+    def seconds_blocked(self) -> float:
+        """Seconds tasks waited at a staleness bound, summed over tasks."""
+        return float(sum(r.seconds_blocked or 0.0 for r in self.records))
 
     @property
     def split_every(self):
