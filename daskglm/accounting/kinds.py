@@ -22,3 +22,4 @@ class Kind:
     GOSSIP = "gossip"  # local steps of every node's own model (solver "gossip")
     GOSSIP_EXCHANGE = "gossip_exchange"  # each node's model mixed with its neighbours'
     GOSSIP_START = "gossip_start"  # every node's first model and partition index
+    GOSSIP_FETCH = "gossip_fetch"  # the nodes' models fetched once, at the end, to average
