@@ -5,7 +5,8 @@
 SGD steps on mini-batches of its own rows, pushes the accumulated change every
 ``push_every`` steps, reads the parameters again every ``fetch_every`` steps, and with a
 staleness bound waits its turn after each push (and then reads).  It stops when the
-holder says the run has done its rows, after ``seconds`` of work, or when asked.  The
+holder says the run has done its rows, after ``passes`` passes over its own rows or
+``seconds`` of work, or when asked.  The
 holder is anything with the methods of
 :class:`~daskglm.engine.asynchronous.ParameterHolder` (its handle on a cluster); nothing
 here imports Dask.
@@ -57,6 +58,10 @@ class ParameterServerConfig:
         Most seconds a task works in one generation.
     hogwild : int or None
         Threads of Hogwild SGD between two pushes (None: mini-batch steps).
+    passes : float or None
+        Most passes over its own rows a task reads in one generation (None: no limit).
+        Where a worker thread holds several partitions their tasks run one after the
+        other, and a limit of one pass gives each its turn.
     pace : callable or None
         Called before every push (a straggler's pause in tests and demos).
     """
@@ -73,6 +78,7 @@ class ParameterServerConfig:
     bounded: bool = False
     seconds: float = 1.0
     hogwild: int | None = None
+    passes: float | None = None
     pace: object = None
 
 
@@ -192,7 +198,9 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
     batches = _Batches(n_rows, rng)
     scale = n_rows / part_weight  # a mini-batch's mean gradient estimates the partition's
     size = min(config.batch_size, n_rows)
-    sparse_rows = sp.issparse(part[0]) and isinstance(config.penalty, NoPenalty)
+    sparse_rows = sp.issparse(part[0]) and (
+        isinstance(config.penalty, NoPenalty)
+        or isinstance(config.penalty, L2) and config.penalty.alpha == 0)
     version, params, running, stop = holder.pull_for(slot)
     local = params.copy()
     pending = np.zeros_like(local)
@@ -236,7 +244,8 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
             progress = [0, 0.0, 0.0, 0.0]
             pending[:] = 0.0
             touched.clear()
-            if time.monotonic() - started > config.seconds:
+            if time.monotonic() - started > config.seconds or (
+                    config.passes is not None and report.rows >= config.passes * n_rows):
                 break
             if config.bounded and not stop:
                 waited, stop = holder.wait_turn(slot)

@@ -53,7 +53,10 @@ class AsyncSGD(Solver):
 
     The driver runs generations: one :meth:`Engine.map_as_completed` round whose tasks
     work until the epoch's rows are read (``n_samples`` rows over all tasks: fast workers
-    read more), for at most ``seconds`` each.  A worker lost mid-generation loses only
+    read more), for at most ``seconds`` each.  Where a worker thread holds several
+    partitions, their tasks run one after the other: each then reads at most one pass
+    over its rows per generation, so that every partition gets its turn (and a fast
+    worker's advance is bounded by a generation).  A worker lost mid-generation loses only
     the updates it had not pushed; the holder retires its clock so the others do not wait
     for it, and the next generation works on its partitions again (rebuilt by the
     engine).  A holder lost with its worker raises
@@ -144,8 +147,15 @@ class AsyncSGD(Solver):
             batch_size=int(opts["batch_size"]), seed=root_seed(opts["random_state"]),
             push_every=int(opts["push_every"]), fetch_every=int(opts["fetch_every"]),
             bounded=opts["staleness"] is not None, seconds=float(opts["seconds"]),
-            hogwild=opts["hogwild"], pace=pause_if_slowed,
+            hogwild=opts["hogwild"], passes=None if self._own_threads(engine) else 1.0,
+            pace=pause_if_slowed,
         )
+
+    @staticmethod
+    def _own_threads(engine):
+        """Whether every partition's task can run at once (a worker thread each)."""
+        threads = getattr(engine, "n_threads", None) or len(engine.groups)
+        return threads >= engine.n_partitions
 
     def solve(self, problem, engine, params0):
         self._check_hogwild(problem)
