@@ -13,15 +13,14 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 
 from ..accounting.ledger import CommReport
+from ..compute.schedules import make_step_rule
 from ..engine import is_dask, stream_engines
 from ..model.families import Binomial, Gaussian
-from ..compute.schedules import make_step_rule
 from ..model.penalties import make_penalty
 from ..solvers import Problem, get_solver
 from .base import _GLMBase
 from .linear import _RegressorGLM
 from .logistic import LogisticRegression, _encode_binary
-
 
 #: The solvers the SGD estimators run (``solver=``).
 STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
