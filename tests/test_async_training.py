@@ -331,3 +331,30 @@ def test_a_worker_killed_mid_fit_does_not_stop_async(own_client):
     assert gap(problem, X, y, outcome["result"].params) <= CLUSTER_GAP
     assert any(r.dropped for r in ledger.records if r.kind == "async_sgd"), "tasks were lost"
     assert max(ledger.clock_staleness) <= 1
+
+
+# accounting ------------------------------------------------------------------------------
+def test_ledger_byte_model_cost_model_and_compare_include_the_new_methods():
+    from daskglm.accounting.bytemodel import payload_model
+    from daskglm.accounting.costmodel import Cluster, predict
+
+    X, y = make_problem_data("binomial", n=1200)
+    problem = problem_of("binomial")
+    d = problem.n_params
+    _, ledger = fit("async", problem, X, y, max_iter=2, tol=None)
+    push, pull = ledger.records[-2:]
+    assert push.bytes_sent == payload_model("push", n_params=d, partitions=4,
+                                            calls=push.tasks)[0]
+    assert pull.bytes_returned == payload_model("pull", n_params=d, partitions=4,
+                                                calls=pull.tasks)[1]
+    _, ledger = fit("gossip", problem, X, y, max_iter=1, tol=None, topology="ring")
+    exchange = next(r for r in ledger.records if r.kind == "gossip_exchange")
+    assert exchange.bytes_sent == payload_model("gossip_exchange", n_params=d, partitions=4)[0]
+    costs = predict(ledger, Cluster(8, latency=1e-3, bandwidth=1e9), None)
+    assert costs["total"] > 0 and np.isfinite(costs["total"])
+    options = {"batch_size": 32, **STEPS["binomial"]}
+    result = daskglm.compare(X, y, methods=["lbfgs", "async", "gossip"], alpha=ALPHA,
+                             tol=1e-6, test_size=0,
+                             solver_options={"async": options, "gossip": options})
+    assert [row.method for row in result.rows] == ["lbfgs", "async", "gossip"]
+    assert all(row.ok and row.objective_gap < GAP for row in result.rows), result
