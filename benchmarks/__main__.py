@@ -14,6 +14,9 @@ cold-start
     First fit against second fit on a fresh cluster (see :mod:`benchmarks.cold_start`).
 gpu
     CuPy chunks against numpy chunks and an in-memory GPU loop (see :mod:`benchmarks.gpu`).
+async
+    Time and bytes to a gap of synchronous, local, stale-synchronous, asynchronous and
+    gossip SGD, with and without a straggler (see :mod:`benchmarks.asynchronous`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -160,6 +163,10 @@ def build_parser():
     gpu.add_argument("--tol", type=float, default=1e-8)
     gpu.add_argument("--solvers", nargs="+", default=["lbfgs", "newton", "averaging"])
     gpu.set_defaults(handler=_gpu)
+
+    from benchmarks.asynchronous import add_parser as add_async_parser
+
+    add_async_parser(commands)
     return parser
 
 
