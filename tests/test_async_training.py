@@ -358,3 +358,31 @@ def test_ledger_byte_model_cost_model_and_compare_include_the_new_methods():
                              solver_options={"async": options, "gossip": options})
     assert [row.method for row in result.rows] == ["lbfgs", "async", "gossip"]
     assert all(row.ok and row.objective_gap < GAP for row in result.rows), result
+
+
+@pytest.mark.slow
+def test_losing_the_holders_worker_is_a_clear_error(own_client):
+    from daskglm.engine.asynchronous import HolderLostError
+
+    client = own_client
+    X, y = make_problem_data("binomial", n=20_000)
+    problem = problem_of("binomial")
+    outcome = {}
+
+    def run():
+        try:
+            fit("async", problem, X, y, client=client, staleness=1,
+                **{**CLUSTER_ASYNC, "max_iter": 50})
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not _holder_address(client) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    kill_worker(client, _holder_address(client)[0])
+    thread.join(120)
+    assert not thread.is_alive()
+    assert isinstance(outcome.get("error"), HolderLostError)
