@@ -237,6 +237,27 @@ def test_hogwild_inside_async_tasks_on_sparse_rows():
     assert sparse_pushes.bytes_sent < sparse_pushes.tasks * dense_bytes, "sparse pushes"
 
 
+def test_hogwild_runs_local_sgds_steps_on_sparse_rows():
+    rng = np.random.default_rng(2)
+    X = sp.random(3000, 40, density=0.1, format="csr", random_state=rng)
+    y = (rng.uniform(size=3000) < 1 / (1 + np.exp(-X @ rng.normal(size=40)))).astype(float)
+    problem = Problem(Binomial(), L2(ALPHA), True, 40)
+    options = {"sync_every": 8, "batch_size": 64, "eta0": 2.0, "power_t": 0.25}
+    result, ledger = fit("sgd", problem, X, y, max_iter=15, tol=None, hogwild=2, **options)
+    local, _ = fit("sgd", problem, X, y, max_iter=15, tol=None, **options)
+    assert gap(problem, X.toarray(), y, result.params) <= 5e-3
+    assert gap(problem, X.toarray(), y, local.params) <= 5e-3  # as local SGD does
+    assert ledger.count("local_sgd") == 15 * -(-3000 // (64 * 8))
+    clf = daskglm.SGDClassifier(alpha=ALPHA, sync_every=8, batch_size=64, max_iter=3, tol=None,
+                                solver_options={"hogwild": 2}, random_state=0).fit(X, y)
+    assert clf.converged_ and clf.n_iter_ == 3
+    with pytest.raises(ValueError, match="hogwild"):
+        get_solver("sgd", problem, tol=1e-4, max_iter=5, options={"hogwild": 2})
+    with pytest.raises(ValueError, match="hogwild"):
+        fit("sgd", Problem(Poisson(), L2(ALPHA), True, 40), X, np.round(y), hogwild=2,
+            sync_every=4)
+
+
 def test_estimators_take_the_new_solvers():
     X, y = make_problem_data("binomial")
     labels = np.where(y > 0, "yes", "no")

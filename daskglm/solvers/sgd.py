@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..accounting.kinds import Kind
+from ..compute.parameter_server import hogwild_loss
 from ..compute.sampling import epoch_counts, partition_size
 from ..compute.schedules import LEARNING_RATES, make_step_rule
 from ..compute.seeds import root_seed
@@ -19,6 +20,7 @@ from ..compute.stochastic import (
     local_sgd,
     sgd_step,
 )
+from ..model.penalties import L2, NoPenalty
 from .base import History, Solver, SolverResult
 
 __all__ = ["SGD", "SGDState", "SGDResult"]
@@ -62,6 +64,16 @@ class SGDResult(SolverResult):
     """A :class:`SolverResult` with the final :class:`SGDState`."""
 
     state: SGDState | None = None
+
+
+def _check_hogwild(problem):
+    """Raise ValueError unless Hogwild's kernel handles ``problem``."""
+    if hogwild_loss(problem.family) is None:
+        raise ValueError("Option 'hogwild' needs the binomial or Gaussian family with its "
+                         f"canonical link; got {problem.family!r}.")
+    if not isinstance(problem.penalty, (NoPenalty, L2)):
+        raise ValueError(f"Option 'hogwild' needs no penalty or an L2 penalty; got "
+                         f"{problem.penalty!r}.")
 
 
 def _is_int(value, minimum):
@@ -130,12 +142,19 @@ class SGD(Solver):
         Seed of the random draws.
     sync_every : int or None, default None
         Local steps between averaging rounds; None for synchronous SGD.
+    hogwild : int or None, default None
+        Local SGD's steps on a partition as one pass of lock-free Hogwild SGD in this
+        many threads over the same rows (best on sparse rows; needs ``sync_every``, the
+        binomial or Gaussian family with its canonical link, no or an L2 penalty, a
+        ``"constant"``, ``"invscaling"`` or ``"optimal"`` rate and no ``average``).  Not
+        bit-reproducible: the threads race.
     """
 
     name = "sgd"
     options = {
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
+        "hogwild": None,
     }
     handles_nonsmooth = True
 
@@ -154,6 +173,8 @@ class SGD(Solver):
             "n_iter_no_change": (_is_int(opts["n_iter_no_change"], 1), "an integer >= 1"),
             "sync_every": (opts["sync_every"] is None or _is_int(opts["sync_every"], 1),
                            "None or an integer >= 1"),
+            "hogwild": (opts["hogwild"] is None or _is_int(opts["hogwild"], 1),
+                        "None or an integer >= 1"),
         }
         for key, (valid, requirement) in checks.items():
             if not valid:
@@ -162,6 +183,10 @@ class SGD(Solver):
                 )
         if opts["learning_rate"] != "optimal":
             make_step_rule(opts["learning_rate"], opts["eta0"], opts["power_t"])  # checks them
+        if opts["hogwild"] is not None and (
+                opts["sync_every"] is None or average or opts["learning_rate"] == "adagrad"):
+            raise ValueError("Option 'hogwild' of solver 'sgd' needs sync_every, no average "
+                             "and a learning_rate other than 'adagrad'.")
         if not isinstance(opts["random_state"], (np.random.RandomState, np.random.Generator)):
             root_seed(opts["random_state"])  # checks it
 
@@ -188,6 +213,8 @@ class SGD(Solver):
             ``params`` is the solution (the running mean with averaging); ``state`` can be
             passed back to continue on the same or other data.
         """
+        if self.opts["hogwild"] is not None:
+            _check_hogwild(problem)
         if state is None:
             state = self.initial_state(problem, params0)
         else:
@@ -248,6 +275,7 @@ class SGD(Solver):
             batch_size=batch_size, n_rows=engine.n_samples, total_weight=engine.sum_weight,
             seed=state.seed,
             average_from=None if average == 0 else max(0, math.ceil(average / batch_size) - 1),
+            hogwild=self.opts["hogwild"],
         )
 
     @staticmethod
