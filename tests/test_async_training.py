@@ -224,10 +224,10 @@ def test_graphs_and_mixing_weights():
 
 def test_hogwild_inside_async_tasks_on_sparse_rows():
     rng = np.random.default_rng(1)
-    X = sp.random(3000, 40, density=0.1, format="csr", random_state=rng)
-    y = (rng.uniform(size=3000) < 1 / (1 + np.exp(-X @ rng.normal(size=40)))).astype(float)
+    X = sp.random(2000, 40, density=0.1, format="csr", random_state=rng)
+    y = (rng.uniform(size=2000) < 1 / (1 + np.exp(-X @ rng.normal(size=40)))).astype(float)
     problem = Problem(Binomial(), L2(ALPHA), True, 40)
-    result, ledger = fit("async", problem, X, y, max_iter=15, tol=None, hogwild=2,
+    result, ledger = fit("async", problem, X, y, max_iter=10, tol=None, hogwild=2,
                          batch_size=16, push_every=8, eta0=0.5, power_t=0.5)
     dense = X.toarray()
     assert gap(problem, dense, y, result.params) <= 5e-3
@@ -307,7 +307,7 @@ def test_gossip_on_a_cluster_matches_in_process_and_agrees(family, client):
     X, y = make_problem_data(family)
     problem = problem_of(family)
     options = {"batch_size": 256 if family == "gaussian" else 64, "local_steps": 4,
-               "max_iter": 6 if family == "gaussian" else 10, "tol": None}
+               "max_iter": 4 if family == "gaussian" else 10, "tol": None}
     on_cluster, ledger = fit("gossip", problem, X, y, client=client, **options)
     in_process, _ = fit("gossip", problem, X, y, **options)
     np.testing.assert_allclose(on_cluster.params, in_process.params, rtol=1e-10, atol=1e-12)
