@@ -408,3 +408,30 @@ def test_losing_the_holders_worker_is_a_clear_error(own_client):
     thread.join(120)
     assert not thread.is_alive()
     assert isinstance(outcome.get("error"), HolderLostError)
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_fit_does_not_stop_gossip(own_client):
+    client = own_client
+    X, y = make_problem_data("gaussian")
+    problem = problem_of("gaussian")
+    outcome = {}
+
+    def run():
+        outcome["result"], outcome["ledger"] = fit(
+            "gossip", problem, X, y, client=client, batch_size=64, local_steps=2,
+            max_iter=8, tol=None)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not any(key.startswith("daskglm_gossip") for key in client.who_has()) \
+            and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    kill_worker(client, sorted(client.scheduler_info()["workers"])[-1])
+    thread.join(180)
+    assert not thread.is_alive() and "result" in outcome
+    assert gap(problem, X, y, outcome["result"].params) <= CLUSTER_GAP
+    assert any(r.state_reset for r in outcome["ledger"].records
+               if r.kind in ("gossip", "gossip_exchange")), "states were lost"

@@ -7,7 +7,8 @@ runs on the worker holding it and takes its neighbours' state futures as inputs,
 states move worker to worker (Dask's transfers) and never through the driver; in this
 process the states are passed directly.  The record counts, as sent, the per-partition
 items and ``message_bytes`` for every neighbour state a partition receives (the state's
-size, which the caller knows), and nothing returned.
+size, which the caller knows), and nothing returned; its ``state_reset`` lists the states
+found lost with a worker (passed to ``mix`` as None).
 """
 
 from __future__ import annotations
@@ -52,9 +53,11 @@ def exchange_with_neighbours(engine, state, mix, neighbours, each, *, kind, mess
                          f"for {engine.n_partitions} partitions.")
     states = list(engine._states_of(state, must_exist=True))
     n = engine.n_partitions
+    lost = engine._unrecoverable_states(states)
     with Timer() as timer, engine._probe(kind) as probe:
         if hasattr(engine, "client"):
-            new_states = _exchange_on_cluster(engine, states, mix, neighbours, each, probe)
+            new_states = _exchange_on_cluster(engine, states, lost, mix, neighbours, each,
+                                              probe)
         else:
             run = probe.timed(_mix_task)
             new_states = [run(mix, states[i], [states[j] for j in neighbours[i]], each[i])
@@ -62,12 +65,13 @@ def exchange_with_neighbours(engine, state, mix, neighbours, each, *, kind, mess
     engine._states[state] = new_states
     engine._release_states(states)
     received = sum(len(links) for links in neighbours)
-    engine.ledger.record(kind, n, nbytes(each) + received * int(message_bytes), 0,
-                         timer.seconds, partitions=n, groups=n, probe=probe)
+    record = engine.ledger.record(kind, n, nbytes(each) + received * int(message_bytes), 0,
+                                  timer.seconds, partitions=n, groups=n, probe=probe)
+    record.state_reset = tuple(sorted(lost))
 
 
-def _exchange_on_cluster(engine, states, mix, neighbours, each, probe):
-    lost = set(engine._unrecoverable_states(states))
+def _exchange_on_cluster(engine, states, lost, mix, neighbours, each, probe):
+    lost = set(lost)
     inputs = [None if i in lost else future for i, future in enumerate(states)]
     keys = probe.keys(engine.n_partitions)
     places = engine._placement(range(engine.n_partitions))
