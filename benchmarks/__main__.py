@@ -25,6 +25,9 @@ gpu
 parity
     Rounds, bytes and seconds of multi-output, ``positive=True`` and one-vs-rest SGD (see
     :mod:`benchmarks.parity`).
+async
+    Time and bytes to a gap of synchronous, local, stale-synchronous, asynchronous and
+    gossip SGD, with and without a straggler (see :mod:`benchmarks.asynchronous`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -241,6 +244,9 @@ def build_parser():
     parity.add_argument("--targets", type=int, default=4)
     parity.add_argument("--classes", type=int, default=4)
     parity.set_defaults(handler=_parity)
+    from benchmarks.asynchronous import add_parser as add_async_parser
+
+    add_async_parser(commands)
     return parser
 
 

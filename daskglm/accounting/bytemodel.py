@@ -84,7 +84,20 @@ Rounds of the other verbs are counted the same way, from the objects that move:
 * a parameter holder's traffic is written when it is closed, as one ``push`` record (tasks
   = pushes, sent = the deltas, ``staleness`` = the histogram) and one ``pull`` record
   (tasks = pulls, returned = the parameters); ``seconds`` 0 and nothing measured: the
-  calls go worker to worker, inside other rounds' tasks.
+  calls go worker to worker, inside other rounds' tasks.  Parameter-server SGD
+  (``async``) adds ``clock_staleness`` (the clock lags) and ``seconds_blocked`` (the
+  waits at the staleness bound) to its ``push`` record; its generations are
+  ``async_sgd`` records, counted as ``map_as_completed`` rounds.  A delta pushed sparse
+  (:class:`~daskglm.compute.sparse_vectors.SparseGradient`) counts its stored indices and
+  values;
+* gossip (``gossip``) runs ``gossip_start`` (a ``put_state`` of every node's first model),
+  then per round one ``gossip`` stateful round (its sums: the models and their squared
+  norms, the loss) and one ``gossip_exchange`` round
+  (:func:`daskglm.engine.neighbours.exchange_with_neighbours`): ``P`` tasks, sent = each
+  node's item (its index and row of mixing weights) plus one model per neighbour a node
+  receives (``2 E`` models over a graph of ``E`` edges: worker-to-worker transfers,
+  measured by Dask), returned nothing; ``gossip_fetch`` fetches the models once, at the
+  end.
 
 ``m(d)`` is the codec's message for ``d`` entries (``Codec.model_bytes``: e.g. ``16 +
 ceil(d / 8) + ceil(d (b - 1) / 8)`` for ``qsgd`` with ``b`` bits, ``16 + ceil(d / 8)`` for
@@ -94,10 +107,6 @@ ADMM's ``2 p`` is its standardising transform (column means and scales), 0 witho
 The validation round returns the column sums and sums of squares of ``X`` with its row
 count, weight and size, so the solvers that standardise (``admm``, ``proximal``) need no
 round of their own for them.
-The engine does not use the table: it counts the bytes of the objects it actually sends
-and receives (:func:`nbytes`), which is what the table summarises; ``tests/test_comm.py``
-checks the two agree.
-
 Dask adds control traffic to every task: the task's key (about 50 characters, repeated in
 several messages), the reference to the function, the submission to the scheduler, the
 ``compute-task`` message to the worker, the scheduler's notices to the client, and a
@@ -105,47 +114,20 @@ message header on every transfer.  For small payloads this dominates, so the mod
 includes it explicitly as :data:`TASK_BYTES` per task, a constant measured on
 ``distributed`` 2026.8 (1.8 to 2.3 kB per task); see ``docs/costs.md``.
 
-Measurement
------------
-:class:`LocalEngine` rounds move nothing between processes: their measured bytes are 0.
-For :class:`DistributedEngine` rounds the measured bytes are the sum of three of Dask's own
-counters, each attributed to the round by the keys of its tasks (``daskglm_<kind>-<token>-i``
-and ``daskglm_sum-<token>-i``):
+The engine does not use the table: it counts the bytes of the objects it actually sends
+and receives (:func:`nbytes`), which is what the table summarises; ``tests/test_comm.py``
+checks the two agree.
 
-``bytes_submitted``
-    Bytes the client wrote to the scheduler while the round ran (graph submission), from
-    the client's batched stream counter, read before and after the round (free).
-``bytes_dispatched``
-    Bytes the scheduler wrote on its streams to the workers and clients (``compute-task``
-    messages carrying the broadcast arguments, notices of finished keys), snapshotted by a
-    small scheduler plugin (:class:`RoundsPlugin`) when the round's first graph arrives;
-    a round's share is the difference to the next round's snapshot.
-``bytes_transferred``
-    Bytes the workers wrote answering data requests for the round's keys (partials moving
-    to their combine task, results gathered for the driver), from the workers'
-    ``transfer_outgoing_log``.
+===============  =========================  =====================================  ============
+kind             verb (method)              down (bytes)                           up (bytes)
+===============  =========================  =====================================  ============
+push             holder (async), per fit    ``8 d`` per dense push                 ``0``
+pull             holder (async), per fit    ``0``                                  ``8 d`` per
+                                                                                   read
+gossip_exchange  neighbour exchange         ``8 P (P + 1) + 2 E m`` with ``m = 8   ``0``
+                 (gossip)                   (d + 1)`` (a model and its index)
+===============  =========================  =====================================  ============
 
-Not counted: the workers' status messages to the scheduler, heartbeats, and the
-scheduler's relay of gathered results to the client (a second hop of bytes already
-counted once when they left their worker).
-
-Per-task compute times are recorded by the same scheduler plugin from the
-``task-finished`` messages workers already send; a task's end is placed at the moment
-the scheduler receives that message, so that the tasks of all workers share one clock
-(workers stamp their own times with an estimate of their offset to the scheduler's clock
-that can be off by more than the waits measured).  The plugin's snapshots and timings,
-and the workers' transfer logs, are fetched in one call to the scheduler and one to the
-workers when the engine closes (and every :data:`COLLECT_EVERY_TASKS` tasks during long
-fits, before the workers' bounded logs wrap), so that the per-round cost of measurement
-is reading one local counter.  Until then a distributed record's measured fields are
-None.
-
-Synchronisation cost
---------------------
-For one round, let ``end`` be the time the last partition task finished.  Every worker
-thread that ran partition tasks of the round waits from the end of its last one until
-``end``: ``seconds_waiting`` is the sum of these idle times over threads (thread-seconds
-lost to the slowest partition).  It is 0 when every thread finishes at the same time.
 """
 
 from __future__ import annotations
@@ -155,11 +137,6 @@ import dataclasses
 import numpy as np
 
 from .kinds import Kind
-
-try:  # the scheduler plugin needs distributed's base class
-    from distributed.diagnostics.plugin import SchedulerPlugin as _SchedulerPlugin
-except ImportError:  # pragma: no cover - distributed is a dependency
-    _SchedulerPlugin = object
 
 __all__ = [
     "nbytes", "TASK_BYTES", "REF_BYTES", "RESULT_BYTES", "control_bytes", "payload_model",
@@ -230,7 +207,8 @@ def tree_depth(partitions, split_every):
 
 
 def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
-                  n_rows=0, n_folds=1, n_models=1, codec=None, scalars=0, arrived=None):
+                  n_rows=0, n_folds=1, n_models=1, codec=None, scalars=0, arrived=None,
+                  calls=1, edges=None):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -238,7 +216,9 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     kind : str
         One of ``"validate"``, ``"gradient"``, ``"hessian"``, ``"gram"``,
         ``"averaging"`` (the local solves of divide-and-conquer averaging), ``"admm"``
-        (one ADMM iteration's local solves), ``"sizes"``.
+        (one ADMM iteration's local solves), ``"sizes"``, ``"push"`` and ``"pull"`` (a
+        parameter holder's dense traffic), ``"gossip_exchange"`` (one exchange of
+        models with a gradient-free step rule).
     n_params : int
         Parameters ``d``: features, plus one when an intercept is fitted.
     partitions : int
@@ -262,6 +242,11 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         configuration, counters), 8 bytes each, per task.
     arrived : int, optional
         Partitions whose result a ``"deadline_batch"`` round took; all by default.
+    calls : int
+        Dense pushes (``"push"``) or reads (``"pull"``) of a parameter holder.
+    edges : int, optional
+        Edges ``E`` of the gossip graph (``"gossip_exchange"``); a ring's ``P`` by
+        default.
 
     Returns
     -------
@@ -291,6 +276,10 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
                              8 * (2 * int(n_models) + 3) * T),
         Kind.FOLD_MOMENTS: (int(n_rows) + 8 * G, 8 * (2 * p + 1) * T),
         Kind.HELD_OUT: (int(n_rows) + 8 * int(n_models) * d * G, 8 * (2 * int(n_models) + 3) * T),
+        Kind.PUSH: (8 * d * int(calls), 0),
+        Kind.PULL: (0, 8 * d * int(calls)),
+        Kind.GOSSIP_EXCHANGE: (8 * P * (P + 1) + 2 * (P if edges is None else int(edges))
+                               * 8 * (d + 1), 0),
     }
     if kind == Kind.COMPRESSED_GRADIENT:
         if codec is None:

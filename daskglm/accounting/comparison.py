@@ -309,11 +309,20 @@ def _params(model, fit_intercept):
 
 #: Options a method gets in a comparison unless ``solver_options`` says otherwise: SGD's
 #: ``max_iter`` counts epochs, so it gets a few epochs of local SGD with large batches
-#: rather than ``max_iter`` epochs of 16-row steps.
+#: rather than ``max_iter`` epochs of 16-row steps; so do parameter-server SGD (pushes
+#: every 4 steps) and gossip (8 local steps between exchanges).
 METHOD_DEFAULTS = {
     "sgd": {"max_iter": 10, "options": {"batch_size": 1024, "sync_every": 8, "average": True,
                                         "random_state": 0}},
+    "async": {"max_iter": 10, "options": {"batch_size": 256, "push_every": 4,
+                                          "fetch_every": 4, "random_state": 0}},
+    "gossip": {"max_iter": 10, "options": {"batch_size": 1024, "local_steps": 8,
+                                           "random_state": 0}},
 }
+
+#: Methods :func:`compare` leaves out unless named: their tasks run for as long as an
+#: epoch, so they are compared on request (``methods=[..., "async", "gossip"]``).
+ON_REQUEST = ("async", "gossip")
 
 
 def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, l1_ratio=0.5,
@@ -327,8 +336,8 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
     X : ndarray or dask.array.Array of shape (n_samples, n_features)
     y : ndarray or dask.array.Array of shape (n_samples,)
     methods : list of str, optional
-        Solver names (default: every solver).  A method that cannot handle the problem
-        gets a row saying why.
+        Solver names (default: every solver but those of :data:`ON_REQUEST`).  A method
+        that cannot handle the problem gets a row saying why.
     family : str or Family, default="binomial"
     penalty : {"l2", "l1", "elasticnet", "none"}, default="l2"
     alpha : float, default=1e-4
@@ -347,7 +356,7 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
     -------
     Comparison
     """
-    methods = list(SOLVERS) if methods is None else list(methods)
+    methods = [m for m in SOLVERS if m not in ON_REQUEST] if methods is None else list(methods)
     unknown = [m for m in methods if m not in SOLVERS]
     if unknown:
         raise ValueError(f"Unknown method(s) {unknown}; choose from {sorted(SOLVERS)}.")

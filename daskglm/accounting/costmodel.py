@@ -37,6 +37,13 @@ partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
   levels), the ring on bytes per link when ``b_up`` is large, the server in between;
   :func:`as_topology` re-prices a recorded round under another topology.
 
+A parameter holder's ``push`` and ``pull`` records (one each per holder, ``calls`` the
+updates or reads, no scheduler involved) are priced as direct messages to the holder's
+worker: ``t = 2 calls latency / C + bytes / bandwidth``: each call is a round trip, the
+``C`` tasks call at once, and every byte passes through the holder's one link.  The
+generations of ``async_sgd`` and the rounds of ``gossip`` are priced as the rounds they
+are (their measured compute includes the tasks' updates and waits).
+
 The model prices a fit's solver rounds; the validation round every fit runs first is left
 out (:data:`SETUP_KINDS`): it is the same for every method, and on Dask arrays it also
 builds the partitions from the array's chunks, which is loading data, not communicating.
@@ -364,6 +371,8 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
         ``latency`` (message steps), ``overhead`` (scheduler and worker overheads),
         ``compute`` and ``transfer`` seconds.
     """
+    if record.kind in (Kind.PUSH, Kind.PULL):
+        return _holder_seconds(record, cluster)
     P0 = max(1, int(record.partitions or record.tasks))
     G0 = max(1, int(record.groups or P0))
     if here:
@@ -456,6 +465,17 @@ def as_topology(record, topology):
         raise ValueError(f"topology must be 'tree', 'server' or 'ring'; got {topology!r}.")
     return replace(record, topology=None if topology == "tree" else topology, tasks=tasks,
                    bytes_returned=int(round(returned)))
+
+
+def _holder_seconds(record, cluster):
+    """A holder's ``push`` or ``pull`` record: its calls as round trips to one worker."""
+    moved = record.bytes_sent + record.bytes_returned
+    return {
+        "latency": 2 * record.tasks * cluster.latency / max(1, cluster.cores),
+        "overhead": 0.0,
+        "compute": 0.0,
+        "transfer": 0.0 if math.isinf(cluster.bandwidth) else moved / cluster.bandwidth,
+    }
 
 
 def cluster_cores(calibration, cluster):

@@ -34,3 +34,8 @@ class Kind:
     HELD_OUT = "held_out"  # losses of several models on one fold's held-out rows
     LEAVE_ONE_OUT = "leave_one_out"  # ridge's leave-one-out errors for every alpha
     FOLD_MOMENTS = "fold_moments"  # column moments and weight of one fold's training rows
+    ASYNC_SGD = "async_sgd"  # one generation of parameter-server SGD tasks (solver "async")
+    GOSSIP = "gossip"  # local steps of every node's own model (solver "gossip")
+    GOSSIP_EXCHANGE = "gossip_exchange"  # each node's model mixed with its neighbours'
+    GOSSIP_START = "gossip_start"  # every node's first model and partition index
+    GOSSIP_FETCH = "gossip_fetch"  # the nodes' models fetched once, at the end, to average

@@ -5,84 +5,14 @@ the fixed-order tree reduction (``reduce``, ``reduce_each``) or by a gather of o
 per partition (``map``, ``map_each``).  Every round appends a :class:`RoundRecord` to the
 fit's :class:`CommReport` (exposed by the estimators as ``comm_``) holding
 
-* what the round moves according to the **model**: the payload sent to the workers, the
-  payload returned, and Dask's per-task control traffic;
-* what Dask's own counters say it **measured** (distributed engine only);
+* what the round moves according to the **model** (:mod:`daskglm.accounting.bytemodel`):
+  the payload sent to the workers, the payload returned, and Dask's per-task control
+  traffic;
+* what Dask's own counters say it **measured** (distributed engine only), fetched by the
+  engine (:mod:`daskglm.engine.measure`) when a fit ends: nothing here contacts a
+  cluster, not even a property or a ``repr``;
 * its wall time, the compute time of its tasks, and the time worker threads spent
   waiting for the slowest partition (the synchronisation cost).
-
-kind          verb (method)       down (bytes)                    up (bytes)
-============  ==================  ==============================  ============================
-validate      reduce (every fit)  ``8 G``                         ``8 (2 p + 4) T``
-gradient      reduce (gd, lbfgs,  ``8 (d + 1) G``                 ``8 (d + 2) T``
-              proximal, newton)
-hessian       reduce (newton,     ``8 (d + 1) G``                 ``8 (d^2 + d + 2) T``
-              averaging+newton)
-gram          reduce (normal)     ``0``                           ``8 (p^2 + 2 p + 3) T``
-local_solve   map (averaging)     ``8 (d + 3) G``                 ``8 (d + 4) P`` (once)
-local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) P`` per iteration
-sizes         map (sgd)           ``0``                           ``16 P``
-encode        (classifiers whose  ``8 P``                         ``0``
-              labels are not 0/1)
-maxima        reduce (columns of  ``0``                           ``8 p T``
-              extreme scale)
-scale         (the same, no       ``8 p P``                       ``0``
-              penalty)
-sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
-local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
-compressed_   map_stateful (sgd   ``8 (d + 3 P + s) G``           ``(m(d) + 16) P``
-batch         with compression)
-compressed_   map_stateful (local ``8 (d + s) G``                 ``(m(d) + 8 s') P``
-local_sgd     sgd, compression)
-deadline_     deadline round      ``8 (3 + d + s) P``             ``8 (d + 2)`` per partition
-batch         (sgd, deadline)                                     arrived
-compressed_   map_stateful (gd    ``8 (d + 1 + s) G``             ``(m(d) + 16) P``
-gradient      with compression)
-deadline_     deadline round      ``8 (d + 1) P``                 ``8 (d + 2)`` per partition
-gradient      (gd, deadline)                                      arrived
-overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
-                                  ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
-============  ==================  ==============================  ============================
-
-Rounds of the other verbs are counted the same way, from the objects that move:
-
-* a stateful round (``reduce_stateful``, ``map_stateful``) counts what a ``reduce`` or a
-  ``map`` with the same arguments counts: the states stay on the workers, neither sent nor
-  returned.  Its tasks add, to the ``G`` group tasks and the combine tasks, ``G + P``
-  small tasks that split each group's output on its worker (results, one state per
-  partition); ``state_reset`` lists the partitions whose state was lost and restarted;
-* ``fetch_state`` returns the states (one task per state held), ``put_state`` sends them;
-* a deadline round (``reduce_by_deadline``) runs ``P`` tasks (``groups = P``), sends the
-  arguments ``P`` times and returns the results that arrived, each to the driver (the
-  restricted tree is summed there: ``split_every`` is None); ``dropped`` lists the
-  partitions left out.  Its first call on an engine runs a ``weights`` round (``map``,
-  one float per partition) once;
-* a ``map_as_completed`` round is counted like a deadline round when its iteration ends:
-  ``P`` tasks, the arguments ``P`` times, the results yielded; ``dropped`` lists the
-  partitions not yielded (lost with a worker, or not consumed);
-* a parameter holder's traffic is written when it is closed, as one ``push`` record (tasks
-  = pushes, sent = the deltas, ``staleness`` = the histogram) and one ``pull`` record
-  (tasks = pulls, returned = the parameters); ``seconds`` 0 and nothing measured: the
-  calls go worker to worker, inside other rounds' tasks.
-
-``m(d)`` is the codec's message for ``d`` entries (``Codec.model_bytes``: e.g. ``16 +
-ceil(d / 8) + ceil(d (b - 1) / 8)`` for ``qsgd`` with ``b`` bits, ``16 + ceil(d / 8)`` for
-``sign``); a partition with nothing to send sends no message.
-``s`` and ``s'`` are the few scalars and step-rule state a stochastic step carries;
-ADMM's ``2 p`` is its standardising transform (column means and scales), 0 without it.
-The validation round returns the column sums and sums of squares of ``X`` with its row
-count, weight and size, so the solvers that standardise (``admm``, ``proximal``) need no
-round of their own for them.
-The engine does not use the table: it counts the bytes of the objects it actually sends
-and receives (:func:`nbytes`), which is what the table summarises; ``tests/test_comm.py``
-checks the two agree.
-
-Dask adds control traffic to every task: the task's key (about 50 characters, repeated in
-several messages), the reference to the function, the submission to the scheduler, the
-``compute-task`` message to the worker, the scheduler's notices to the client, and a
-message header on every transfer.  For small payloads this dominates, so the model
-includes it explicitly as :data:`TASK_BYTES` per task, a constant measured on
-``distributed`` 2026.8 (1.8 to 2.3 kB per task); see ``docs/costs.md``.
 
 Measurement
 -----------
@@ -125,10 +55,6 @@ For one round, let ``end`` be the time the last partition task finished.  Every 
 thread that ran partition tasks of the round waits from the end of its last one until
 ``end``: ``seconds_waiting`` is the sum of these idle times over threads (thread-seconds
 lost to the slowest partition).  It is 0 when every thread finishes at the same time.
-=======
-The modelled bytes come from :mod:`daskglm.accounting.bytemodel`, the measured ones from
-the engine (:mod:`daskglm.engine.measure`), which fetches them from the cluster when a
-fit ends: nothing here contacts a cluster, not even a property or a ``repr``.
 """
 
 from __future__ import annotations
@@ -137,11 +63,6 @@ import dataclasses
 from dataclasses import dataclass
 
 from .bytemodel import tree_depth
-
-try:  # the scheduler plugin needs distributed's base class
-    from distributed.diagnostics.plugin import SchedulerPlugin as _SchedulerPlugin
-except ImportError:  # pragma: no cover - distributed is a dependency
-    _SchedulerPlugin = object
 
 __all__ = ["RoundRecord", "CommReport", "kept_local"]
 
@@ -209,6 +130,13 @@ class RoundRecord:
     staleness : dict or None
         ``push`` records of a parameter holder: ``{staleness: pushes}``, staleness being
         the versions applied between a pusher's pull and its push; None for other rounds.
+    clock_staleness : dict or None
+        ``push`` records of parameter-server SGD: ``{clock lag: pushes}``, the clock lag
+        being how many updates the pushing task was ahead of the slowest other running
+        task when it read the parameters (at most the staleness bound); None otherwise.
+    seconds_blocked : float or None
+        ``push`` records of parameter-server SGD: seconds tasks waited at the staleness
+        bound, summed over tasks; None otherwise.
     """
 
     kind: str
@@ -236,6 +164,8 @@ class RoundRecord:
     state_reset: tuple | None = None
     staleness: dict | None = None
     topology: str | None = None
+    clock_staleness: dict | None = None
+    seconds_blocked: float | None = None
 
     @property
     def bytes_modelled(self) -> int:
@@ -298,6 +228,14 @@ def _timing(spans):
         "seconds_span": float(end - first),
         "seconds_tree": None if combined is None else max(0.0, float(combined - end)),
     }
+
+
+def _merged(histograms):
+    total = {}
+    for histogram in histograms:
+        for key, count in (histogram or {}).items():
+            total[key] = total.get(key, 0) + count
+    return dict(sorted(total.items()))
 
 
 class CommReport:
@@ -407,6 +345,23 @@ class CommReport:
     def seconds_waiting(self) -> float:
         """Total thread-seconds spent waiting for the slowest partition."""
         return float(sum(r.seconds_waiting or 0.0 for r in self.records))
+
+    @property
+    def staleness(self) -> dict:
+        """``{staleness: updates}`` over every parameter holder of the fit (versions
+        applied between an update's read and its push); empty without a holder."""
+        return _merged(r.staleness for r in self.records)
+
+    @property
+    def clock_staleness(self) -> dict:
+        """``{clock lag: updates}`` of parameter-server SGD (see
+        :attr:`RoundRecord.clock_staleness`); empty without one."""
+        return _merged(r.clock_staleness for r in self.records)
+
+    @property
+    def seconds_blocked(self) -> float:
+        """Seconds tasks waited at a staleness bound, summed over tasks."""
+        return float(sum(r.seconds_blocked or 0.0 for r in self.records))
 
     @property
     def split_every(self):

@@ -65,6 +65,9 @@ class SGDConfig:
     average_from : int or None
         First step (0-based) whose iterate enters the Polyak-Ruppert average; None
         without averaging.
+    hogwild : int or None
+        Threads of lock-free Hogwild SGD that run a partition's local steps
+        (:func:`local_sgd`); None for mini-batch steps.
     """
 
     family: Family
@@ -77,6 +80,7 @@ class SGDConfig:
     total_weight: float
     seed: int
     average_from: int | None = None
+    hogwild: int | None = None
 
 
 def _sparse_batch_loss_grad(batch, params, config):
@@ -259,6 +263,9 @@ def local_sgd(part, draw, params, rule_state, average, config):
         return LocalSGDStats(zero, 0.0, scale_state(rule_state, 0.0),
                              None if average is None else np.zeros_like(average), 0.0, 0.0)
     fraction = weight / config.total_weight
+    if config.hogwild:
+        return _hogwild_local_steps(part, index, first_step, counts, params, rule_state,
+                                    weight, fraction, config, epoch, offset)
     if _lazy_l2_applies(part[0], config):
         y, rate, rule_state, loss, batch_weight, penalty = _lazy_local_steps(
             part, index, first_step, counts, params, rule_state, weight, config, epoch, offset
@@ -356,3 +363,44 @@ def _lazy_local_steps(part, index, first_step, counts, params, rule_state, weigh
     if config.fit_intercept:
         params = np.append(params, intercept)
     return params, rate, rule_state, loss, batch_weight, penalty
+
+
+def _hogwild_local_steps(part, index, first_step, counts, params, rule_state, weight,
+                         fraction, config, epoch, offset):
+    """:func:`local_sgd`'s steps as one pass of Hogwild SGD over the same rows.
+
+    The rows the ``len(counts)`` local steps would read are visited once, one row per
+    step, by ``config.hogwild`` threads updating one coefficient vector without locks
+    (:func:`~daskglm.compute.hogwild.hogwild_epochs`), at the rate of the first step
+    divided by the rows per local step (so that the pass moves about as far as the
+    mini-batch steps would); each row's gradient is scaled to estimate the partition's
+    mean-loss gradient.  The loss is taken at the starting point.
+    """
+    from .hogwild import hogwild_epochs
+    from .parameter_server import hogwild_loss
+
+    X, y, weight_rows = part
+    n = config.n_features
+    total = int(np.sum(counts))
+    rate, _ = config.rule.update(None, rule_state, first_step)
+    if total == 0:
+        return LocalSGDStats(fraction * params, fraction * rate, scale_state(rule_state, fraction),
+                             None, 0.0, 0.0, 0.0)
+    rows = draw_rows(X.shape[0], total, config.seed, epoch, index, offset)
+    w_b = np.ones(total) if weight_rows is None else weight_rows[rows]
+    X_b, y_b = X[rows], y[rows]
+    loss, _ = config.family.loss_and_dloss(y_b, linear_predictor(X_b, params, config.fit_intercept),
+                                           w_b)
+    alpha = config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
+    coef, intercept, _ = hogwild_epochs(
+        X_b, y_b, w_b * (X.shape[0] / weight), params[:n],
+        float(params[n]) if config.fit_intercept else 0.0, loss=hogwild_loss(config.family),
+        alpha=alpha, eta0=float(rate) * len(counts) / total, schedule="constant", epochs=1,
+        threads=int(config.hogwild), seed=[config.seed, epoch, index, first_step],
+        fit_intercept=config.fit_intercept,
+    )
+    moved = np.append(coef, intercept) if config.fit_intercept else coef
+    batch_weight = float(w_b.sum())
+    penalty = batch_weight * config.penalty.value(params[:n])
+    return LocalSGDStats(fraction * moved, fraction * rate, scale_state(rule_state, fraction), None,
+                         loss, batch_weight, penalty)

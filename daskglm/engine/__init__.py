@@ -34,7 +34,11 @@ process), and offers these verbs to the solvers:
 * :meth:`Engine.parameter_holder` -- a versioned parameter vector that partition tasks
   ``pull`` and ``push`` to without the driver (a Dask Actor on one worker; in this
   process a locked object); its traffic is recorded as ``push`` and ``pull`` records by
-  :meth:`Engine.close_holder` (or :meth:`Engine.close`).
+  :meth:`Engine.close_holder` (or :meth:`Engine.close`); its clocks
+  (:mod:`daskglm.engine.clocks`) bound the staleness of parameter-server SGD;
+* :func:`daskglm.engine.neighbours.exchange_with_neighbours` -- ONE round in which each
+  partition's state is mixed with its neighbours' along a graph, the states moving
+  worker to worker (gossip).
 
 :func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
 

@@ -11,8 +11,10 @@
   be passed to partition tasks as arguments.
 * :class:`AsyncVerbs` -- the engine's verbs that create them (``map_as_completed``,
   ``parameter_holder``, ``close_holder``), mixed into :class:`~daskglm.engine.base.Engine`.
-
-Nothing here decides anything about a fit: no solver uses these verbs yet.
+* Clocks on the holder, for parameter-server SGD (``solver="async"``): tasks ``join`` a
+  run, read and update through :meth:`ParameterHolder.pull_for` and
+  :meth:`ParameterHolder.push_from`, and with a staleness bound wait their turn
+  (:meth:`ParameterHolder.wait_turn`); see :mod:`daskglm.engine.clocks`.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import numpy as np
 
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
+from ..compute.sparse_vectors import SparseGradient
+from .clocks import ActorClocks, ClockedHolder, Run
 from .measure import Timer
 
 
@@ -31,7 +35,7 @@ class HolderLostError(RuntimeError):
     """The worker hosting a parameter holder was lost, and the holder's state with it."""
 
 
-class ParameterHolder:
+class ParameterHolder(ClockedHolder):
     """A versioned parameter vector: ``pull() -> (version, params)``,
     ``push(delta, based_on_version) -> version``.
 
@@ -48,6 +52,10 @@ class ParameterHolder:
         self._pushes = self._pulls = 0
         self._bytes_pushed = self._bytes_pulled = 0
         self._staleness = {}
+        self._run = Run(0, None)
+        self._clock_staleness = {}
+        self._seconds_waiting = 0.0
+        self._waits = 0
 
     def pull(self):
         """``(version, a copy of the parameters)``."""
@@ -63,31 +71,51 @@ class ParameterHolder:
         last :meth:`pull`); ``version - based_on_version`` is recorded as the push's
         staleness.
         """
+        delta = self._checked_delta(delta)
+        based_on_version = int(based_on_version)
+        with self._lock:
+            return self._apply(delta, based_on_version)
+
+    def _checked_delta(self, delta):
+        if isinstance(delta, SparseGradient):
+            if delta.size != self._params.shape[0]:
+                raise ValueError(f"delta has size {delta.size}; the parameters have shape "
+                                 f"{self._params.shape}.")
+            return delta
         delta = np.asarray(delta, dtype=np.float64)
         if delta.shape != self._params.shape:
             raise ValueError(f"delta has shape {delta.shape}; the parameters have shape "
                              f"{self._params.shape}.")
-        based_on_version = int(based_on_version)
-        with self._lock:
-            if not 0 <= based_on_version <= self._version:
-                raise ValueError(f"based_on_version must be in [0, {self._version}]; "
-                                 f"got {based_on_version}.")
-            staleness = self._version - based_on_version
-            self._staleness[staleness] = self._staleness.get(staleness, 0) + 1
+        return delta
+
+    def _apply(self, delta, based_on_version):
+        """``params += delta`` under the lock; the new version."""
+        if not 0 <= based_on_version <= self._version:
+            raise ValueError(f"based_on_version must be in [0, {self._version}]; "
+                             f"got {based_on_version}.")
+        staleness = self._version - based_on_version
+        self._staleness[staleness] = self._staleness.get(staleness, 0) + 1
+        if isinstance(delta, SparseGradient):
+            self._params[delta.indices] += delta.values
+        else:
             self._params += delta
-            self._version += 1
-            self._pushes += 1
-            self._bytes_pushed += nbytes(delta)
-            return self._version
+        self._version += 1
+        self._pushes += 1
+        self._bytes_pushed += nbytes(delta)
+        return self._version
 
     def stats(self):
         """Traffic so far: ``{"version", "pushes", "pulls", "staleness" (a dict
-        staleness -> pushes), "bytes_pushed", "bytes_pulled"}`` (bytes by
-        :func:`~daskglm.accounting.bytemodel.nbytes`)."""
+        staleness -> pushes), "bytes_pushed", "bytes_pulled", "clock_staleness" (a dict
+        clock lag -> pushes, for pushes of :meth:`push_from`), "seconds_waiting" (at the
+        staleness bound, summed over tasks), "waits" (turns that had to wait)}`` (bytes
+        by :func:`~daskglm.accounting.bytemodel.nbytes`)."""
         with self._lock:
             return {"version": self._version, "pushes": self._pushes, "pulls": self._pulls,
                     "staleness": dict(sorted(self._staleness.items())),
-                    "bytes_pushed": self._bytes_pushed, "bytes_pulled": self._bytes_pulled}
+                    "bytes_pushed": self._bytes_pushed, "bytes_pulled": self._bytes_pulled,
+                    "clock_staleness": dict(sorted(self._clock_staleness.items())),
+                    "seconds_waiting": self._seconds_waiting, "waits": self._waits}
 
     # the in-process holder is its own handle: pickled (to a thread, never to a process)
     # it would lose its identity, so it refuses to be
@@ -96,7 +124,7 @@ class ParameterHolder:
                         "use the engine's holder (an ActorHolder).")
 
 
-class ActorHolder:
+class ActorHolder(ActorClocks):
     """The handle of a :class:`ParameterHolder` running as a Dask Actor on one worker.
 
     Usable on the driver and inside tasks on any worker (it pickles to a reference to the

@@ -64,3 +64,11 @@ def _pick_state(output, position):
 
 def _identity(item):
     return item
+
+
+def pause_if_slowed():
+    """Sleep as :data:`_TASK_DELAYS` says for this worker: what a long-lived task calls
+    before each of its updates, so that :func:`daskglm.testing.slow_worker` slows it per
+    update as it slows other tasks per task."""
+    if _TASK_DELAYS:
+        _delay_task()

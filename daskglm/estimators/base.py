@@ -394,10 +394,12 @@ def _weighted_mean(values, weight):
 # docstring pieces shared by the estimators -----------------------------------------------
 _COMMON_DOC = """
     solver : {"auto", "normal", "gd", "lbfgs", "newton", "proximal", "admm", "averaging", \
-"sgd"}, default="auto"
+"sgd", "async", "gossip"}, default="auto"
         Optimisation method.  ``"auto"`` uses the normal equations where they apply
         (Gaussian family, no or L2 penalty), L-BFGS for other smooth problems and
-        proximal gradient for L1 and elastic-net penalties.  A solver that cannot handle
+        proximal gradient for L1 and elastic-net penalties.  ``"async"`` (parameter-server
+        SGD) and ``"gossip"`` (decentralised SGD) count ``max_iter`` in epochs and stop
+        by SGD's rule on a sampled objective.  A solver that cannot handle
         the problem raises a ValueError naming the solvers that can.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.

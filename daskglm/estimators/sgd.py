@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting.ledger import CommReport
+from ..compute.schedules import make_step_rule
 from ..compute.sgd_losses import REGRESSION_LOSSES
 from ..engine import stream_engines
 from ..model.families import Gaussian
@@ -21,6 +22,9 @@ from ..solvers import Problem, get_solver
 from .base import _GLMBase
 from .linear import _RegressorGLM
 from .validation import _n_columns
+
+#: The solvers the SGD estimators run (``solver=``).
+STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
 
 
 class _SGDBase(_GLMBase):
@@ -96,14 +100,27 @@ class _SGDBase(_GLMBase):
         return Problem(self._loss_function(), penalty, bool(self.fit_intercept), int(n_features))
 
     def _solver(self, problem, tol, max_iter):
+        name = self.solver
+        if name not in STOCHASTIC_SOLVERS:
+            raise ValueError(f"solver must be one of {list(STOCHASTIC_SOLVERS)}; got {name!r}.")
+        if self.solver_options is not None and not isinstance(self.solver_options, dict):
+            raise ValueError(f"solver_options must be a dict or None; got "
+                             f"{type(self.solver_options).__name__}.")
         options = {
             "batch_size": self.batch_size, "learning_rate": self.learning_rate, "eta0": self.eta0,
-            "power_t": self.power_t, "average": self.average,
-            "n_iter_no_change": self.n_iter_no_change, "random_state": self.random_state,
-            "sync_every": self.sync_every,
+            "power_t": self.power_t, "n_iter_no_change": self.n_iter_no_change,
+            "random_state": self.random_state,
         }
-        solver = get_solver("sgd", problem, tol=tol, max_iter=max_iter, options=options)
-        solver.step_rule(problem)  # "optimal" needs alpha > 0: say so before any pass
+        if name == "sgd":
+            options.update(average=self.average, sync_every=self.sync_every)
+        elif self.average is not False or self.sync_every is not None:
+            raise ValueError(f"average and sync_every are options of solver='sgd'; "
+                             f"solver={name!r} takes neither.")
+        options.update(self.solver_options or {})
+        solver = get_solver(name, problem, tol=tol, max_iter=max_iter, options=options)
+        # "optimal" needs alpha > 0: say so before any pass
+        make_step_rule(solver.opts["learning_rate"], solver.opts["eta0"], solver.opts["power_t"],
+                       alpha=getattr(problem.penalty, "alpha", 0.0))
         return solver
 
     def fit(self, X, y, coef_init=None, intercept_init=None, sample_weight=None):
@@ -140,7 +157,7 @@ class _SGDBase(_GLMBase):
 
     def _check_solver(self, n_features):
         self._solver(self._problem(n_features), self.tol, self.max_iter)
-        return "sgd"
+        return self.solver
 
     def _configure(self, name, total_weight, n_features):
         problem = self._problem(n_features)
@@ -148,7 +165,16 @@ class _SGDBase(_GLMBase):
 
     def _record_fit(self, problem, result):
         self.history_ = []
-        self._store(problem, result.state, result.history, result.n_iter)
+        if self.solver != "sgd":  # no SGD state to keep: partial_fit is sgd's alone
+            self.__dict__.pop("_sgd_state", None)
+            self.__dict__.pop("t_", None)
+            coef, intercept = problem.split(result.params)
+            self._set_coef(coef, intercept)
+            self.history_ = list(result.history)
+            self.n_iter_ = int(result.n_iter)
+            self.solver_ = self.solver
+        else:
+            self._store(problem, result.state, result.history, result.n_iter)
         self.converged_ = bool(result.converged)
 
     _PARTIAL_FIT_DOC = """One epoch of SGD over the given data, continuing from the current state.
@@ -179,6 +205,8 @@ class _SGDBase(_GLMBase):
     def _partial_fit(self, X, y, sample_weight, classes):
         """:meth:`partial_fit` of both estimators; ``classes`` is None for regressors."""
         self._check_params()
+        if self.solver != "sgd":
+            raise ValueError(f"partial_fit runs solver='sgd' only; got solver={self.solver!r}.")
         state = getattr(self, "_sgd_state", None)
         n_features = getattr(self, "n_features_in_", None)
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
@@ -271,6 +299,16 @@ _SGD_DOC = """
     sync_every : int or None, default=None
         Local SGD: every partition takes ``sync_every`` steps on its own rows between two
         averaging rounds.  None (or 1, up to round-off) is synchronous mini-batch SGD.
+    solver : {"sgd", "async", "gossip"}, default="sgd"
+        ``"sgd"``: synchronous or local mini-batch SGD (:class:`daskglm.solvers.sgd.SGD`);
+        ``"async"``: parameter-server SGD, asynchronous or stale-synchronous
+        (:class:`daskglm.solvers.asynchronous.AsyncSGD`); ``"gossip"``: decentralised SGD
+        on a graph of the partitions (:class:`daskglm.solvers.gossip.Gossip`).  The
+        options above are passed to each; ``average`` and ``sync_every`` are
+        ``"sgd"``'s alone, and ``partial_fit`` runs ``"sgd"`` only.
+    solver_options : dict, optional
+        Further options of the solver, e.g. ``{"staleness": 2, "push_every": 4}`` for
+        ``"async"`` or ``{"topology": "random"}`` for ``"gossip"``.
     cache : {"auto", "memory", "none"}, default="auto"
         For Dask input, keep the partitions in worker memory or read them from their
         source in every round (``"auto"``: keep them when they take at most half of the
@@ -288,7 +326,7 @@ _SGD_DOC = """
     n_iter_ : int
         Epochs run (``partial_fit`` adds one per call).
     t_ : int
-        Steps taken.
+        Steps taken (``solver="sgd"`` only).
     converged_ : bool
         Whether the early-stopping rule ended ``fit`` (always True with ``tol=None`` and
         after ``partial_fit``).
@@ -332,8 +370,8 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     def __init__(self, loss="squared_error", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="invscaling",
                  eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every=None, cache="auto", verbose=0,
-                 warm_start=False, epsilon=0.1):
+                 batch_size=16, sync_every=None, solver="sgd", solver_options=None,
+                 cache="auto", verbose=0, warm_start=False, epsilon=0.1):
         self.loss = loss
         self.epsilon = epsilon
         self.penalty = penalty
@@ -350,6 +388,8 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         self.n_iter_no_change = n_iter_no_change
         self.batch_size = batch_size
         self.sync_every = sync_every
+        self.solver = solver
+        self.solver_options = solver_options
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start

@@ -86,8 +86,8 @@ default="log_loss"
     def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.0,
                  power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every=None, cache="auto", verbose=0,
-                 warm_start=False, epsilon=0.1, class_weight=None):
+                 batch_size=16, sync_every=None, solver="sgd", solver_options=None,
+                 cache="auto", verbose=0, warm_start=False, epsilon=0.1, class_weight=None):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -103,6 +103,8 @@ default="log_loss"
         self.n_iter_no_change = n_iter_no_change
         self.batch_size = batch_size
         self.sync_every = sync_every
+        self.solver = solver
+        self.solver_options = solver_options
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start

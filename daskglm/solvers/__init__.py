@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from ..model.problem import Problem
 from .admm import ADMM
+from .asynchronous import AsyncSGD
 from .averaging import Averaging
 from .base import Objective, Solver, SolverResult
+from .gossip import Gossip
 from .gradient import GradientDescent
 from .lbfgs import LBFGS
 from .newton import Newton
@@ -23,7 +25,7 @@ __all__ = ["SOLVERS", "get_solver", "Problem", "Objective", "Solver", "SolverRes
 SOLVERS: dict[str, type[Solver]] = {
     cls.name: cls
     for cls in (NormalEquations, GradientDescent, LBFGS, Newton, ProximalGradient, ADMM,
-                Averaging, SGD)
+                Averaging, SGD, AsyncSGD, Gossip)
 }
 
 

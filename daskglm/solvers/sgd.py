@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..accounting.kinds import Kind
+from ..compute.parameter_server import hogwild_loss
 from ..compute.sampling import epoch_counts, partition_size
 from ..compute.schedules import LEARNING_RATES, make_step_rule
 from ..compute.seeds import root_seed
@@ -19,6 +20,7 @@ from ..compute.stochastic import (
     local_sgd,
     sgd_step,
 )
+from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
 from .base import History, Solver, SolverResult
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
@@ -72,6 +74,16 @@ class SGDResult(SolverResult):
     """A :class:`SolverResult` with the final :class:`SGDState`."""
 
     state: SGDState | None = None
+
+
+def _check_hogwild(problem):
+    """Raise ValueError unless Hogwild's kernel handles ``problem``."""
+    if hogwild_loss(problem.family) is None:
+        raise ValueError("Option 'hogwild' needs the binomial or Gaussian family with its "
+                         f"canonical link; got {problem.family!r}.")
+    if not isinstance(problem.penalty, (NoPenalty, L2)):
+        raise ValueError(f"Option 'hogwild' needs no penalty or an L2 penalty; got "
+                         f"{problem.penalty!r}.")
 
 
 def _is_int(value, minimum):
@@ -160,6 +172,12 @@ class SGD(Solver):
     min_fraction : float in (0, 1], optional
         Synchronous SGD only: each step waits until partitions holding this share of the
         sample weight arrived (with ``deadline``, whichever comes first).
+    hogwild : int or None, default None
+        Local SGD's steps on a partition as one pass of lock-free Hogwild SGD in this
+        many threads over the same rows (best on sparse rows; needs ``sync_every``, the
+        binomial or Gaussian family with its canonical link, no or an L2 penalty, a
+        ``"constant"``, ``"invscaling"`` or ``"optimal"`` rate and no ``average``).  Not
+        bit-reproducible: the threads race.
     """
 
     name = "sgd"
@@ -167,6 +185,7 @@ class SGD(Solver):
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
         **COMMUNICATION_OPTIONS,
+        "hogwild": None,
     }
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
                          Feature.NONSMOOTH_PENALTY})
@@ -186,6 +205,8 @@ class SGD(Solver):
             "n_iter_no_change": (_is_int(opts["n_iter_no_change"], 1), "an integer >= 1"),
             "sync_every": (opts["sync_every"] is None or _is_int(opts["sync_every"], 1),
                            "None or an integer >= 1"),
+            "hogwild": (opts["hogwild"] is None or _is_int(opts["hogwild"], 1),
+                        "None or an integer >= 1"),
         }
         for key, (valid, requirement) in checks.items():
             if not valid:
@@ -200,6 +221,10 @@ class SGD(Solver):
         self._check_deadline(opts)
         if opts["learning_rate"] != "optimal":
             make_step_rule(opts["learning_rate"], opts["eta0"], opts["power_t"])  # checks them
+        if opts["hogwild"] is not None and (
+                opts["sync_every"] is None or average or opts["learning_rate"] == "adagrad"):
+            raise ValueError("Option 'hogwild' of solver 'sgd' needs sync_every, no average "
+                             "and a learning_rate other than 'adagrad'.")
         if not isinstance(opts["random_state"], (np.random.RandomState, np.random.Generator)):
             root_seed(opts["random_state"])  # checks it
 
@@ -235,6 +260,8 @@ class SGD(Solver):
             ``params`` is the solution (the running mean with averaging); ``state`` can be
             passed back to continue on the same or other data.
         """
+        if self.opts["hogwild"] is not None:
+            _check_hogwild(problem)
         if state is None:
             state = self.initial_state(problem, params0)
         else:
@@ -318,6 +345,7 @@ class SGD(Solver):
             batch_size=batch_size, n_rows=engine.n_samples, total_weight=engine.sum_weight,
             seed=state.seed,
             average_from=None if average == 0 else max(0, math.ceil(average / batch_size) - 1),
+            hogwild=self.opts["hogwild"],
         )
 
     @staticmethod

@@ -1,0 +1,262 @@
+"""The task of parameter-server SGD: mini-batch steps on one partition against a holder.
+
+:func:`parameter_server_task` runs on one partition for one generation of
+``solver="async"``: it joins the holder's run (a clock), reads the parameters, takes
+SGD steps on mini-batches of its own rows, pushes the accumulated change every
+``push_every`` steps, reads the parameters again every ``fetch_every`` steps, and with a
+staleness bound waits its turn after each push (and then reads).  It stops when the
+holder says the run has done its rows, after ``passes`` passes over its own rows or
+``seconds`` of work, or when asked.  The
+holder is anything with the methods of
+:class:`~daskglm.engine.asynchronous.ParameterHolder` (its handle on a cluster); nothing
+here imports Dask.
+
+Every change a task pushes is scaled by ``1 / (tasks running when it last read)``, so
+that when every task pushes once the parameters move by the mean of their steps, as one
+step of synchronous SGD on their mini-batches does.  On sparse rows without a penalty
+the change touches only the columns of the rows read and is pushed as a
+:class:`~daskglm.compute.sparse_vectors.SparseGradient` when that is smaller.  With
+``hogwild`` threads (sparse rows, L2 or no penalty, log or squared loss), the steps
+between two pushes are one pass of lock-free Hogwild SGD over the rows read
+(:func:`~daskglm.compute.hogwild.hogwild_epochs`) instead of mini-batch steps.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..model.families import Binomial, Gaussian
+from ..model.penalties import L2, NoPenalty
+from .kernels import linear_predictor
+from .sampling import partition_size
+from .sparse_vectors import _smaller, column_gradient
+
+__all__ = ["ParameterServerConfig", "TaskReport", "parameter_server_task", "hogwild_loss"]
+
+
+@dataclass(frozen=True)
+class ParameterServerConfig:
+    """What a parameter-server task needs besides its partition and the holder.
+
+    Attributes
+    ----------
+    family, penalty, rule, fit_intercept, n_features
+        The model and the step rule (:mod:`daskglm.compute.schedules`).
+    batch_size : int
+        Rows per local step.
+    seed : int
+    push_every, fetch_every : int
+        Local steps between two pushes, and between two reads of the parameters.
+    bounded : bool
+        Whether the run has a staleness bound: the task then waits its turn after every
+        push and reads the parameters again.
+    seconds : float
+        Most seconds a task works in one generation.
+    hogwild : int or None
+        Threads of Hogwild SGD between two pushes (None: mini-batch steps).
+    passes : float or None
+        Most passes over its own rows a task reads in one generation (None: no limit).
+        Where a worker thread holds several partitions their tasks run one after the
+        other, and a limit of one pass gives each its turn.
+    pace : callable or None
+        Called before every push (a straggler's pause in tests and demos).
+    """
+
+    family: object
+    penalty: object
+    rule: object
+    fit_intercept: bool
+    n_features: int
+    batch_size: int
+    seed: int
+    push_every: int = 1
+    fetch_every: int = 1
+    bounded: bool = False
+    seconds: float = 1.0
+    hogwild: int | None = None
+    passes: float | None = None
+    pace: object = None
+
+
+@dataclass
+class TaskReport:
+    """What one task did: rows read, updates pushed, seconds waited at the bound."""
+
+    rows: int = 0
+    pushes: int = 0
+    seconds_waiting: float = 0.0
+
+
+def hogwild_loss(family):
+    """The :func:`~daskglm.compute.hogwild.hogwild_epochs` loss of ``family``, or None."""
+    if isinstance(family, Binomial) and family.canonical:
+        return "log_loss"
+    if isinstance(family, Gaussian) and family.canonical:
+        return "squared_error"
+    return None
+
+
+class _Batches:
+    """Mini-batches of a partition's rows: consecutive slices of random orders."""
+
+    def __init__(self, n_rows, rng):
+        self.n_rows, self.rng = n_rows, rng
+        self.order, self.position = rng.permutation(n_rows), 0
+
+    def take(self, count):
+        if self.position >= self.n_rows:
+            self.order, self.position = self.rng.permutation(self.n_rows), 0
+        rows = self.order[self.position:self.position + count]
+        self.position += rows.shape[0]
+        return np.sort(rows)
+
+
+def _minibatch_step(part, rows, local, config, scale, rule_state, step):
+    """One SGD step on ``rows`` from ``local``: ``(change, loss, weight, penalty,
+    rule_state, touched columns or None)``."""
+    X, y, weight = part
+    X_b, y_b = X[rows], y[rows]
+    w_b = None if weight is None else weight[rows]
+    loss, r = config.family.loss_and_dloss(y_b, linear_predictor(X_b, local, config.fit_intercept),
+                                           w_b)
+    n = config.n_features
+    batch_weight = float(rows.shape[0]) if w_b is None else float(w_b.sum())
+    grad = np.zeros_like(local)
+    touched = None
+    if sp.issparse(X_b):
+        touched, values = column_gradient(X_b, r)
+        grad[touched] = values
+    else:
+        grad[:n] = np.asarray(X_b.T @ r).ravel()
+    if config.fit_intercept:
+        grad[n] = r.sum()
+    grad *= scale / rows.shape[0]
+    grad[:n] += config.penalty.grad(local[:n])
+    rate, rule_state = config.rule.update(grad, rule_state, step)
+    penalty = batch_weight * config.penalty.value(local[:n])
+    return -rate * grad, loss, batch_weight, penalty, rule_state, touched
+
+
+def _hogwild_pass(part, rows, local, config, scale, step, threads, seed):
+    """One Hogwild pass over ``rows`` from ``local`` (see the module docstring)."""
+    from .hogwild import hogwild_epochs
+
+    X, y, weight = part
+    n = config.n_features
+    w_b = np.ones(rows.shape[0]) if weight is None else weight[rows]
+    rate, _ = config.rule.update(None, config.rule.init(local), step)
+    alpha = config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
+    eta = linear_predictor(X[rows], local, config.fit_intercept)
+    loss, _ = config.family.loss_and_dloss(y[rows], eta, w_b)
+    coef, intercept, _ = hogwild_epochs(
+        X[rows], y[rows], w_b * scale, local[:n], local[n] if config.fit_intercept else 0.0,
+        loss=hogwild_loss(config.family), alpha=alpha, eta0=float(rate), schedule="constant",
+        epochs=1, threads=threads, seed=seed, fit_intercept=config.fit_intercept,
+    )
+    change = np.append(coef, intercept) if config.fit_intercept else coef
+    batch_weight = float(w_b.sum())
+    penalty = batch_weight * config.penalty.value(local[:n])
+    return change - local, loss, batch_weight, penalty
+
+
+def parameter_server_task(part, holder, config, generation):
+    """Run one partition's share of a generation of parameter-server SGD.
+
+    Parameters
+    ----------
+    part : tuple
+        ``(X, y, weight)`` of one partition.
+    holder : ParameterHolder or ActorHolder
+        The holder of the run (its :meth:`start_run` called by the driver).
+    config : ParameterServerConfig
+    generation : int
+        Names the random stream with the task's slot.
+
+    Returns
+    -------
+    TaskReport
+    """
+    n_rows, part_weight = partition_size(part)
+    if n_rows == 0 or part_weight <= 0:
+        return TaskReport()
+    started = time.monotonic()
+    slot = holder.join()
+    report = TaskReport()
+    try:
+        _work(part, holder, config, generation, slot, n_rows, part_weight, started, report)
+    finally:
+        holder.leave(slot)
+    return report
+
+
+def _work(part, holder, config, generation, slot, n_rows, part_weight, started, report):
+    rng = np.random.default_rng(np.random.SeedSequence(config.seed, spawn_key=(generation, slot)))
+    batches = _Batches(n_rows, rng)
+    scale = n_rows / part_weight  # a mini-batch's mean gradient estimates the partition's
+    size = min(config.batch_size, n_rows)
+    sparse_rows = sp.issparse(part[0]) and (
+        isinstance(config.penalty, NoPenalty)
+        or isinstance(config.penalty, L2) and config.penalty.alpha == 0)
+    version, params, running, stop = holder.pull_for(slot)
+    local = params.copy()
+    pending = np.zeros_like(local)
+    touched = set()
+    rule_state = config.rule.init(local)
+    since_pull = 0
+    progress = [0, 0.0, 0.0, 0.0]  # rows, loss, weight, penalty since the last push
+    steps = 0
+    while not stop:
+        step = version * config.push_every // max(running, 1) + since_pull
+        if config.hogwild:
+            rows = batches.take(size * config.push_every)
+            change, loss, weight, penalty = _hogwild_pass(
+                part, rows, local, config, scale, step, config.hogwild,
+                int(rng.integers(2**31)))
+            columns = None
+            steps += config.push_every
+        else:
+            rows = batches.take(size)
+            change, loss, weight, penalty, rule_state, columns = _minibatch_step(
+                part, rows, local, config, scale, rule_state, step)
+            steps += 1
+        local += change
+        pending += change
+        if columns is not None:
+            touched.update(columns.tolist())
+        since_pull += 1
+        for i, value in enumerate((rows.shape[0], loss, weight, penalty)):
+            progress[i] += value
+        if steps % config.push_every == 0:
+            if config.pace is not None:
+                config.pace()
+            delta = pending / max(running, 1)
+            if sparse_rows:
+                indices = np.array(sorted(touched | ({config.n_features} if config.fit_intercept
+                                                     else set())), dtype=np.int64)
+                delta = _smaller(local.shape[0], indices, delta[indices])
+            _, stop = holder.push_from(slot, delta, version, *progress)
+            report.rows += progress[0]
+            report.pushes += 1
+            progress = [0, 0.0, 0.0, 0.0]
+            pending[:] = 0.0
+            touched.clear()
+            if time.monotonic() - started > config.seconds or (
+                    config.passes is not None and report.rows >= config.passes * n_rows):
+                break
+            if config.bounded and not stop:
+                waited, stop = holder.wait_turn(slot)
+                if waited:
+                    report.seconds_waiting += waited
+                    holder.report(seconds_waiting=waited)
+        if not stop and (config.bounded and since_pull >= config.push_every
+                         or since_pull >= config.fetch_every):
+            version, params, running, stop = holder.pull_for(slot)
+            local = params + pending
+            since_pull = 0
+    if progress[0]:  # rows read after the last push: their progress counts, not their change
+        holder.report(*progress)
+        report.rows += progress[0]
