@@ -18,3 +18,10 @@ class Kind:
     LOCAL_SGD = "local_sgd"
     PUSH = "push"  # updates pushed to a parameter holder (one record when it is closed)
     PULL = "pull"  # parameters pulled from a parameter holder (the same)
+    SPARSE_GRADIENT = "sparse_gradient"  # partitions pull from / push to column shards
+    SHARD_REGISTER = "shard_register"  # a partition's touched columns, to the shards (once)
+    SHARD_PULL = "shard_pull"  # coefficients on the touched columns, shards to partitions
+    SHARD_PUSH = "shard_push"  # gradient sums on the touched columns, partitions to shards
+    SHARD_OP = "shard_op"  # a coordinator's command on every shard (scalars both ways)
+    SHARD_LOAD = "shard_load"  # the parameter vector split onto the shards (start of a fit)
+    SHARD_FETCH = "shard_fetch"  # the parameter vector gathered from them (end of a fit)

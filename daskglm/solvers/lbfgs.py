@@ -37,19 +37,43 @@ class LBFGS(Solver):
     max_evaluations : int, default 15000
         Cap on function evaluations (rounds).
     max_restarts : int, default 3
-        Restarts on the gradient-based estimate of the objective after a stall.
+        Restarts on the gradient-based estimate of the objective after a stall (not
+        used with ``sharded``).
+    sharded : bool, default False
+        Keep the parameters, the gradient, the direction and the correction pairs in
+        column shards on the workers, the driver seeing only scalars (Sandblaster
+        L-BFGS, :mod:`daskglm.solvers.sharded_lbfgs`): each partition moves only the
+        coefficients and gradient entries of the columns its rows touch.  For many
+        features (hashed text).  The iteration is the package's own L-BFGS with a
+        backtracking line search (:func:`~daskglm.compute.vector_free_lbfgs.run_lbfgs`),
+        not scipy's; it stops on the same criterion.
+    shards : int or None, default None
+        With ``sharded``: the number of column shards (None: one per worker, or per
+        engine thread in this process).
     """
 
     name = "lbfgs"
-    options = {"memory": 10, "max_evaluations": 15000, "max_restarts": 3}
+    options = {"memory": 10, "max_evaluations": 15000, "max_restarts": 3, "sharded": False,
+               "shards": None}
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
         self._check_option("memory", 1, integer=True)
         self._check_option("max_evaluations", 1, integer=True)
         self._check_option("max_restarts", 0, integer=True)
+        if not isinstance(self.opts["sharded"], (bool, np.bool_)):
+            raise ValueError(f"Option 'sharded' of solver 'lbfgs' must be True or False; "
+                             f"got {self.opts['sharded']!r}.")
+        if self.opts["shards"] is not None:
+            self._check_option("shards", 1, integer=True)
+            if not self.opts["sharded"]:
+                raise ValueError("Option 'shards' of solver 'lbfgs' needs sharded=True.")
 
     def solve(self, problem, engine, params0):
+        if self.opts["sharded"]:
+            from .sharded_lbfgs import solve_sharded
+
+            return solve_sharded(self, problem, engine, params0)
         objective = Objective(problem, engine)
         history = History(engine)
         recorder = _Recorder(objective, history, params0)
