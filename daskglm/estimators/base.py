@@ -36,6 +36,21 @@ from .validation import (
 logger = logging.getLogger("daskglm")
 
 
+#: From this many features on, ``solver="auto"`` runs L-BFGS on column shards
+#: (``solver_options={"sharded": True}``): each round then moves the coefficients and
+#: gradient entries of the columns the partitions touch instead of the whole vector.
+SHARDED_FEATURES = 2**18
+
+
+def _auto_options(name, n_features, options):
+    """``solver_options`` with what ``solver="auto"`` adds for ``name``: sharded L-BFGS
+    from :data:`SHARDED_FEATURES` features on, unless the options say otherwise."""
+    options = dict(options or {})
+    if name == "lbfgs" and n_features >= SHARDED_FEATURES:
+        options.setdefault("sharded", True)
+    return options
+
+
 def _choose_solver(problem):
     """The solver ``solver="auto"`` picks: normal equations where they apply, else L-BFGS."""
     for name in ("normal", "lbfgs", "proximal"):
@@ -213,8 +228,15 @@ class _GLMBase(BaseEstimator):
         """The solver's name, after checking it handles the problem and its options."""
         trial = Problem(self._family(), self._penalty(1.0), bool(self.fit_intercept), n_features)
         name = _choose_solver(trial) if self.solver == "auto" else self.solver
-        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
+        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter,
+                   options=self._solver_options(name, n_features))
         return name
+
+    def _solver_options(self, name, n_features):
+        """The solver's options: ``solver_options``, and what ``"auto"`` adds."""
+        if self.solver == "auto":
+            return _auto_options(name, n_features, self.solver_options)
+        return self.solver_options
 
     def _configure(self, name, total_weight, n_features):
         """The problem (its penalty scaled to the data's total weight) and its solver."""
@@ -222,7 +244,7 @@ class _GLMBase(BaseEstimator):
             self._family(), self._penalty(total_weight), bool(self.fit_intercept), n_features
         )
         solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
-                            options=self.solver_options)
+                            options=self._solver_options(name, n_features))
         return problem, solver
 
     def _record_fit(self, problem, result):
@@ -316,7 +338,8 @@ _COMMON_DOC = """
     solver : {"auto", "normal", "gd", "lbfgs", "newton", "proximal", "admm", "averaging", \
 "sgd"}, default="auto"
         Optimisation method.  ``"auto"`` uses the normal equations where they apply
-        (Gaussian family, no or L2 penalty), L-BFGS for other smooth problems and
+        (Gaussian family, no or L2 penalty), L-BFGS for other smooth problems (on
+        column shards, ``{"sharded": True}``, from 2^18 features on) and
         proximal gradient for L1 and elastic-net penalties.  A solver that cannot handle
         the problem raises a ValueError naming the solvers that can.
     fit_intercept : bool, default=True
