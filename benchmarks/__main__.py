@@ -14,6 +14,8 @@ cold-start
     First fit against second fit on a fresh cluster (see :mod:`benchmarks.cold_start`).
 gpu
     CuPy chunks against numpy chunks and an in-memory GPU loop (see :mod:`benchmarks.gpu`).
+bigd
+    L-BFGS with the whole vector against L-BFGS on column shards (see :mod:`benchmarks.bigd`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -109,6 +111,12 @@ def _gpu(args):
     return gpu_main(args)
 
 
+def _bigd(args):
+    from benchmarks.bigd import main as bigd_main
+
+    return bigd_main(args)
+
+
 def build_parser():
     """The argument parser of ``python -m benchmarks``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
@@ -160,6 +168,16 @@ def build_parser():
     gpu.add_argument("--tol", type=float, default=1e-8)
     gpu.add_argument("--solvers", nargs="+", default=["lbfgs", "newton", "averaging"])
     gpu.set_defaults(handler=_gpu)
+
+    bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
+    bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
+    bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")
+    bigd.add_argument("--nnz", type=int, default=50, help="non-zeros per row")
+    bigd.add_argument("--partitions", type=int, default=8)
+    bigd.add_argument("--workers", type=int, default=2)
+    bigd.add_argument("--before-iter", type=int, default=3, help="iterations of plain lbfgs")
+    bigd.add_argument("--after-iter", type=int, default=10, help="iterations of sharded lbfgs")
+    bigd.set_defaults(handler=_bigd)
     return parser
 
 
