@@ -25,3 +25,5 @@ class Kind:
     SHARD_OP = "shard_op"  # a coordinator's command on every shard (scalars both ways)
     SHARD_LOAD = "shard_load"  # the parameter vector split onto the shards (start of a fit)
     SHARD_FETCH = "shard_fetch"  # the parameter vector gathered from them (end of a fit)
+    BLOCK_SPLIT = "block_split"  # dense X cut into feature-block tiles, each to its shard's worker
+    BLOCK_GRADIENT = "block_gradient"  # tiles' predictors summed per row, residuals back

@@ -89,6 +89,13 @@ class ColumnShard:
         with self._lock:
             self._registered[int(part)] = local
 
+    def register_range(self, parts):
+        """Register each of ``parts`` with the whole range (column blocks: a tile of a
+        feature block touches every column of it)."""
+        with self._lock:
+            for part in parts:
+                self._registered[int(part)] = np.arange(self.hi - self.lo)
+
     def pull(self, part, alpha):
         """``x + alpha d`` on partition ``part``'s registered columns."""
         local = self._registered[int(part)]

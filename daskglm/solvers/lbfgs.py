@@ -50,11 +50,18 @@ class LBFGS(Solver):
     shards : int or None, default None
         With ``sharded``: the number of column shards (None: one per worker, or per
         engine thread in this process).
+    column_blocks : bool, default False
+        With ``sharded``, for dense ``X`` with many rows and columns: model parallelism.
+        ``X`` is cut into feature blocks, the shards' ranges, each kept on its shard's
+        worker; the linear predictor is summed over the blocks per row partition and
+        only vectors of a row partition's length cross the network
+        (:mod:`daskglm.engine.column_blocks`; when this beats row partitions:
+        :func:`~daskglm.accounting.costmodel.column_blocks_versus_rows`).
     """
 
     name = "lbfgs"
     options = {"memory": 10, "max_evaluations": 15000, "max_restarts": 3, "sharded": False,
-               "shards": None}
+               "shards": None, "column_blocks": False}
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
@@ -64,6 +71,11 @@ class LBFGS(Solver):
         if not isinstance(self.opts["sharded"], (bool, np.bool_)):
             raise ValueError(f"Option 'sharded' of solver 'lbfgs' must be True or False; "
                              f"got {self.opts['sharded']!r}.")
+        if not isinstance(self.opts["column_blocks"], (bool, np.bool_)):
+            raise ValueError(f"Option 'column_blocks' of solver 'lbfgs' must be True or False; "
+                             f"got {self.opts['column_blocks']!r}.")
+        if self.opts["column_blocks"] and not self.opts["sharded"]:
+            raise ValueError("Option 'column_blocks' of solver 'lbfgs' needs sharded=True.")
         if self.opts["shards"] is not None:
             self._check_option("shards", 1, integer=True)
             if not self.opts["sharded"]:

@@ -34,10 +34,11 @@ import numpy as np
 from ..accounting.kinds import Kind
 from ..compute.column_shards import sharded_loss_grad
 from ..compute.vector_free_lbfgs import gram_two_loop, run_lbfgs
+from ..engine.column_blocks import ColumnBlocks
 from ..engine.shards import ShardLostError, make_shards
 from .base import History, SolverResult
 
-__all__ = ["ShardedSpace", "solve_sharded"]
+__all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded"]
 
 
 class ShardedSpace:
@@ -121,13 +122,39 @@ class ShardedSpace:
         self.order = []
 
 
+class ColumnBlockSpace(ShardedSpace):
+    """:class:`ShardedSpace` whose evaluations run on column blocks of dense ``X``
+    (:class:`~daskglm.engine.column_blocks.ColumnBlocks`): the feature blocks are the
+    shards' ranges, and each tile lives on its shard's worker."""
+
+    def start(self, params0):
+        self.shards.load(params0)
+        self.blocks = ColumnBlocks(self.engine, self.shards, self.problem.n_features)
+
+    def close(self):
+        blocks = getattr(self, "blocks", None)
+        if blocks is not None:
+            blocks.close()
+
+    def evaluate(self, alpha):
+        engine = self.engine
+        self.round_id += 1
+        stats = self.blocks.evaluate(float(alpha), self.round_id, self.problem.family)
+        parts = np.asarray(self.shards.command("finish", self.round_id, float(alpha),
+                                               engine.n_partitions, engine.sum_weight))
+        value = float(stats[1]) / engine.sum_weight + float(parts[:, 0].sum())
+        return value, float(parts[:, 1].sum()), float(parts[:, 2].max())
+
+
 def solve_sharded(solver, problem, engine, params0):
-    """Run :class:`~daskglm.solvers.lbfgs.LBFGS` ``solver`` on column shards."""
+    """Run :class:`~daskglm.solvers.lbfgs.LBFGS` ``solver`` on column shards (and on
+    column blocks of ``X`` with its ``column_blocks`` option)."""
     memory = int(solver.opts["memory"])
     history = History(engine)
     shards = make_shards(engine, problem.n_params, problem.n_features, problem.penalty, memory,
                          n_shards=solver.opts["shards"])
-    space = ShardedSpace(problem, engine, shards, memory)
+    space_type = ColumnBlockSpace if solver.opts["column_blocks"] else ShardedSpace
+    space = space_type(problem, engine, shards, memory)
     try:
         space.start(np.asarray(params0, dtype=float))
         outcome = run_lbfgs(
