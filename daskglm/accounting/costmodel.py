@@ -107,6 +107,11 @@ ONE_PASS_KINDS = (Kind.GRADIENT, Kind.VALIDATE)
 #: round also builds the partitions from the array's chunks, which is loading data.
 SETUP_KINDS = (Kind.VALIDATE,)
 
+#: Traffic of partitions with column shards, recorded apart from the evaluation round it
+#: runs in (:mod:`daskglm.engine.shards`): priced as its bytes and one latency per call
+#: and worker thread, no round of its own.
+IN_ROUND_KINDS = (Kind.SHARD_REGISTER, Kind.SHARD_PULL, Kind.SHARD_PUSH)
+
 #: Message steps of a round besides its tree levels, and per tree level.
 ROUND_STEPS, LEVEL_STEPS = 8, 4
 
@@ -357,6 +362,11 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
         ``latency`` (message steps), ``overhead`` (scheduler and worker overheads),
         ``compute`` and ``transfer`` seconds.
     """
+    if record.kind in IN_ROUND_KINDS:
+        moved = record.bytes_sent + record.bytes_returned
+        return {"latency": record.tasks / cluster.cores * cluster.latency, "overhead": 0.0,
+                "compute": 0.0,
+                "transfer": 0.0 if math.isinf(cluster.bandwidth) else moved / cluster.bandwidth}
     P0 = max(1, int(record.partitions or record.tasks))
     G0 = max(1, int(record.groups or P0))
     if here:
@@ -447,3 +457,55 @@ def predict(report, cluster, calibration, *, here=False):
             totals[term] += seconds
     totals["total"] = sum(totals.values())
     return totals
+
+
+def layout_bytes(n_samples, n_features, *, partitions, blocks, nonzeros_per_row=None):
+    """Bytes one evaluation of the objective moves under three layouts of the data.
+
+    * ``"whole_vector"`` -- row partitions, the coefficient vector sent to every
+      partition and a gradient of length ``d`` returned from each (``lbfgs``):
+      ``16 d P``;
+    * ``"sharded_rows"`` -- row partitions with column shards (``lbfgs`` with
+      ``sharded``): each partition pulls and pushes 8 bytes per column it touches,
+      ``16 sum_p t_p``, with ``t_p = d`` for dense rows and, for ``z`` non-zeros per row
+      at uniformly hashed columns, ``t_p = d (1 - exp(-z n_p / d))``;
+    * ``"column_blocks"`` -- ``B`` feature blocks of dense ``X`` (``column_blocks``): one
+      predictor up and one residual down per tile, ``16 n B``.
+
+    Column blocks move less than sharded row partitions exactly when
+    ``n B < sum_p t_p``; for dense ``X``, when ``n / P < d / B``: a row partition has
+    fewer rows than a block has columns.  The arithmetic per evaluation is the same in
+    all three (two passes over the stored entries of ``X``); the vectors of L-BFGS take
+    ``8 (2 m + 4) d`` bytes on the driver for the whole vector, ``1 / W`` of that per
+    worker with shards.  Commands of the coordinator (a few scalars per shard) and
+    Dask's per-task traffic are left out.
+
+    Parameters
+    ----------
+    n_samples, n_features : int
+    partitions : int
+        Row partitions ``P``.
+    blocks : int
+        Feature blocks ``B`` (the column shards, one per worker by default).
+    nonzeros_per_row : float, optional
+        ``z`` for sparse rows; None for dense ``X`` (the only case column blocks run).
+
+    Returns
+    -------
+    dict
+        Bytes per evaluation by layout (``"column_blocks"`` None for sparse ``X``) and
+        ``"best"``, the layout moving the fewest.
+    """
+    n, d, P, B = int(n_samples), int(n_features), int(partitions), int(blocks)
+    rows_per_partition = n / P
+    if nonzeros_per_row is None:
+        touched = float(d)
+    else:
+        touched = d * -math.expm1(-float(nonzeros_per_row) * rows_per_partition / d)
+    sizes = {
+        "whole_vector": 16.0 * d * P,
+        "sharded_rows": 16.0 * touched * P,
+        "column_blocks": 16.0 * n * B if nonzeros_per_row is None else None,
+    }
+    sizes["best"] = min((k for k, v in sizes.items() if v is not None), key=sizes.get)
+    return sizes

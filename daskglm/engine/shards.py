@@ -72,11 +72,20 @@ class ShardClients:
         self.addresses = None if addresses is None else list(addresses)
 
     def call_each(self, method, calls):
-        """``[shards[k].method(*args) for k, args in calls]``, the calls made concurrently."""
+        """``[shards[k].method(*args) for k, args in calls]``, the calls made concurrently
+        (those to a shard in the calling task's own worker directly)."""
         if self.addresses is None:
             return [getattr(self.shards[k], method)(*args) for k, args in calls]
         pending = []
+        here = _this_worker()
         for k, args in calls:
+            if here is not None and self.addresses[k] == here.address:
+                # the shard lives in this process: a direct call, nothing serialised
+                # (its methods called from tasks are safe alongside each other)
+                local = here.state.actors.get(self.shards[k].key)
+                if local is not None:
+                    pending.append((k, _Done(getattr(local, method)(*args))))
+                    continue
             try:
                 pending.append((k, getattr(self.shards[k], method)(*args)))
             except _SHARD_CHECKS:
@@ -123,6 +132,26 @@ class ShardClients:
         if self.addresses is None:
             raise TypeError("In-process shards cannot be pickled; they are shared by threads.")
         return (ShardClients, (self.bounds, self.shards, self.addresses))
+
+
+class _Done:
+    """The answer of a call made in this process, shaped as an actor's future."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def result(self, timeout=None):
+        return self.value
+
+
+def _this_worker():
+    """The Dask worker running the current task, or None (on the driver, in tests)."""
+    try:
+        from distributed import get_worker
+
+        return get_worker()
+    except (ImportError, ValueError):
+        return None
 
 
 class ShardSet:
