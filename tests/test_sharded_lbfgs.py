@@ -194,3 +194,27 @@ def test_gram_two_loop_is_the_two_loop_recursion():
     for i, a in zip((1, 2, 0), reversed(alphas)):
         q += S[i] * (a - (Y[i] @ q) / (S[i] @ Y[i]))
     np.testing.assert_allclose(coefficients @ basis, -q, rtol=1e-12)
+
+
+def test_ledger_follows_the_payload_model(client):
+    from daskglm.accounting.bytemodel import payload_model
+
+    X, y = sparse_data()
+    with pytest.warns(ConvergenceWarning):
+        model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+                                           tol=1e-12, max_iter=3).fit(*chunked(X, y))
+    touched = sum(np.unique(X[i:i + 500].indices).size + 1 for i in range(0, 2000, 500))
+    d = X.shape[1] + 1
+    for record in model.comm_.records:
+        calls = record.tasks
+        expected = {
+            Kind.SPARSE_GRADIENT: dict(groups=record.groups),
+            Kind.SHARD_REGISTER: dict(touched=touched, calls=calls),
+            Kind.SHARD_PULL: dict(touched=touched, calls=calls),
+            Kind.SHARD_PUSH: dict(touched=touched, calls=calls),
+            Kind.SHARD_LOAD: {}, Kind.SHARD_FETCH: {},
+        }.get(record.kind)
+        if expected is not None:
+            model_bytes = payload_model(record.kind, n_params=d, partitions=record.partitions,
+                                        split_every=record.split_every or 8, **expected)
+            assert (record.bytes_sent, record.bytes_returned) == model_bytes, record.kind

@@ -66,6 +66,28 @@ Rounds of the other verbs are counted the same way, from the objects that move:
 * a ``map_as_completed`` round is counted like a deadline round when its iteration ends:
   ``P`` tasks, the arguments ``P`` times, the results yielded; ``dropped`` lists the
   partitions not yielded (lost with a worker, or not consumed);
+* a sharded L-BFGS fit (:mod:`daskglm.engine.shards`; ``t`` the touched columns summed
+  over partitions, ``c`` the calls, one per partition and shard its columns reach, ``S``
+  the shards, ``m`` the correction pairs, ``n`` rows, ``B`` feature blocks, ``R`` row
+  partitions of column blocks):
+
+  ===============  =====================================  ===========================
+  kind             down (bytes)                           up (bytes)
+  ===============  =====================================  ===========================
+  sparse_gradient  ``24 G`` (step, round, intercept flag)  ``48 T`` (six counts)
+  shard_register   ``8 t + 16 c`` (once per fit)          ``0``
+  shard_pull       ``16 c``                               ``8 t``
+  shard_push       ``8 t + 16 c``                         ``0``
+  shard_op         at most ``8 (2 m + 3) S``              at most ``8 (6 m + 1) S``
+  shard_load       ``8 d`` (once)                         ``0``
+  shard_fetch      ``0``                                  ``8 d`` (once)
+  block_split      the tiles moved, ``<= 8 n d`` (once)   ``0``
+  block_gradient   ``8 n B + 16 R B`` (residuals)         ``8 n B + 16 R`` (predictors)
+  ===============  =====================================  ===========================
+
+  The pulls and pushes run inside the evaluation round (``seconds`` 0; nothing
+  measured: they are messages between workers, or calls within one when the shard is
+  in the partition's own worker, which the counts include);
 * a parameter holder's traffic is written when it is closed, as one ``push`` record (tasks
   = pushes, sent = the deltas, ``staleness`` = the histogram) and one ``pull`` record
   (tasks = pulls, returned = the parameters); ``seconds`` 0 and nothing measured: the
@@ -211,7 +233,8 @@ def tree_depth(partitions, split_every):
     return depth
 
 
-def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None):
+def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
+                  touched=0, calls=0):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -231,6 +254,8 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     groups : int, optional
         Tasks ``G`` the partitions run in (one per worker thread on a cluster);
         ``partitions`` by default.
+    touched, calls : int, optional
+        For the shard kinds: columns touched, summed over partitions, and calls made.
 
     Returns
     -------
@@ -252,6 +277,12 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.ENCODE: (8 * P, 0),
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
+        Kind.SPARSE_GRADIENT: (24 * G, 48 * T),
+        Kind.SHARD_REGISTER: (8 * touched + 16 * calls, 0),
+        Kind.SHARD_PULL: (16 * calls, 8 * touched),
+        Kind.SHARD_PUSH: (8 * touched + 16 * calls, 0),
+        Kind.SHARD_LOAD: (8 * d, 0),
+        Kind.SHARD_FETCH: (0, 8 * d),
     }
     if kind not in table:
         raise ValueError(f"No payload model for round kind {kind!r}; known: {sorted(table)}.")

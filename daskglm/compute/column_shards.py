@@ -15,7 +15,9 @@ correction pairs ``(s_i, y_i)`` as the rows of one array ``basis`` (rows ``0..m-
   round in partition order into ``g_trial``; the shard's parts of the penalty value,
   ``g_trial . d`` and ``max |g_trial|``), :meth:`~ColumnShard.accept` (move to the trial
   point, store a correction pair, return shard-local dot products with the basis) and
-  :meth:`~ColumnShard.direction` (``d = basis^T c + c_g g``);
+  :meth:`~ColumnShard.direction` (``d = basis^T c + c_g g``).  The coordinator fills the
+  slots from 0 up and reuses them in turn once all are full, so the slots holding pairs
+  are always ``0..k-1``, and the rows it names are two contiguous blocks (no copies);
 * :meth:`~ColumnShard.load` and :meth:`~ColumnShard.values`: the full range, at the
   start and the end of a fit only.
 
@@ -150,13 +152,14 @@ class ColumnShard:
         largest = float(np.max(np.abs(grad), initial=0.0))
         return np.array([penalty_value, float(grad @ self.d), largest])
 
-    def accept(self, alpha, slot, rows):
+    def accept(self, alpha, slot, used):
         """Move to ``x + alpha d`` with gradient ``g_trial``; with ``slot`` (not None) store
         the pair ``s = alpha d``, ``y = g_trial - g`` in that slot first.
 
-        Returns the shard's dot products of the basis rows ``rows`` (after the store) with
-        ``[g_new, s, y]`` as a ``(len(rows), 3)`` array (the last two columns zero without
-        a pair) and ``[g_new . g_new]``.
+        Returns the shard's dot products of the basis rows of the ``used`` slots (``s``
+        rows ``0..used-1``, then ``y`` rows ``m..m+used-1``, after the store) with
+        ``[g_new, s, y]`` as a ``(2 used, 3)`` array (the last two columns zero without a
+        pair), and ``[g_new . g_new]``.
         """
         step = alpha * self.d
         self.x = self.x + step
@@ -164,22 +167,31 @@ class ColumnShard:
             self.basis[slot] = step
             self.basis[self.memory + slot] = self.g_trial - self.g
         self.g = self.g_trial
-        rows = np.asarray(rows, dtype=np.int64)
         stacked = np.zeros((3, self.x.size))
         stacked[0] = self.g
         if slot is not None:
             stacked[1] = self.basis[slot]
             stacked[2] = self.basis[self.memory + slot]
-        dots = self.basis[rows] @ stacked.T if rows.size else np.zeros((0, 3))
+        s_rows, y_rows = self._used_rows(used)
+        dots = np.concatenate([s_rows @ stacked.T, y_rows @ stacked.T])
         return dots, np.array([float(self.g @ self.g)])
 
-    def direction(self, rows, coefficients, coefficient_of_g):
-        """``d = basis[rows]^T coefficients + coefficient_of_g g``."""
-        rows = np.asarray(rows, dtype=np.int64)
+    def direction(self, used, coefficients, coefficient_of_g):
+        """``d = basis^T coefficients + coefficient_of_g g`` over the rows of the ``used``
+        slots (``coefficients``: ``used`` for the ``s`` rows, then ``used`` for ``y``)."""
+        used = int(used)
+        s_rows, y_rows = self._used_rows(used)
+        coefficients = np.asarray(coefficients, dtype=np.float64)
         d = coefficient_of_g * self.g
-        if rows.size:
-            d += np.asarray(coefficients) @ self.basis[rows]
+        if used:
+            d += coefficients[:used] @ s_rows
+            d += coefficients[used:] @ y_rows
         self.d = d
+
+    def _used_rows(self, used):
+        """Views (no copies) of the ``s`` and ``y`` rows of slots ``0..used-1``."""
+        used = int(used)
+        return self.basis[:used], self.basis[self.memory:self.memory + used]
 
 
 @dataclass

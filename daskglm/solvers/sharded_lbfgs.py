@@ -68,8 +68,10 @@ class ShardedSpace:
         self.engine.drop_state(self.state)
 
     def _rows(self):
-        m = self.memory
-        return sorted(self.order + [m + i for i in self.order])
+        """Basis rows of the slots holding pairs: ``s`` rows, then ``y`` rows.  The slots
+        are always ``0..k-1`` (filled from 0 up, reused in turn once all are full)."""
+        k = len(self.order)
+        return list(range(k)) + [self.memory + i for i in range(k)]
 
     def evaluate(self, alpha):
         p, engine = self.problem, self.engine
@@ -98,7 +100,7 @@ class ShardedSpace:
                 min(i for i in range(m) if i not in used)
             self.order.append(slot)
         rows = self._rows()
-        answers = self.shards.command("accept", float(alpha), slot, rows)
+        answers = self.shards.command("accept", float(alpha), slot, len(self.order))
         dots = sum(a[0] for a in answers)
         g_dot_g = float(sum(a[1][0] for a in answers))
         G = self.gram
@@ -112,7 +114,8 @@ class ShardedSpace:
         m, last = self.memory, 2 * self.memory
         coefficients = gram_two_loop(self.gram, self.order, m)
         rows = self._rows()
-        self.shards.command("direction", rows, coefficients[rows], float(coefficients[last]))
+        self.shards.command("direction", len(self.order), coefficients[rows],
+                            float(coefficients[last]))
         used = rows + [last]
         c = coefficients[used]
         G = self.gram[np.ix_(used, used)]
