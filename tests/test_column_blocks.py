@@ -72,6 +72,11 @@ def test_layout_bytes_says_when_column_blocks_win():
     assert wide["best"] == "column_blocks"
     assert wide["column_blocks"] == 16 * 10**5 * 2
     assert wide["sharded_rows"] == wide["whole_vector"] == 16 * 10**6 * 8
+    # the whole vector goes once per task; the shard on a partition's own worker is local
+    grouped = layout_bytes(10**5, 10**6, partitions=8, blocks=2, groups=2, workers=2)
+    assert grouped["whole_vector"] == 16 * 10**6 * 2
+    assert grouped["sharded_rows"] == 16 * 10**6 * 8 / 2
+    assert grouped["column_blocks"] == 16 * 10**5 * 2 / 2
     # tall: rows win (and shards move no less than the whole vector on dense rows)
     assert layout_bytes(10**7, 10**4, partitions=8, blocks=2)["best"] == "whole_vector"
     # hashed features: the touched columns of a partition, d (1 - exp(-z n_p / d))
