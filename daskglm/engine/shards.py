@@ -124,8 +124,7 @@ class ShardClients:
             f"The column shard holding parameters {self.bounds[k]} to {self.bounds[k + 1] - 1} "
             f"on worker {self.addresses[k]} is unreachable (its worker was lost): "
             f"{type(exc).__name__}: {exc}.  A sharded fit keeps its iterate and its L-BFGS "
-            f"memory on the workers, so it cannot go on; fit again (warm_start=True starts "
-            f"from the last fitted coefficients)."
+            f"memory on the workers, so it cannot go on: fit again."
         )
 
     def __reduce__(self):
