@@ -218,3 +218,16 @@ def test_ledger_follows_the_payload_model(client):
             model_bytes = payload_model(record.kind, n_params=d, partitions=record.partitions,
                                         split_every=record.split_every or 8, **expected)
             assert (record.bytes_sent, record.bytes_returned) == model_bytes, record.kind
+
+
+def test_touched_columns_renumber_x_without_copying_values():
+    from daskglm.compute.column_shards import shard_bounds, touched_columns
+
+    X, _ = sparse_data(n=300, d=5000, density=0.01)
+    state = touched_columns((X, None, None), 3, shard_bounds(5001, 2), fit_intercept=True)
+    columns = np.unique(X.indices)
+    assert state.index == 3
+    np.testing.assert_array_equal(state.columns, np.append(columns, 5000))
+    np.testing.assert_array_equal(state.X.toarray(), X.toarray()[:, columns])
+    assert np.shares_memory(state.X.data, X.data)
+    assert state.splits[0] == 0 and state.splits[-1] == state.columns.size

@@ -226,8 +226,13 @@ def touched_columns(part, index, bounds, fit_intercept):
     X = part[0]
     n_features = X.shape[1]
     if sp.issparse(X):
-        columns, renumbered = np.unique(X.indices, return_inverse=True)
-        X_local = sp.csr_matrix((X.data, renumbered.astype(X.indices.dtype), X.indptr),
+        # a mark per column and a running count: linear in the stored entries and d,
+        # where sorting them (np.unique) is not
+        marked = np.zeros(n_features, dtype=bool)
+        marked[X.indices] = True
+        columns = np.flatnonzero(marked)
+        position = np.cumsum(marked, dtype=X.indices.dtype) - 1
+        X_local = sp.csr_matrix((X.data, position[X.indices], X.indptr),
                                 shape=(X.shape[0], columns.size))
     else:
         columns, X_local = np.arange(n_features), X
