@@ -94,10 +94,8 @@ class ShardedSpace:
     def accept(self, alpha, keep_pair):
         m, last = self.memory, 2 * self.memory
         slot = None
-        if keep_pair:
-            used = set(self.order)
-            slot = self.order.pop(0) if len(self.order) == m else \
-                min(i for i in range(m) if i not in used)
+        if keep_pair:  # the next free slot, or the oldest pair's once all are full
+            slot = self.order.pop(0) if len(self.order) == m else len(self.order)
             self.order.append(slot)
         rows = self._rows()
         answers = self.shards.command("accept", float(alpha), slot, len(self.order))
