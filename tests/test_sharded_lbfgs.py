@@ -169,13 +169,15 @@ def test_auto_shards_from_many_features():
     assert _auto_options("normal", SHARDED_FEATURES, None) == {}
 
 
-def test_in_process_engine_matches_the_reference():
+@pytest.mark.parametrize("memory", [10, 3])
+def test_in_process_engine_matches_the_reference(memory):
     X, y = sparse_data()
-    model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+    model = daskglm.LogisticRegression(C=C, solver="lbfgs",
+                                       solver_options={**SHARDED, "memory": memory},
                                        **TIGHT).fit(X, y)
     reference, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])),
-                                     np.zeros(X.shape[1] + 1), **TIGHT)
-    assert model.n_iter_ == outcome.n_iter
+                                     np.zeros(X.shape[1] + 1), memory=memory, **TIGHT)
+    assert model.n_iter_ == outcome.n_iter > memory  # the pairs' slots were reused
     np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
 
 
