@@ -86,7 +86,10 @@ def _fit(X, y, sharded, max_iter):
     options = {"sharded": True} if sharded else {"sharded": False}
     model = daskglm.LogisticRegression(C=1.0, solver="lbfgs", tol=1e-6, max_iter=max_iter,
                                        solver_options=options, cache="memory")
-    with warnings.catch_warnings():
+    from distributed.diagnostics import MemorySampler
+
+    sampler = MemorySampler()
+    with warnings.catch_warnings(), sampler.sample("fit", measure="process", interval=0.5):
         warnings.simplefilter("ignore")
         start = time.perf_counter()
         model.fit(X, y)
@@ -98,7 +101,8 @@ def _fit(X, y, sharded, max_iter):
             "seconds_per_evaluation": per_eval, "bytes_per_evaluation": per_eval_bytes,
             "seconds_first_evaluation": first,
             "seconds_per_iteration": solve / max(1, model.n_iter_),
-            "touched_columns_per_evaluation": touched, "rounds": model.comm_.rounds}
+            "touched_columns_per_evaluation": touched, "rounds": model.comm_.rounds,
+            "peak_workers_memory_bytes": float(sampler.to_pandas()["fit"].max())}
 
 
 def run(n=200_000, log2_ds=(16, 20), nnz=50, partitions=8, workers=2, before_iter=3,
