@@ -45,18 +45,20 @@ def chunked(X, y, rows=500):
     return Xd, da.from_array(y, chunks=rows)
 
 
-def objective(X, y, alpha):
-    """Mean logistic loss plus ``alpha / 2 ||coef||^2`` (unpenalised intercept, last)."""
-    n = X.shape[0]
+def objective(X, y, alpha, weight=None):
+    """Weighted mean logistic loss plus ``alpha / 2 ||coef||^2`` (unpenalised intercept,
+    last)."""
+    weight = np.ones(X.shape[0]) if weight is None else weight
+    total = weight.sum()
 
     def fun(params):
         coef, intercept = params[:-1], params[-1]
         eta = np.asarray(X @ coef).ravel() + intercept
-        loss = np.logaddexp(0.0, eta) - y * eta
-        r = 1.0 / (1.0 + np.exp(-eta)) - y
-        grad = np.append(np.asarray(X.T @ r).ravel(), r.sum()) / n
+        loss = weight * (np.logaddexp(0.0, eta) - y * eta)
+        r = weight * (1.0 / (1.0 + np.exp(-eta)) - y)
+        grad = np.append(np.asarray(X.T @ r).ravel(), r.sum()) / total
         grad[:-1] += alpha * coef
-        return loss.sum() / n + 0.5 * alpha * coef @ coef, grad
+        return loss.sum() / total + 0.5 * alpha * coef @ coef, grad
 
     return fun
 
@@ -233,3 +235,15 @@ def test_touched_columns_renumber_x_without_copying_values():
     np.testing.assert_array_equal(state.X.toarray(), X.toarray()[:, columns])
     assert np.shares_memory(state.X.data, X.data)
     assert state.splits[0] == 0 and state.splits[-1] == state.columns.size
+
+
+def test_sample_weights_in_process():
+    X, y = sparse_data(n=1000)
+    weight = np.random.default_rng(3).uniform(0.2, 3.0, size=1000)
+    model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+                                       **TIGHT).fit(X, y, sample_weight=weight)
+    # the estimator scales the penalty by the total weight: 1 / (C sum(w))
+    reference, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * weight.sum()), weight),
+                                     np.zeros(X.shape[1] + 1), **TIGHT)
+    assert outcome.converged and model.n_iter_ == outcome.n_iter
+    np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
