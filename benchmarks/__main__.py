@@ -12,6 +12,8 @@ rounds
     Break the time of daskglm's distributed rounds down (see :mod:`benchmarks.rounds`).
 cold-start
     First fit against second fit on a fresh cluster (see :mod:`benchmarks.cold_start`).
+scaling
+    The same fits on 1, 2, ..., N workers (see :mod:`benchmarks.strong_scaling`).
 gpu
     CuPy chunks against numpy chunks and an in-memory GPU loop (see :mod:`benchmarks.gpu`).
 bigd
@@ -105,6 +107,18 @@ def _cold_start(args):
     return cold_start_main(args)
 
 
+def _scaling(args):
+    from benchmarks.strong_scaling import main as scaling_main
+
+    return scaling_main(args)
+
+
+def _inference(args):
+    from benchmarks.inference import main as inference_main
+
+    return inference_main(args)
+
+
 def _gpu(args):
     from benchmarks.gpu import main as gpu_main
 
@@ -160,6 +174,25 @@ def build_parser():
     cold.add_argument("--partitions", type=int, default=8)
     cold.add_argument("--repeats", type=int, default=3, help="fresh clusters measured")
     cold.set_defaults(handler=_cold_start)
+
+    scaling = commands.add_parser("scaling", help="the same fits on 1, 2, ..., N workers")
+    scaling.add_argument("--workers", default="1,2", help="comma-separated worker counts")
+    scaling.add_argument("--rows", type=int, default=10_000_000)
+    scaling.add_argument("--features", type=int, default=50)
+    scaling.add_argument("--partitions", type=int, default=None,
+                         help="row chunks (default: twice the largest worker count)")
+    scaling.add_argument("--methods", default="lbfgs,newton,averaging,normal")
+    scaling.add_argument("--repeats", type=int, default=3)
+    scaling.add_argument("--tol", type=float, default=1e-8)
+    scaling.set_defaults(handler=_scaling)
+
+    inference = commands.add_parser("inference",
+                                    help="the round of inference=True against the fit's rounds")
+    inference.add_argument("--rows", type=int, default=200_000)
+    inference.add_argument("--features", type=int, default=20)
+    inference.add_argument("--partitions", type=int, default=8)
+    inference.add_argument("--workers", type=int, default=2)
+    inference.set_defaults(handler=_inference)
 
     gpu = commands.add_parser("gpu", help="CuPy chunks on a GPU against numpy chunks")
     gpu.add_argument("--rows", type=int, default=10_000_000)

@@ -39,6 +39,7 @@ def project_case(case_result, scaling, log=print):
         the measured cluster and its error, and ``predicted_s[network][workers]``.
     """
     from daskglm.accounting import costmodel
+    from daskglm.accounting import projection as projections
 
     reports = {entry["entry"]: entry["_ledger"] for entry in case_result["results"]
                if entry.get("_ledger") is not None and entry.get("status") == "ok"}
@@ -50,7 +51,7 @@ def project_case(case_result, scaling, log=print):
     for label, network in scaling.networks:
         for workers in scaling.project_workers:
             spec = f"workers={workers}" + (f",{network}" if network else "")
-            projection = costmodel.project(reports, spec, calibration)
+            projection = projections.project(reports, spec, calibration)
             for row in projection.rows:
                 entry = rows.setdefault(row.method, {
                     "method": row.method, "rounds": row.rounds, "measured_s": row.measured,

@@ -17,11 +17,45 @@ def test_demo_prints_a_row_per_method():
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     header = next(line for line in lines if line.startswith("method"))
-    for column in ("iterations", "rounds", "seconds", "objective", "held-out score"):
+    for column in ("rounds", "bytes measured", "seconds", "objective gap", "held-out score"):
         assert column in header
-    rows = {line.split()[0]: line for line in lines[lines.index(header) + 2:] if line.strip()}
+    body = lines[lines.index(header) + 2:]
+    rows = {line.split()[0]: line.split() for line in body[:body.index("")]}
     assert "lbfgs" in rows and "gd" in rows
-    assert "n/a" in rows["normal"]  # not applicable to the binomial family
+    assert "normal" not in rows  # only the methods that apply to the binomial family
+    accuracy = float(rows["lbfgs"][-1])
+    assert 0.5 < accuracy <= 1.0
+    assert "accuracy" in result.stdout
+
+
+def test_fit_fits_a_zarr_store_and_saves_the_model_and_its_ledger(tmp_path, capsys):
+    import json
+    import pickle
+
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    store, output = tmp_path / "data.zarr", tmp_path / "model.pkl"
+    assert main(["make-data", "--kind", "classification", "--n", "3000", "--d", "4",
+                 "--chunks", "1000", "--path", str(store)]) == 0
+    assert main(["fit", "--zarr", str(store), "--family", "binomial", "--penalty", "l2",
+                 "--alpha", "0.01", "--tol", "1e-10", "--workers", "1", "--output",
+                 str(output)]) == 0
+    out = capsys.readouterr().out
+    assert "converged=True" in out and "rounds" in out
+    with open(output, "rb") as file:
+        model = pickle.load(file)
+    ledger = json.loads((tmp_path / "model.pkl.ledger.json").read_text())
+    assert ledger["rounds"] == model.comm_.rounds == len(ledger["records"]) > 0
+    X, y, _ = load_zarr(store)
+    X, y = X.compute(), y.compute()
+    reference = LogisticRegression(C=1 / (0.01 * len(y)), tol=1e-12, max_iter=1000).fit(X, y)
+    np.testing.assert_allclose(model.coef_.ravel(), reference.coef_.ravel(), rtol=1e-5, atol=1e-7)
+
+
+def test_fit_needs_exactly_one_data_source():
+    with pytest.raises(SystemExit, match="exactly one"):
+        main(["fit", "--output", "x.pkl"])
 
 
 @pytest.mark.parametrize("density", [None, 0.2], ids=["dense", "sparse"])

@@ -207,10 +207,26 @@ def test_worker_side_modules_import_neither_scikit_learn_nor_the_estimators():
     import subprocess
     import sys
 
-    code = ("import sys, daskglm.engine, daskglm.compute.kernels, daskglm.compute.local_solves, daskglm.compute.stochastic, "
-            "daskglm.model.families, daskglm.model.penalties, daskglm.compute.coordinates; "
+    code = ("import sys, daskglm.engine, daskglm.compute.kernels, daskglm.compute.local_solves, "
+            "daskglm.compute.stochastic, daskglm.model.families, daskglm.model.penalties, "
+            "daskglm.compute.coordinates; "
             "print(sorted(m for m in ('sklearn', 'daskglm.estimators', 'daskglm.solvers') "
             "if m in sys.modules))")
+    found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                           text=True).stdout.strip()
+    assert found == "[]"
+
+
+def test_the_partition_packer_and_task_runners_import_only_their_own_modules():
+    """What every first task on a cold worker unpickles (the partition packer, the task
+    runners and the kernels) imports none of the engine's driver-side modules."""
+    import subprocess
+    import sys
+
+    code = ("import sys, daskglm.engine.partitions, daskglm.engine.tasks, "
+            "daskglm.compute.kernels, daskglm.compute.summaries; "
+            "print(sorted(m for m in sys.modules if m.startswith('daskglm.engine.') "
+            "and m not in ('daskglm.engine.partitions', 'daskglm.engine.tasks')))")
     found = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                            text=True).stdout.strip()
     assert found == "[]"

@@ -13,8 +13,8 @@ import pytest
 from daskglm.compute.kernels import Stats, loss_grad
 from daskglm.compute.tree import partial_tree_sum, tree_sum
 from daskglm.engine import DeadlineRound, DistributedEngine, LocalEngine, StateRound, make_engine
-from daskglm.engine import tasks as engine_tasks
 from daskglm.engine import partitions as partitions_module
+from daskglm.engine import tasks as engine_tasks
 from daskglm.model.families import Binomial
 from daskglm.testing import slow_worker
 from tests.conftest import SlowOn, kill_worker, make_data

@@ -247,3 +247,14 @@ def test_sample_weights_in_process():
                                      np.zeros(X.shape[1] + 1), **TIGHT)
     assert outcome.converged and model.n_iter_ == outcome.n_iter
     np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("options", [SHARDED, {**SHARDED, "column_blocks": True}],
+                         ids=["sharded", "column_blocks"])
+def test_offset_as_unsharded_lbfgs(options):
+    X, y, _ = make_data("poisson", n=1000, d=6)
+    offset = np.random.default_rng(4).normal(scale=0.3, size=1000)
+    fits = [daskglm.PoissonRegressor(alpha=0.01, solver="lbfgs", solver_options=o,
+                                      **TIGHT).fit(X, y, offset=offset)
+            for o in (None, options)]
+    np.testing.assert_allclose(params_of(fits[1]), params_of(fits[0]), rtol=0, atol=1e-8)

@@ -12,7 +12,8 @@ from sklearn import linear_model as sk
 import daskglm
 from daskglm.engine import make_engine
 from daskglm.model.families import Binomial, Gaussian
-from daskglm.model.penalties import L2, NoPenalty
+from daskglm.model.penalties import L2, ElasticNet, NoPenalty
+from daskglm.model.problem import Feature
 from daskglm.solvers import SOLVERS, Problem, get_solver
 from tests.conftest import make_data
 
@@ -139,7 +140,7 @@ def test_every_gd_trial_point_is_a_round():
 
 def test_unsupported_solver_names_the_able_ones():
     X, y, _ = make_data("binomial")
-    with pytest.raises(ValueError, match=r"normal.*gaussian.*solvers that can: \[.*lbfgs"):
+    with pytest.raises(ValueError, match=r"normal.*squared error.*binomial.*solvers that can: \[.*lbfgs"):
         daskglm.LogisticRegression(solver="normal").fit(X, y)
     problem = Problem(Gaussian(), L2(1.0), True, 3)
     with pytest.raises(ValueError, match="Unknown option"):
@@ -161,6 +162,13 @@ def test_solver_registry_declares_capabilities():
     smooth_binomial = Problem(Binomial(), NoPenalty(), True, 3)
     able = {name for name, cls in SOLVERS.items() if cls.unsupported(smooth_binomial) is None}
     assert {"gd", "lbfgs"} <= able and "normal" not in able
+    lasso = Problem(Gaussian(), ElasticNet(0.1, 1.0), True, 3)
+    assert lasso.features() == {Feature.NON_QUADRATIC_PENALTY, Feature.NONSMOOTH_PENALTY}
+    able = {name for name, cls in SOLVERS.items() if cls.unsupported(lasso) is None}
+    assert able == {name for name, cls in SOLVERS.items()
+                    if Feature.NONSMOOTH_PENALTY in cls.handles}
+    assert able >= {"proximal", "admm"} and not able & {"normal", "lbfgs", "newton", "gd"}
+    assert Problem(Gaussian(), L2(1.0), True, 3).features() == frozenset()
 
 
 def test_solvers_run_on_an_engine_directly():

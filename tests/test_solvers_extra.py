@@ -437,7 +437,7 @@ def test_standardised_coordinates(penalty, fit_intercept):
 @pytest.mark.parametrize("solver", ["newton", "lbfgs", "gd", "normal"])
 def test_smooth_only_solvers_reject_l1(solver):
     X, y, _ = make_data("gaussian", n=50)
-    with pytest.raises(ValueError, match=rf"solver '{solver}' handles only.*'proximal'"):
+    with pytest.raises(ValueError, match=rf"solver '{solver}' does not handle.*non-smooth.*'proximal'"):
         daskglm.Lasso(alpha=0.1, solver=solver).fit(X, y)
 
 

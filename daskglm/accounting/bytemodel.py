@@ -1,18 +1,8 @@
-"""Communication accounting: one record per engine round, modelled and measured.
+"""The byte model: what each kind of round moves, and Dask's control traffic per task.
 
-Only the engine writes here.  A *round* is one map over the partitions followed either by
-the fixed-order tree reduction (``reduce``, ``reduce_each``) or by a gather of one result
-per partition (``map``, ``map_each``).  Every round appends a :class:`RoundRecord` to the
-fit's :class:`CommReport` (exposed by the estimators as ``comm_``) holding
+Every ledger record (:mod:`daskglm.accounting.ledger`) carries these modelled bytes next
+to the bytes Dask measured.
 
-* what the round moves according to the **model**: the payload sent to the workers, the
-  payload returned, and Dask's per-task control traffic;
-* what Dask's own counters say it **measured** (distributed engine only);
-* its wall time, the compute time of its tasks, and the time worker threads spent
-  waiting for the slowest partition (the synchronisation cost).
-
-Model
------
 ``P`` partitions, ``G`` the tasks they run in (a round runs all the partitions one
 worker thread holds in one task, so ``G`` is the number of worker threads on a cluster
 and ``P`` in this process), ``d`` parameters (features, plus one for the intercept), ``p``
@@ -24,7 +14,7 @@ Down is the broadcast arguments times ``G`` (plus the per-partition items of ``*
 rounds, times ``P``); up is every task's result moving once: each partial to its combine
 task, the root to the driver (a gather round returns one result per partition).  On a
 cluster the model subtracts the partials expected to be combined on the worker that made
-them (:func:`kept_local`) and adds Dask's per-task control traffic.
+them (:func:`~daskglm.accounting.ledger.kept_local`) and adds Dask's per-task control traffic.
 
 ============  ==================  ==============================  ============================
 kind          verb (method)       down (bytes)                    up (bytes)
@@ -46,6 +36,13 @@ scale         (the same, no       ``8 p P``                       ``0``
               penalty)
 sgd_batch     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + 2) T``
 local_sgd     reduce_each (sgd)   ``8 s P + 8 (d + s) G``         ``8 (d + s') T``
+target_mean   reduce (Gamma,      ``0``                           ``8 * 3 T``
+              Tweedie, ..., or
+              ``inference``)
+inference     reduce (after a     ``8 (d + 2) G``                 ``8 (3 d^2 + 9) T``
+              fit, ``inference``)
+null_model    reduce (the same,   ``8 G``                         ``8 * 3 T``
+              with an offset)
 overhead      every round         both ways: ``TASK_BYTES T + REF_BYTES (P - G)``, plus
                                   ``RESULT_BYTES (P - G)`` for a gather round (0 in-process)
 ============  ==================  ==============================  ============================
@@ -283,6 +280,9 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.SHARD_PUSH: (8 * touched + 16 * calls, 0),
         Kind.SHARD_LOAD: (8 * d, 0),
         Kind.SHARD_FETCH: (0, 8 * d),
+        Kind.TARGET_MEAN: (0, 8 * 3 * T),
+        Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 9) * T),
+        Kind.NULL_MODEL: (8 * G, 8 * 3 * T),
     }
     if kind not in table:
         raise ValueError(f"No payload model for round kind {kind!r}; known: {sorted(table)}.")

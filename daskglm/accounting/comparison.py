@@ -65,7 +65,9 @@ class MethodResult:
     objective_gap : float or None
         ``objective`` minus the smallest objective of the comparison.
     score : float or None
-        ``GLM.score`` on the held-out rows (R^2 for the Gaussian family, D^2 otherwise).
+        On the held-out rows: accuracy for the binomial family (the predicted mean
+        thresholded at 1/2), else ``GLM.score`` (R^2 for the Gaussian family, D^2
+        otherwise).
     converged : bool or None
     error : str or None
         Why the method did not run (it does not handle the problem), else None.
@@ -105,6 +107,15 @@ class MethodResult:
         if self.bytes_modelled is None or not self.iterations:
             return None
         return self.bytes_modelled / self.iterations
+
+
+def _held_out_score(model, family, X_test, y_test):
+    """Accuracy for the binomial family, ``model.score`` (R^2 or D^2) otherwise."""
+    if family.name != "binomial":
+        return float(model.score(X_test, y_test))
+    predicted = model.predict(X_test) >= 0.5
+    return float(((predicted == (y_test > 0.5)).mean()).compute()
+                 if hasattr(predicted, "compute") else (predicted == (y_test > 0.5)).mean())
 
 
 def _cell(value, name):
@@ -390,7 +401,7 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
             converged=bool(model.converged_), model=model,
         ))
         if X_test is not None:
-            rows[-1].score = float(model.score(X_test, y_test))
+            rows[-1].score = _held_out_score(model, family_obj, X_test, y_test)
 
     done = [r for r in rows if r.ok]
     if done:  # every objective evaluated the same way, on one engine over the training rows

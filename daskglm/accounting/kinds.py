@@ -2,8 +2,10 @@
 
 __all__ = ["Kind"]
 
+
 class Kind:
-    """The kinds of rounds, as the ledger records them (see the table above)."""
+    """The kinds of rounds, as the ledger records them (the byte model of each is in
+    :mod:`daskglm.accounting.bytemodel`)."""
 
     VALIDATE = "validate"
     MAXIMA = "maxima"  # largest |value| per column, only for columns of extreme scale
@@ -27,3 +29,6 @@ class Kind:
     SHARD_FETCH = "shard_fetch"  # the parameter vector gathered from them (end of a fit)
     BLOCK_SPLIT = "block_split"  # dense X cut into feature-block tiles, each to its shard's worker
     BLOCK_GRADIENT = "block_gradient"  # tiles' predictors summed per row, residuals back
+    TARGET_MEAN = "target_mean"  # weighted sums of the target and offset: start, null model
+    INFERENCE = "inference"  # information, sandwich meat, deviances after a fit
+    NULL_MODEL = "null_model"  # Newton steps of the intercept-only model with an offset

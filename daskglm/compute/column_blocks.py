@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels import partition_offset
+
 __all__ = ["take_columns", "tile_predictor", "row_loss", "tile_gradient"]
 
 
@@ -39,12 +41,14 @@ def tile_predictor(tile, shards, block, row, alpha, holds_intercept):
 
 
 def row_loss(part, *predictors, family):
-    """``(array([weight, loss]), residual)`` of row partition ``part`` from the blocks'
-    predictors, summed in block order."""
-    _, y, weight = part
+    """``(array([weight, loss]), residual)`` of row partition ``part`` (``(X, y, weight[,
+    offset])``) from the blocks' predictors, summed in block order, plus the offset."""
+    y, weight, offset = part[1], part[2], partition_offset(part)
     eta = predictors[0].copy()
     for other in predictors[1:]:
         eta += other
+    if offset is not None:
+        eta += offset
     loss, residual = family.loss_and_dloss(y, eta, weight)
     total = float(y.shape[0]) if weight is None else float(weight.sum())
     return np.array([total, float(loss)]), residual

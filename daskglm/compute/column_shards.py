@@ -35,6 +35,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .kernels import partition_offset
+
 __all__ = [
     "ColumnShard", "PartitionColumns", "shard_bounds", "touched_columns",
     "sharded_loss_grad", "TRAFFIC_FIELDS",
@@ -221,7 +223,7 @@ class PartitionColumns:
 
 
 def touched_columns(part, index, bounds, fit_intercept):
-    """The :class:`PartitionColumns` of a partition ``(X, y, weight)``: for CSR ``X`` the
+    """The :class:`PartitionColumns` of a partition ``(X, y, weight[, offset])``: for CSR ``X`` the
     columns holding a stored entry, for dense ``X`` all of them."""
     X = part[0]
     n_features = X.shape[1]
@@ -258,7 +260,7 @@ def sharded_loss_grad(part, state, shards, alpha, round_id, family, fit_intercep
         return np.full(len(TRAFFIC_FIELDS), np.nan), None
     if not isinstance(state, PartitionColumns):
         state = touched_columns(part, state, shards.bounds, fit_intercept)
-    _, y, weight = part
+    y, weight, offset = part[1], part[2], partition_offset(part)
     pieces = [(k, slice(state.splits[k], state.splits[k + 1]))
               for k in range(len(state.splits) - 1) if state.splits[k + 1] > state.splits[k]]
     registered = 0
@@ -272,6 +274,8 @@ def sharded_loss_grad(part, state, shards, alpha, round_id, family, fit_intercep
     eta = np.asarray(state.X @ coef[:n_coef]).ravel()
     if fit_intercept:
         eta = eta + coef[-1]
+    if offset is not None:
+        eta = eta + offset
     loss, r = family.loss_and_dloss(y, eta, weight)
     grad = np.asarray(state.X.T @ r).ravel()
     if fit_intercept:

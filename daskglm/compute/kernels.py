@@ -1,7 +1,10 @@
 """Pure per-partition computations: ``(partition, broadcast arguments) -> additive statistics``.
 
 A partition is the tuple ``(X, y, weight)`` of one block of rows, co-located on one worker;
-``weight`` is None when every row weighs 1.  The parameter vector is the coefficients
+``weight`` is None when every row weighs 1.  A fit with an offset has partitions
+``(X, y, weight, offset)``: the offset is added to every linear predictor of the loss
+kernels here (:func:`partition_offset`); kernels that unpack three items refuse such
+partitions, and the estimators refuse their solvers with an offset.  The parameter vector is the coefficients
 followed, when an intercept is fitted, by the intercept: no column of ones is ever added
 to ``X``.  Dense partitions are processed in cache-sized row blocks so that each row of
 ``X`` is read from memory once per evaluation: ``X_b @ coef`` and ``X_b.T @ r`` run while
@@ -29,7 +32,7 @@ from .csr_products import csr_weighted_gram
 
 __all__ = [
     "Stats", "GramStats", "loss_grad", "loss_grad_hess", "gram", "linear_predictor",
-    "as_csr_or_dense",
+    "partition_offset", "as_csr_or_dense",
 ]
 
 #: Bytes of ``X`` processed per block: a quarter of a typical 2 MiB L2 cache.
@@ -101,13 +104,20 @@ def as_csr_or_dense(X):
     return xp.ascontiguousarray(X)
 
 
-def linear_predictor(X, params, fit_intercept):
-    """``X @ coef (+ intercept)`` for one block of rows."""
+def linear_predictor(X, params, fit_intercept, offset=None):
+    """``X @ coef (+ intercept) (+ offset)`` for one block of rows."""
     xp = array_module(X)
     params = xp.asarray(params)
     if fit_intercept:
-        return xp.asarray(X @ params[:-1]).ravel() + params[-1]
-    return xp.asarray(X @ params).ravel()
+        eta = xp.asarray(X @ params[:-1]).ravel() + params[-1]
+    else:
+        eta = xp.asarray(X @ params).ravel()
+    return eta if offset is None else eta + offset
+
+
+def partition_offset(part):
+    """The offset of a partition ``(X, y, weight[, offset])``, None when it has none."""
+    return part[3] if len(part) > 3 else None
 
 
 @dataclass
@@ -135,13 +145,14 @@ def _transpose_product(X, r):
 
 def loss_grad(part, params, family, fit_intercept):
     """Loss and gradient sums of one partition at ``params``: one read of ``X``."""
-    X, y, weight = part
+    X, y, weight = part[:3]
+    offset = partition_offset(part)
     n_params = params.shape[0]
     grad = array_module(X).zeros(n_params)
     loss = 0.0
     for start, stop in _row_blocks(X):
         X_b = X[start:stop]
-        eta = linear_predictor(X_b, params, fit_intercept)
+        eta = linear_predictor(X_b, params, fit_intercept, _take(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y[start:stop], eta, _take(weight, start, stop))
         loss += block_loss
         if fit_intercept:
@@ -168,7 +179,8 @@ def _weighted_gram(X_b, h, scratch):
 
 def loss_grad_hess(part, params, family, fit_intercept):
     """Loss, gradient and Hessian sums of one partition at ``params``: one read of ``X``."""
-    X, y, weight = part
+    X, y, weight = part[:3]
+    offset = partition_offset(part)
     n_params = params.shape[0]
     n_coef = n_params - 1 if fit_intercept else n_params
     xp = array_module(X)
@@ -179,7 +191,7 @@ def loss_grad_hess(part, params, family, fit_intercept):
     for start, stop in _row_blocks(X, products=True):
         X_b = X[start:stop]
         y_b, w_b = y[start:stop], _take(weight, start, stop)
-        eta = linear_predictor(X_b, params, fit_intercept)
+        eta = linear_predictor(X_b, params, fit_intercept, _take(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y_b, eta, w_b)
         h = family.d2loss(y_b, eta, w_b)
         loss += block_loss

@@ -12,17 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.optimize
 
 from .coordinates import Standardised
 from .kernels import loss_grad
-from .restarted_lbfgs import minimize_to_tol
+from .restarted_lbfgs import EVALUATIONS_PER_ITERATION, minimize_to_tol
 
 __all__ = ["LocalFit", "partition_weight", "fit_partition", "proximal_point"]
-
-#: scipy's relative-reduction stopping test, set to round-off so that ``gtol`` decides.
-_FTOL = 64 * np.finfo(float).eps
-
 
 @dataclass
 class LocalFit:
@@ -57,14 +52,6 @@ def partition_weight(part):
     """Total sample weight of a partition (its row count when unweighted)."""
     _, y, weight = part
     return float(y.shape[0]) if weight is None else float(weight.sum())
-
-
-def _lbfgs(fun, x0, tol, max_iter, bounds=None):
-    return scipy.optimize.minimize(
-        fun, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-        options={"maxiter": max_iter, "maxfun": 20 * max_iter, "gtol": tol, "ftol": _FTOL,
-                 "maxls": 50},
-    )
 
 
 def _local_fit(params, weight, n_iter, grad_max, tol, loss, grad=None):
@@ -117,7 +104,7 @@ def fit_partition(part, params0, family, penalty, fit_intercept, tol, max_iter):
             return loss + penalty.value(coef), grad
 
         found = minimize_to_tol(fun, params0, tol=tol, max_iter=max_iter,
-                                max_evaluations=20 * max_iter)
+                                max_evaluations=EVALUATIONS_PER_ITERATION * max_iter)
         params = found.x
     else:
         l1 = penalty.alpha * penalty.l1_ratio
@@ -135,7 +122,7 @@ def fit_partition(part, params0, family, penalty, fit_intercept, tol, max_iter):
         z0 = np.concatenate([np.maximum(coef0, 0), np.maximum(-coef0, 0), params0[n_coef:]])
         bounds = [(0.0, None)] * (2 * n_coef) + [(None, None)] * int(fit_intercept)
         found = minimize_to_tol(fun, z0, tol=tol, max_iter=max_iter,
-                                max_evaluations=20 * max_iter, bounds=bounds)
+                                max_evaluations=EVALUATIONS_PER_ITERATION * max_iter, bounds=bounds)
         z = found.x
         params = np.concatenate([z[:n_coef] - z[n_coef : 2 * n_coef], z[2 * n_coef :]])
     loss = loss_grad(part, params, family, fit_intercept).loss
@@ -193,7 +180,7 @@ def proximal_point(part, start_and_dual, center, rho, family, fit_intercept, sca
         return (scale * stats.loss + 0.5 * rho * float(diff @ diff),
                 scale * coordinates.grad_to_theta(stats.grad) + rho * diff)
 
-    result = _lbfgs(fun, np.asarray(start, dtype=float), tol, max_iter)
-    grad_max = float(np.max(np.abs(result.jac), initial=0.0))
-    return _local_fit(result.x, at_center.weight, result.nit, grad_max, tol, at_center.loss,
-                      at_center.grad)
+    found = minimize_to_tol(fun, np.asarray(start, dtype=float), tol=tol, max_iter=max_iter,
+                            max_evaluations=EVALUATIONS_PER_ITERATION * max_iter)
+    return _local_fit(found.x, at_center.weight, found.n_iter, found.optimality, tol,
+                      at_center.loss, at_center.grad)

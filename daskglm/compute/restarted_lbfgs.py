@@ -16,7 +16,17 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.optimize
 
-__all__ = ["Minimised", "minimize_to_tol", "projected_gradient_max"]
+__all__ = ["Minimised", "minimize_to_tol", "projected_gradient_max", "MEMORY", "MAX_RESTARTS",
+           "EVALUATIONS_PER_ITERATION"]
+
+#: The one L-BFGS option set, shared by the ``lbfgs`` solver (whose options default to
+#: these) and the local solves on the workers: correction pairs kept, restarts after a
+#: stall at round-off, calls of the objective allowed per iteration (local solves), and
+#: steps of the line search.
+MEMORY = 10
+MAX_RESTARTS = 3
+EVALUATIONS_PER_ITERATION = 20
+MAX_LINE_SEARCH = 50
 
 
 @dataclass
@@ -46,6 +56,25 @@ class Minimised:
     message: str
 
 
+class _GradientEstimate:
+    """``fun``, with the value replaced, once anchored, by the change of the objective
+    from the anchor estimated from gradients alone (the trapezoid rule)."""
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.anchor = None
+
+    def anchor_at(self, x, grad):
+        self.anchor = (np.array(x, dtype=float), np.array(grad, dtype=float))
+
+    def __call__(self, x):
+        value, grad = self.fun(x)
+        if self.anchor is not None:
+            anchor_x, anchor_grad = self.anchor
+            value = 0.5 * float((grad + anchor_grad) @ (x - anchor_x))
+        return value, grad
+
+
 def projected_gradient_max(grad, x, bounds=None):
     """Largest entry of the gradient projected on ``bounds`` (lower bounds 0 or None)."""
     if bounds is None:
@@ -55,8 +84,8 @@ def projected_gradient_max(grad, x, bounds=None):
     return float(np.max(np.abs(np.where(free, grad, 0.0)), initial=0.0))
 
 
-def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=10, bounds=None,
-                    max_restarts=3, callback=None, optimality=None):
+def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=MEMORY, bounds=None,
+                    max_restarts=MAX_RESTARTS, callback=None, optimality=None):
     """Minimise ``fun`` with L-BFGS-B until the gradient criterion holds or nothing improves.
 
     Parameters
@@ -86,13 +115,7 @@ def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=10, bound
         def optimality(x, grad):
             return projected_gradient_max(grad, x, bounds)
 
-    anchor = {}
-
-    def estimated(x):
-        value, grad = fun(x)
-        if anchor:
-            value = 0.5 * float((grad + anchor["grad"]) @ (x - anchor["x"]))
-        return value, grad
+    estimated = _GradientEstimate(fun)
 
     x = np.asarray(x0, dtype=float)
     n_iter = n_evaluations = 0
@@ -101,7 +124,7 @@ def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=10, bound
         result = scipy.optimize.minimize(
             estimated, x, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
             options={"maxiter": max_iter - n_iter, "maxfun": max_evaluations - n_evaluations,
-                     "maxcor": int(memory), "gtol": tol, "ftol": 0.0, "maxls": 50},
+                     "maxcor": int(memory), "gtol": tol, "ftol": 0.0, "maxls": MAX_LINE_SEARCH},
         )
         n_iter += int(result.nit)
         n_evaluations += int(result.nfev)
@@ -113,6 +136,6 @@ def minimize_to_tol(fun, x0, *, tol, max_iter, max_evaluations, memory=10, bound
                 or n_evaluations >= max_evaluations:
             break
         best = violation
-        anchor.update(x=x.copy(), grad=np.array(result.jac, dtype=float))
+        estimated.anchor_at(x, result.jac)
     return Minimised(x, np.asarray(result.jac, dtype=float), n_iter, violation, stalled,
                      str(result.message))

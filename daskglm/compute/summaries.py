@@ -39,7 +39,7 @@ class ColumnMoments:
 
 def column_moments(part):
     """Weighted first and second column moments (as sums) of one partition: one read of ``X``."""
-    X, _, weight = part
+    X, weight = part[0], part[2]
     xp = array_module(X)
     weight = xp.ones(X.shape[0]) if weight is None else weight
     sums = xp.zeros(X.shape[1])
@@ -79,13 +79,13 @@ def column_max_abs(part):
 
 def scale_columns(part, scale):
     """The partition with column ``j`` of ``X`` multiplied by ``scale[j]``."""
-    X, y, weight = part
+    X = part[0]
     if sp.issparse(X):
         X = X.copy()
         X.data *= scale.astype(X.dtype)[X.indices]
     else:
         X = X * scale.astype(X.dtype)
-    return X, y, weight
+    return (X, *part[1:])
 
 
 @dataclass
@@ -142,8 +142,7 @@ def distinct_labels(y):
 
 def encode_positive(part, positive):
     """The partition with ``y`` replaced by ``1.0`` where it equals ``positive``, else ``0.0``."""
-    X, y, weight = part
-    return X, (y == positive).astype(np.float64), weight
+    return (part[0], (part[1] == positive).astype(np.float64), *part[2:])
 
 
 def all_finite(a):
@@ -163,7 +162,8 @@ def summarize(part, family, labels=False):
     (with finite weights), unless a square overflows, so only sums that are not finite
     call for an entry-by-entry check.
     """
-    X, y, weight = part
+    X, y, weight = part[:3]
+    offset = part[3] if len(part) > 3 else None
     problems = []
     found = None
     moments = column_moments(part)
@@ -186,11 +186,13 @@ def summarize(part, family, labels=False):
         elif weight.size and weight.min() < 0:
             problems.append("sample_weight has negative values; weights must be >= 0.")
         total = float(weight.sum())
-    size = stored_bytes(X) + stored_bytes(y) + stored_bytes(weight)
+    if offset is not None and not all_finite(offset):
+        problems.append("offset contains NaN or infinity.")
+    size = stored_bytes(X) + stored_bytes(y) + stored_bytes(weight) + stored_bytes(offset)
     return PartitionSummary(int(X.shape[0]), total, problems, found, size, moments)
 
 
 def partition_weight(part):
     """Total weight of one partition (its row count when unweighted), as validation counts it."""
-    _, y, weight = part
+    y, weight = part[1], part[2]
     return float(y.shape[0]) if weight is None else float(weight.sum())

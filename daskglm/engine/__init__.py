@@ -45,20 +45,48 @@ partition (a loose restriction, read with one ``who_has`` call per round), so th
 is made where its partition lives and a straggler's partitions are not moved away.
 """
 
-from .asynchronous import ActorHolder, AsCompleted, HolderLostError, ParameterHolder
-from .base import MAX_RECOVERIES, SAFE_EXPONENT, DeadlineRound, Engine, StateRound, is_dask
-from .build import make_engine, stream_engines
-from .cache import CACHE_SAFETY, choose_cache, data_nbytes, free_memory
-from .distributed import SCATTER_BYTES, DistributedEngine, active_client
-from .local import LocalEngine, StreamingLocalEngine
-from .partitions import ALIGNMENT, PARTITION_BYTES, default_partitions
-from .streaming import StreamingDistributedEngine
+import importlib
 
-__all__ = [
-    "Engine", "LocalEngine", "DistributedEngine", "StreamingLocalEngine",
-    "StreamingDistributedEngine", "make_engine", "stream_engines", "active_client", "is_dask",
-    "StateRound", "DeadlineRound", "AsCompleted", "ParameterHolder", "ActorHolder",
-    "HolderLostError", "choose_cache", "data_nbytes", "free_memory",
-    "default_partitions", "PARTITION_BYTES", "SCATTER_BYTES", "MAX_RECOVERIES",
-    "SAFE_EXPONENT", "CACHE_SAFETY", "ALIGNMENT",
-]
+#: Public name -> the module of this package that defines it.  Imported on first use,
+#: so that a worker unpickling one task function imports that function's module only.
+_EXPORTS = {
+    "ActorHolder": "asynchronous",
+    "AsCompleted": "asynchronous",
+    "HolderLostError": "asynchronous",
+    "ParameterHolder": "asynchronous",
+    "MAX_RECOVERIES": "base",
+    "Engine": "base",
+    "is_dask": "partitions",
+    "make_engine": "build",
+    "stream_engines": "build",
+    "CACHE_SAFETY": "cache",
+    "choose_cache": "cache",
+    "data_nbytes": "cache",
+    "free_memory": "cache",
+    "DeadlineRound": "deadline",
+    "SCATTER_BYTES": "distributed",
+    "DistributedEngine": "distributed",
+    "active_client": "distributed",
+    "LocalEngine": "local",
+    "StreamingLocalEngine": "local",
+    "ALIGNMENT": "partitions",
+    "PARTITION_BYTES": "partitions",
+    "default_partitions": "partitions",
+    "StateRound": "state",
+    "StreamingDistributedEngine": "streaming",
+    "SAFE_EXPONENT": "validation",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

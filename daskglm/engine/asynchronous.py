@@ -9,6 +9,8 @@
   as a Dask Actor and is reached through an :class:`ActorHolder` handle; in this process
   it is its own handle (a plain object behind a lock).  Both handles pickle, so they can
   be passed to partition tasks as arguments.
+* :class:`AsyncVerbs` -- the engine's verbs that create them (``map_as_completed``,
+  ``parameter_holder``, ``close_holder``), mixed into :class:`~daskglm.engine.base.Engine`.
 
 Nothing here decides anything about a fit: no solver uses these verbs yet.
 """
@@ -21,6 +23,8 @@ import time
 import numpy as np
 
 from ..accounting.bytemodel import nbytes
+from ..accounting.kinds import Kind
+from .measure import Timer
 
 
 class HolderLostError(RuntimeError):
@@ -244,3 +248,104 @@ class AsCompleted:
             self.close()
         except Exception:  # pragma: no cover - interpreter shutdown, a closed client
             pass
+
+
+class AsyncVerbs:
+    """The asynchronous verbs of :class:`~daskglm.engine.base.Engine`."""
+
+    # asynchronous work --------------------------------------------------------------
+    def map_as_completed(self, fn, *args, kind):
+        """One round consumed as it completes: ``fn(part, *args)`` as one task per
+        partition (on the partition's worker), yielding ``(index, result)`` in completion
+        order, each partition at most once.
+
+        Returns an :class:`~daskglm.engine.asynchronous.AsCompleted` iterator; the tasks are
+        submitted now.  Stopping early (``close()``, ``break`` inside ``with``, or dropping
+        the iterator) cancels the tasks not consumed.  A partition whose task is lost with a
+        worker is skipped and listed in ``failed`` (never a hang): scattered partitions are
+        rebuilt by the next round, Dask recomputes those with lineage (they are then
+        yielded late, not failed).  A kernel's error is raised.  ONE ledger record is written
+        when the iteration ends: ``P`` tasks, the arguments sent ``P`` times, the bytes of
+        the results yielded, ``dropped`` = the partitions not yielded (failed or cancelled).
+        """
+        from .asynchronous import AsCompleted
+
+        self._recover()  # partitions lost in an earlier round are rebuilt first
+        timer = Timer().__enter__()
+        probe = self._probe(kind).__enter__()
+        n = self.n_partitions
+        try:
+            stream, cancel = self._submit_as_completed(fn, args, probe)
+        except BaseException:
+            probe.__exit__(None, None, None)
+            raise
+
+        def finish(it):
+            probe.__exit__(None, None, None)
+            timer.__exit__()
+            done = set(it.yielded) | set(it.failed)
+            it.cancelled = tuple(i for i in range(n) if i not in done)
+            record = self.ledger.record(kind, n, n * nbytes(args), it._returned, timer.seconds,
+                                        partitions=n, groups=n, probe=probe)
+            record.dropped = tuple(sorted(set(it.failed) | set(it.cancelled)))
+            if self.cache == "none":
+                record.bytes_read = self.data_bytes * len(it.yielded) // max(n, 1)
+            return record
+
+        return AsCompleted(stream, cancel, finish)
+
+    def _submit_as_completed(self, fn, args, probe):
+        """Submit one task per partition; return ``(stream, cancel)``: an iterator of
+        ``(index, ok, result)`` in completion order (``ok`` False for a partition lost
+        with a worker) and a function releasing what is not consumed."""
+        raise NotImplementedError
+
+    def parameter_holder(self, params):
+        """A long-lived parameter holder, usable on the driver and inside partition tasks
+        (pass the handle as an argument of the kernel): ``pull() -> (version, params)``,
+        ``push(delta, based_on_version) -> version``, ``stats()``.
+
+        On a cluster a :class:`~daskglm.engine.asynchronous.ParameterHolder` runs as a
+        Dask Actor on one worker and the handle is an
+        :class:`~daskglm.engine.asynchronous.ActorHolder`; in this process the handle is
+        the holder itself.  Its traffic is written to the ledger by :meth:`close_holder`
+        (or :meth:`close`).
+        """
+        handle = self._make_holder(np.asarray(params, dtype=np.float64))
+        self._holders.append(handle)
+        return handle
+
+    def close_holder(self, handle):
+        """Release a holder and write its traffic to the ledger: one ``push`` and one
+        ``pull`` record (tasks = calls, bytes as :meth:`ParameterHolder.stats` counts them,
+        ``seconds`` 0: the calls ran inside other rounds' tasks or on the driver); the
+        ``push`` record carries the staleness histogram.  Returns the final stats, or None
+        when the holder was lost with its worker (its traffic is then not recorded).
+        """
+        from .asynchronous import HolderLostError
+
+        if not any(h is handle for h in self._holders):
+            raise ValueError(f"{handle!r} is not an open holder of this engine.")
+        self._holders = [h for h in self._holders if h is not handle]
+        try:
+            stats = handle.stats()
+        except HolderLostError:
+            stats = None
+        finally:
+            self._release_holder(handle)
+        if stats is None:
+            return None
+        push = self.ledger.record(Kind.PUSH, stats["pushes"], stats["bytes_pushed"], 0, 0.0)
+        push.staleness = dict(stats["staleness"])
+        self.ledger.record(Kind.PULL, stats["pulls"], 0, stats["bytes_pulled"], 0.0)
+        return stats
+
+    def _close_holders(self):
+        for handle in list(self._holders):
+            self.close_holder(handle)
+
+    def _make_holder(self, params):
+        raise NotImplementedError
+
+    def _release_holder(self, handle):
+        """Let go of a holder (nothing to do in this process)."""

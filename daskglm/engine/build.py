@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from ..accounting.ledger import CommReport
-from .base import is_dask
 from .cache import choose_cache
 from .distributed import DistributedEngine, active_client
 from .local import LocalEngine, StreamingLocalEngine
-from .partitions import _dask_partitions, _in_memory_parts, _scatter_in_order, default_partitions
+from .partitions import (
+    _dask_partitions,
+    _in_memory_parts,
+    _scatter_in_order,
+    default_partitions,
+    is_dask,
+)
 from .streaming import StreamingDistributedEngine
 
 
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
                 split_every=8, group_partitions=True, cache="memory", labels=False,
-                rescale=False):
+                rescale=False, offset=None):
     """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
 
     Parameters
@@ -49,6 +54,9 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         Rescale columns of ``X`` too large or too small for float64 products by powers of
         two (``engine.column_scale``) instead of raising ValueError; for problems whose
         solution does not depend on column scales (no penalty).
+    offset : ndarray, dask.array.Array or None
+        A known term added to every row's linear predictor; it travels with the rows,
+        as the fourth item of each partition.
 
     Returns
     -------
@@ -58,7 +66,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
     if client == "auto":
         client = active_client()
     ledger = CommReport()
-    dask_input = any(is_dask(a) for a in (X, y, sample_weight))
+    dask_input = any(is_dask(a) for a in (X, y, sample_weight, offset))
     policy, reason = choose_cache(cache, X, y, sample_weight, client)
     if dask_input and not is_dask(X):
         import dask.array as da
@@ -66,7 +74,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         n_partitions = n_partitions or default_partitions(X)
         X = da.from_array(X, chunks=(max(1, -(-X.shape[0] // n_partitions)), -1))
     if policy == "none":
-        delayed_parts, d = _dask_partitions(X, y, sample_weight)
+        delayed_parts, d = _dask_partitions(X, y, sample_weight, offset)
         if client is None:
             engine = StreamingLocalEngine(delayed_parts, d, ledger=ledger, split_every=split_every)
         else:
@@ -76,20 +84,21 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         if dask_input:
             import dask
 
-            delayed_parts, d = _dask_partitions(X, y, sample_weight)
+            delayed_parts, d = _dask_partitions(X, y, sample_weight, offset)
             parts = dask.compute(*delayed_parts, scheduler="threads")
         else:
-            parts = _in_memory_parts(X, y, sample_weight, n_partitions or default_partitions(X))
+            parts = _in_memory_parts(X, y, sample_weight, n_partitions or default_partitions(X),
+                                     offset)
             d = X.shape[1]
         engine = LocalEngine(parts, d, ledger=ledger, split_every=split_every)
     else:
         sources = None
         if dask_input:
-            delayed_parts, d = _dask_partitions(X, y, sample_weight)
+            delayed_parts, d = _dask_partitions(X, y, sample_weight, offset)
             futures = client.compute(delayed_parts)
         else:
             sources = _in_memory_parts(X, y, sample_weight,
-                                       n_partitions or default_partitions(X))
+                                       n_partitions or default_partitions(X), offset)
             futures = _scatter_in_order(client, sources)
             d = X.shape[1]
         engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every,

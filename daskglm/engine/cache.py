@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..compute.summaries import stored_bytes
-from .base import is_dask
+from .partitions import is_dask
 
 #: ``cache="auto"`` keeps the data in memory when they take at most this share of the
 #: memory free on the workers (or in this process), leaving room for the rounds' work.
@@ -63,7 +63,6 @@ def free_memory(client):
             by_host[host] = max(by_host.get(host, 0), int(value))
         free += sum(by_host.values())
     return free
-
 
 
 def _available_memory():

@@ -8,8 +8,8 @@ start: one ``block_split`` round).  :meth:`ColumnBlocks.evaluate` is one
 of the tiles, summed per row partition next to its targets, residuals back to the tiles,
 gradients pushed into the shards.  What crosses the network per round is two vectors of
 the row partition's length per tile (``16 n B`` bytes for ``B`` blocks), whatever ``d``;
-the pulls and pushes stay on each worker.  See :func:`daskglm.accounting.costmodel.
-column_blocks_versus_rows` for when this beats row partitions.
+the pulls and pushes stay on each worker.  See
+:func:`daskglm.accounting.costmodel.layout_bytes` for when this beats row partitions.
 
 On a cluster the tasks are submitted here, with the placement that makes this true; in
 this process they run in order on the driver.

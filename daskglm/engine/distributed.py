@@ -28,7 +28,6 @@ from .tasks import (
 SCATTER_BYTES = 1 << 20
 
 
-
 def active_client():
     """The default ``distributed.Client``, or None when there is none."""
     try:
@@ -39,7 +38,6 @@ def active_client():
         return default_client()
     except ValueError:
         return None
-
 
 
 class DistributedEngine(Engine):

@@ -24,7 +24,6 @@ def _blas_controller():
     return ThreadpoolController()
 
 
-
 class LocalEngine(Engine):
     """Partitions held in this process; rounds run on a thread pool.
 
@@ -133,7 +132,6 @@ class LocalEngine(Engine):
         self._pool = self._deadline_pool = None
         self._states = {}
         self.parts = []
-
 
 
 class _Loading:

@@ -38,8 +38,6 @@ SUM_PREFIX = KEY_PREFIX + "sum"
 PICK_PREFIX = SUM_PREFIX + "_pick"
 
 
-
-
 class Timer:
     """Wall-clock stopwatch for a round."""
 

@@ -1,4 +1,8 @@
-"""Partitions: how data become ``(X, y, weight)`` row blocks, in memory or from Dask chunks."""
+"""Partitions: how data become ``(X, y, weight)`` row blocks, in memory or from Dask chunks.
+
+A fit with an offset has ``(X, y, weight, offset)`` blocks: the offset is cut, chunked and
+scattered exactly as ``y`` is.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,6 @@ import scipy.sparse as sp
 from ..compute.backend import array_module, is_device
 from ..compute.kernels import as_csr_or_dense
 from ..compute.summaries import stored_bytes
-from .base import is_dask
 
 #: In-memory (numpy, scipy) input is cut into row partitions of about this many bytes of
 #: ``X``: the partitioning, and so every result, is the same on every machine.
@@ -19,6 +22,11 @@ PARTITION_BYTES = 32 << 20
 
 #: Partition buffers start on this boundary (a cache line, the widest SIMD load).
 ALIGNMENT = 64
+
+
+def is_dask(obj) -> bool:
+    """True for Dask collections (arrays, dataframes, series)."""
+    return hasattr(obj, "__dask_graph__") and hasattr(obj, "__dask_keys__")
 
 
 def _aligned(a):
@@ -41,8 +49,9 @@ def _aligned(a):
     return copy
 
 
-def _as_partition(X, y, weight):
-    """Normalise one row block to the kernels' layout: ``(X, float64 y, float64 weight|None)``.
+def _as_partition(X, y, weight, offset=None):
+    """Normalise one row block to the kernels' layout: ``(X, float64 y, float64 weight|None)``,
+    and ``float64 offset`` after them when there is one.
 
     ``X`` becomes a CSR matrix (any sparse input) or an aligned C-contiguous array.
     """
@@ -51,7 +60,10 @@ def _as_partition(X, y, weight):
     y = xp.asarray(y, dtype=np.float64).ravel()
     if weight is not None:
         weight = xp.asarray(weight, dtype=np.float64).ravel()
-    return _aligned(X), _aligned(y), _aligned(weight)
+    part = (_aligned(X), _aligned(y), _aligned(weight))
+    if offset is None:
+        return part
+    return (*part, _aligned(xp.asarray(offset, dtype=np.float64).ravel()))
 
 
 def _realign(part):
@@ -98,15 +110,15 @@ def default_partitions(X):
     return max(1, -(-stored_bytes(X) // PARTITION_BYTES))
 
 
-def _in_memory_parts(X, y, weight, n_partitions):
+def _in_memory_parts(X, y, weight, n_partitions, offset=None):
     return [
-        _as_partition(X[a:b], y[a:b], _row_slice(weight, a, b))
+        _as_partition(X[a:b], y[a:b], _row_slice(weight, a, b), _row_slice(offset, a, b))
         for a, b in _split_rows(X.shape[0], n_partitions)
     ]
 
 
-def _align_dask(X, y, weight):
-    """Whole-row chunks of X with y and weight chunked like X's rows."""
+def _align_dask(X, y, weight, offset=None):
+    """Whole-row chunks of X with y, weight and offset chunked like X's rows."""
     import dask.array as da
 
     if any(math.isnan(c) for c in X.chunks[0]):
@@ -129,16 +141,20 @@ def _align_dask(X, y, weight):
             )
         return a.rechunk({0: row_chunks, **{i: -1 for i in range(1, a.ndim)}})
 
-    return X, align(y), align(weight)
+    return X, align(y), align(weight), align(offset)
 
 
-def _dask_partitions(X, y, weight):
-    """One delayed ``(X, y, weight)`` partition per row chunk of X."""
+def _dask_partitions(X, y, weight, offset=None):
+    """One delayed ``(X, y, weight[, offset])`` partition per row chunk of X."""
     import dask
 
-    X, y, weight = _align_dask(X, y, weight)
+    X, y, weight, offset = _align_dask(X, y, weight, offset)
     x_blocks = X.to_delayed().ravel()
     y_blocks = list(np.ravel(y.to_delayed()))
-    w_blocks = [None] * len(x_blocks) if weight is None else list(np.ravel(weight.to_delayed()))
+
+    def blocks(a):
+        return [None] * len(x_blocks) if a is None else list(np.ravel(a.to_delayed()))
+
     pack = dask.delayed(_as_partition, pure=False)  # each engine owns its partitions
-    return [pack(xb, yb, wb) for xb, yb, wb in zip(x_blocks, y_blocks, w_blocks)], X.shape[1]
+    return [pack(*blocks_i) for blocks_i in
+            zip(x_blocks, y_blocks, blocks(weight), blocks(offset))], X.shape[1]

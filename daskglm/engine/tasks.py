@@ -21,7 +21,6 @@ from ..compute.tree import (
 _TASK_DELAYS = {}
 
 
-
 def _delay_task():
     """Sleep as :data:`_TASK_DELAYS` says for the worker running this task."""
     try:

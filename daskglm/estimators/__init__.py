@@ -22,14 +22,19 @@ The modules, each importing only from those above it:
     ``LogisticRegression``, ``PENALTY_FROM_L1_RATIO`` and the class-label helpers.
 ``sgd``
     ``SGDRegressor`` and ``SGDClassifier`` with ``partial_fit``.
+``tweedie``
+    ``GammaRegressor`` and ``TweedieRegressor``.
+``inference`` (used by ``base``)
+    ``inference=True``: standard errors, ``summary()``, deviances, AIC/BIC; offsets.
 """
 
 from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, Ridge
 from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
 from .sgd import SGDClassifier, SGDRegressor
+from .tweedie import GammaRegressor, TweedieRegressor
 
 __all__ = [
     "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
-    "PoissonRegressor", "SGDRegressor", "SGDClassifier",
+    "PoissonRegressor", "GammaRegressor", "TweedieRegressor", "SGDRegressor", "SGDClassifier",
 ]

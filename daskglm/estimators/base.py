@@ -25,6 +25,13 @@ from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
 from ..model.families import Family
 from ..solvers import SOLVERS, Problem, get_solver
+from .inference import (
+    OFFSET_SOLVERS,
+    _check_offset,
+    _InferenceMixin,
+    _start_intercept,
+    _target_moments,
+)
 from .validation import (
     _check_dask_matrix,
     _check_dask_vector,
@@ -59,7 +66,7 @@ def _choose_solver(problem):
     return "lbfgs"
 
 
-class _GLMBase(BaseEstimator):
+class _GLMBase(_InferenceMixin, BaseEstimator):
     """Shared machinery: validation, engine, solver, fitted attributes, prediction."""
 
     _classifier = False
@@ -145,7 +152,7 @@ class _GLMBase(BaseEstimator):
             self._family().check_target(y)
         return y
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None):
         """Fit the model.
 
         Parameters
@@ -154,6 +161,13 @@ class _GLMBase(BaseEstimator):
         y : array-like or Dask array of shape (n_samples,)
         sample_weight : array-like or Dask array of shape (n_samples,), optional
             Non-negative row weights.
+        offset : array-like or Dask array of shape (n_samples,), optional
+            A known term added to each row's linear predictor, ``eta = X coef + intercept
+            + offset`` (statsmodels' ``offset``); it travels with the rows.  Fits with an
+            offset use the solvers ``"lbfgs"`` (the default), ``"newton"``, ``"gd"`` and
+            ``"proximal"``.
+        exposure : array-like or Dask array of shape (n_samples,), optional
+            Positive exposures for a log link: ``offset = log(exposure)``.
 
         Returns
         -------
@@ -162,29 +176,49 @@ class _GLMBase(BaseEstimator):
         self._check_params()
         previous = self._previous_params()
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        family = self._family()
+        offset = _check_offset(self, offset, exposure, X, family)
         y = self._prepare_target(y)
         n_features = int(X.shape[1])
-        name = self._check_solver(n_features)  # before any pass over the data
-        with self._engine(X, y, sample_weight, self._family()) as engine:
+        # before any pass over the data
+        name = self._check_solver(n_features)
+        if offset is not None:
+            name = self._solver_with_offset(name, n_features)
+        self._check_inference(self._penalty(1.0))
+        with self._engine(X, y, sample_weight, family, offset) as engine:
             problem, solver = self._configure(name, engine.sum_weight, n_features)
             scale = engine.column_scale
+            means = _target_moments(engine, problem.family, getattr(self, "inference", False))
             params0 = np.zeros(problem.n_params)
             if problem.fit_intercept:
-                # 0 for canonical links; g(typical mean) for others
-                params0[-1] = problem.family.start_intercept()
+                # the family's own start, or g(mean target) - mean offset (_start_intercept)
+                params0[-1] = _start_intercept(problem.family, means)
             if previous is not None and previous.shape == params0.shape:
                 params0 = previous.copy()
                 if scale is not None:
                     params0[:n_features] /= scale
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 result = solver.solve(problem, engine, params0)
+            fitted_params = result.params
+            self._record_fit_in_scale(problem, result, scale)
+            self._fit_statistics(engine, problem, fitted_params, means, offset is not None)
             self.comm_ = engine.ledger
             self.comm_.method = name
+        self._finish_fit(name, result)
+        return self
+
+    def _record_fit_in_scale(self, problem, result, scale):
+        """The fitted attributes, the coefficients mapped back from the engine's column
+        scale."""
         if scale is not None:
             result.params = np.array(result.params, dtype=float)
-            result.params[:n_features] *= scale
+            result.params[: problem.n_features] *= scale
         self._record_fit(problem, result)
         self._cast_fitted()
+
+    def _finish_fit(self, name, result):
+        """The solver's name and a ConvergenceWarning when it stopped short of ``tol``."""
+        self.solver_ = name
         if not self.converged_:
             if result.n_iter >= self.max_iter:
                 advice = f"increase max_iter (it ran all {self.max_iter} {self._iterations}) or tol"
@@ -194,9 +228,8 @@ class _GLMBase(BaseEstimator):
                 f"Solver {name!r} did not converge "
                 f"({result.message or 'tolerance not reached'}); {advice}.",
                 ConvergenceWarning,
-                stacklevel=2,
+                stacklevel=3,
             )
-        return self
 
     #: What ``max_iter`` counts.
     _iterations = "iterations"
@@ -237,6 +270,19 @@ class _GLMBase(BaseEstimator):
         if self.solver == "auto":
             return _auto_options(name, n_features, self.solver_options)
         return self.solver_options
+    def _solver_with_offset(self, name, n_features):
+        """The solver of a fit with an offset: ``name`` if its kernels take one, else
+        L-BFGS (proximal gradient for a non-smooth penalty) for ``solver="auto"`` and a
+        ValueError for a solver asked for by name."""
+        if name in OFFSET_SOLVERS:
+            return name
+        if self.solver != "auto":
+            raise ValueError(f"Solver {name!r} takes no offset; with an offset choose one of "
+                             f"{list(OFFSET_SOLVERS)}.")
+        trial = Problem(self._family(), self._penalty(1.0), bool(self.fit_intercept), n_features)
+        name = "lbfgs" if SOLVERS["lbfgs"].unsupported(trial) is None else "proximal"
+        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
+        return name
 
     def _configure(self, name, total_weight, n_features):
         """The problem (its penalty scaled to the data's total weight) and its solver."""
@@ -251,17 +297,16 @@ class _GLMBase(BaseEstimator):
         """The fitted attributes from a solver's result."""
         coef, intercept = problem.split(result.params)
         self._set_coef(coef, intercept)
-        self.solver_ = self.comm_.method
         self.n_iter_ = result.n_iter
         self.converged_ = bool(result.converged)
         self.history_ = result.history
 
-    def _engine(self, X, y, sample_weight, family):
+    def _engine(self, X, y, sample_weight, family, offset=None):
         """The validated engine of a fit, honouring the ``cache`` policy."""
         label_dtype = self.__dict__.pop("_labels_from_engine", None)
         labels = label_dtype is not None
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
-                             rescale=self._rescalable())
+                             rescale=self._rescalable(), offset=offset)
         if labels:
             try:
                 self._classes_from_engine(engine, label_dtype)

@@ -19,16 +19,37 @@ from ..engine import is_dask
 from ..model.families import Gaussian, Poisson, get_family
 from ..model.penalties import NoPenalty, make_penalty
 from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
+from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC, _check_offset
 from .validation import _check_score_input
 
 
 class _RegressorGLM(RegressorMixin, _GLMBase):
-    def predict(self, X):
-        """Predicted mean ``inverse_link(X @ coef_ + intercept_)``.
+    def predict(self, X, offset=None, exposure=None):
+        """Predicted mean ``inverse_link(X @ coef_ + intercept_ + offset)``.
 
-        Returns a lazy Dask array chunked like ``X``'s rows for Dask input, numpy otherwise.
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame
+        offset : array-like or Dask array of shape (n_samples,), optional
+            Added to the linear predictor, as in ``fit``.
+        exposure : array-like or Dask array of shape (n_samples,), optional
+            For a log link: ``offset = log(exposure)``.
+
+        Returns
+        -------
+        ndarray or dask.array.Array
+            A lazy Dask array chunked like ``X``'s rows for Dask input, numpy otherwise.
         """
-        return _apply_rowwise(self._family().mean, self._linear_predictor(X))
+        family = self._family()
+        eta = self._linear_predictor(X)
+        offset = _check_offset(self, offset, exposure, eta[:, None], family)
+        if offset is not None:
+            if is_dask(eta) and not is_dask(offset):
+                import dask.array as da
+
+                offset = da.from_array(offset, chunks=eta.chunks)
+            eta = eta + offset
+        return _apply_rowwise(family.mean, eta)
 
     def score(self, X, y, sample_weight=None):
         """Coefficient of determination R^2 (Gaussian) or fraction of deviance explained D^2.
@@ -93,24 +114,34 @@ class GLM(_RegressorGLM):
 
     Parameters
     ----------
-    family : {"gaussian", "binomial", "poisson"} or Family, default="gaussian"
-    link : {"identity", "logit", "log", "inverse", "probit", "cloglog"} or Link, optional
+    family : {"gaussian", "binomial", "poisson", "gamma", "inverse_gaussian", \
+"negative_binomial"} or Family, default="gaussian"
+        The distribution; ``Tweedie(power)`` and ``NegativeBinomial(alpha)`` (from
+        :mod:`daskglm.model.families`) for those with a parameter (``"negative_binomial"``
+        is ``alpha=1``, statsmodels' default).
+    link : {"identity", "logit", "log", "inverse", "probit", "cloglog", "inverse_squared", \
+"sqrt"} or Link, optional
         The link function, e.g. ``"probit"`` with ``family="binomial"`` or
-        ``daskglm.Power(0.5)``.  ``None`` (default) is the family's canonical link
-        (identity, logit, log), or the link of a ``Family`` instance.
+        ``daskglm.Power(0.5)``.  ``None`` (default) is the family's default link, that of
+        statsmodels' family of the same name (identity, logit, log, inverse for the
+        Gamma, ``inverse_squared`` for the inverse Gaussian, log for the negative binomial
+        and the Tweedie), or the link of a ``Family`` instance.
     penalty : {"l2", "l1", "elasticnet", "none"} or None, default="l2"
     alpha : float, default=0.0
         Penalty strength on the mean-loss scale.
     l1_ratio : float, default=0.5
         Elastic-net mixing, used with ``penalty="elasticnet"``.
 """
+        + _INFERENCE_DOC
         + _COMMON_DOC
         + _FITTED_DOC
+        + _INFERENCE_FITTED_DOC
     )
 
     def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
                  fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto",
-                 verbose=0, warm_start=False, link=None):
+                 verbose=0, warm_start=False, link=None, inference=False):
+        self.inference = inference
         self.family = family
         self.link = link
         self.penalty = penalty
@@ -149,13 +180,16 @@ class LinearRegression(_RegressorGLM):
     Parameters
     ----------
 """
+        + _INFERENCE_DOC
         + _COMMON_DOC
         + _FITTED_DOC
+        + _INFERENCE_FITTED_DOC
     )
 
     def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, inference=False):
+        self.inference = inference
         self.solver = solver
         self.fit_intercept = fit_intercept
         self.tol = tol
@@ -229,13 +263,16 @@ class PoissonRegressor(_RegressorGLM):
     alpha : float, default=1.0
         L2 strength on the mean-loss scale, >= 0.
 """
+        + _INFERENCE_DOC
         + _COMMON_DOC
         + _FITTED_DOC
+        + _INFERENCE_FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, inference=False):
+        self.inference = inference
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept

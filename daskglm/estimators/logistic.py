@@ -21,6 +21,7 @@ from ..engine import is_dask
 from ..model.families import Binomial
 from ..model.penalties import L1, L2, NoPenalty, make_penalty
 from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
+from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
 from .validation import _check_score_input
 
 #: scikit-learn 1.8 deprecated ``LogisticRegression(penalty=...)``: the penalty follows
@@ -49,8 +50,11 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         Elastic-net mixing in [0, 1] (default 0.0 with scikit-learn 1.8 and later, None
         before), required with ``penalty="elasticnet"``.
 """
+        + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
+                                 "``C=inf``)")
         + _COMMON_DOC
         + _FITTED_DOC
+        + _INFERENCE_FITTED_DOC
         + """    classes_ : ndarray of shape (2,)
         The two labels; ``classes_[1]`` is the positive class.
 """
@@ -61,7 +65,8 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     def __init__(self, penalty="auto" if PENALTY_FROM_L1_RATIO else "l2", *, C=1.0,
                  l1_ratio=0.0 if PENALTY_FROM_L1_RATIO else None, solver="auto", fit_intercept=True,
                  tol=1e-4, max_iter=100, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False):
+                 warm_start=False, inference=False):
+        self.inference = inference
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio

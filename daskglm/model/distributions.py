@@ -9,7 +9,7 @@ canonical link.  A new distribution is one :class:`Distribution` subclass; see
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import xlogy
+from scipy.special import gammaln, xlogy
 
 from ..compute.backend import array_module
 from .links import Identity, Link, Log, Logit
@@ -49,6 +49,10 @@ class Distribution:
         """The variance function ``V(mu)``."""
         raise NotImplementedError
 
+    def variance_derivative(self, mu):
+        """``dV/dmu``, for the observed information of a non-canonical link."""
+        raise NotImplementedError
+
     def deviance(self, y, mu, weight=None):
         """Weighted sum of unit deviances ``2 * (loglik(y; y) - loglik(y; mu))``."""
         raise NotImplementedError
@@ -59,6 +63,16 @@ class Distribution:
     def clip_mean(self, mu):
         """``mu`` moved into the domain of the mean (where the loss is finite)."""
         return mu
+
+    def log_likelihood_sums(self, y, mu, weight=None):
+        """Additive sums over rows from which :meth:`log_likelihood` gives the full
+        log-likelihood at any dispersion; None when it has no closed form."""
+        return None
+
+    def log_likelihood(self, sums, scale):
+        """The weighted log-likelihood from :meth:`log_likelihood_sums` at dispersion
+        ``scale``."""
+        raise NotImplementedError
 
     def __repr__(self):
         return f"{type(self).__name__}()"
@@ -86,8 +100,20 @@ class GaussianDistribution(Distribution):
     def variance(self, mu):
         return np.ones_like(_float(mu))
 
+    def variance_derivative(self, mu):
+        return np.zeros_like(_float(mu))
+
     def deviance(self, y, mu, weight=None):
         return _weighted_sum((y - mu) ** 2, weight)
+
+    def log_likelihood_sums(self, y, mu, weight=None):
+        """``[sum w (y - mu)**2, sum w]``."""
+        total = float(y.shape[0]) if weight is None else float(np.sum(weight))
+        return np.array([self.deviance(y, mu, weight), total])
+
+    def log_likelihood(self, sums, scale):
+        squares, total = sums
+        return -0.5 * (squares / scale + total * np.log(2.0 * np.pi * scale))
 
 
 class BinomialDistribution(Distribution):
@@ -104,6 +130,9 @@ class BinomialDistribution(Distribution):
     def variance(self, mu):
         return mu * (1.0 - mu)
 
+    def variance_derivative(self, mu):
+        return 1.0 - 2.0 * mu
+
     def clip_mean(self, mu):
         return np.clip(mu, _EPS, 1.0 - _EPS)
 
@@ -111,6 +140,13 @@ class BinomialDistribution(Distribution):
         mu = np.clip(mu, 1e-300, 1.0 - 1e-16)
         unit = -2.0 * (xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu))
         return _weighted_sum(unit, weight)
+
+    def log_likelihood_sums(self, y, mu, weight=None):
+        """``[log-likelihood]`` (Bernoulli: minus half the deviance)."""
+        return np.array([-0.5 * self.deviance(y, mu, weight)])
+
+    def log_likelihood(self, sums, scale):
+        return float(sums[0])
 
     def check_target(self, y):
         y = array_module(y).asarray(y)
@@ -135,12 +171,22 @@ class PoissonDistribution(Distribution):
     def variance(self, mu):
         return mu
 
+    def variance_derivative(self, mu):
+        return np.ones_like(_float(mu))
+
     def clip_mean(self, mu):
         return np.maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         unit = 2.0 * (xlogy(y, y) - xlogy(y, mu) - y + mu)
         return _weighted_sum(unit, weight)
+
+    def log_likelihood_sums(self, y, mu, weight=None):
+        """``[log-likelihood]``."""
+        return np.array([_weighted_sum(xlogy(y, mu) - mu - gammaln(y + 1.0), weight)])
+
+    def log_likelihood(self, sums, scale):
+        return float(sums[0])
 
     def check_target(self, y):
         y = array_module(y).asarray(y)

@@ -42,10 +42,19 @@ from .distributions import (
     GaussianDistribution,
     PoissonDistribution,
 )
-from .links import get_link
+from .distributions_extra import (
+    GammaDistribution,
+    InverseGaussianDistribution,
+    NegativeBinomialDistribution,
+    TweedieDistribution,
+)
+from .links import Identity, get_link
 from .numerics import _scale, _split_exponent, _weighted_sum
 
-__all__ = ["Family", "Gaussian", "Binomial", "Poisson", "get_family"]
+__all__ = [
+    "Family", "Gaussian", "Binomial", "Poisson", "Gamma", "InverseGaussian", "Tweedie",
+    "NegativeBinomial", "get_family",
+]
 
 
 # --------------------------------------------------------------------------------------
@@ -77,6 +86,12 @@ class Family:
     def canonical(self):
         """Whether the link is the distribution's canonical link."""
         return self.link == self.distribution.canonical_link
+
+    @property
+    def quadratic(self):
+        """Whether the loss is squared error: a Gaussian distribution with the identity link."""
+        return isinstance(self.distribution, GaussianDistribution) and isinstance(
+            self.link, Identity)
 
     def with_link(self, link):
         """The same distribution with another link (``None``: the canonical one)."""
@@ -137,6 +152,20 @@ class Family:
         """Per-row second derivative in ``eta`` (IRLS / Newton weights): exact for the
         canonical link, the expected (Fisher) information otherwise."""
         return _scale(self.variance(eta), weight)
+
+    def observed_d2loss(self, y, eta, weight=None):
+        """Per-row observed second derivative of the loss in ``eta`` (the information of
+        statsmodels' robust covariances); :meth:`d2loss` for the canonical link.
+
+        ``(dmu/deta)**2 * (1 / V - (mu - y) V' / V**2) + (mu - y) / V * d2mu/deta2``,
+        which is the Fisher weight of :meth:`d2loss` for a truly canonical link.
+        """
+        mu, slope = self._mean_and_slope(eta)
+        variance = self.distribution.variance(mu)
+        residual = (mu - y) / variance
+        curvature = self.link.inverse_second_derivative(eta)
+        slope_term = 1.0 / variance - residual * self.distribution.variance_derivative(mu) / variance
+        return _scale(slope**2 * slope_term + residual * curvature, weight)
 
     def deviance(self, y, mu, weight=None):
         """Weighted sum of unit deviances ``2 * (loglik(y; y) - loglik(y; mu))``."""
@@ -287,8 +316,82 @@ class Poisson(_NamedFamily):
         return _scale(np.exp(safe), weight)
 
 
-_FAMILIES = {cls.name: cls for cls in (Gaussian, Binomial, Poisson)}
-_FAMILIES.update({"normal": Gaussian, "logistic": Binomial, "bernoulli": Binomial})
+class _StartAtTypicalMean:
+    """Start fits at ``g(start_mean)`` with every link: for these distributions a zero
+    linear predictor is outside the domain of the mean under the canonical link."""
+
+    def start_intercept(self):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            eta = float(self.link.link(np.array([self.distribution.start_mean]))[0])
+        return eta if np.isfinite(eta) else 0.0
+
+
+class Gamma(_StartAtTypicalMean, _NamedFamily):
+    """Gamma distribution (targets > 0), inverse link by default as in statsmodels;
+    ``Gamma("log")`` is scikit-learn's :class:`~sklearn.linear_model.GammaRegressor`."""
+
+    name = "gamma"
+    _distribution = GammaDistribution
+
+
+class InverseGaussian(_StartAtTypicalMean, _NamedFamily):
+    """Inverse Gaussian distribution (targets > 0), link ``1 / mu**2`` by default."""
+
+    name = "inverse_gaussian"
+    _distribution = InverseGaussianDistribution
+
+
+class _ParametrisedFamily(_StartAtTypicalMean, Family):
+    """A family whose distribution takes one parameter (``_parameter``)."""
+
+    _parameter = "parameter"
+
+    def with_link(self, link):
+        return type(self)(getattr(self.distribution, self._parameter), link)
+
+    def __repr__(self):
+        value = getattr(self.distribution, self._parameter)
+        if self.canonical:
+            return f"{type(self).__name__}({self._parameter}={value!r})"
+        return f"{type(self).__name__}({self._parameter}={value!r}, link={self.link!r})"
+
+
+class Tweedie(_ParametrisedFamily):
+    """Tweedie distribution with variance ``mu**power``, log link by default.
+
+    ``power`` 0 is the normal, 1 the Poisson, in (1, 2) compound Poisson-Gamma, 2 the Gamma,
+    3 the inverse Gaussian (see :class:`~daskglm.model.distributions_extra.TweedieDistribution`).
+    """
+
+    name = "tweedie"
+    _parameter = "power"
+
+    def __init__(self, power=0.0, link=None):
+        super().__init__(TweedieDistribution(power), link)
+
+    @property
+    def power(self):
+        return self.distribution.power
+
+
+class NegativeBinomial(_ParametrisedFamily):
+    """Negative binomial distribution with a fixed ``alpha`` (``V(mu) = mu + alpha mu**2``),
+    log link by default, as statsmodels' ``families.NegativeBinomial(alpha=alpha)``."""
+
+    name = "negative_binomial"
+    _parameter = "alpha"
+
+    def __init__(self, alpha=1.0, link=None):
+        super().__init__(NegativeBinomialDistribution(alpha), link)
+
+    @property
+    def alpha(self):
+        return self.distribution.alpha
+
+
+_FAMILIES = {cls.name: cls for cls in (Gaussian, Binomial, Poisson, Gamma, InverseGaussian)}
+_FAMILIES.update({"normal": Gaussian, "logistic": Binomial, "bernoulli": Binomial,
+                  "negative_binomial": lambda link=None: NegativeBinomial(1.0, link)})
 
 
 def get_family(family, link=None):
@@ -297,11 +400,14 @@ def get_family(family, link=None):
     Parameters
     ----------
     family : str, Family or Distribution
-        ``"gaussian"`` (``"normal"``), ``"binomial"`` (``"logistic"``, ``"bernoulli"``)
-        or ``"poisson"``, a :class:`Family` instance, or a :class:`Distribution`.
+        ``"gaussian"`` (``"normal"``), ``"binomial"`` (``"logistic"``, ``"bernoulli"``),
+        ``"poisson"``, ``"gamma"``, ``"inverse_gaussian"`` or ``"negative_binomial"``
+        (``alpha=1``), a :class:`Family` instance (``Tweedie(power=1.5)``,
+        ``NegativeBinomial(alpha=0.5)``), or a :class:`Distribution`.
     link : str or Link, optional
         ``"identity"``, ``"logit"``, ``"log"``, ``"inverse"``, ``"probit"``,
-        ``"cloglog"`` or a :class:`Link` (e.g. ``Power(0.5)``).  ``None`` keeps the link
+        ``"cloglog"``, ``"inverse_squared"``, ``"sqrt"`` or a :class:`Link` (e.g.
+        ``Power(1.5)``).  ``None`` keeps the link
         of a Family instance and is the canonical link otherwise; a link given here
         replaces the link of a Family instance.
     """
@@ -313,6 +419,10 @@ def get_family(family, link=None):
         return Family(family, link)
     if isinstance(family, str) and family.lower() in _FAMILIES:
         return _FAMILIES[family.lower()](link)
+    hint = ""
+    if isinstance(family, str) and family.lower() == "tweedie":
+        hint = " The Tweedie family needs its power: pass Tweedie(power)."
     raise ValueError(
-        f"Unknown family {family!r}; choose one of {sorted(set(_FAMILIES))} or pass a Family."
+        f"Unknown family {family!r}; choose one of {sorted(set(_FAMILIES))} or pass a "
+        f"Family.{hint}"
     )

@@ -223,6 +223,9 @@ class Power(Link):
 
 _LINKS = {cls.name: cls for cls in (Identity, Logit, Log, Inverse, Probit, CLogLog)}
 
+#: Power links with a name of their own (statsmodels' ``inverse_squared`` and ``sqrt``).
+_POWER_LINKS = {"inverse_squared": -2.0, "sqrt": 0.5}
+
 
 def get_link(link):
     """Return a :class:`Link` instance from an instance or a name.
@@ -230,17 +233,20 @@ def get_link(link):
     Parameters
     ----------
     link : str or Link
-        ``"identity"``, ``"logit"``, ``"log"``, ``"inverse"``, ``"probit"`` or
-        ``"cloglog"``, or a :class:`Link` instance such as ``Power(0.5)``.
+        ``"identity"``, ``"logit"``, ``"log"``, ``"inverse"``, ``"probit"``,
+        ``"cloglog"``, ``"inverse_squared"`` (``Power(-2)``) or ``"sqrt"``
+        (``Power(0.5)``), or a :class:`Link` instance such as ``Power(1.5)``.
     """
     if isinstance(link, Link):
         return link
     if isinstance(link, str) and link.lower() in _LINKS:
         return _LINKS[link.lower()]()
+    if isinstance(link, str) and link.lower() in _POWER_LINKS:
+        return Power(_POWER_LINKS[link.lower()])
     hint = ""
     if isinstance(link, str) and link.lower() == "power":
         hint = " The power link needs its exponent: pass Power(p)."
     raise ValueError(
-        f"Unknown link {link!r}; choose one of {sorted(_LINKS)} or pass a Link instance "
-        f"such as Power(0.5).{hint}"
+        f"Unknown link {link!r}; choose one of {sorted({*_LINKS, *_POWER_LINKS})} or pass a "
+        f"Link instance such as Power(1.5).{hint}"
     )

@@ -20,7 +20,11 @@ __all__ = ["Penalty", "NoPenalty", "L2", "L1", "ElasticNet", "make_penalty"]
 class Penalty:
     """Base class of penalties on the coefficient vector."""
 
+    #: whether the penalty has a gradient everywhere (solvers without a proximal step
+    #: need one)
     smooth = True
+    #: whether the penalty is a quadratic form (none, l2: normal equations can take it)
+    quadratic = False
     name = "penalty"
 
     def value(self, coef) -> float:
@@ -57,6 +61,7 @@ class NoPenalty(Penalty):
     """No penalty."""
 
     name = "none"
+    quadratic = True
 
     def value(self, coef):
         return 0.0
@@ -75,6 +80,7 @@ class L2(Penalty):
     """Ridge penalty ``alpha / 2 * ||coef||^2``."""
 
     name = "l2"
+    quadratic = True
 
     def __init__(self, alpha):
         self.alpha = float(alpha)

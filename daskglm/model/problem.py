@@ -2,6 +2,11 @@
 
 Parameters are one vector ``params``: the coefficients, followed by the intercept when
 ``fit_intercept`` is set.  The intercept is never penalised.
+
+A problem lists the :class:`Feature` s that set it apart from the simplest one (least
+squares with at most an L2 penalty); every solver declares the features it handles
+(``Solver.handles``), so that a new family or penalty works with every solver that can
+take it, and the others say why not.
 """
 
 from __future__ import annotations
@@ -14,7 +19,15 @@ import numpy as np
 from .families import Family
 from .penalties import Penalty
 
-__all__ = ["Problem"]
+__all__ = ["Problem", "Feature"]
+
+
+class Feature:
+    """What a problem may need from a solver beyond least squares with an L2 penalty."""
+
+    NON_QUADRATIC_LOSS = "a loss other than squared error (a non-Gaussian family or link)"
+    NON_QUADRATIC_PENALTY = "a penalty other than none or l2"
+    NONSMOOTH_PENALTY = "a non-smooth penalty (l1, elastic net)"
 
 
 @dataclass
@@ -46,6 +59,17 @@ class Problem:
         intercept = float(params[-1]) if self.fit_intercept else 0.0
         curvature = float(self.family.variance(np.array([intercept]))[0])
         return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
+
+    def features(self) -> frozenset:
+        """The :class:`Feature` s of this problem."""
+        features = set()
+        if not self.family.quadratic:
+            features.add(Feature.NON_QUADRATIC_LOSS)
+        if not self.penalty.quadratic:
+            features.add(Feature.NON_QUADRATIC_PENALTY)
+        if not self.penalty.smooth:
+            features.add(Feature.NONSMOOTH_PENALTY)
+        return frozenset(features)
 
     def split(self, params):
         """``(coef, intercept)``; the intercept is 0.0 when none is fitted."""

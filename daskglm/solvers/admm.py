@@ -9,6 +9,7 @@ import numpy as np
 from ..accounting.kinds import Kind
 from ..compute.coordinates import Standardised
 from ..compute.local_solves import proximal_point
+from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 
 __all__ = ["ADMM", "RHO_FACTOR", "RHO_FACTOR_L1"]
@@ -89,7 +90,8 @@ class ADMM(Solver):
     name = "admm"
     options = {"rho": "auto", "adaptive_rho": True, "mu": 10.0, "tau": 2.0, "standardize": True,
                "local_max_iter": 500}
-    handles_nonsmooth = True
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
+                         Feature.NONSMOOTH_PENALTY})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

@@ -7,6 +7,7 @@ import numpy as np
 from ..accounting.kinds import Kind
 from ..compute.linalg import solve_symmetric
 from ..compute.local_solves import fit_partition
+from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult
 from .proximal import solve_composite_quadratic
 
@@ -53,7 +54,8 @@ class Averaging(Solver):
 
     name = "averaging"
     options = {"correction": None, "local_max_iter": 1000}
-    handles_nonsmooth = True
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
+                         Feature.NONSMOOTH_PENALTY})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

@@ -176,15 +176,15 @@ class Solver:
     """Base class of solvers.
 
     Subclasses set ``name``, ``options`` (allowed method-specific options and their
-    defaults) and implement :meth:`solve`; :meth:`unsupported` says why a problem is out
-    of reach, so that the estimator can name the solvers that can handle it.
+    defaults) and ``handles`` (the :class:`~daskglm.model.problem.Feature` s of a problem
+    they can take beyond least squares with an L2 penalty), and implement :meth:`solve`.
+    :meth:`unsupported` compares ``handles`` with the problem's features, so that the
+    estimator can name the solvers that can handle a problem.
     """
 
     name = "solver"
     options: dict = {}
-    #: Families the solver handles; None means all.
-    families: tuple | None = None
-    handles_nonsmooth = False
+    handles: frozenset = frozenset()
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         unknown = sorted(set(options) - set(self.options))
@@ -221,12 +221,9 @@ class Solver:
     @classmethod
     def unsupported(cls, problem: Problem) -> str | None:
         """None when the solver handles ``problem``, else the reason it does not."""
-        if cls.families is not None and (type(problem.family) not in cls.families
-                                         or not problem.family.canonical):
-            names = ", ".join(f.name for f in cls.families)
-            return f"solver {cls.name!r} handles only the {names} family with its canonical link"
-        if not problem.penalty.smooth and not cls.handles_nonsmooth:
-            return f"solver {cls.name!r} handles only smooth penalties (none, l2)"
+        missing = sorted(problem.features() - cls.handles)
+        if missing:
+            return f"solver {cls.name!r} does not handle {' or '.join(missing)}"
         return None
 
     def solve(self, problem: Problem, engine, params0) -> SolverResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compute.coordinates import Standardised
+from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import backtracking
 
@@ -45,6 +46,7 @@ class GradientDescent(Solver):
 
     name = "gd"
     options = {"step_size": "auto", "standardize": True, "max_line_search": 40}
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compute.restarted_lbfgs import minimize_to_tol
+from ..compute.restarted_lbfgs import MAX_RESTARTS, MEMORY, minimize_to_tol
+from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult
 
 __all__ = ["LBFGS"]
@@ -56,12 +57,13 @@ class LBFGS(Solver):
         worker; the linear predictor is summed over the blocks per row partition and
         only vectors of a row partition's length cross the network
         (:mod:`daskglm.engine.column_blocks`; when this beats row partitions:
-        :func:`~daskglm.accounting.costmodel.column_blocks_versus_rows`).
+        :func:`~daskglm.accounting.costmodel.layout_bytes`).
     """
 
     name = "lbfgs"
-    options = {"memory": 10, "max_evaluations": 15000, "max_restarts": 3, "sharded": False,
-               "shards": None, "column_blocks": False}
+    options = {"memory": MEMORY, "max_evaluations": 15000, "max_restarts": MAX_RESTARTS,
+               "sharded": False, "shards": None, "column_blocks": False}
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compute.linalg import solve_symmetric
+from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import LineSearchResult, backtracking
 
@@ -43,6 +44,7 @@ class Newton(Solver):
 
     name = "newton"
     options = {"max_line_search": 40}
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

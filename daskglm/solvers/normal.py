@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..compute.linalg import solve_symmetric
-from ..model.families import Gaussian
-from ..model.penalties import L2, NoPenalty
+from ..model.penalties import L2
 from .base import History, Objective, Solver, SolverResult
 
 __all__ = ["NormalEquations"]
@@ -22,15 +21,6 @@ class NormalEquations(Solver):
     """
 
     name = "normal"
-    families = (Gaussian,)
-
-    @classmethod
-    def unsupported(cls, problem):
-        reason = super().unsupported(problem)
-        if reason is None and not isinstance(problem.penalty, (NoPenalty, L2)):
-            reason = "solver 'normal' handles only no penalty or an l2 penalty"
-        return reason
-
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..compute.coordinates import Standardised
+from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 
 __all__ = ["ProximalGradient", "accelerated_proximal_gradient", "solve_composite_quadratic"]
@@ -155,7 +156,8 @@ class ProximalGradient(Solver):
 
     name = "proximal"
     options = {"step_size": 1.0, "restart": True, "standardize": True, "max_line_search": 50}
-    handles_nonsmooth = True
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
+                         Feature.NONSMOOTH_PENALTY})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

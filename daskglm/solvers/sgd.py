@@ -19,6 +19,7 @@ from ..compute.stochastic import (
     local_sgd,
     sgd_step,
 )
+from ..model.problem import Feature
 from .base import History, Solver, SolverResult
 
 __all__ = ["SGD", "SGDState", "SGDResult"]
@@ -137,7 +138,8 @@ class SGD(Solver):
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
     }
-    handles_nonsmooth = True
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
+                         Feature.NONSMOOTH_PENALTY})
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         no_tol = tol is None

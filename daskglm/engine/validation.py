@@ -1,0 +1,112 @@
+"""The validation round and the transformations of the partitions where they live.
+
+Every fit begins with one read of the data (:meth:`ValidationVerbs.validate`): sizes,
+weights, NaN/inf, labels and column moments.  Columns of extreme scale are rescaled by
+powers of two where they live, and class labels are encoded as 0/1 there
+(:meth:`ValidationVerbs.relabel`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..accounting.bytemodel import nbytes
+from ..accounting.kinds import Kind
+from ..compute.summaries import (
+    PartitionSummary,
+    column_max_abs,
+    encode_positive,
+    scale_columns,
+    summarize,
+)
+from .measure import Timer
+
+#: Columns of ``X`` whose root mean square lies outside ``[2^-SAFE_EXPONENT,
+#: 2^SAFE_EXPONENT]`` (about 1e-120 to 1e120) make the kernels' products of two entries,
+#: summed over rows, underflow or overflow.
+SAFE_EXPONENT = 400
+
+
+class ValidationVerbs:
+    """The validation and transformation verbs of :class:`~daskglm.engine.base.Engine`."""
+
+    def validate(self, family, labels=False, rescale=False):
+        """One round over the data: row count, total weight, NaN/inf, labels, weights.
+
+        With ``labels``, the distinct target values are collected into ``self.labels``
+        instead of being checked against ``family``.  The same read sums the columns of
+        ``X`` and their squares (``self.column_moments``), which standardising solvers
+        need.  Raises ValueError naming every problem found.
+
+        Columns whose magnitude is beyond what float64 products can hold (see
+        :data:`SAFE_EXPONENT`) are an error, or with ``rescale`` are multiplied by powers
+        of two where they live (exact; two more rounds, only then), recorded in
+        ``self.column_scale``: coefficients fitted on the rescaled data are multiplied by
+        it to apply to the original columns.
+        """
+        summary: PartitionSummary = self.reduce(summarize, family, labels, kind=Kind.VALIDATE)
+        self.labels = summary.labels
+        self.column_moments = summary.moments
+        self.data_bytes = summary.nbytes
+        if self.reads_source:  # this round read the data from their source
+            self.ledger.records[-1].bytes_read = summary.nbytes
+        if summary.problems:
+            raise ValueError(" ".join(dict.fromkeys(summary.problems)))
+        if summary.rows == 0:
+            raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required.")
+        if not summary.weight > 0:
+            raise ValueError("The sample weights sum to zero; at least one must be positive.")
+        self.n_samples = summary.rows
+        self.sum_weight = summary.weight
+        unsafe = self._unsafe_columns()
+        if unsafe.any():
+            maxima = self.reduce(column_max_abs, kind=Kind.MAXIMA).values
+            if not rescale:
+                raise ValueError(_scale_message(unsafe, maxima))
+            exponents = np.zeros(self.n_features)
+            exponents[unsafe & (maxima > 0)] = -np.round(np.log2(maxima[unsafe & (maxima > 0)]))
+            scale = np.ldexp(1.0, exponents.astype(int))
+            self._transform(scale_columns, scale, Kind.SCALE)
+            summary = self.validate(family, labels)
+            self.column_scale = scale
+        return summary
+
+    def _unsafe_columns(self):
+        """Columns whose root mean square is outside the safe range (or not finite)."""
+        moments = self.column_moments
+        if moments is None:
+            return np.zeros(self.n_features, dtype=bool)
+        with np.errstate(all="ignore"):
+            mean_square = moments.squares / self.sum_weight
+            unsafe = ~np.isfinite(mean_square) | ~np.isfinite(moments.sums)
+            unsafe |= (mean_square < 2.0 ** (-2 * SAFE_EXPONENT)) & (moments.sums != 0)
+            unsafe |= mean_square > 2.0 ** (2 * SAFE_EXPONENT)
+        return unsafe
+
+    def relabel(self, positive):
+        """Replace every partition's targets by ``1.0`` where they equal ``positive``, else 0."""
+        self._transform(encode_positive, positive, Kind.ENCODE)
+
+    def _transform(self, fn, arg, kind):
+        """One round: ``parts[i] = fn(parts[i], arg)`` where the partitions live."""
+        with Timer() as timer, self._probe(kind) as probe:
+            self._replace_parts(fn, arg, probe)
+        n = self.n_partitions
+        self.ledger.record(kind, n, n * nbytes(arg), 0, timer.seconds, partitions=n, groups=n,
+                           probe=probe)
+
+    def _replace_parts(self, fn, arg, probe):
+        """``parts[i] = fn(parts[i], arg)`` where the partitions live."""
+        raise NotImplementedError
+
+
+def _scale_message(unsafe, maxima):
+    columns = np.flatnonzero(unsafe)
+    shown = ", ".join(f"{j} (largest |value| {maxima[j]:.3g})" for j in columns[:5])
+    more = f" and {columns.size - 5} more" if columns.size > 5 else ""
+    return (
+        f"X has columns whose values are too large or too small for float64 arithmetic on "
+        f"their products: {shown}{more}.  Rescale them (e.g. with "
+        f"sklearn.preprocessing.StandardScaler or MaxAbsScaler); without a penalty they "
+        f"are rescaled automatically."
+    )

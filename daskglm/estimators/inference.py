@@ -1,0 +1,385 @@
+"""Statistical inference after a fit, as statsmodels' ``GLMResults``, and the offset.
+
+With ``inference=True`` an unpenalised fit runs ONE more round at the fitted parameters
+(:func:`daskglm.compute.inference.inference_sums`, ``Kind.INFERENCE``): the information
+matrices, the meat of the sandwich, the deviances, Pearson's chi-squared and the sums of
+the log-likelihood, all from one read of ``X``.  :class:`_InferenceMixin` turns them into
+``bse_``, ``pvalues_``, :meth:`~_InferenceMixin.cov_params` (model-based, HC0, HC1),
+``deviance_``, ``null_deviance_``, ``aic_``, ``bic_``, ``dispersion_`` and
+:meth:`~_InferenceMixin.summary`.  The parameters are ordered as statsmodels orders them
+after ``add_constant``: the intercept first, then the coefficients.
+
+Also here: the checks of ``offset`` and ``exposure`` (:func:`_check_offset`) and the mean
+target that starts a fit (:func:`_target_moments`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+from sklearn.utils.validation import check_is_fitted
+
+from ..accounting.kinds import Kind
+from ..compute.inference import inference_sums, null_model_sums, target_moments
+from ..engine import is_dask
+from ..model.distributions import BinomialDistribution, GaussianDistribution, PoissonDistribution
+from ..model.distributions_extra import NegativeBinomialDistribution
+from ..model.families import _StartAtTypicalMean
+from ..model.links import Identity, Log
+from ..model.penalties import NoPenalty
+from .validation import _check_dask_vector
+
+#: Distributions whose dispersion is 1, not estimated.
+_FIXED_DISPERSION = (BinomialDistribution, PoissonDistribution, NegativeBinomialDistribution)
+
+#: Solvers whose kernels add the offset to the linear predictor.
+OFFSET_SOLVERS = ("lbfgs", "newton", "gd", "proximal")
+
+_INFERENCE_DOC = """    inference : bool, default=False
+        After an unpenalised fit, run one more round for the statistics of
+        :meth:`summary`: ``bse_``, ``pvalues_``, :meth:`cov_params`, ``deviance_``,
+        ``null_deviance_``, ``aic_``, ``bic_``, ``dispersion_`` (a ValueError before any
+        work for a penalised fit).
+"""
+
+_INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of shape (n_params,)
+        With ``inference=True``: the parameters (intercept first, then ``coef_``, as
+        statsmodels orders them after ``add_constant``), their standard errors
+        (model-based: ``dispersion_`` times the inverse expected information), z
+        statistics and two-sided p-values.
+    param_names_ : list of str
+    deviance_, null_deviance_, pearson_chi2_, llf_, aic_, bic_ : float
+        Deviance, deviance of the intercept-only model (the weighted mean target; with an
+        offset, the intercept-only fit with that offset, by a few ``null_model`` rounds of
+        scalar Newton steps, NaN if they do not converge), Pearson's chi-squared, log-likelihood (NaN where the family has none in
+        closed form: Tweedie powers other than 0, 2, 3), ``-2 llf + 2 k`` and
+        ``-2 llf + k log(nobs)``.
+    dispersion_ : float
+        1 for the binomial, Poisson and negative binomial; Pearson's chi-squared over
+        ``df_resid_`` otherwise.
+    nobs_, df_resid_ : float
+        Total sample weight, and it less the number of parameters.
+"""
+
+
+def _check_offset(estimator, offset, exposure, X, family):
+    """The offset of a fit or a prediction (``log(exposure)`` for an exposure), checked:
+    numpy offsets here, Dask offsets by the engine's validation round (NaN) or lazily."""
+    if offset is not None and exposure is not None:
+        raise ValueError("Pass offset or exposure, not both (offset = log(exposure)).")
+    if exposure is not None:
+        if not isinstance(family.link, Log):
+            raise ValueError(f"exposure needs a log link (offset = log(exposure)); "
+                             f"{type(estimator).__name__} has {family.link!r}.")
+        name, values = "exposure", exposure
+    elif offset is not None:
+        name, values = "offset", offset
+    else:
+        return None
+    n_rows = X.shape[0]
+    if is_dask(values):
+        values = _check_dask_vector(values, name, n_rows)
+        if exposure is not None:
+            import dask.array as da
+
+            values = da.log(values.map_blocks(_positive_block, dtype=values.dtype))
+        return values
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.shape != (n_rows,):
+        raise ValueError(f"{name}.shape == {values.shape}, expected ({n_rows},).")
+    if not np.isfinite(values).all():
+        raise ValueError(f"{name} contains NaN or infinity.")
+    if exposure is not None:
+        _positive_block(values)
+        values = np.log(values)
+    return values
+
+
+def _positive_block(block):
+    if block.size and not np.min(block) > 0:
+        raise ValueError("exposure must be strictly positive.")
+    return block
+
+
+def _target_moments(engine, family, inference):
+    """Weighted mean target and offset (one ``Kind.TARGET_MEAN`` round), when the fit
+    starts from it (:class:`~daskglm.model.families._StartAtTypicalMean` families) or its
+    null model needs it; else None."""
+    if not (inference or isinstance(family, _StartAtTypicalMean)):
+        return None
+    moments = engine.reduce(target_moments, kind=Kind.TARGET_MEAN)
+    return moments.target / moments.weight, moments.offset / moments.weight
+
+
+def _start_intercept(family, means):
+    """``g(mean target) - mean offset`` for the families that start there; else the
+    family's own start."""
+    if means is None or not isinstance(family, _StartAtTypicalMean):
+        return family.start_intercept()
+    return _start_intercept_of(family, means)
+
+
+class _InferenceMixin:
+    """``inference=True``: one more round after the fit, and statsmodels' statistics."""
+
+    def _check_inference(self, penalty):
+        """ValueError (before any work) for inference on a penalised fit."""
+        if getattr(self, "inference", False) and not isinstance(penalty, NoPenalty) \
+                and getattr(penalty, "alpha", 0.0) != 0:
+            raise ValueError(
+                f"inference=True needs an unpenalised fit (standard errors of a penalised "
+                f"fit are not those of the model); {type(self).__name__} has penalty "
+                f"{penalty!r}."
+            )
+        if not isinstance(getattr(self, "inference", False), (bool, np.bool_)):
+            raise ValueError(f"inference must be True or False; got {self.inference!r}.")
+
+    def _fit_statistics(self, engine, problem, params, means, has_offset):
+        """Run the inference round at ``params`` (in the engine's column scale) and set
+        the fitted statistics."""
+        for name in list(vars(self)):
+            if name in _STATISTICS:
+                delattr(self, name)
+        if not getattr(self, "inference", False):
+            return
+        null_mean = means[0]
+        sums = engine.reduce(inference_sums, np.asarray(params, dtype=float), problem.family,
+                             problem.fit_intercept, null_mean, kind=Kind.INFERENCE)
+        scale = np.ones(problem.n_params)
+        if engine.column_scale is not None:
+            scale[: problem.n_features] = engine.column_scale
+        order = _statsmodels_order(problem)
+        self._statistics_from(sums, problem, order, scale[order])
+        if has_offset:
+            self.null_deviance_ = _null_deviance_with_offset(engine, problem.family, means)
+
+    def _statistics_from(self, sums, problem, order, scale):
+        """The statistics from the round's sums; matrices are inverted in the engine's
+        column scale (``X * scale``, where information of columns of extreme magnitude
+        stays finite) and covariances mapped back by ``scale``."""
+        distribution = problem.family.distribution
+        k = problem.n_params
+        expected = _reorder(sums.expected, order)
+        observed = _reorder(sums.observed, order)
+        meat = _reorder(sums.meat, order)
+        nobs = sums.weight
+        df_resid = nobs - k
+        if isinstance(distribution, _FIXED_DISPERSION):
+            dispersion = 1.0
+        else:
+            dispersion = sums.pearson / df_resid if df_resid > 0 else np.nan
+        inverse = _scaled_inverse(expected)
+        observed_inverse = _scaled_inverse(observed)
+        covariances = {
+            "model": dispersion * inverse,
+            "HC0": observed_inverse @ meat @ observed_inverse,
+        }
+        covariances["HC1"] = covariances["HC0"] * sums.rows / max(sums.rows - k, 1)
+        self._standard_errors = {kind: scale * np.sqrt(np.diag(cov))
+                                 for kind, cov in covariances.items()}
+        with np.errstate(under="ignore"):
+            self._covariances = {kind: cov * np.outer(scale, scale)
+                                 for kind, cov in covariances.items()}
+        coef, intercept = self.coef_, self.intercept_
+        params = np.append(np.ravel(intercept)[:1], np.ravel(coef)) if problem.fit_intercept \
+            else np.ravel(coef).copy()
+        self.params_ = params.astype(np.float64)
+        self.param_names_ = _param_names(self, problem)
+        self.bse_ = self._standard_errors["model"]
+        self.zvalues_ = self.params_ / self.bse_
+        self.pvalues_ = 2.0 * stats.norm.sf(np.abs(self.zvalues_))
+        self.deviance_ = sums.deviance
+        self.null_deviance_ = sums.null_deviance
+        self.pearson_chi2_ = sums.pearson
+        self.dispersion_ = dispersion
+        self.nobs_ = nobs
+        self.df_resid_ = df_resid
+        self.llf_ = _log_likelihood(problem.family, sums, dispersion, nobs)
+        self.aic_ = -2.0 * self.llf_ + 2.0 * k
+        self.bic_ = -2.0 * self.llf_ + k * np.log(nobs)
+
+    def _check_statistics(self):
+        check_is_fitted(self)
+        if not hasattr(self, "bse_"):
+            raise ValueError(
+                f"This {type(self).__name__} was fitted without inference; fit it with "
+                "inference=True (one more round after the fit) for standard errors."
+            )
+
+    def cov_params(self, kind="model"):
+        """Covariance matrix of ``params_`` (intercept first).
+
+        Parameters
+        ----------
+        kind : {"model", "HC0", "HC1"}, default="model"
+            ``"model"``: ``dispersion_`` times the inverse expected information;
+            ``"HC0"``: the sandwich ``H^-1 M H^-1`` with ``H`` the observed information and
+            ``M = sum_i w_i score_i^2 x_i x_i^T``; ``"HC1"``: HC0 times ``n / (n - k)``
+            (rows ``n``, parameters ``k``).  ``"model"`` and ``"HC0"`` are statsmodels'
+            ``GLM(...).fit(cov_type=...)``; statsmodels' GLM applies no ``n / (n - k)`` to
+            its ``"HC1"``.  For columns of extreme magnitude, which the fit rescaled,
+            entries may underflow to 0; ``bse_`` is computed in the rescaled coordinates.
+
+        Returns
+        -------
+        ndarray of shape (n_params, n_params)
+        """
+        self._check_statistics()
+        if kind not in self._covariances:
+            raise ValueError(f"kind must be one of {sorted(self._covariances)}; got {kind!r}.")
+        return self._covariances[kind].copy()
+
+    def _bse(self, kind):
+        self.cov_params(kind)  # checks
+        return self._standard_errors[kind]
+
+    def _reference_distribution(self, use_t):
+        """The normal, or Student's t on ``df_resid_`` degrees of freedom."""
+        return stats.t(self.df_resid_) if use_t else stats.norm()
+
+    def conf_int(self, alpha=0.05, kind="model", use_t=False):
+        """Two-sided ``1 - alpha`` confidence intervals of ``params_``.
+
+        Parameters
+        ----------
+        alpha : float, default=0.05
+        kind : {"model", "HC0", "HC1"}, default="model"
+            The covariance of the standard errors (see :meth:`cov_params`).
+        use_t : bool, default=False
+            Student's t quantiles on ``df_resid_`` degrees of freedom instead of normal ones
+            (statsmodels' ``fit(use_t=True)``; for a dispersion that was estimated).
+
+        Returns
+        -------
+        ndarray of shape (n_params, 2)
+        """
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
+        bse = self._bse(kind)
+        half = self._reference_distribution(use_t).isf(alpha / 2.0) * bse
+        return np.column_stack([self.params_ - half, self.params_ + half])
+
+    def summary(self, alpha=0.05, kind="model", use_t=False):
+        """A table of the fit, as statsmodels' ``GLMResults.summary()``.
+
+        Parameters
+        ----------
+        alpha : float, default=0.05
+            Confidence intervals of level ``1 - alpha``.
+        kind : {"model", "HC0", "HC1"}, default="model"
+            The covariance of the standard errors (see :meth:`cov_params`).
+        use_t : bool, default=False
+            t statistics and p-values on ``df_resid_`` degrees of freedom instead of z
+            (statsmodels' default for GLMs is z, also when the dispersion is estimated).
+
+        Returns
+        -------
+        str
+        """
+        bse = self._bse(kind)
+        statistic = self.params_ / bse
+        p = 2.0 * self._reference_distribution(use_t).sf(np.abs(statistic))
+        ci = self.conf_int(alpha, kind, use_t)
+        family = self._family()
+        width = max([len(n) for n in self.param_names_] + [9])
+        lo, hi = f"[{alpha / 2:.3f}", f"{1 - alpha / 2:.3f}]"
+        letter = "t" if use_t else "z"
+        head = [
+            f"{type(self).__name__} results",
+            f"Family: {family.distribution!r}   Link: {family.link!r}   Covariance: {kind}",
+            f"No. observations: {self.nobs_:g}   Df residuals: {self.df_resid_:g}   "
+            f"Dispersion: {self.dispersion_:.6g}",
+            f"Deviance: {self.deviance_:.6g}   Null deviance: {self.null_deviance_:.6g}   "
+            f"Pearson chi2: {self.pearson_chi2_:.6g}",
+            f"Log-likelihood: {self.llf_:.6g}   AIC: {self.aic_:.6g}   BIC: {self.bic_:.6g}",
+        ]
+        columns = (f"{'':<{width}} {'coef':>10} {'std err':>10} {letter:>8} "
+                   f"{f'P>|{letter}|':>8} {lo:>10} {hi:>10}")
+        rule = "=" * len(columns)
+        rows = [f"{name:<{width}} {c:>10.4g} {s:>10.4g} {t:>8.3f} {q:>8.3f} {a:>10.4g} {b:>10.4g}"
+                for name, c, s, t, q, (a, b)
+                in zip(self.param_names_, self.params_, bse, statistic, p, ci)]
+        return "\n".join([rule, *head, rule, columns, "-" * len(columns), *rows, rule])
+
+
+#: The fitted attributes of inference, removed before a new fit.
+_STATISTICS = ("params_", "param_names_", "bse_", "zvalues_", "pvalues_", "deviance_",
+               "null_deviance_", "pearson_chi2_", "dispersion_", "nobs_", "df_resid_", "llf_",
+               "aic_", "bic_", "_covariances", "_standard_errors")
+
+
+#: Newton steps of the null model with an offset, at most; it has converged when a step
+#: is below this, relative to the intercept (the deviance is stationary there: its error
+#: is of the order of the step squared).
+NULL_MODEL_STEPS = 50
+NULL_MODEL_TOL = 1e-10
+
+
+def _null_deviance_with_offset(engine, family, means):
+    """Deviance of the intercept-only model with the fit's offset, as statsmodels' null
+    model: scalar Newton (Fisher scoring) from ``g(mean target) - mean offset``, one
+    ``Kind.NULL_MODEL`` round per step; NaN if it does not converge."""
+    intercept = _start_intercept_of(family, means)
+    for _ in range(NULL_MODEL_STEPS):
+        score, curvature, deviance = engine.reduce(null_model_sums, intercept, family,
+                                                   kind=Kind.NULL_MODEL)
+        if not curvature > 0:
+            break
+        step = score / curvature
+        if abs(step) <= NULL_MODEL_TOL * max(1.0, abs(intercept)):
+            return float(deviance)
+        intercept -= step
+    return np.nan
+
+
+def _start_intercept_of(family, means):
+    target, offset = means
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        eta = float(family.link.link(np.array([target]))[0]) - offset
+    return eta if np.isfinite(eta) else family.start_intercept()
+
+
+def _statsmodels_order(problem):
+    """Indices that put the intercept (last in the solvers' vector) first."""
+    k = problem.n_params
+    if not problem.fit_intercept:
+        return np.arange(k)
+    return np.r_[k - 1, np.arange(k - 1)]
+
+
+def _reorder(matrix, order):
+    """A matrix of the solvers' parameters in the order of ``params_``."""
+    return matrix[np.ix_(order, order)]
+
+
+def _scaled_inverse(matrix):
+    """The (pseudo-)inverse of a symmetric matrix, computed on its Jacobi scaling
+    ``D^-1/2 matrix D^-1/2``: columns of very different magnitudes (incomes next to
+    proportions) would otherwise cost the small eigenvalues their accuracy."""
+    diag = np.abs(np.diag(matrix)).copy()
+    diag[~(diag > 0)] = 1.0
+    scale = 1.0 / np.sqrt(diag)
+    scaled = matrix * np.outer(scale, scale)
+    return np.linalg.pinv(scaled, hermitian=True) * np.outer(scale, scale)
+
+
+def _param_names(estimator, problem):
+    names = getattr(estimator, "feature_names_in_", None)
+    names = [str(n) for n in names] if names is not None else \
+        [f"x{i + 1}" for i in range(problem.n_features)]
+    return (["intercept"] + names) if problem.fit_intercept else names
+
+
+def _log_likelihood(family, sums, dispersion, nobs):
+    """The log-likelihood as statsmodels reports it: at the maximum-likelihood dispersion
+    ``deviance / nobs`` for the Gaussian with the identity link, at ``dispersion``
+    otherwise."""
+    if np.isnan(sums.loglik).all():
+        return np.nan
+    slots = len(family.distribution.log_likelihood_sums(np.ones(1), np.ones(1)))
+    scale = dispersion
+    if isinstance(family.distribution, GaussianDistribution) and isinstance(family.link, Identity):
+        scale = sums.deviance / nobs
+    return float(family.distribution.log_likelihood(sums.loglik[:slots], scale))
