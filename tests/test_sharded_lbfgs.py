@@ -269,3 +269,17 @@ def test_offset_as_unsharded_lbfgs(options):
                                       **TIGHT).fit(X, y, offset=offset)
             for o in (None, options)]
     np.testing.assert_allclose(params_of(fits[1]), params_of(fits[0]), rtol=0, atol=1e-8)
+
+
+def test_compare_shows_bytes_per_iteration_of_the_sharded_variant():
+    from daskglm.accounting.comparison import compare
+
+    X, y = sparse_data(n=1000, d=300)
+    result = compare(X, y, ["lbfgs", "lbfgs-sharded"], alpha=1e-2, tol=1e-8, test_size=0)
+    sharded = result["lbfgs-sharded"]
+    assert sharded.ok and sharded.converged and sharded.objective_gap <= 1e-8
+    assert sharded.report.count(Kind.SPARSE_GRADIENT) > 0
+    assert sharded.bytes_per_iteration == sharded.bytes_modelled / sharded.iterations
+    assert "bytes per iteration" in result.table(("method", "bytes per iteration"))
+    with pytest.raises(ValueError, match="lbfgs-sharded"):
+        compare(X, y, ["lbfgs-shardedd"])
