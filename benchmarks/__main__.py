@@ -28,6 +28,8 @@ parity
 async
     Time and bytes to a gap of synchronous, local, stale-synchronous, asynchronous and
     gossip SGD, with and without a straggler (see :mod:`benchmarks.asynchronous`).
+bigd
+    L-BFGS with the whole vector against L-BFGS on column shards (see :mod:`benchmarks.bigd`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -148,6 +150,12 @@ def _gpu(args):
     return gpu_main(args)
 
 
+def _bigd(args):
+    from benchmarks.bigd import main as bigd_main
+
+    return bigd_main(args)
+
+
 def build_parser():
     """The argument parser of ``python -m benchmarks``."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
@@ -247,6 +255,15 @@ def build_parser():
     from benchmarks.asynchronous import add_parser as add_async_parser
 
     add_async_parser(commands)
+    bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
+    bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
+    bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")
+    bigd.add_argument("--nnz", type=int, default=50, help="non-zeros per row")
+    bigd.add_argument("--partitions", type=int, default=8)
+    bigd.add_argument("--workers", type=int, default=2)
+    bigd.add_argument("--before-iter", type=int, default=3, help="iterations of plain lbfgs")
+    bigd.add_argument("--after-iter", type=int, default=10, help="iterations of sharded lbfgs")
+    bigd.set_defaults(handler=_bigd)
     return parser
 
 

@@ -81,6 +81,28 @@ Rounds of the other verbs are counted the same way, from the objects that move:
 * a ``map_as_completed`` round is counted like a deadline round when its iteration ends:
   ``P`` tasks, the arguments ``P`` times, the results yielded; ``dropped`` lists the
   partitions not yielded (lost with a worker, or not consumed);
+* a sharded L-BFGS fit (:mod:`daskglm.engine.shards`; ``t`` the touched columns summed
+  over partitions, ``c`` the calls, one per partition and shard its columns reach, ``S``
+  the shards, ``m`` the correction pairs, ``n`` rows, ``B`` feature blocks, ``R`` row
+  partitions of column blocks):
+
+  ===============  =====================================  ===========================
+  kind             down (bytes)                           up (bytes)
+  ===============  =====================================  ===========================
+  sparse_gradient  ``24 G`` (step, round, intercept flag)  ``48 T`` (six counts)
+  shard_register   ``8 t + 16 c`` (once per fit)          ``0``
+  shard_pull       ``16 c``                               ``8 t``
+  shard_push       ``8 t + 16 c``                         ``0``
+  shard_op         at most ``8 (2 m + 3) S``              at most ``8 (6 m + 1) S``
+  shard_load       ``8 d`` (once)                         ``0``
+  shard_fetch      ``0``                                  ``8 d`` (once)
+  block_split      the tiles moved, ``<= 8 n d`` (once)   ``0``
+  block_gradient   ``8 n B + 16 R B`` (residuals)         ``8 n B + 16 R`` (predictors)
+  ===============  =====================================  ===========================
+
+  The pulls and pushes run inside the evaluation round (``seconds`` 0; nothing
+  measured: they are messages between workers, or calls within one when the shard is
+  in the partition's own worker, which the counts include);
 * a parameter holder's traffic is written when it is closed, as one ``push`` record (tasks
   = pushes, sent = the deltas, ``staleness`` = the histogram) and one ``pull`` record
   (tasks = pulls, returned = the parameters); ``seconds`` 0 and nothing measured: the
@@ -208,7 +230,7 @@ def tree_depth(partitions, split_every):
 
 def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
                   n_rows=0, n_folds=1, n_models=1, codec=None, scalars=0, arrived=None,
-                  calls=1, edges=None):
+                  calls=1, edges=None, touched=0):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -243,10 +265,13 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     arrived : int, optional
         Partitions whose result a ``"deadline_batch"`` round took; all by default.
     calls : int
-        Dense pushes (``"push"``) or reads (``"pull"``) of a parameter holder.
+        Dense pushes (``"push"``) or reads (``"pull"``) of a parameter holder; for the
+        shard kinds, the calls made to the shards.
     edges : int, optional
         Edges ``E`` of the gossip graph (``"gossip_exchange"``); a ring's ``P`` by
         default.
+    touched : int, optional
+        For the shard kinds: columns touched, summed over partitions.
 
     Returns
     -------
@@ -268,6 +293,12 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.ENCODE: (8 * P, 0),
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
+        Kind.SPARSE_GRADIENT: (24 * G, 48 * T),
+        Kind.SHARD_REGISTER: (8 * touched + 16 * calls, 0),
+        Kind.SHARD_PULL: (16 * calls, 8 * touched),
+        Kind.SHARD_PUSH: (8 * touched + 16 * calls, 0),
+        Kind.SHARD_LOAD: (8 * d, 0),
+        Kind.SHARD_FETCH: (0, 8 * d),
         Kind.TARGET_MEAN: (0, 8 * 3 * T),
         Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 9) * T),
         Kind.NULL_MODEL: (8 * G, 8 * 3 * T),

@@ -33,6 +33,7 @@ COLUMNS = {
     "rounds": "rounds",
     "bytes measured": "bytes_measured",
     "bytes modelled": "bytes_modelled",
+    "bytes per iteration": "bytes_per_iteration",
     "seconds": "seconds",
     "seconds waiting": "seconds_waiting",
     "objective": "objective",
@@ -98,6 +99,15 @@ class MethodResult:
         """The fit's communication report (``model.comm_``), or None."""
         return getattr(self.model, "comm_", None)
 
+    @property
+    def bytes_per_iteration(self):
+        """Modelled bytes of the fit divided by its iterations (None if it did not run):
+        with the set-up rounds amortised, what one iteration costs; it grows with the
+        number of features for methods that move the whole parameter vector."""
+        if self.bytes_modelled is None or not self.iterations:
+            return None
+        return self.bytes_modelled / self.iterations
+
 
 def _held_out_score(model, family, X_test, y_test):
     """Accuracy for the binomial family, ``model.score`` (R^2 or D^2) otherwise."""
@@ -111,7 +121,7 @@ def _held_out_score(model, family, X_test, y_test):
 def _cell(value, name):
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
-    if name in ("bytes_measured", "bytes_modelled"):
+    if name in ("bytes_measured", "bytes_modelled", "bytes_per_iteration"):
         return f"{int(value):,}"
     if name in ("seconds", "seconds_waiting"):
         return f"{value:.3f}"
@@ -298,7 +308,8 @@ def _warm_up(X, y, family, rows=64):
         X_few = X_few.compute()
     if is_dask(y_few):
         y_few = y_few.compute()
-    with make_engine(np.asarray(X_few), np.asarray(y_few), family=family):
+    X_few = X_few if hasattr(X_few, "indptr") else np.asarray(X_few)  # keep CSR sparse
+    with make_engine(X_few, np.asarray(y_few), family=family):
         pass
 
 
@@ -324,6 +335,11 @@ METHOD_DEFAULTS = {
 #: epoch, so they are compared on request (``methods=[..., "async", "gossip"]``).
 ON_REQUEST = ("async", "gossip")
 
+#: Methods that are a solver with options of its own: ``{method: (solver, options)}``.
+METHOD_VARIANTS = {
+    "lbfgs-sharded": ("lbfgs", {"sharded": True}),
+}
+
 
 def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, l1_ratio=0.5,
             fit_intercept=True, test_size=0.2, tol=1e-8, max_iter=500, solver_options=None):
@@ -336,8 +352,9 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
     X : ndarray or dask.array.Array of shape (n_samples, n_features)
     y : ndarray or dask.array.Array of shape (n_samples,)
     methods : list of str, optional
-        Solver names (default: every solver but those of :data:`ON_REQUEST`).  A method
-        that cannot handle the problem gets a row saying why.
+        Solver names, or the variants of :data:`METHOD_VARIANTS` (``"lbfgs-sharded"``:
+        L-BFGS on column shards); default: every solver but those of :data:`ON_REQUEST`.
+        A method that cannot handle the problem gets a row saying why.
     family : str or Family, default="binomial"
     penalty : {"l2", "l1", "elasticnet", "none"}, default="l2"
     alpha : float, default=1e-4
@@ -357,9 +374,10 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
     Comparison
     """
     methods = [m for m in SOLVERS if m not in ON_REQUEST] if methods is None else list(methods)
-    unknown = [m for m in methods if m not in SOLVERS]
+    unknown = [m for m in methods if m not in SOLVERS and m not in METHOD_VARIANTS]
     if unknown:
-        raise ValueError(f"Unknown method(s) {unknown}; choose from {sorted(SOLVERS)}.")
+        raise ValueError(f"Unknown method(s) {unknown}; choose from "
+                         f"{sorted(SOLVERS) + sorted(METHOD_VARIANTS)}.")
     X_train, y_train, X_test, y_test = _split(X, y, test_size)
     family_obj = get_family(family)
     n_train, n_features = _n_rows(X_train), int(X.shape[1])
@@ -367,10 +385,12 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
     _warm_up(X_train, y_train, family_obj)
     rows = []
     for method in methods:
+        solver, variant = METHOD_VARIANTS.get(method, (method, {}))
         defaults = METHOD_DEFAULTS.get(method, {})
-        method_options = {**defaults.get("options", {}), **(options.get(method) or {})}
+        method_options = {**variant, **defaults.get("options", {}),
+                          **(options.get(method) or {})}
         model = GLM(family=family, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
-                    solver=method, fit_intercept=fit_intercept, tol=tol,
+                    solver=solver, fit_intercept=fit_intercept, tol=tol,
                     max_iter=min(max_iter, defaults.get("max_iter", max_iter)),
                     solver_options=method_options or None)
         start = time.perf_counter()

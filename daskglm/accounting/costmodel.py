@@ -99,10 +99,11 @@ import numpy as np
 
 from .bytemodel import TASK_BYTES, tree_depth, tree_tasks
 from .kinds import Kind
+from .layouts import layout_bytes  # the bytes of data layouts for many features
 
 __all__ = [
     "Cluster", "Calibration", "calibrate", "round_seconds", "predict", "solver_rounds",
-    "measured_seconds", "DEFAULT_TASK_OVERHEAD", "SETUP_KINDS",
+    "measured_seconds", "DEFAULT_TASK_OVERHEAD", "SETUP_KINDS", "layout_bytes",
 ]
 
 #: Per-task overhead (seconds) assumed for the scheduler and for the workers when the
@@ -120,6 +121,11 @@ ONE_PASS_KINDS = (Kind.GRADIENT, Kind.VALIDATE)
 #: predictions: they are the same for every method, and on Dask arrays the validation
 #: round also builds the partitions from the array's chunks, which is loading data.
 SETUP_KINDS = (Kind.VALIDATE,)
+
+#: Traffic of partitions with column shards, recorded apart from the evaluation round it
+#: runs in (:mod:`daskglm.engine.shards`): priced as its bytes and one latency per call
+#: and worker thread, no round of its own.
+IN_ROUND_KINDS = (Kind.SHARD_REGISTER, Kind.SHARD_PULL, Kind.SHARD_PUSH)
 
 #: Message steps of a round besides its tree levels, and per tree level.
 ROUND_STEPS, LEVEL_STEPS = 8, 4
@@ -373,6 +379,11 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
     """
     if record.kind in (Kind.PUSH, Kind.PULL):
         return _holder_seconds(record, cluster)
+    if record.kind in IN_ROUND_KINDS:
+        moved = record.bytes_sent + record.bytes_returned
+        return {"latency": record.tasks / cluster.cores * cluster.latency, "overhead": 0.0,
+                "compute": 0.0,
+                "transfer": 0.0 if math.isinf(cluster.bandwidth) else moved / cluster.bandwidth}
     P0 = max(1, int(record.partitions or record.tasks))
     G0 = max(1, int(record.groups or P0))
     if here:
@@ -519,3 +530,4 @@ def predict(report, cluster, calibration, *, here=False):
             totals[term] += seconds
     totals["total"] = sum(totals.values())
     return totals
+

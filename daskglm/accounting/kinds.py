@@ -27,6 +27,15 @@ class Kind:
     DEADLINE_GRADIENT = "deadline_gradient"  # gd: the partitions that arrive in time
     PUT_STATE = "put_state"  # partition states sent from the driver
     FETCH_STATE = "fetch_state"  # partition states shipped to the driver
+    SPARSE_GRADIENT = "sparse_gradient"  # partitions pull from / push to column shards
+    SHARD_REGISTER = "shard_register"  # a partition's touched columns, to the shards (once)
+    SHARD_PULL = "shard_pull"  # coefficients on the touched columns, shards to partitions
+    SHARD_PUSH = "shard_push"  # gradient sums on the touched columns, partitions to shards
+    SHARD_OP = "shard_op"  # a coordinator's command on every shard (scalars both ways)
+    SHARD_LOAD = "shard_load"  # the parameter vector split onto the shards (start of a fit)
+    SHARD_FETCH = "shard_fetch"  # the parameter vector gathered from them (end of a fit)
+    BLOCK_SPLIT = "block_split"  # dense X cut into feature-block tiles, each to its shard's worker
+    BLOCK_GRADIENT = "block_gradient"  # tiles' predictors summed per row, residuals back
     TARGET_MEAN = "target_mean"  # weighted sums of the target and offset: start, null model
     INFERENCE = "inference"  # information, sandwich meat, deviances after a fit
     NULL_MODEL = "null_model"  # Newton steps of the intercept-only model with an offset

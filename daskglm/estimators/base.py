@@ -43,6 +43,23 @@ from .validation import (
 logger = logging.getLogger("daskglm")
 
 
+#: From this many features on, ``solver="auto"`` runs L-BFGS on column shards
+#: (``solver_options={"sharded": True}``): each round then moves the coefficients and
+#: gradient entries of the columns the partitions touch instead of the whole vector.
+SHARDED_FEATURES = 2**18
+
+
+def _auto_options(name, problem, options):
+    """``solver_options`` with what ``solver="auto"`` adds for ``name``: sharded L-BFGS
+    from :data:`SHARDED_FEATURES` features on, for the problems it takes, unless the
+    options say otherwise."""
+    options = dict(options or {})
+    if name == "lbfgs" and problem.n_features >= SHARDED_FEATURES \
+            and not problem.features() & SOLVERS["lbfgs"].NOT_SHARDED:
+        options.setdefault("sharded", True)
+    return options
+
+
 def _choose_solver(problem):
     """The solver ``solver="auto"`` picks: normal equations where they apply, else L-BFGS."""
     for name in ("normal", "lbfgs", "proximal"):
@@ -263,18 +280,25 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         ``has_offset``) and its options."""
         trial = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
         name = _choose_solver(trial) if self.solver == "auto" else self.solver
-        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter, options=self.solver_options)
+        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter,
+                   options=self._solver_options(name, trial))
         return name
 
     def _problem(self, penalty, n_features, has_offset=False):
         """The problem of this estimator's family with ``penalty``."""
         return Problem(self._family(), penalty, bool(self.fit_intercept), n_features, has_offset)
 
+    def _solver_options(self, name, problem):
+        """The solver's options: ``solver_options``, and what ``"auto"`` adds."""
+        if self.solver == "auto":
+            return _auto_options(name, problem, self.solver_options)
+        return self.solver_options
+
     def _configure(self, name, total_weight, n_features, has_offset=False):
         """The problem (its penalty scaled to the data's total weight) and its solver."""
         problem = self._problem(self._constrained_penalty(total_weight), n_features, has_offset)
         solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
-                            options=self.solver_options)
+                            options=self._solver_options(name, problem))
         return problem, solver
 
     def _record_fit(self, problem, result):
@@ -396,10 +420,11 @@ _COMMON_DOC = """
     solver : {"auto", "normal", "gd", "lbfgs", "newton", "proximal", "admm", "averaging", \
 "sgd", "async", "gossip"}, default="auto"
         Optimisation method.  ``"auto"`` uses the normal equations where they apply
-        (Gaussian family, no or L2 penalty), L-BFGS for other smooth problems and
-        proximal gradient for L1 and elastic-net penalties.  ``"async"`` (parameter-server
-        SGD) and ``"gossip"`` (decentralised SGD) count ``max_iter`` in epochs and stop
-        by SGD's rule on a sampled objective.  A solver that cannot handle
+        (Gaussian family, no or L2 penalty), L-BFGS for other smooth problems (on
+        column shards, ``{"sharded": True}``, from 2^18 features on) and proximal
+        gradient for L1 and elastic-net penalties.  ``"async"`` (parameter-server SGD)
+        and ``"gossip"`` (decentralised SGD) count ``max_iter`` in epochs and stop by
+        SGD's rule on a sampled objective.  A solver that cannot handle
         the problem raises a ValueError naming the solvers that can.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.

@@ -44,11 +44,31 @@ class LBFGS(Solver):
     max_evaluations : int, default 15000
         Cap on function evaluations (rounds).
     max_restarts : int, default 3
-        Restarts on the gradient-based estimate of the objective after a stall.
+        Restarts on the gradient-based estimate of the objective after a stall (not
+        used with ``sharded``).
+    sharded : bool, default False
+        Keep the parameters, the gradient, the direction and the correction pairs in
+        column shards on the workers, the driver seeing only scalars (Sandblaster
+        L-BFGS, :mod:`daskglm.solvers.sharded_lbfgs`): each partition moves only the
+        coefficients and gradient entries of the columns its rows touch.  For many
+        features (hashed text).  The iteration is the package's own L-BFGS with a
+        backtracking line search (:func:`~daskglm.compute.vector_free_lbfgs.run_lbfgs`),
+        not scipy's; it stops on the same criterion.
+    shards : int or None, default None
+        With ``sharded``: the number of column shards (None: one per worker, or per
+        engine thread in this process).
+    column_blocks : bool, default False
+        With ``sharded``, for dense ``X`` with many rows and columns: model parallelism.
+        ``X`` is cut into feature blocks, the shards' ranges, each kept on its shard's
+        worker; the linear predictor is summed over the blocks per row partition and
+        only vectors of a row partition's length cross the network
+        (:mod:`daskglm.engine.column_blocks`; when this beats row partitions:
+        :func:`~daskglm.accounting.costmodel.layout_bytes`).
     """
 
     name = "lbfgs"
-    options = {"memory": MEMORY, "max_evaluations": 15000, "max_restarts": MAX_RESTARTS}
+    options = {"memory": MEMORY, "max_evaluations": 15000, "max_restarts": MAX_RESTARTS,
+               "sharded": False, "shards": None, "column_blocks": False}
     # a non-quadratic penalty only with non-negative coefficients: L-BFGS-B's bounds make
     # the L1 part linear (smooth problems with a non-smooth penalty are refused as such)
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
@@ -59,8 +79,32 @@ class LBFGS(Solver):
         self._check_option("memory", 1, integer=True)
         self._check_option("max_evaluations", 1, integer=True)
         self._check_option("max_restarts", 0, integer=True)
+        if not isinstance(self.opts["sharded"], (bool, np.bool_)):
+            raise ValueError(f"Option 'sharded' of solver 'lbfgs' must be True or False; "
+                             f"got {self.opts['sharded']!r}.")
+        if not isinstance(self.opts["column_blocks"], (bool, np.bool_)):
+            raise ValueError(f"Option 'column_blocks' of solver 'lbfgs' must be True or False; "
+                             f"got {self.opts['column_blocks']!r}.")
+        if self.opts["column_blocks"] and not self.opts["sharded"]:
+            raise ValueError("Option 'column_blocks' of solver 'lbfgs' needs sharded=True.")
+        if self.opts["shards"] is not None:
+            self._check_option("shards", 1, integer=True)
+            if not self.opts["sharded"]:
+                raise ValueError("Option 'shards' of solver 'lbfgs' needs sharded=True.")
+
+    #: What the sharded iteration (its own L-BFGS, no bounds) leaves to the in-driver one.
+    NOT_SHARDED = frozenset({Feature.NONNEGATIVE, Feature.MULTINOMIAL,
+                             Feature.NON_QUADRATIC_PENALTY})
 
     def solve(self, problem, engine, params0):
+        if self.opts["sharded"]:
+            refused = sorted(problem.features() & self.NOT_SHARDED)
+            if refused:
+                raise ValueError(f"Option 'sharded' of solver 'lbfgs' does not handle "
+                                 f"{' or '.join(refused)}; use sharded=False.")
+            from .sharded_lbfgs import solve_sharded
+
+            return solve_sharded(self, problem, engine, params0)
         objective = Objective(problem, engine)
         history = History(engine)
         recorder = _Recorder(objective, history, params0)

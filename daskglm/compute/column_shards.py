@@ -1,0 +1,287 @@
+"""Coefficients kept in column shards, and the partition kernel that pulls from and pushes to them.
+
+A :class:`ColumnShard` holds one contiguous range ``[lo, hi)`` of the parameter vector
+(coefficients, then the intercept) together with everything an L-BFGS iteration needs
+on that range: the iterate ``x``, the search direction ``d``, the gradient ``g`` at
+``x``, the gradient ``g_trial`` at the last trial point ``x + alpha d``, and the
+correction pairs ``(s_i, y_i)`` as the rows of one array ``basis`` (rows ``0..m-1`` the
+``s`` slots, rows ``m..2m-1`` the ``y`` slots).  It answers three kinds of calls:
+
+* from partition tasks: :meth:`~ColumnShard.register` (a partition's touched columns in
+  the shard's range, once), :meth:`~ColumnShard.pull` (``x + alpha d`` on those columns
+  only) and :meth:`~ColumnShard.push` (the partition's gradient sums on them);
+* from the coordinator (the driver), small commands whose arguments and answers are
+  scalars or vectors of length ``2 m``: :meth:`~ColumnShard.finish` (sum the pushes of a
+  round in partition order into ``g_trial``; the shard's parts of the penalty value,
+  ``g_trial . d`` and ``max |g_trial|``), :meth:`~ColumnShard.accept` (move to the trial
+  point, store a correction pair, return shard-local dot products with the basis) and
+  :meth:`~ColumnShard.direction` (``d = basis^T c + c_g g``).  The coordinator fills the
+  slots from 0 up and reuses them in turn once all are full, so the slots holding pairs
+  are always ``0..k-1``, and the rows it names are two contiguous blocks (no copies);
+* :meth:`~ColumnShard.load` and :meth:`~ColumnShard.values`: the full range, at the
+  start and the end of a fit only.
+
+:func:`touched_columns` builds a partition's state once (its touched columns and ``X``
+with column indices renumbered to them); :func:`sharded_loss_grad` is the per-round
+kernel.  Pure numpy/scipy: the shard handles passed to the kernel are duck-typed (the
+engine's :mod:`daskglm.engine.shards` provides them).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .kernels import partition_offset
+
+__all__ = [
+    "ColumnShard", "PartitionColumns", "shard_bounds", "touched_columns",
+    "sharded_loss_grad", "TRAFFIC_FIELDS",
+]
+
+#: What :func:`sharded_loss_grad` returns, summed over partitions, in this order.
+TRAFFIC_FIELDS = ("weight", "loss", "pulled", "pushed", "registered", "calls")
+
+
+def shard_bounds(n_params, n_shards):
+    """Boundaries ``[0, b_1, ..., n_params]`` of ``n_shards`` contiguous, near-equal ranges."""
+    n_shards = max(1, min(int(n_shards), int(n_params)))
+    return np.linspace(0, int(n_params), n_shards + 1).round().astype(np.int64)
+
+
+class ColumnShard:
+    """One contiguous range of the parameters and the L-BFGS vectors on it.
+
+    Parameters
+    ----------
+    lo, hi : int
+        The range ``[lo, hi)`` of parameter indices held.
+    n_features : int
+        Parameters below this index are coefficients (penalised); at or above it, the
+        intercept (not penalised).
+    penalty : Penalty
+        A smooth penalty, separable over coordinates (its value and gradient are computed
+        on the shard's coefficients alone).
+    memory : int
+        Correction pairs kept (``m``).
+    """
+
+    def __init__(self, lo, hi, n_features, penalty, memory):
+        self.lo, self.hi = int(lo), int(hi)
+        size = self.hi - self.lo
+        self.n_coef = max(0, min(int(n_features), self.hi) - self.lo)
+        self.penalty = penalty
+        self.memory = int(memory)
+        self.x = np.zeros(size)
+        self.d = np.zeros(size)
+        self.g = np.zeros(size)
+        self.g_trial = np.zeros(size)
+        self.basis = np.zeros((2 * self.memory, size))
+        self._registered = {}
+        self._pending = {}
+        self._lock = threading.Lock()
+
+    # partition tasks ------------------------------------------------------------------
+    def register(self, part, columns):
+        """Remember partition ``part``'s touched columns in this range (global indices)."""
+        local = np.asarray(columns, dtype=np.int64) - self.lo
+        if local.size and (local[0] < 0 or local[-1] >= self.hi - self.lo):
+            raise ValueError(f"columns outside the shard's range [{self.lo}, {self.hi})")
+        with self._lock:
+            self._registered[int(part)] = local
+
+    def register_range(self, parts):
+        """Register each of ``parts`` with the whole range (column blocks: a tile of a
+        feature block touches every column of it)."""
+        with self._lock:
+            for part in parts:
+                self._registered[int(part)] = np.arange(self.hi - self.lo)
+
+    def pull(self, part, alpha):
+        """``x + alpha d`` on partition ``part``'s registered columns."""
+        local = self._registered[int(part)]
+        return self.x[local] + alpha * self.d[local]
+
+    def push(self, part, round_id, values):
+        """Keep partition ``part``'s gradient sums on its columns for round ``round_id``."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.shape != self._registered[int(part)].shape:
+            raise ValueError("pushed values do not match the registered columns")
+        with self._lock:
+            self._pending.setdefault(int(round_id), {})[int(part)] = values
+
+    # coordinator commands -------------------------------------------------------------
+    def load(self, values):
+        """Start from ``x = values``; forget the direction, the pairs and every push."""
+        self.x = np.array(values, dtype=np.float64)
+        self.d = np.zeros_like(self.x)
+        self.basis[:] = 0.0
+        self._pending.clear()
+
+    def values(self):
+        """The iterate ``x`` on the range."""
+        return self.x.copy()
+
+    def finish(self, round_id, alpha, n_partitions, total_weight):
+        """Sum round ``round_id``'s pushes in partition order into the gradient at ``x +
+        alpha d``; return the shard's ``[penalty value, g_trial . d, max |g_trial|]``.
+
+        Raises
+        ------
+        LookupError
+            When some partition did not push in that round.
+        """
+        with self._lock:
+            pushes = self._pending.pop(int(round_id), {})
+            for stale in [r for r in self._pending if r < int(round_id)]:
+                del self._pending[stale]
+        missing = sorted(set(range(int(n_partitions))) - set(pushes))
+        if missing:
+            raise LookupError(f"partitions {missing[:5]} pushed no gradient in round "
+                               f"{round_id} to the shard [{self.lo}, {self.hi})")
+        grad = np.zeros_like(self.x)
+        for part in sorted(pushes):
+            local = self._registered[part]
+            grad[local] += pushes[part]
+        grad /= float(total_weight)
+        coef = self.x[: self.n_coef] + alpha * self.d[: self.n_coef]
+        grad[: self.n_coef] += self.penalty.grad(coef)
+        self.g_trial = grad
+        penalty_value = self.penalty.smooth_value(coef) if self.n_coef else 0.0
+        largest = float(np.max(np.abs(grad), initial=0.0))
+        return np.array([penalty_value, float(grad @ self.d), largest])
+
+    def accept(self, alpha, slot, used):
+        """Move to ``x + alpha d`` with gradient ``g_trial``; with ``slot`` (not None) store
+        the pair ``s = alpha d``, ``y = g_trial - g`` in that slot first.
+
+        Returns the shard's dot products of the basis rows of the ``used`` slots (``s``
+        rows ``0..used-1``, then ``y`` rows ``m..m+used-1``, after the store) with
+        ``[g_new, s, y]`` as a ``(2 used, 3)`` array (the last two columns zero without a
+        pair), and ``[g_new . g_new]``.
+        """
+        step = alpha * self.d
+        self.x = self.x + step
+        if slot is not None:
+            self.basis[slot] = step
+            self.basis[self.memory + slot] = self.g_trial - self.g
+        self.g = self.g_trial
+        stacked = np.zeros((3, self.x.size))
+        stacked[0] = self.g
+        if slot is not None:
+            stacked[1] = self.basis[slot]
+            stacked[2] = self.basis[self.memory + slot]
+        s_rows, y_rows = self._used_rows(used)
+        dots = np.concatenate([s_rows @ stacked.T, y_rows @ stacked.T])
+        return dots, np.array([float(self.g @ self.g)])
+
+    def direction(self, used, coefficients, coefficient_of_g):
+        """``d = basis^T coefficients + coefficient_of_g g`` over the rows of the ``used``
+        slots (``coefficients``: ``used`` for the ``s`` rows, then ``used`` for ``y``)."""
+        used = int(used)
+        s_rows, y_rows = self._used_rows(used)
+        coefficients = np.asarray(coefficients, dtype=np.float64)
+        d = coefficient_of_g * self.g
+        if used:
+            d += coefficients[:used] @ s_rows
+            d += coefficients[used:] @ y_rows
+        self.d = d
+
+    def _used_rows(self, used):
+        """Views (no copies) of the ``s`` and ``y`` rows of slots ``0..used-1``."""
+        used = int(used)
+        return self.basis[:used], self.basis[self.memory:self.memory + used]
+
+
+@dataclass
+class PartitionColumns:
+    """A partition's state in a sharded fit: who it is and which columns it touches.
+
+    Attributes
+    ----------
+    index : int
+        The partition's index (the order in which shards sum the pushes).
+    columns : ndarray of int64
+        Sorted parameter indices its rows touch (the intercept's last, when fitted).
+    X : scipy CSR matrix or ndarray
+        The partition's ``X`` with column ``j`` renumbered to the position of ``j`` in
+        ``columns`` (the data arrays are shared with the partition, not copied).
+    splits : ndarray of int64
+        ``columns[splits[k]:splits[k + 1]]`` lie in shard ``k``.
+    registered : bool
+        Whether the shards know the columns yet.
+    """
+
+    index: int
+    columns: np.ndarray
+    X: object
+    splits: np.ndarray
+    registered: bool = False
+
+
+def touched_columns(part, index, bounds, fit_intercept):
+    """The :class:`PartitionColumns` of a partition ``(X, y, weight[, offset])``: for CSR ``X`` the
+    columns holding a stored entry, for dense ``X`` all of them."""
+    X = part[0]
+    n_features = X.shape[1]
+    if sp.issparse(X):
+        # a mark per column and a running count: linear in the stored entries and d,
+        # where sorting them (np.unique) is not
+        marked = np.zeros(n_features, dtype=bool)
+        marked[X.indices] = True
+        columns = np.flatnonzero(marked)
+        position = np.cumsum(marked, dtype=X.indices.dtype) - 1
+        X_local = sp.csr_matrix((X.data, position[X.indices], X.indptr),
+                                shape=(X.shape[0], columns.size))
+    else:
+        columns, X_local = np.arange(n_features), X
+    columns = columns.astype(np.int64)
+    if fit_intercept:
+        columns = np.append(columns, n_features)
+    splits = np.searchsorted(columns, bounds)
+    return PartitionColumns(int(index), columns, X_local, splits)
+
+
+def sharded_loss_grad(part, state, shards, alpha, round_id, family, fit_intercept):
+    """One partition's part of an evaluation at ``x + alpha d``, the vectors on ``shards``.
+
+    ``state`` is the partition's index on the first call (put there by the coordinator)
+    and its :class:`PartitionColumns` afterwards.  Registers the touched columns with the
+    shards (first call only), pulls ``x + alpha d`` on them, computes the loss and the
+    gradient sums there, pushes those to the shards for round ``round_id``, and returns
+    ``(traffic, state)`` with ``traffic`` the array of :data:`TRAFFIC_FIELDS`: weight,
+    loss, the values pulled, pushed and registered, and the calls of each kind made (one
+    per shard the partition touches).  A lost state (None) returns NaN traffic.
+    """
+    if state is None:  # lost with its worker: the coordinator sees it in the round's reset
+        return np.full(len(TRAFFIC_FIELDS), np.nan), None
+    if not isinstance(state, PartitionColumns):
+        state = touched_columns(part, state, shards.bounds, fit_intercept)
+    y, weight, offset = part[1], part[2], partition_offset(part)
+    pieces = [(k, slice(state.splits[k], state.splits[k + 1]))
+              for k in range(len(state.splits) - 1) if state.splits[k + 1] > state.splits[k]]
+    registered = 0
+    if not state.registered:
+        shards.call_each("register", [(k, (state.index, state.columns[s])) for k, s in pieces])
+        state.registered = True
+        registered = state.columns.size
+    pulled = shards.call_each("pull", [(k, (state.index, alpha)) for k, _ in pieces])
+    coef = np.concatenate(pulled) if pulled else np.zeros(0)
+    n_coef = state.X.shape[1]
+    eta = np.asarray(state.X @ coef[:n_coef]).ravel()
+    if fit_intercept:
+        eta = eta + coef[-1]
+    if offset is not None:
+        eta = eta + offset
+    loss, r = family.loss_and_dloss(y, eta, weight)
+    grad = np.asarray(state.X.T @ r).ravel()
+    if fit_intercept:
+        grad = np.append(grad, r.sum())
+    shards.call_each("push", [(k, (state.index, round_id, grad[s])) for k, s in pieces])
+    total = float(y.shape[0]) if weight is None else float(weight.sum())
+    traffic = np.array([total, float(loss), coef.size, grad.size, registered, len(pieces)],
+                       dtype=np.float64)
+    return traffic, state

@@ -1,0 +1,171 @@
+"""Sandblaster-style L-BFGS: the vectors on column shards, the driver with scalars only.
+
+The ``lbfgs`` solver with ``solver_options={"sharded": True}`` runs here.  The
+parameters, the gradient, the search direction and the L-BFGS correction pairs live in
+column shards on the workers (:mod:`daskglm.engine.shards`), as in DistBelief's
+Sandblaster L-BFGS (Dean et al., "Large scale distributed deep networks", NIPS 2012); the
+driver is a coordinator that sends small commands and receives dot products and scalars.
+Per iteration and trial step:
+
+1. one ``sparse_gradient`` round over the partitions: each pulls ``x + alpha d`` on the
+   columns its rows touch (computed once, kept as partition state), computes its loss and
+   gradient sums there and pushes them to the shards owning those columns; the loss comes
+   back through the reduction tree;
+2. one ``shard_op`` ``finish``: each shard sums the pushes in partition order, adds the
+   penalty's gradient and returns its part of the penalty, of ``g . d`` and of
+   ``max |g|``;
+
+and, per iteration, ``accept`` (move, store the pair, the new dot products with the
+basis) and ``direction`` (``d`` as the combination of the basis that the two-loop
+recursion computed on the driver from the Gram matrix alone:
+:func:`~daskglm.compute.vector_free_lbfgs.gram_two_loop`).  The iteration itself is
+:func:`~daskglm.compute.vector_free_lbfgs.run_lbfgs`, the same code that runs on numpy
+vectors in :func:`~daskglm.compute.vector_free_lbfgs.plain_lbfgs`.
+
+The whole parameter vector moves twice: onto the shards at the start and back at the end.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import numpy as np
+
+from ..accounting.kinds import Kind
+from ..compute.column_shards import sharded_loss_grad
+from ..compute.vector_free_lbfgs import gram_two_loop, run_lbfgs
+from ..engine.column_blocks import ColumnBlocks
+from ..engine.shards import ShardLostError, make_shards
+from .base import History, SolverResult
+
+__all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded"]
+
+
+class ShardedSpace:
+    """The space of :func:`~daskglm.compute.vector_free_lbfgs.run_lbfgs` on column shards.
+
+    The driver keeps the Gram matrix of the basis ``[s_0..s_{m-1}, y_0..y_{m-1}, g]``
+    (``(2 m + 1)^2`` numbers) and which slots hold pairs; everything of length ``d`` stays
+    on the shards.
+    """
+
+    def __init__(self, problem, engine, shards, memory):
+        self.problem = problem
+        self.engine = engine
+        self.shards = shards
+        self.memory = int(memory)
+        self.gram = np.zeros((2 * self.memory + 1, 2 * self.memory + 1))
+        self.order = []  # slots holding pairs, oldest first
+        self.state = f"sharded-lbfgs-{uuid.uuid4().hex}"
+        self.round_id = 0
+
+    def start(self, params0):
+        """Put each partition's index in its state and the parameters on the shards."""
+        self.engine.put_state(self.state, list(range(self.engine.n_partitions)))
+        self.shards.load(params0)
+
+    def close(self):
+        self.engine.drop_state(self.state)
+
+    def _rows(self):
+        """Basis rows of the slots holding pairs: ``s`` rows, then ``y`` rows.  The slots
+        are always ``0..k-1`` (filled from 0 up, reused in turn once all are full)."""
+        k = len(self.order)
+        return list(range(k)) + [self.memory + i for i in range(k)]
+
+    def evaluate(self, alpha):
+        p, engine = self.problem, self.engine
+        self.round_id += 1
+        traffic, reset = engine.reduce_stateful(
+            sharded_loss_grad, self.state, self.shards.clients, float(alpha), self.round_id,
+            p.family, p.fit_intercept, kind=Kind.SPARSE_GRADIENT,
+        )
+        if reset:
+            raise ShardLostError(
+                f"The states of partitions {list(reset)} of a sharded fit were lost with their "
+                f"worker; the shards' iterate cannot be trusted to go on.  Fit again.")
+        self.shards.record_traffic(traffic)
+        parts = self.shards.command("finish", self.round_id, float(alpha), engine.n_partitions,
+                                    engine.sum_weight)
+        parts = np.asarray(parts)
+        value = float(traffic[1]) / engine.sum_weight + float(parts[:, 0].sum())
+        return value, float(parts[:, 1].sum()), float(parts[:, 2].max())
+
+    def accept(self, alpha, keep_pair):
+        m, last = self.memory, 2 * self.memory
+        slot = None
+        if keep_pair:  # the next free slot, or the oldest pair's once all are full
+            slot = self.order.pop(0) if len(self.order) == m else len(self.order)
+            self.order.append(slot)
+        rows = self._rows()
+        answers = self.shards.command("accept", float(alpha), slot, len(self.order))
+        dots = sum(a[0] for a in answers)
+        g_dot_g = float(sum(a[1][0] for a in answers))
+        G = self.gram
+        G[last, last] = g_dot_g
+        G[last, rows] = G[rows, last] = dots[:, 0]
+        if slot is not None:
+            G[slot, rows] = G[rows, slot] = dots[:, 1]
+            G[m + slot, rows] = G[rows, m + slot] = dots[:, 2]
+
+    def set_direction(self):
+        m, last = self.memory, 2 * self.memory
+        coefficients = gram_two_loop(self.gram, self.order, m)
+        rows = self._rows()
+        self.shards.command("direction", len(self.order), coefficients[rows],
+                            float(coefficients[last]))
+        used = rows + [last]
+        c = coefficients[used]
+        G = self.gram[np.ix_(used, used)]
+        return float(G[-1] @ c), float(c @ G @ c)
+
+    def forget(self):
+        self.order = []
+
+
+class ColumnBlockSpace(ShardedSpace):
+    """:class:`ShardedSpace` whose evaluations run on column blocks of dense ``X``
+    (:class:`~daskglm.engine.column_blocks.ColumnBlocks`): the feature blocks are the
+    shards' ranges, and each tile lives on its shard's worker."""
+
+    def start(self, params0):
+        self.shards.load(params0)
+        self.blocks = ColumnBlocks(self.engine, self.shards, self.problem.n_features)
+
+    def close(self):
+        blocks = getattr(self, "blocks", None)
+        if blocks is not None:
+            blocks.close()
+
+    def evaluate(self, alpha):
+        engine = self.engine
+        self.round_id += 1
+        stats = self.blocks.evaluate(float(alpha), self.round_id, self.problem.family)
+        parts = np.asarray(self.shards.command("finish", self.round_id, float(alpha),
+                                               engine.n_partitions, engine.sum_weight))
+        value = float(stats[1]) / engine.sum_weight + float(parts[:, 0].sum())
+        return value, float(parts[:, 1].sum()), float(parts[:, 2].max())
+
+
+def solve_sharded(solver, problem, engine, params0):
+    """Run :class:`~daskglm.solvers.lbfgs.LBFGS` ``solver`` on column shards (and on
+    column blocks of ``X`` with its ``column_blocks`` option)."""
+    memory = int(solver.opts["memory"])
+    history = History(engine)
+    shards = make_shards(engine, problem.n_params, problem.n_features, problem.penalty, memory,
+                         n_shards=solver.opts["shards"])
+    space_type = ColumnBlockSpace if solver.opts["column_blocks"] else ShardedSpace
+    space = space_type(problem, engine, shards, memory)
+    try:
+        space.start(np.asarray(params0, dtype=float))
+        outcome = run_lbfgs(
+            space, tol=solver.tol, max_iter=solver.max_iter,
+            max_evaluations=int(solver.opts["max_evaluations"]),
+            callback=lambda value, largest, step: history.record(value, largest, step),
+        )
+        params = shards.values()
+    finally:
+        space.close()
+        shards.close()
+    return SolverResult(params, outcome.n_iter, outcome.converged, history.entries,
+                        outcome.message)

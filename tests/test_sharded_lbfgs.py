@@ -1,0 +1,294 @@
+"""Sharded (Sandblaster) L-BFGS: same iterates as the in-memory L-BFGS, bytes by touched
+columns, worker loss, options.
+
+Tolerances: the sharded fit and :func:`plain_lbfgs` (the same iteration on numpy vectors,
+classic two-loop recursion) agree to ``1e-8`` in every coefficient and take the same
+number of iterations; against scipy's L-BFGS-B (``solver="lbfgs"``) and scikit-learn, both
+run to gradient entries ``<= 1e-10``, coefficients agree to ``1e-8`` relative and the
+objective to ``1e-8`` relative.
+"""
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression as SkLogistic
+
+import daskglm
+from daskglm import progress
+from daskglm.accounting.kinds import Kind
+from daskglm.compute.vector_free_lbfgs import gram_two_loop, plain_lbfgs
+from daskglm.engine.shards import ShardLostError
+from tests.conftest import kill_worker, make_data
+
+C = 0.05
+TIGHT = {"tol": 1e-10, "max_iter": 500}
+SHARDED = {"sharded": True}
+
+
+def sparse_data(n=2000, d=400, density=0.02, seed=0, columns=None):
+    """Binary targets from a sparse CSR ``X``; non-zeros only in ``columns`` when given."""
+    rng = np.random.default_rng(seed)
+    used = d if columns is None else columns
+    X = sp.random(n, used, density=density, random_state=seed, format="csr",
+                  data_rvs=lambda k: rng.normal(size=k))
+    X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(n, d))
+    eta = X @ rng.normal(size=d) * 0.5
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
+    return X, y
+
+
+def chunked(X, y, rows=500):
+    """Dask arrays of ``X`` (dense or CSR) and ``y`` in row chunks: several partitions."""
+    Xd = da.from_array(X, chunks=(rows, X.shape[1]), asarray=False)
+    return Xd, da.from_array(y, chunks=rows)
+
+
+def objective(X, y, alpha, weight=None):
+    """Weighted mean logistic loss plus ``alpha / 2 ||coef||^2`` (unpenalised intercept,
+    last)."""
+    weight = np.ones(X.shape[0]) if weight is None else weight
+    total = weight.sum()
+
+    def fun(params):
+        coef, intercept = params[:-1], params[-1]
+        eta = np.asarray(X @ coef).ravel() + intercept
+        loss = weight * (np.logaddexp(0.0, eta) - y * eta)
+        r = weight * (1.0 / (1.0 + np.exp(-eta)) - y)
+        grad = np.append(np.asarray(X.T @ r).ravel(), r.sum()) / total
+        grad[:-1] += alpha * coef
+        return loss.sum() / total + 0.5 * alpha * coef @ coef, grad
+
+    return fun
+
+
+def params_of(model):
+    return np.append(np.ravel(model.coef_), np.ravel(model.intercept_))
+
+
+def dense_data():
+    X, y, _ = make_data("binomial", n=2000, d=8)
+    return X, y
+
+
+@pytest.mark.parametrize("make", [dense_data, sparse_data], ids=["dense", "sparse"])
+def test_same_iterates_as_plain_lbfgs_and_scipy(client, make):
+    X, y = make()
+    model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+                                       **TIGHT).fit(*chunked(X, y))
+    assert model.converged_
+    fun = objective(X, y, 1.0 / (C * X.shape[0]))
+    reference, outcome = plain_lbfgs(fun, np.zeros(X.shape[1] + 1), tol=TIGHT["tol"],
+                                     max_iter=TIGHT["max_iter"])
+    assert outcome.converged
+    assert model.n_iter_ == outcome.n_iter
+    np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
+
+    scipy_fit = daskglm.LogisticRegression(C=C, solver="lbfgs", **TIGHT).fit(*chunked(X, y))
+    scale = np.max(np.abs(params_of(scipy_fit)))
+    assert np.max(np.abs(params_of(model) - params_of(scipy_fit))) <= 1e-8 * scale
+
+    # scikit-learn minimises C sum(loss) + ||coef||^2 / 2: ours divided by C n
+    sk_fit = SkLogistic(C=C, tol=1e-12, max_iter=10_000).fit(X, y)
+    best = fun(params_of(sk_fit))[0]
+    assert abs(fun(params_of(model))[0] - best) <= 1e-8 * abs(best)
+
+
+def test_history_and_ledger_tell_the_truth(client):
+    X, y = sparse_data()
+    with pytest.warns(ConvergenceWarning, match="max_iter=3"):
+        model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+                                           tol=1e-12, max_iter=3).fit(*chunked(X, y))
+    assert not model.converged_ and model.n_iter_ == 3 and len(model.history_) == 3
+    kinds = model.comm_.by_kind()
+    evaluations = model.comm_.count(Kind.SPARSE_GRADIENT)
+    assert model.comm_.count(Kind.SHARD_PULL) == model.comm_.count(Kind.SHARD_PUSH) == evaluations
+    assert model.comm_.count(Kind.SHARD_LOAD) == model.comm_.count(Kind.SHARD_FETCH) == 1
+    assert model.comm_.count(Kind.SHARD_REGISTER) == 1
+    assert Kind.GRADIENT not in kinds
+
+
+def _bytes_per_evaluation(d, client):
+    X, y = sparse_data(n=2000, d=d, density=0.01, columns=500)
+    with pytest.warns(ConvergenceWarning):
+        model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+                                           max_iter=4, tol=1e-12).fit(*chunked(X, y))
+    records = model.comm_.records
+    evaluations = sum(r.kind == Kind.SPARSE_GRADIENT for r in records)
+    shards = sum(r.bytes_sent + r.bytes_returned for r in records
+                 if r.kind in (Kind.SHARD_PULL, Kind.SHARD_PUSH, Kind.SHARD_OP))
+    # the round's own scalars: their tasks depend on how Dask spread the partitions
+    scalars = sum(r.bytes_sent + r.bytes_returned for r in records
+                  if r.kind == Kind.SPARSE_GRADIENT)
+    touched = sum(r.bytes_returned for r in records if r.kind == Kind.SHARD_PULL) / 8
+    return shards / evaluations, scalars / evaluations, touched / evaluations
+
+
+def test_bytes_per_round_scale_with_touched_columns_not_d(client):
+    small, _, touched_small = _bytes_per_evaluation(2**16, client)
+    large, scalars, touched_large = _bytes_per_evaluation(2**20, client)
+    assert touched_small == touched_large  # the same rows touch the same 500 columns
+    assert large / small == pytest.approx(1.0, rel=1e-9)
+    assert scalars < 1000
+    # pull, push, the commands and the round: at most twice the touched columns at 16 B
+    assert large + scalars <= 2 * touched_large * 16
+
+
+def test_shard_lost_with_its_worker_is_a_clear_error(own_client):
+    X, y = sparse_data(n=4000)
+    Xd, yd = chunked(X, y)
+    victim = sorted(own_client.scheduler_info()["workers"])[-1]
+
+    def kill_at_second_iteration(entry):
+        if entry["iteration"] == 2:
+            kill_worker(own_client, victim)
+
+    token = progress._listener.set(kill_at_second_iteration)
+    try:
+        with pytest.raises(ShardLostError, match="Fit again|fit again"):
+            daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+                                       **TIGHT).fit(Xd, yd)
+    finally:
+        progress._listener.reset(token)
+
+
+@pytest.mark.parametrize("options, match", [
+    ({"sharded": "yes"}, "True or False"),
+    ({"sharded": True, "shards": 0}, "shards"),
+    ({"shards": 2}, "needs sharded=True"),
+])
+def test_bad_options_raise_before_any_work(options, match):
+    X, y = sparse_data(n=200, d=50)
+    X_before = X.copy()
+    with pytest.raises(ValueError, match=match):
+        daskglm.LogisticRegression(solver="lbfgs", solver_options=options).fit(X, y)
+    assert (X != X_before).nnz == 0
+
+
+def test_auto_shards_from_many_features():
+    from daskglm.estimators.base import SHARDED_FEATURES, _auto_options
+    from daskglm.model.families import Binomial
+    from daskglm.model.penalties import L2, NonNegative
+    from daskglm.solvers import Problem
+
+    def problem(n_features, penalty=None):
+        return Problem(Binomial(), penalty or L2(1.0), True, n_features)
+
+    assert _auto_options("lbfgs", problem(SHARDED_FEATURES), None) == {"sharded": True}
+    assert _auto_options("lbfgs", problem(SHARDED_FEATURES - 1), None) == {}
+    assert _auto_options("lbfgs", problem(SHARDED_FEATURES),
+                         {"sharded": False}) == {"sharded": False}
+    assert _auto_options("normal", problem(SHARDED_FEATURES), None) == {}
+    # bounds are the in-driver L-BFGS-B's alone
+    assert _auto_options("lbfgs", problem(SHARDED_FEATURES, NonNegative(L2(1.0))), None) == {}
+
+
+@pytest.mark.parametrize("memory", [10, 3])
+def test_in_process_engine_matches_the_reference(memory):
+    X, y = sparse_data()
+    model = daskglm.LogisticRegression(C=C, solver="lbfgs",
+                                       solver_options={**SHARDED, "memory": memory},
+                                       **TIGHT).fit(X, y)
+    reference, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])),
+                                     np.zeros(X.shape[1] + 1), memory=memory, **TIGHT)
+    assert model.n_iter_ == outcome.n_iter > memory  # the pairs' slots were reused
+    np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
+
+
+def test_gram_two_loop_is_the_two_loop_recursion():
+    rng = np.random.default_rng(1)
+    m, n = 3, 30
+    S, Y, g = rng.normal(size=(m, n)), rng.normal(size=(m, n)), rng.normal(size=n)
+    Y += 3 * S  # positive curvature
+    basis = np.vstack([S, Y, g])
+    coefficients = gram_two_loop(basis @ basis.T, [1, 2, 0], m)
+    q, alphas = g.copy(), []
+    for i in (0, 2, 1):  # newest first
+        alphas.append((S[i] @ q) / (S[i] @ Y[i]))
+        q -= alphas[-1] * Y[i]
+    q *= (S[0] @ Y[0]) / (Y[0] @ Y[0])
+    for i, a in zip((1, 2, 0), reversed(alphas)):
+        q += S[i] * (a - (Y[i] @ q) / (S[i] @ Y[i]))
+    np.testing.assert_allclose(coefficients @ basis, -q, rtol=1e-12)
+
+
+def test_ledger_follows_the_payload_model(client):
+    from daskglm.accounting.bytemodel import payload_model
+
+    X, y = sparse_data()
+    with pytest.warns(ConvergenceWarning):
+        model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+                                           tol=1e-12, max_iter=3).fit(*chunked(X, y))
+    touched = sum(np.unique(X[i:i + 500].indices).size + 1 for i in range(0, 2000, 500))
+    d = X.shape[1] + 1
+    for record in model.comm_.records:
+        calls = record.tasks
+        if record.kind == Kind.SPARSE_GRADIENT:
+            # the model's tree has G + ceil(G / 8) + ... tasks; Dask may spread the
+            # partitions so that the groups' subtrees need more combines: count them
+            # from the record (its tasks less the G + P that split the groups' output)
+            combined = record.tasks - record.partitions - record.groups
+            assert (record.bytes_sent, record.bytes_returned) == (24 * record.groups,
+                                                                  48 * combined)
+            continue
+        expected = {
+            Kind.SHARD_REGISTER: dict(touched=touched, calls=calls),
+            Kind.SHARD_PULL: dict(touched=touched, calls=calls),
+            Kind.SHARD_PUSH: dict(touched=touched, calls=calls),
+            Kind.SHARD_LOAD: {}, Kind.SHARD_FETCH: {},
+        }.get(record.kind)
+        if expected is not None:
+            model_bytes = payload_model(record.kind, n_params=d, partitions=record.partitions,
+                                        split_every=record.split_every or 8, **expected)
+            assert (record.bytes_sent, record.bytes_returned) == model_bytes, record.kind
+
+
+def test_touched_columns_renumber_x_without_copying_values():
+    from daskglm.compute.column_shards import shard_bounds, touched_columns
+
+    X, _ = sparse_data(n=300, d=5000, density=0.01)
+    state = touched_columns((X, None, None), 3, shard_bounds(5001, 2), fit_intercept=True)
+    columns = np.unique(X.indices)
+    assert state.index == 3
+    np.testing.assert_array_equal(state.columns, np.append(columns, 5000))
+    np.testing.assert_array_equal(state.X.toarray(), X.toarray()[:, columns])
+    assert np.shares_memory(state.X.data, X.data)
+    assert state.splits[0] == 0 and state.splits[-1] == state.columns.size
+
+
+def test_sample_weights_in_process():
+    X, y = sparse_data(n=1000)
+    weight = np.random.default_rng(3).uniform(0.2, 3.0, size=1000)
+    model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+                                       **TIGHT).fit(X, y, sample_weight=weight)
+    # the estimator scales the penalty by the total weight: 1 / (C sum(w))
+    reference, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * weight.sum()), weight),
+                                     np.zeros(X.shape[1] + 1), **TIGHT)
+    assert outcome.converged and model.n_iter_ == outcome.n_iter
+    np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("options", [SHARDED, {**SHARDED, "column_blocks": True}],
+                         ids=["sharded", "column_blocks"])
+def test_offset_as_unsharded_lbfgs(options):
+    X, y, _ = make_data("poisson", n=1000, d=6)
+    offset = np.random.default_rng(4).normal(scale=0.3, size=1000)
+    fits = [daskglm.PoissonRegressor(alpha=0.01, solver="lbfgs", solver_options=o,
+                                      **TIGHT).fit(X, y, offset=offset)
+            for o in (None, options)]
+    np.testing.assert_allclose(params_of(fits[1]), params_of(fits[0]), rtol=0, atol=1e-8)
+
+
+def test_compare_shows_bytes_per_iteration_of_the_sharded_variant():
+    from daskglm.accounting.comparison import compare
+
+    X, y = sparse_data(n=1000, d=300)
+    result = compare(X, y, ["lbfgs", "lbfgs-sharded"], alpha=1e-2, tol=1e-8, test_size=0)
+    sharded = result["lbfgs-sharded"]
+    assert sharded.ok and sharded.converged and sharded.objective_gap <= 1e-8
+    assert sharded.report.count(Kind.SPARSE_GRADIENT) > 0
+    assert sharded.bytes_per_iteration == sharded.bytes_modelled / sharded.iterations
+    assert "bytes per iteration" in result.table(("method", "bytes per iteration"))
+    with pytest.raises(ValueError, match="lbfgs-sharded"):
+        compare(X, y, ["lbfgs-shardedd"])
