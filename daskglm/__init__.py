@@ -5,7 +5,7 @@ that kernel's module, not the estimators and scikit-learn (a cold worker would o
 spend seconds importing them before its first task).
 """
 
-import importlib
+from .lazy_names import lazy_names
 
 __version__ = "0.1.0"
 
@@ -54,19 +54,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    try:  # submodules, e.g. daskglm.estimators before anything imported it
-        return importlib.import_module(f".{name}", __name__)
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS, submodules=True)

@@ -54,7 +54,7 @@ partition (a loose restriction, read with one ``who_has`` call per round), so th
 is made where its partition lives and a straggler's partitions are not moved away.
 """
 
-import importlib
+from ..lazy_names import lazy_names
 
 #: Public name -> the module of this package that defines it.  Imported on first use,
 #: so that a worker unpickling one task function imports that function's module only.
@@ -90,14 +90,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+__getattr__, __dir__ = lazy_names(__name__, _EXPORTS)

@@ -55,8 +55,7 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
 
     Parameters
     ----------
-    loss : {"log_loss", "hinge", "modified_huber", "squared_hinge", "perceptron"}, \\
-default="log_loss"
+    loss : {"log_loss", "hinge", "modified_huber", "squared_hinge", "perceptron"}, default="log_loss"
         With ``s = +1`` for the positive class and ``-1`` otherwise and ``p`` the decision
         function: the logistic loss ``log(1 + exp(-s p))``, the hinge ``max(0, 1 - s p)``
         (a linear SVM), the modified Huber loss (quadratically smoothed hinge), the squared
