@@ -343,9 +343,12 @@ def test_a_worker_killed_mid_fit_does_not_stop_async(own_client):
     deadline = time.monotonic() + 60
     while not _holder_address(client) and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(1.0)  # mid-fit
     holder = _holder_address(client)[0]
     victim = next(w for w in client.scheduler_info()["workers"] if w != holder)
+    # mid-fit: kill the victim while it runs one of the fit's tasks, whatever the timing
+    while not client.processing([victim]).get(victim) and time.monotonic() < deadline \
+            and thread.is_alive():
+        time.sleep(0.01)
     kill_worker(client, victim)
     thread.join(120)
     assert not thread.is_alive() and "result" in outcome
