@@ -20,7 +20,6 @@ from daskglm.compute.compressed_steps import Sender, compressed_batch_loss_grad,
 from daskglm.compute.compression import get_codec
 from daskglm.compute.stochastic import SGDConfig, batch_loss_grad
 from daskglm.engine import make_engine
-from daskglm.engine.deadline_each import reduce_each_by_deadline
 from daskglm.model.families import Binomial
 from daskglm.model.penalties import L2, NoPenalty
 from daskglm.model.problem import Problem
@@ -193,8 +192,8 @@ def test_reweighting_by_the_weight_that_arrived_is_exact():
     draws = [(i, 25, 0) for i in range(4)]
     with make_engine(Xd, yd, family=Binomial(), client=None) as engine:
         full = engine.reduce_each(batch_loss_grad, draws, params, config, 0, kind="sgd_batch")
-        everyone = reduce_each_by_deadline(engine, batch_loss_grad, draws, params, config, 0,
-                                           kind=Kind.DEADLINE_BATCH, min_fraction=1.0)
+        everyone = engine.reduce_each_by_deadline(batch_loss_grad, draws, params, config, 0,
+                                                  kind=Kind.DEADLINE_BATCH, min_fraction=1.0)
         assert everyone.dropped == () and everyone.fraction == 1.0
         np.testing.assert_array_equal(everyone.result.grad, full.grad)
         record = engine.ledger.records[-1]

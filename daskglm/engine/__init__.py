@@ -42,8 +42,8 @@ process), and offers these verbs to the solvers:
 
 :func:`stream_engines` walks a Dask array one row chunk at a time, for streaming fits.
 
-:func:`reduce_each_by_deadline` is the deadline round with one item per partition (a
-stochastic step's draws); ``make_engine(..., topology=...)`` picks how a cluster's tree
+:meth:`Engine.reduce_each_by_deadline` is the deadline round with one item per partition
+(a stochastic step's draws); ``make_engine(..., topology=...)`` picks how a cluster's tree
 rounds sum their partials (:data:`TOPOLOGIES`: a tree, a parameter server, a ring
 allreduce; see :mod:`daskglm.engine.topologies`).
 
@@ -73,7 +73,6 @@ _EXPORTS = {
     "data_nbytes": "cache",
     "free_memory": "cache",
     "DeadlineRound": "deadline",
-    "reduce_each_by_deadline": "deadline_each",
     "SCATTER_BYTES": "distributed",
     "DistributedEngine": "distributed",
     "active_client": "distributed",

@@ -91,6 +91,17 @@ class DeadlineVerbs:
             The sum, ``arrived`` and ``dropped`` partition indices, ``weight_arrived`` and
             ``weight_total``, so that a solver can reweight.
         """
+        return self._deadline_round(kernel, args, None, kind, deadline, min_fraction)
+
+    def reduce_each_by_deadline(self, kernel, each, *args, kind, deadline=None,
+                                min_fraction=None):
+        """:meth:`reduce_by_deadline` with one item per partition, sent to that partition
+        only: ``kernel(part_i, each[i], *args)``, as :meth:`reduce_each` (a stochastic
+        step's draws).  The items count in the round's bytes sent."""
+        return self._deadline_round(kernel, args, self._check_each(each), kind, deadline,
+                                    min_fraction)
+
+    def _deadline_round(self, kernel, args, each, kind, deadline, min_fraction):
         if deadline is not None and not deadline >= 0:
             raise ValueError(f"deadline must be a number of seconds >= 0; got {deadline!r}.")
         if min_fraction is not None and not 0 < min_fraction <= 1:
@@ -102,13 +113,15 @@ class DeadlineVerbs:
         stop_at = None if deadline is None else start + deadline
         with Timer() as timer, self._probe(kind) as probe:
             results = self._recovering(
-                lambda: self._execute_deadline(kernel, args, probe, weights, need, stop_at)
+                lambda: self._execute_deadline(kernel, args, probe, weights, need, stop_at,
+                                               each=each)
             )
         arrived = tuple(sorted(results))
         dropped = tuple(i for i in range(self.n_partitions) if i not in results)
         n = self.n_partitions
+        sent = n * nbytes(args) + (0 if each is None else nbytes(each))
         record = self.ledger.record(
-            kind, n, n * nbytes(args), sum(nbytes(r) for r in results.values()),
+            kind, n, sent, sum(nbytes(r) for r in results.values()),
             timer.seconds, partitions=n, groups=n, probe=probe,
         )
         record.dropped = dropped
@@ -117,8 +130,9 @@ class DeadlineVerbs:
         return DeadlineRound(partial_tree_sum(results, n), arrived, dropped,
                              float(weights[list(arrived)].sum()), total)
 
-    def _execute_deadline(self, fn, args, probe, weights, need, stop_at):
-        """Run ``fn`` once per partition; return ``{index: result}`` of those in time."""
+    def _execute_deadline(self, fn, args, probe, weights, need, stop_at, each=None):
+        """Run ``fn`` once per partition (with its item of ``each``, when given); return
+        ``{index: result}`` of those in time."""
         raise NotImplementedError
 
     @staticmethod

@@ -18,7 +18,7 @@ the plain epochs of :mod:`daskglm.solvers.sgd` do, returning the same sums.
   Adagrad's per-coordinate sums are dense); there is no running mean of the iterates
   (``average``), as the local iterates are not sent.
 * Deadline SGD: ONE deadline round per step
-  (:func:`~daskglm.engine.deadline_each.reduce_each_by_deadline`); the gradient of the
+  (:meth:`~daskglm.engine.Engine.reduce_each_by_deadline`); the gradient of the
   partitions that arrived is scaled by ``weight_total / weight_arrived``, an unbiased
   estimate of the full gradient when which partitions arrive does not depend on their
   rows (a slow machine).  A step in which no partition arrived does not move.
@@ -46,7 +46,6 @@ from ..compute.compressed_steps import (
 from ..compute.sparse_vectors import dense_gradient
 from ..compute.stochastic import average_update, batch_loss_grad, l1_prox, sgd_step
 from ..compute.tree import tree_sum
-from ..engine.deadline_each import reduce_each_by_deadline
 
 __all__ = [
     "SENDER_STATE", "Link", "start_senders", "compressed_synchronous_epoch",
@@ -171,8 +170,8 @@ def deadline_epoch(engine, config, state, counts, deadline, min_fraction):
     dropped = []
     for k in range(counts.shape[0]):
         step = epoch + k
-        round_ = reduce_each_by_deadline(
-            engine, batch_loss_grad, _draws(counts, offsets, k), state.params, config, epoch,
+        round_ = engine.reduce_each_by_deadline(
+            batch_loss_grad, _draws(counts, offsets, k), state.params, config, epoch,
             kind=Kind.DEADLINE_BATCH, deadline=deadline, min_fraction=min_fraction,
         )
         dropped.append(round_.dropped)
