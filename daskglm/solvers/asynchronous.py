@@ -18,7 +18,7 @@ from ..engine.clocks import close_parameter_server
 from ..engine.tasks import pause_if_slowed
 from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
-from .base import History, Solver, SolverResult
+from .base import EarlyStopping, History, Solver, SolverResult
 
 __all__ = ["AsyncSGD"]
 
@@ -171,7 +171,8 @@ class AsyncSGD(Solver):
 
     def _run(self, problem, engine, holder, config):
         history = History(engine)
-        best, bad_epochs, converged, generation = math.inf, 0, False, 0
+        stopping = EarlyStopping(self.tol, self.opts["n_iter_no_change"])
+        converged, generation = False, 0
         n_epochs = 0
         params = None
         for n_epochs in range(1, self.max_iter + 1):
@@ -201,12 +202,9 @@ class AsyncSGD(Solver):
             if not np.all(np.isfinite(params)):
                 return SolverResult(params, n_epochs, False, history.entries,
                                     "the iterates diverged; lower the learning rate")
-            if self.tol is not None:
-                bad_epochs = bad_epochs + 1 if value > best - self.tol else 0
-                best = min(best, value)
-                if bad_epochs >= int(self.opts["n_iter_no_change"]):
-                    converged = True
-                    break
+            if stopping.should_stop(value):
+                converged = True
+                break
         if self.tol is None:
             converged, message = True, "ran every epoch (no tolerance)"
         else:

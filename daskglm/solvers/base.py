@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -14,7 +15,8 @@ from ..compute.multinomial import multinomial_loss_grad, multinomial_loss_grad_h
 from ..model.multinomial import MultinomialProblem
 from ..model.problem import Problem
 
-__all__ = ["Objective", "SolverResult", "Solver", "History", "StallMonitor", "ROUND_OFF"]
+__all__ = ["Objective", "SolverResult", "Solver", "History", "StallMonitor", "EarlyStopping",
+           "ROUND_OFF"]
 
 #: Relative change below which floating point can no longer tell two values apart.
 ROUND_OFF = 8 * np.finfo(float).eps
@@ -182,6 +184,23 @@ class StallMonitor:
             return (f"stalled: neither the objective nor the optimality violation improved "
                     f"beyond round-off in {self.patience} iterations")
         return ""
+
+
+class EarlyStopping:
+    """scikit-learn's stopping rule for SGD: stop once ``patience`` epochs in a row did not
+    lower the best objective by more than ``tol`` (never when ``tol`` is None)."""
+
+    def __init__(self, tol, patience):
+        self.tol, self.patience = tol, int(patience)
+        self.best, self.bad_epochs = math.inf, 0
+
+    def should_stop(self, value):
+        """Record one epoch's objective; True when the rule says stop."""
+        if self.tol is None:
+            return False
+        self.bad_epochs = self.bad_epochs + 1 if value > self.best - self.tol else 0
+        self.best = min(self.best, value)
+        return self.bad_epochs >= self.patience
 
 
 class Solver:

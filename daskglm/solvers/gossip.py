@@ -23,7 +23,7 @@ from ..compute.seeds import root_seed
 from ..compute.stochastic import SGDConfig
 from ..engine.neighbours import exchange_with_neighbours
 from ..model.problem import Feature
-from .base import History, Solver, SolverResult
+from .base import EarlyStopping, History, Solver, SolverResult
 
 __all__ = ["Gossip"]
 
@@ -135,7 +135,8 @@ class Gossip(Solver):
         local_steps = int(self.opts["local_steps"])
         n_nodes = engine.n_partitions
         message = nbytes(GossipNode(0, params0, config.rule.init(params0)))
-        best, bad_epochs, converged, step = math.inf, 0, False, 0
+        stopping = EarlyStopping(self.tol, self.opts["n_iter_no_change"])
+        converged, step = False, 0
         n_epochs = 0
         while n_epochs < self.max_iter:
             n_epochs += 1
@@ -160,12 +161,9 @@ class Gossip(Solver):
                            spread=spread(stats), rounds_in_epoch=-(-counts.shape[0] // local_steps))
             if not np.isfinite(value):
                 break
-            if self.tol is not None:
-                bad_epochs = bad_epochs + 1 if value > best - self.tol else 0
-                best = min(best, value)
-                if bad_epochs >= int(self.opts["n_iter_no_change"]):
-                    converged = True
-                    break
+            if stopping.should_stop(value):
+                converged = True
+                break
         nodes = engine.fetch_state(STATE, kind=Kind.GOSSIP_FETCH)
         models = [node.params for node in nodes if node is not None]
         params = np.mean(models, axis=0)

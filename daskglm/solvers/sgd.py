@@ -22,7 +22,7 @@ from ..compute.stochastic import (
 )
 from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
-from .base import History, Solver, SolverResult
+from .base import EarlyStopping, History, Solver, SolverResult
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
 from .sgd_communication import (
     SENDER_STATE,
@@ -282,7 +282,8 @@ class SGD(Solver):
         if codec is not None:
             start_senders(engine)
             link = Link(state.params)
-        best, bad_epochs, converged, n_epochs = math.inf, 0, False, 0
+        stopping = EarlyStopping(self.tol, self.opts["n_iter_no_change"])
+        converged, n_epochs = False, 0
         try:
             for n_epochs in range(1, self.max_iter + 1):
                 counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
@@ -313,12 +314,9 @@ class SGD(Solver):
                 if not np.all(np.isfinite(state.params)):
                     return SGDResult(state.solution, n_epochs, False, history.entries,
                                      "the iterates diverged; lower the learning rate", state)
-                if self.tol is not None:
-                    bad_epochs = bad_epochs + 1 if value > best - self.tol else 0
-                    best = min(best, value)
-                    if bad_epochs >= int(self.opts["n_iter_no_change"]):
-                        converged = True
-                        break
+                if stopping.should_stop(value):
+                    converged = True
+                    break
         finally:
             if codec is not None:
                 engine.drop_state(SENDER_STATE)
