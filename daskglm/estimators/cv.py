@@ -212,6 +212,11 @@ class _RegressionPathCV(_PathCV):
         self.alphas_ = alphas[0] if single else alphas
         return self
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = False  # one target: the multi-output fit is not here
+        return tags
+
 
 _PATH_DOC = """
     eps : float, default=1e-3

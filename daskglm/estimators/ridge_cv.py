@@ -209,3 +209,8 @@ class RidgeCV(Ridge):
                                 else y_rows[:, None] - per_row)
         self._set_ridge(coefs[best], intercepts[best])
         return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = False  # one target: the multi-output fit is not here
+        return tags
