@@ -105,7 +105,7 @@ def test_history_and_ledger_tell_the_truth(client):
     evaluations = model.comm_.count(Kind.SPARSE_GRADIENT)
     assert model.comm_.count(Kind.SHARD_PULL) == model.comm_.count(Kind.SHARD_PUSH) == evaluations
     assert model.comm_.count(Kind.SHARD_LOAD) == model.comm_.count(Kind.SHARD_FETCH) == 1
-    assert model.comm_.count(Kind.SHARD_REGISTER) == 1
+    assert model.comm_.count(Kind.SHARD_REGISTER) == model.comm_.count(Kind.SHARD_COLUMNS) == 1
     assert Kind.GRADIENT not in kinds
 
 
@@ -220,17 +220,24 @@ def test_ledger_follows_the_payload_model(client):
     with pytest.warns(ConvergenceWarning):
         model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
                                            tol=1e-12, max_iter=3).fit(*chunked(X, y))
-    touched = sum(np.unique(X[i:i + 500].indices).size + 1 for i in range(0, 2000, 500))
+    records = model.comm_.records
+    (register,) = [r for r in records if r.kind == Kind.SHARD_REGISTER]
+    # the union of each worker's partitions' columns, summed over workers: at least the
+    # union of all partitions' columns (one worker), at most the sum of each partition's
+    parts = [np.unique(X[i:i + 500].indices).size + 1 for i in range(0, 2000, 500)]
+    touched = (register.bytes_sent - 16 * register.tasks) // 8
+    assert np.unique(X.indices).size + 1 <= touched <= sum(parts)
     d = X.shape[1] + 1
-    for record in model.comm_.records:
+    for record in records:
         calls = record.tasks
-        if record.kind == Kind.SPARSE_GRADIENT:
+        if record.kind in (Kind.SPARSE_GRADIENT, Kind.SHARD_COLUMNS):
             # the model's tree has G + ceil(G / 8) + ... tasks; Dask may spread the
             # partitions so that the groups' subtrees need more combines: count them
             # from the record (its tasks less the G + P that split the groups' output)
             combined = record.tasks - record.partitions - record.groups
-            assert (record.bytes_sent, record.bytes_returned) == (24 * record.groups,
-                                                                  48 * combined)
+            down, up = (24, 40) if record.kind == Kind.SPARSE_GRADIENT else (8, 16)
+            assert (record.bytes_sent, record.bytes_returned) == (down * record.groups,
+                                                                  up * combined)
             continue
         expected = {
             Kind.SHARD_REGISTER: dict(touched=touched, calls=calls),
@@ -242,19 +249,22 @@ def test_ledger_follows_the_payload_model(client):
             model_bytes = payload_model(record.kind, n_params=d, partitions=record.partitions,
                                         split_every=record.split_every or 8, **expected)
             assert (record.bytes_sent, record.bytes_returned) == model_bytes, record.kind
+    # one pull and one push per worker and shard: at most workers x shards calls
+    workers = len(client.scheduler_info()["workers"])
+    assert all(r.tasks <= workers * workers for r in records
+               if r.kind in (Kind.SHARD_PULL, Kind.SHARD_PUSH))
 
 
 def test_touched_columns_renumber_x_without_copying_values():
-    from daskglm.compute.column_shards import shard_bounds, touched_columns
+    from daskglm.compute.column_shards import touched_columns
 
     X, _ = sparse_data(n=300, d=5000, density=0.01)
-    state = touched_columns((X, None, None), 3, shard_bounds(5001, 2), fit_intercept=True)
+    state = touched_columns((X, None, None), 3, fit_intercept=True, hub=1)
     columns = np.unique(X.indices)
-    assert state.index == 3
+    assert state.index == 3 and state.hub == 1
     np.testing.assert_array_equal(state.columns, np.append(columns, 5000))
     np.testing.assert_array_equal(state.X.toarray(), X.toarray()[:, columns])
     assert np.shares_memory(state.X.data, X.data)
-    assert state.splits[0] == 0 and state.splits[-1] == state.columns.size
 
 
 def test_sample_weights_in_process():

@@ -7,12 +7,15 @@ Sandblaster L-BFGS (Dean et al., "Large scale distributed deep networks", NIPS 2
 driver is a coordinator that sends small commands and receives dot products and scalars.
 Per iteration and trial step:
 
-1. one ``sparse_gradient`` round over the partitions: each pulls ``x + alpha d`` on the
-   columns its rows touch (computed once, kept as partition state), computes its loss and
-   gradient sums there and pushes them to the shards owning those columns; the loss comes
-   back through the reduction tree;
-2. one ``shard_op`` ``finish``: each shard sums the pushes in partition order, adds the
-   penalty's gradient and returns its part of the penalty, of ``g . d`` and of
+1. one ``sparse_gradient`` round over the partitions: each worker pulls ``x + alpha d``
+   once, on the union of the columns its partitions' rows touch (computed once, in a
+   ``shard_columns`` round at the start); each partition computes its loss and gradient
+   sums on its columns; the worker sums those (in partition order) and pushes the sum
+   once to the shards owning those columns
+   (:class:`~daskglm.compute.worker_columns.WorkerColumns`); the loss comes back through
+   the reduction tree;
+2. one ``shard_op`` ``finish``: each shard sums the workers' pushes in a fixed order,
+   adds the penalty's gradient and returns its part of the penalty, of ``g . d`` and of
    ``max |g|``;
 
 and, per iteration, ``accept`` (move, store the pair, the new dot products with the
@@ -32,10 +35,10 @@ import uuid
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.column_shards import sharded_loss_grad
+from ..compute.worker_columns import register_columns, sharded_loss_grad
 from ..compute.vector_free_lbfgs import gram_two_loop, run_lbfgs
 from ..engine.column_blocks import ColumnBlocks
-from ..engine.shards import ShardLostError, make_shards
+from ..engine.shards import LOST_ADVICE, ShardLostError, make_shards
 from .base import History, SolverResult
 
 __all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded"]
@@ -60,9 +63,23 @@ class ShardedSpace:
         self.round_id = 0
 
     def start(self, params0):
-        """Put each partition's index in its state and the parameters on the shards."""
-        self.engine.put_state(self.state, list(range(self.engine.n_partitions)))
+        """Put the parameters on the shards; register each partition's touched columns
+        with its worker's ``WorkerColumns`` (one ``shard_columns`` round) and their union
+        with the shards (``shard_register``)."""
+        engine = self.engine
         self.shards.load(params0)
+        engine.put_state(self.state, list(range(engine.n_partitions)))
+        _, reset = engine.reduce_stateful(register_columns, self.state, self.shards.clients,
+                                          self.problem.fit_intercept, kind=Kind.SHARD_COLUMNS)
+        self._check(reset)
+        self.shards.seal()
+
+    def _check(self, reset):
+        if reset:
+            raise ShardLostError(
+                f"The states of partitions {list(reset)} of a sharded fit (their touched "
+                f"columns) were lost with their worker, and the shard there with them.  "
+                f"{LOST_ADVICE}")
 
     def close(self):
         self.engine.drop_state(self.state)
@@ -80,13 +97,9 @@ class ShardedSpace:
             sharded_loss_grad, self.state, self.shards.clients, float(alpha), self.round_id,
             p.family, p.fit_intercept, kind=Kind.SPARSE_GRADIENT,
         )
-        if reset:
-            raise ShardLostError(
-                f"The states of partitions {list(reset)} of a sharded fit were lost with their "
-                f"worker; the shards' iterate cannot be trusted to go on.  Fit again.")
+        self._check(reset)
         self.shards.record_traffic(traffic)
-        parts = self.shards.command("finish", self.round_id, float(alpha), engine.n_partitions,
-                                    engine.sum_weight)
+        parts = self.shards.command("finish", self.round_id, float(alpha), engine.sum_weight)
         parts = np.asarray(parts)
         value = float(traffic[1]) / engine.sum_weight + float(parts[:, 0].sum())
         return value, float(parts[:, 1].sum()), float(parts[:, 2].max())
@@ -142,7 +155,7 @@ class ColumnBlockSpace(ShardedSpace):
         self.round_id += 1
         stats = self.blocks.evaluate(float(alpha), self.round_id, self.problem.family)
         parts = np.asarray(self.shards.command("finish", self.round_id, float(alpha),
-                                               engine.n_partitions, engine.sum_weight))
+                                               engine.sum_weight))
         value = float(stats[1]) / engine.sum_weight + float(parts[:, 0].sum())
         return value, float(parts[:, 1].sum()), float(parts[:, 2].max())
 
