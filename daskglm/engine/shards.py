@@ -249,6 +249,34 @@ class ShardSet:
         self.engine.ledger.record(Kind.SHARD_REGISTER, calls, 8 * columns + CALL_ID_BYTES * calls,
                                   0, timer.seconds, partitions=partitions, groups=len(hubs))
 
+    def lost(self):
+        """What the workers that left the cluster held: a sentence naming each lost
+        shard's worker and range (empty in this process or when none left)."""
+        addresses = self.clients.addresses
+        if addresses is None:
+            return ""
+        client = self.engine.client
+        alive = client.scheduler_info(n_workers=-1)["workers"]
+        b = self.bounds
+        return "; ".join(f"worker {a} left with the shard of parameters {b[k]} to "
+                         f"{b[k + 1] - 1}" for k, a in enumerate(addresses) if a not in alive)
+
+    def salvage(self, fallback):
+        """One round: the parameters from the shards still reachable, and the ranges of
+        those lost with their workers from ``fallback``."""
+        b, pieces, fetched = self.bounds, [], 0
+        with Timer() as timer:
+            for k in range(self.n_shards):
+                try:
+                    (values,) = self.clients.call_each("values", [(k, ())])
+                    fetched += nbytes(values)
+                except ShardLostError:
+                    values = np.array(fallback[b[k]:b[k + 1]], dtype=np.float64)
+                pieces.append(values)
+        self.engine.ledger.record(Kind.SHARD_FETCH, self.n_shards, 0, fetched, timer.seconds,
+                                  partitions=self.n_shards, groups=self.n_shards)
+        return np.concatenate(pieces)
+
     def record_traffic(self, traffic):
         """Write the pulls and pushes that an evaluation round's kernels counted
         (``traffic``: the tree sum of :data:`TRAFFIC_FIELDS`)."""

@@ -25,12 +25,15 @@ recursion computed on the driver from the Gram matrix alone:
 :func:`~daskglm.compute.vector_free_lbfgs.run_lbfgs`, the same code that runs on numpy
 vectors in :func:`~daskglm.compute.vector_free_lbfgs.plain_lbfgs`.
 
-The whole parameter vector moves twice: onto the shards at the start and back at the end.
+The whole parameter vector moves twice: onto the shards at the start and back at the end
+(and once more each way when the shards are rebuilt after a worker was lost: see
+:func:`solve_sharded`).
 """
 
 from __future__ import annotations
 
 import uuid
+import warnings
 
 import numpy as np
 
@@ -41,7 +44,10 @@ from ..engine.column_blocks import ColumnBlocks
 from ..engine.shards import LOST_ADVICE, ShardLostError, make_shards
 from .base import History, SolverResult
 
-__all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded"]
+__all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded", "MAX_REBUILDS"]
+
+#: Times a sharded fit rebuilds its shards after losing a worker before it gives up.
+MAX_REBUILDS = 3
 
 
 class ShardedSpace:
@@ -76,10 +82,10 @@ class ShardedSpace:
 
     def _check(self, reset):
         if reset:
+            lost = self.shards.lost() or "a worker left"
             raise ShardLostError(
                 f"The states of partitions {list(reset)} of a sharded fit (their touched "
-                f"columns) were lost with their worker, and the shard there with them.  "
-                f"{LOST_ADVICE}")
+                f"columns) were lost with their worker ({lost}).  {LOST_ADVICE}")
 
     def close(self):
         self.engine.drop_state(self.state)
@@ -162,23 +168,47 @@ class ColumnBlockSpace(ShardedSpace):
 
 def solve_sharded(solver, problem, engine, params0):
     """Run :class:`~daskglm.solvers.lbfgs.LBFGS` ``solver`` on column shards (and on
-    column blocks of ``X`` with its ``column_blocks`` option)."""
+    column blocks of ``X`` with its ``column_blocks`` option).
+
+    On a cluster, a fit on row partitions survives losing a worker (up to
+    :data:`MAX_REBUILDS` times): the shards and the workers' columns are made again on
+    the workers left, from the iterate the surviving shards hold and, for the lost
+    shard's range, the driver's copy of the starting point; the L-BFGS memory starts
+    afresh and the iterations already run count against ``max_iter``.
+    """
     memory = int(solver.opts["memory"])
     history = History(engine)
-    shards = make_shards(engine, problem.n_params, problem.n_features, problem.penalty, memory,
-                         n_shards=solver.opts["shards"])
     space_type = ColumnBlockSpace if solver.opts["column_blocks"] else ShardedSpace
-    space = space_type(problem, engine, shards, memory)
-    try:
-        space.start(np.asarray(params0, dtype=float))
-        outcome = run_lbfgs(
-            space, tol=solver.tol, max_iter=solver.max_iter,
-            max_evaluations=int(solver.opts["max_evaluations"]),
-            callback=lambda value, largest, step: history.record(value, largest, step),
-        )
-        params = shards.values()
-    finally:
-        space.close()
-        shards.close()
-    return SolverResult(params, outcome.n_iter, outcome.converged, history.entries,
-                        outcome.message)
+    start = np.asarray(params0, dtype=float)
+    params, rebuilds = start, []
+    while True:
+        shards = make_shards(engine, problem.n_params, problem.n_features, problem.penalty,
+                             memory, n_shards=solver.opts["shards"])
+        space = space_type(problem, engine, shards, memory)
+        done = len(history.entries)
+        try:
+            space.start(params)
+            outcome = run_lbfgs(
+                space, tol=solver.tol, max_iter=solver.max_iter - done,
+                max_evaluations=int(solver.opts["max_evaluations"]),
+                callback=lambda value, largest, step: history.record(value, largest, step),
+            )
+            params = shards.values()
+            break
+        except ShardLostError as exc:
+            if (len(rebuilds) == MAX_REBUILDS or space_type is not ShardedSpace
+                    or getattr(engine, "client", None) is None):
+                raise
+            rebuilds.append(str(exc))
+            params = shards.salvage(start)
+        finally:
+            space.close()
+            shards.close()
+    message = outcome.message
+    if rebuilds:
+        message += (f" (the shards were rebuilt {len(rebuilds)} time(s) after losing a "
+                    f"worker; the L-BFGS memory restarted each time)")
+        warnings.warn(f"A sharded fit lost a worker and went on with its shards rebuilt on "
+                      f"the workers left: {rebuilds[-1]}", RuntimeWarning, stacklevel=2)
+    return SolverResult(params, done + outcome.n_iter, outcome.converged, history.entries,
+                        message)
