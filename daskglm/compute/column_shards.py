@@ -36,7 +36,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-
 __all__ = [
     "ColumnShard", "PartitionColumns", "shard_bounds", "touched_columns", "mark_columns",
 ]

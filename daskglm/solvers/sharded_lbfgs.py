@@ -38,8 +38,8 @@ import warnings
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.worker_columns import register_columns, sharded_loss_grad
 from ..compute.vector_free_lbfgs import gram_two_loop, run_lbfgs
+from ..compute.worker_columns import register_columns, sharded_loss_grad
 from ..engine.column_blocks import ColumnBlocks
 from ..engine.shards import LOST_ADVICE, ShardLostError, make_shards
 from .base import History, SolverResult
