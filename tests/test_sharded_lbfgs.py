@@ -354,3 +354,44 @@ def test_compare_shows_bytes_per_iteration_of_the_sharded_variant():
     assert "bytes per iteration" in result.table(("method", "bytes per iteration"))
     with pytest.raises(ValueError, match="lbfgs-sharded"):
         compare(X, y, ["lbfgs-shardedd"])
+
+
+def test_worker_columns_pull_once_and_push_one_sum_in_partition_order():
+    """A worker's partitions share one pull per round and one push of their summed
+    gradients, the same bits whichever partition hands its sums in first."""
+    from daskglm.compute.column_shards import ColumnShard, shard_bounds
+    from daskglm.compute.worker_columns import WorkerColumns
+    from daskglm.engine.shards import ShardClients
+    from daskglm.model.penalties import L2
+
+    rng = np.random.default_rng(5)
+    d = 50
+    columns = {p: np.unique(rng.integers(0, d, size=20)) for p in range(3)}
+    grads = {p: rng.normal(size=c.size) * 10.0 ** rng.integers(-8, 8, size=c.size)
+             for p, c in columns.items()}
+    x = rng.normal(size=d)
+    sums = []
+    for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
+        bounds = shard_bounds(d, 2)
+        shards = [ColumnShard(bounds[k], bounds[k + 1], d, L2(0.0), 2) for k in range(2)]
+        for k, shard in enumerate(shards):
+            shard.load(x[bounds[k]:bounds[k + 1]])
+        hub = WorkerColumns(0, ShardClients(bounds, shards))
+        for p in order:
+            hub.add(p, columns[p])
+        union = np.unique(np.concatenate(list(columns.values())))
+        assert list(hub.seal()) == [union.size, 2]
+        pulls = [hub.pull(p, 1, 0.0) for p in order]
+        assert [traffic for _, traffic in pulls] == [[union.size, 2], [0, 0], [0, 0]]
+        for p, (values, _) in zip(order, pulls):
+            np.testing.assert_array_equal(values, x[columns[p]])
+        pushes = [hub.push(p, 1, grads[p]) for p in order]
+        assert pushes == [[0, 0], [0, 0], [union.size, 2]]
+        for shard in shards:
+            shard.finish(1, 0.0, 1.0)
+        sums.append(np.concatenate([shard.g_trial for shard in shards]))
+    expected = np.zeros(d)
+    for p in range(3):
+        expected[columns[p]] += grads[p]
+    np.testing.assert_array_equal(sums[0], expected)
+    assert all(np.array_equal(s, sums[0]) for s in sums[1:])

@@ -96,13 +96,30 @@ class ShardClients:
         return self._call_each(self.shards, self.addresses, method, calls, self._shard_lost)
 
     def call_hub(self, k, method, *args):
-        """``hubs[k].method(*args)`` (directly when it is in this task's worker)."""
+        """``hubs[k].method(*args)``: from the driver, or directly from a task on its
+        worker.
+
+        Raises
+        ------
+        ShardLostError
+            From a task on another worker (its partition moved, or the worker joined
+            after the shards were made): the ``WorkerColumns`` of a worker are only
+            reached there, where their calls to the shards cannot wait on each other.
+        """
+        here = _this_worker()
+        if here is not None and self.hub_addresses is not None \
+                and self.hub_addresses[k] != here.address:
+            raise ShardLostError(
+                f"A partition registered with worker {self.hub_addresses[k]} ran on "
+                f"{here.address}: the partitions have moved since the shards were made.  "
+                f"{LOST_ADVICE}")
         return self._call_each(self.hubs, self.hub_addresses, method, [(k, args)],
                                self._hub_lost)[0]
 
     def local_hub(self):
-        """The ``WorkerColumns`` of the worker running this task (the first when there
-        is none: in this process, or on a worker that joined after the fit started)."""
+        """The ``WorkerColumns`` of the worker running this task (the first in this
+        process, and on a worker that joined after the shards were made, where
+        :meth:`call_hub` then raises)."""
         here = _this_worker()
         if here is None or self.hub_addresses is None:
             return 0
