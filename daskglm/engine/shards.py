@@ -28,7 +28,9 @@ Rounds written to the ledger (:class:`~daskglm.accounting.kinds.Kind`):
   per call; ``seconds`` 0 (the calls run inside the evaluation round).
 
 When a shard's worker is lost, the shard's part of the iterate is gone: every call then
-raises :class:`ShardLostError` within about a second.
+raises :class:`ShardLostError` within about a second (and
+:func:`~daskglm.solvers.sharded_lbfgs.solve_sharded` makes the shards again on the
+workers left, from :meth:`ShardSet.salvage`).
 """
 
 from __future__ import annotations
@@ -260,6 +262,9 @@ class ShardSet:
         (given in the registration round) and registers it with the shards."""
         hubs = self.clients.hubs
         with Timer() as timer:
+            # one at a time: a ``WorkerColumns`` called from the driver runs in its
+            # worker's single actor thread, which another one's call to the shard there
+            # would wait for
             answers = [self.clients.call_hub(k, "seal") for k in range(len(hubs))]
         columns, calls = (int(v) for v in np.sum(answers, axis=0))
         partitions = self.engine.n_partitions
