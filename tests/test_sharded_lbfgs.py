@@ -395,3 +395,19 @@ def test_worker_columns_pull_once_and_push_one_sum_in_partition_order():
         expected[columns[p]] += grads[p]
     np.testing.assert_array_equal(sums[0], expected)
     assert all(np.array_equal(s, sums[0]) for s in sums[1:])
+
+
+def test_same_bits_whichever_partition_finishes_first():
+    """Two fits on the same layout give the same coefficients bit for bit, although the
+    engine's threads finish their partitions in any order: each worker sums its
+    partitions' gradients in partition order, each shard the workers' sums in worker
+    order.  (In this process all partitions share one ``WorkerColumns``; on a cluster the
+    bits depend on which partitions share a worker, as any partial sum does.)"""
+    X, y = sparse_data()
+    Xd, yd = chunked(X, y, rows=250)
+    fits = [daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
+                                       **TIGHT).fit(Xd, yd) for _ in range(3)]
+    assert all(f.converged_ for f in fits)
+    assert fits[0].comm_.records[0].partitions == 8
+    for other in fits[1:]:
+        np.testing.assert_array_equal(params_of(other), params_of(fits[0]))
