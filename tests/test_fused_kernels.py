@@ -15,7 +15,13 @@ import scipy.sparse as sp
 from daskglm.compute import blocked, kernels
 from daskglm.compute.kernels import gram, loss_grad, loss_grad_hess
 from daskglm.model.families import (
-    Binomial, Gamma, Gaussian, InverseGaussian, NegativeBinomial, Poisson, Tweedie,
+    Binomial,
+    Gamma,
+    Gaussian,
+    InverseGaussian,
+    NegativeBinomial,
+    Poisson,
+    Tweedie,
 )
 
 FAMILIES = [
