@@ -132,8 +132,12 @@ def _bytes_per_evaluation(d, client):
 def test_bytes_per_round_scale_with_touched_columns_not_d(client):
     small, _, touched_small = _bytes_per_evaluation(2**16, client)
     large, scalars, touched_large = _bytes_per_evaluation(2**20, client)
-    assert touched_small == touched_large  # the same rows touch the same 500 columns
-    assert large / small == pytest.approx(1.0, rel=1e-9)
+    # the same rows touch the same 500 columns (and the intercept); each worker pulls the
+    # union of its partitions' columns, so the count depends on where Dask put the
+    # partitions, never on d
+    workers = len(client.scheduler_info()["workers"])
+    assert max(touched_small, touched_large) <= workers * 501
+    assert large / touched_large == pytest.approx(small / touched_small, rel=1e-9)
     assert scalars < 1000
     # pull, push, the commands and the round: at most twice the touched columns at 16 B
     assert large + scalars <= 2 * touched_large * 16

@@ -25,11 +25,7 @@ allocates a float64 copy of a float32 ``X``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
-
-from ..model.numerics import _EXP_SAFE
 
 __all__ = ["fused_loss_grad", "pointwise_for", "augmented_gram", "gram_block_rows"]
 
@@ -39,12 +35,6 @@ __all__ = ["fused_loss_grad", "pointwise_for", "augmented_gram", "gram_block_row
 #: per block were tried; 2,000 to 4,000 were fastest).
 GRAM_BLOCK_BYTES = 3 << 19
 
-#: Reassociation lets the compiler vectorise each row's dot product (a fixed order for a
-#: given machine, so still reproducible); no assumption about NaN or infinities is made.
-_FAST = {"reassoc", "contract", "nsz"}
-
-_COMPILED = {}
-
 
 def gram_block_rows(n_features):
     """Rows per block of :func:`augmented_gram`: at least the augmented width."""
@@ -52,89 +42,20 @@ def gram_block_rows(n_features):
     return max(width, GRAM_BLOCK_BYTES // (8 * width))
 
 
-def _numba():
-    import numba
-
-    return numba
-
-
-def _pointwise_functions():
-    """The compiled ``(y, eta) -> (loss, dloss)`` of each supported family (compiled once)."""
-    if "pointwise" in _COMPILED:
-        return _COMPILED["pointwise"]
-    numba = _numba()
-    exp_safe = _EXP_SAFE
-
-    @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-    def gaussian(y, eta):
-        residual = eta - y
-        return 0.5 * residual * residual, residual
-
-    @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-    def logistic(y, eta):
-        # one exp shared by the loss and the probability, as Binomial.loss_and_dloss
-        shrink = math.exp(-abs(eta))
-        loss = math.log1p(shrink) + max(eta, 0.0) - y * eta
-        prob = (1.0 if eta >= 0 else shrink) / (1.0 + shrink)
-        return loss, prob - y
-
-    @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-    def poisson(y, eta):
-        # exp continued quadratically above _EXP_SAFE, as Poisson.mean and Poisson.dloss
-        safe = min(eta, exp_safe)
-        over = eta - safe
-        scale = math.exp(safe)
-        mean = scale * (1.0 + over + 0.5 * over * over)
-        return mean - y * eta, scale * (1.0 + over) - y
-
-    _COMPILED["pointwise"] = {"gaussian": gaussian, "binomial": logistic, "poisson": poisson}
-    return _COMPILED["pointwise"]
-
-
 def pointwise_for(family):
-    """The compiled pointwise loss of ``family``, or None when it has none.
+    """The code of ``family``'s compiled pointwise loss in :mod:`.fused_loops`, or None
+    when it has none.
 
     Only the canonical links of the exact classes ``Gaussian``, ``Binomial`` and
     ``Poisson`` have one (a subclass may change the loss).
     """
     from ..model.families import Binomial, Gaussian, Poisson
 
-    names = {Gaussian: "gaussian", Binomial: "binomial", Poisson: "poisson"}
-    name = names.get(type(family))
-    if name is None or not family.canonical:
+    codes = {Gaussian: 0, Binomial: 1, Poisson: 2}  # fused_loops.GAUSSIAN, BINOMIAL, POISSON
+    code = codes.get(type(family))
+    if code is None or not family.canonical:
         return None
-    return _pointwise_functions()[name]
-
-
-def _fused_kernel():
-    if "fused" in _COMPILED:
-        return _COMPILED["fused"]
-    numba = _numba()
-
-    @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-    def fused(X, y, weight, offset, coef, intercept, pointwise, grad):
-        n, d = X.shape
-        loss = 0.0
-        intercept_grad = 0.0
-        for i in range(n):
-            row = X[i]
-            eta = intercept
-            for j in range(d):
-                eta += row[j] * coef[j]
-            if offset.shape[0]:
-                eta += offset[i]
-            row_loss, residual = pointwise(y[i], eta)
-            if weight.shape[0]:
-                row_loss *= weight[i]
-                residual *= weight[i]
-            loss += row_loss
-            intercept_grad += residual
-            for j in range(d):
-                grad[j] += residual * row[j]
-        return loss, intercept_grad
-
-    _COMPILED["fused"] = fused
-    return fused
+    return code
 
 
 _NONE = np.empty(0)
@@ -151,8 +72,8 @@ def fused_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
     coef : ndarray of shape (d,)
     intercept : float
         Added to every linear predictor (0.0 without one).
-    pointwise : compiled function
-        From :func:`pointwise_for`.
+    pointwise : int
+        The family's code, from :func:`pointwise_for`.
 
     Returns
     -------
@@ -162,8 +83,10 @@ def fused_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
     intercept_grad : float
         ``sum(r)``.
     """
+    from .fused_loops import fused_rows
+
     grad = np.zeros(X.shape[1])
-    loss, intercept_grad = _fused_kernel()(
+    loss, intercept_grad = fused_rows(
         X, y, _NONE if weight is None else weight, _NONE if offset is None else offset,
         np.ascontiguousarray(coef, dtype=np.float64), float(intercept), pointwise, grad)
     return float(loss), grad, float(intercept_grad)
