@@ -23,7 +23,7 @@ from .. import progress
 from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
-from ..model.families import Family
+from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, get_solver
 from .inference import (
@@ -196,19 +196,13 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         offset_flag = {} if offset is None else {"has_offset": True}  # SGD's hooks take none
         name = self._check_solver(n_features, **offset_flag)
         self._check_inference(self._penalty(1.0))
-        with self._engine(X, y, sample_weight, family, offset) as engine:
+        first = self._first_evaluation(name, n_features, previous, offset is not None)
+        with self._engine(X, y, sample_weight, family, offset, first) as engine:
             problem, solver = self._configure(name, engine.sum_weight, n_features,
                                               **offset_flag)
             scale = engine.column_scale
             means = _target_moments(engine, problem.family, getattr(self, "inference", False))
-            params0 = np.zeros(problem.n_params)
-            if problem.fit_intercept:
-                # the family's own start, or g(mean target) - mean offset (_start_intercept)
-                params0[-1] = _start_intercept(problem.family, means)
-            if previous is not None and previous.shape == params0.shape:
-                params0 = previous.copy()
-                if scale is not None:
-                    params0[: _n_coef(problem)] /= np.tile(scale, _n_coef(problem) // n_features)
+            params0 = _start_params(problem, means, previous, scale)
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 result = solver.solve(problem, engine, params0)
             fitted_params = result.params
@@ -218,6 +212,20 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             self.comm_.method = name
         self._finish_fit(name, result)
         return self
+
+    def _first_evaluation(self, name, n_features, previous, has_offset=False):
+        """The solver's first evaluation, for the validation round to compute in the same
+        read of the data, when its start point is known before that read: zero (or the
+        family's own start intercept), or the previous fit's or ``coef_init``'s
+        parameters.  None when the start needs the data (the families that start the
+        intercept at the mean target) or the solver's first round cannot be shared."""
+        problem = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
+        params0 = _start_params(problem, None, previous, None)
+        if params0 is None:
+            return None
+        solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
+                            options=self._solver_options(name, problem))
+        return solver.first_evaluation(problem, params0)
 
     def _record_fit_in_scale(self, problem, result, scale):
         """The fitted attributes, the coefficients mapped back from the engine's column
@@ -309,12 +317,15 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         self.converged_ = bool(result.converged)
         self.history_ = result.history
 
-    def _engine(self, X, y, sample_weight, family, offset=None):
-        """The validated engine of a fit, honouring the ``cache`` policy."""
+    def _engine(self, X, y, sample_weight, family, offset=None, first=None):
+        """The validated engine of a fit, honouring the ``cache`` policy; ``first`` (a
+        solver's :class:`~daskglm.solvers.base.FirstEvaluation`) runs in the validation
+        round unless that round collects the class labels."""
         label_dtype = self.__dict__.pop("_labels_from_engine", None)
         labels = label_dtype is not None
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
-                             rescale=self._rescalable(), offset=offset)
+                             rescale=self._rescalable(), offset=offset,
+                             first=None if labels else first)
         if labels:
             try:
                 self._classes_from_engine(engine, label_dtype)
@@ -368,6 +379,25 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             return X.map_blocks(_block_predictors, coef, intercept,
                                 chunks=(X.chunks[0], (coef.shape[0],)), dtype=coef.dtype)
         return np.asarray(X @ coef.T) + intercept
+
+
+def _start_params(problem, means, previous, scale):
+    """The parameters a fit starts from: ``previous`` (warm start, ``coef_init``) mapped
+    to the engine's column ``scale``, else zero coefficients and the start intercept (the
+    family's own, or ``g(mean target) - mean offset``, :func:`_start_intercept`).  With
+    ``means`` None for a family that starts from the mean target: None (not known yet)."""
+    params0 = np.zeros(problem.n_params)
+    if previous is not None and previous.shape == params0.shape:
+        params0 = previous.copy()
+        if scale is not None:
+            n_coef = _n_coef(problem)
+            params0[:n_coef] /= np.tile(scale, n_coef // problem.n_features)
+        return params0
+    if problem.fit_intercept:
+        if means is None and isinstance(problem.family, _StartAtTypicalMean):
+            return None
+        params0[-1] = _start_intercept(problem.family, means)
+    return params0
 
 
 def _n_coef(problem):
