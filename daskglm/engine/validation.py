@@ -18,6 +18,7 @@ import numpy as np
 
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
+from ..compute.kernels import gram
 from ..compute.summaries import (
     PartitionSummary,
     column_max_abs,
@@ -28,7 +29,6 @@ from ..compute.summaries import (
     summarize_and_evaluate,
     summarize_gram,
 )
-from ..compute.kernels import gram
 from .measure import Timer
 
 #: Columns of ``X`` whose root mean square lies outside ``[2^-SAFE_EXPONENT,

@@ -20,9 +20,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .. import progress
+from ..accounting.choice import SHARDED_FEATURES, choose_method
 from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
+from ..engine.distributed import active_client
 from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, get_solver
@@ -43,16 +45,10 @@ from .validation import (
 logger = logging.getLogger("daskglm")
 
 
-#: From this many features on, ``solver="auto"`` runs L-BFGS on column shards
-#: (``solver_options={"sharded": True}``): each round then moves the coefficients and
-#: gradient entries of the columns the partitions touch instead of the whole vector.
-SHARDED_FEATURES = 2**18
-
-
 def _auto_options(name, problem, options):
     """``solver_options`` with what ``solver="auto"`` adds for ``name``: sharded L-BFGS
-    from :data:`SHARDED_FEATURES` features on, for the problems it takes, unless the
-    options say otherwise."""
+    from :data:`~daskglm.accounting.choice.SHARDED_FEATURES` features on, for the problems
+    it takes, unless the options say otherwise."""
     options = dict(options or {})
     if name == "lbfgs" and problem.n_features >= SHARDED_FEATURES \
             and not problem.features() & SOLVERS["lbfgs"].NOT_SHARDED:
@@ -60,12 +56,13 @@ def _auto_options(name, problem, options):
     return options
 
 
-def _choose_solver(problem):
-    """The solver ``solver="auto"`` picks: normal equations where they apply, else L-BFGS."""
-    for name in ("normal", "lbfgs", "proximal"):
-        if name in SOLVERS and SOLVERS[name].unsupported(problem) is None:
-            return name
-    return "lbfgs"
+def _choose_solver(problem, n_samples=1, tol=1e-4, workers=1):
+    """The solver ``solver="auto"`` picks: the one of least predicted time among those
+    that handle the problem (:func:`~daskglm.accounting.choice.choose_method`)."""
+    able = {name for name in ("normal", "newton", "lbfgs", "proximal")
+            if name in SOLVERS and SOLVERS[name].unsupported(problem) is None}
+    chosen = choose_method(problem, n_samples, able, tol=tol, workers=workers)
+    return "lbfgs" if chosen is None else chosen.method
 
 
 class _GLMBase(_InferenceMixin, BaseEstimator):
@@ -194,7 +191,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         n_features = int(X.shape[1])
         # before any pass over the data
         offset_flag = {} if offset is None else {"has_offset": True}  # SGD's hooks take none
-        name = self._check_solver(n_features, **offset_flag)
+        name = self._check_solver(n_features, **offset_flag, n_samples=_n_rows(X))
         self._check_inference(self._penalty(1.0))
         first = self._first_evaluation(name, n_features, previous, offset is not None)
         with self._engine(X, y, sample_weight, family, offset, first) as engine:
@@ -283,11 +280,14 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         penalty = self._penalty(total_weight)
         return NonNegative(penalty) if getattr(self, "positive", False) else penalty
 
-    def _check_solver(self, n_features, has_offset=False):
+    def _check_solver(self, n_features, has_offset=False, n_samples=1):
         """The solver's name, after checking it handles the problem (with an offset, when
-        ``has_offset``) and its options."""
+        ``has_offset``) and its options; ``"auto"`` chooses for ``n_samples`` rows."""
         trial = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
-        name = _choose_solver(trial) if self.solver == "auto" else self.solver
+        if self.solver == "auto":
+            name = _choose_solver(trial, n_samples, self.tol, _worker_threads())
+        else:
+            name = self.solver
         get_solver(name, trial, tol=self.tol, max_iter=self.max_iter,
                    options=self._solver_options(name, trial))
         return name
@@ -379,6 +379,21 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             return X.map_blocks(_block_predictors, coef, intercept,
                                 chunks=(X.chunks[0], (coef.shape[0],)), dtype=coef.dtype)
         return np.asarray(X @ coef.T) + intercept
+
+
+def _n_rows(X):
+    """Rows of ``X`` (1 when a Dask array does not know them yet)."""
+    rows = X.shape[0]
+    return int(rows) if isinstance(rows, (int, np.integer)) else 1
+
+
+def _worker_threads():
+    """Worker threads of the active Dask client (1 without one): the ``workers`` of
+    ``solver="auto"``'s cost model."""
+    client = active_client()
+    if client is None:
+        return 1
+    return max(1, sum(client.nthreads().values()))
 
 
 def _start_params(problem, means, previous, scale):

@@ -7,8 +7,8 @@ import numpy as np
 from ..accounting.kinds import Kind
 from ..compute.kernels import loss_grad
 from ..compute.restarted_lbfgs import MAX_RESTARTS, MEMORY, minimize_to_tol
-from ..model.problem import Feature
 from ..model.multinomial import MultinomialProblem
+from ..model.problem import Feature
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult
 
 __all__ = ["LBFGS"]

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accounting.kinds import Kind
+from ..compute.kernels import gram
 from ..compute.linalg import solve_nonnegative, solve_symmetric
 from ..model.penalties import L2, NonNegative
 from ..model.problem import Feature
-from ..accounting.kinds import Kind
-from ..compute.kernels import gram
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult
 
 __all__ = ["NormalEquations"]
