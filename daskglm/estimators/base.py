@@ -464,10 +464,13 @@ def _weighted_mean(values, weight):
 _COMMON_DOC = """
     solver : {"auto", "normal", "gd", "lbfgs", "newton", "proximal", "admm", "averaging", \
 "sgd", "async", "gossip"}, default="auto"
-        Optimisation method.  ``"auto"`` uses the normal equations where they apply
-        (Gaussian family, no or L2 penalty), L-BFGS for other smooth problems (on
+        Optimisation method.  ``"auto"`` runs the method of least predicted time among
+        those that handle the problem (:func:`~daskglm.accounting.choice.choose_method`,
+        from ``n``, ``d``, family, penalty and ``tol``): the normal equations for the
+        Gaussian family with no or an L2 penalty, Newton's method for an L2-penalised
+        canonical-link model with few features, L-BFGS for other smooth problems (on
         column shards, ``{"sharded": True}``, from 2^18 features on) and proximal
-        gradient for L1 and elastic-net penalties.  ``"async"`` (parameter-server SGD)
+        gradient for L1 and elastic-net penalties; ``solver_`` names the pick.  ``"async"`` (parameter-server SGD)
         and ``"gossip"`` (decentralised SGD) count ``max_iter`` in epochs and stop by
         SGD's rule on a sampled objective.  A solver that cannot handle
         the problem raises a ValueError naming the solvers that can.
@@ -501,8 +504,8 @@ _POSITIVE_DOC = """    positive : bool, default=False
         scikit-learn's ``positive=True``.  Solved by the normal equations (non-negative
         least squares on the Gram matrix, still one round), ``"lbfgs"`` (L-BFGS-B with
         bounds), ``"proximal"`` and ``"admm"`` (the proximal step clips at zero);
-        ``solver="auto"`` picks the first of them that handles the problem, and the
-        other solvers raise a ValueError.
+        ``solver="auto"`` picks the normal equations for least squares and L-BFGS
+        otherwise, and the other solvers raise a ValueError.
 """
 
 
@@ -526,7 +529,7 @@ _FITTED_DOC = """
         Every engine round of the fit: kind, tasks, bytes (modelled and measured),
         seconds, time spent waiting for the slowest partition (see :mod:`daskglm.accounting.ledger`).
     solver_ : str
-        The solver that ran.
+        The solver that ran (the one ``solver="auto"`` chose).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` had string column names.
