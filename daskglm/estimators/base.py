@@ -27,7 +27,7 @@ from ..engine import is_dask, make_engine
 from ..engine.distributed import active_client
 from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
-from ..solvers import SOLVERS, Problem, get_solver
+from ..solvers import SOLVERS, Problem, Solver, get_solver
 from .inference import (
     _check_offset,
     _InferenceMixin,
@@ -216,6 +216,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         family's own start intercept), or the previous fit's or ``coef_init``'s
         parameters.  None when the start needs the data (the families that start the
         intercept at the mean target) or the solver's first round cannot be shared."""
+        if SOLVERS[name].first_evaluation is Solver.first_evaluation:
+            return None  # the solver shares no first evaluation
         problem = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
         params0 = _start_params(problem, None, previous, None)
         if params0 is None:
