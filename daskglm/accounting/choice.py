@@ -10,15 +10,17 @@ constants below, never timings, so the choice is the same on every run.
 
 One round of a method costs
 
-``t = ROUND_SECONDS + 8 n p / (W READ_BYTES_PER_SECOND) + c n p^2 / (W FLOPS)
+``t = ROUND_SECONDS + (1 + c) 8 n p / (W READ_BYTES_PER_SECOND) + c n p^2 / (W FLOPS)
 + b (1 + tree depth) / BANDWIDTH + s p^3 / DRIVER_FLOPS``
 
 with ``p`` the parameters, ``W`` the worker threads, ``c = 1`` for the rounds that sum
-``X^T H X`` (Newton's Hessian, the Gram matrix) and 0 otherwise, ``b`` the bytes one task
+``X^T H X`` (Newton's Hessian, the Gram matrix: the rows scaled by ``sqrt(h)`` are one
+more pass, the rank-k update ``n p^2`` multiply-adds) and 0 otherwise, ``b`` the bytes one task
 returns (``8 p`` for a gradient, ``8 p^2`` for a Hessian or Gram matrix) and ``s = 1/3``
 for the methods that factor a ``p x p`` matrix on the driver each round.  Rounds:
 
-* ``normal``: 1 (the Gram matrix in the validation round).
+* ``normal``: 1 (the Gram matrix in the validation round); always taken where it
+  applies up to :data:`NORMAL_MAX_PARAMS` parameters, since it is exact.
 * ``newton``: :data:`NEWTON_ITERATIONS` + 1 with a canonical link (IRLS, quadratic
   convergence), :data:`FISHER_ITERATIONS` + 1 with another (Fisher scoring converges
   linearly).
@@ -47,8 +49,10 @@ __all__ = ["MethodCost", "predict_methods", "choose_method", "SHARDED_FEATURES"]
 ROUND_SECONDS = 5e-3
 #: Bytes of ``X`` one worker thread streams through per second in a one-pass kernel.
 READ_BYTES_PER_SECOND = 2e9
-#: Multiply-adds per second of one worker thread in ``X^T H X`` (BLAS rank-k update).
-FLOPS = 2e10
+#: Multiply-adds per second of one worker thread in ``X^T H X`` (BLAS rank-k update);
+#: with :data:`READ_BYTES_PER_SECOND`, a Hessian round costs 2.4 gradient rounds at 50
+#: columns and 6.6 at 200, as measured with the package's kernels on one thread.
+FLOPS = 1.75e10
 #: Multiply-adds per second of the driver's factorisation of a ``p x p`` matrix.
 DRIVER_FLOPS = 2e10
 #: Bytes per second a partial result crosses the network with.
@@ -57,10 +61,14 @@ BANDWIDTH = 1e9
 NEWTON_ITERATIONS = 6
 #: Fisher-scoring iterations to ``tol`` with a non-canonical link (linear convergence).
 FISHER_ITERATIONS = 25
-#: L-BFGS rounds per decade of ``tol`` below 1.
-LBFGS_ROUNDS_PER_DECADE = 5
+#: L-BFGS rounds per decade of ``tol`` below 1 (about 12 to ``1e-4``, 24 to ``1e-8``).
+LBFGS_ROUNDS_PER_DECADE = 3
 #: Proximal-gradient rounds per decade of ``tol`` below 1.
 PROXIMAL_ROUNDS_PER_DECADE = 25
+#: Up to this many parameters the normal equations are chosen wherever they apply: they
+#: give the exact least-squares solution in one round, which no iterative method's
+#: ``tol`` matches (its Gram matrix then takes at most 128 MiB per task).
+NORMAL_MAX_PARAMS = 4096
 #: From this many features on, L-BFGS runs on column shards (``{"sharded": True}``).
 SHARDED_FEATURES = 2**18
 
@@ -82,7 +90,8 @@ def _decades(tol):
 
 def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False):
     """Modelled seconds of one round (the formula of the module docstring)."""
-    seconds = ROUND_SECONDS + 8.0 * n * p / (workers * READ_BYTES_PER_SECOND)
+    passes = 2 if products else 1
+    seconds = ROUND_SECONDS + passes * 8.0 * n * p / (workers * READ_BYTES_PER_SECOND)
     if products:
         seconds += float(n) * p * p / (workers * FLOPS)
     seconds += payload * (1 + tree_depth(workers, 8)) / BANDWIDTH
@@ -136,7 +145,9 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1):
 def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1):
     """The cheapest candidate of :func:`predict_methods` among the method names in
     ``able`` (those that handle the problem): least predicted seconds, then fewest
-    rounds, then the order of the candidates.  Newton's method is taken for a
+    rounds, then the order of the candidates.  The normal equations, exact in one round,
+    are taken wherever they apply up to :data:`NORMAL_MAX_PARAMS` parameters.  Newton's
+    method is taken for a
     non-quadratic loss only when the penalty is an L2 penalty with ``alpha > 0`` (a
     strongly convex problem, whose optimum is unique and finite); an unpenalised fit
     on separable data has no finite optimum, and Newton steps would race to infinity.
@@ -147,6 +158,9 @@ def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1):
         costs = [c for c in costs if c.method != "newton"]
     if not costs:
         return None
+    normal = [c for c in costs if c.method == "normal"]
+    if normal and problem.n_params <= NORMAL_MAX_PARAMS:
+        return normal[0]
     return min(costs, key=lambda c: (c.seconds, c.rounds))
 
 
