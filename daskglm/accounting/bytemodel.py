@@ -25,6 +25,12 @@ gradient      reduce (gd, lbfgs,  ``8 (d + 1) G``                 ``8 (d + 2) T`
 hessian       reduce (newton,     ``8 (d + 1) G``                 ``8 (d^2 + d + 2) T``
               averaging+newton)
 gram          reduce (normal)     ``0``                           ``8 (p^2 + 2 p + 3) T``
+validate_     reduce (normal: the ``0``                           ``8 (p^2 + 2 p + 6) T``
+gram          validation fused)
+validate_     reduce (lbfgs'      ``8 (d + 1) G``                 ``8 (2 p + d + 6) T``
+gradient      first evaluation)
+validate_     reduce (newton's    ``8 (d + 1) G``                 ``8 (2 p + d^2 + d + 6) T``
+hessian       first evaluation)
 local_solve   map (averaging)     ``8 (d + 3) G``                 ``8 (d + 4) P`` (once)
 local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) P`` per iteration
 sizes         map (sgd)           ``0``                           ``16 P``
@@ -289,6 +295,9 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.GRADIENT: (8 * (d + 1) * G, 8 * (d + 2) * T),
         Kind.HESSIAN: (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
         Kind.GRAM: (0, 8 * (p * p + 2 * p + 3) * T),
+        Kind.VALIDATE_GRAM: (0, 8 * (p * p + 2 * p + 6) * T),
+        Kind.VALIDATE_GRADIENT: (8 * (d + 1) * G, 8 * (2 * p + 4 + d + 2) * T),
+        Kind.VALIDATE_HESSIAN: (8 * (d + 1) * G, 8 * (2 * p + 4 + d * d + d + 2) * T),
         "averaging": (8 * (d + 3) * G, 8 * (d + 4) * P),
         "admm": (8 * 2 * d * P + 8 * (d + 2 * p + 5) * G, 8 * (2 * d + 4) * P),
         Kind.SIZES: (0, 16 * P),

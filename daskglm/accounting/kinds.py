@@ -14,6 +14,9 @@ class Kind:
     GRADIENT = "gradient"
     HESSIAN = "hessian"
     GRAM = "gram"
+    VALIDATE_GRAM = "validate_gram"  # validation and the normal equations' Gram, one read
+    VALIDATE_GRADIENT = "validate_gradient"  # validation and the first loss and gradient
+    VALIDATE_HESSIAN = "validate_hessian"  # validation and the first loss, gradient, Hessian
     LOCAL_SOLVE = "local_solve"
     SIZES = "sizes"
     SGD_BATCH = "sgd_batch"
