@@ -275,3 +275,23 @@ def test_ridge_of_several_targets_on_a_cluster_equals_in_memory(client):
                                        rtol=1e-9)
             assert [r.kind for r in on_cluster.comm_.records] == ["validate", "gram",
                                                                   "leave_one_out"]
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+def test_scorers_on_sparse_input_and_a_second_fit_with_another_scorer():
+    import scipy.sparse as sp
+
+    X, y = _classification(2, n=200)
+    X[X < 0.3] = 0.0
+    ours, reference = _logistic_pair(scoring="roc_auc", Cs=5, folds=3,
+                                     use_legacy_attributes=True)
+    ours.fit(sp.csr_matrix(X), y)
+    reference.fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(ours.C_, reference.C_)
+    _assert_same(ours, reference, "scores_", rtol=1e-10, atol=1e-12)
+    # refitted with a scorer of the held-out round: nothing of the first fit's rows is used
+    ours.set_params(scoring="neg_log_loss").fit(X, y)
+    fresh = daskglm.LogisticRegressionCV(Cs=5, cv=StratifiedKFold(3), scoring="neg_log_loss",
+                                         solver="newton", tol=1e-10).fit(X, y)
+    _assert_same(ours, fresh, "scores_", rtol=1e-12, atol=0)
+    assert "_scoring_data" not in vars(ours)

@@ -181,6 +181,7 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
 
     def _keep_for_scoring(self, X, y, sample_weight, fold_ids):
         """Keep in-memory data for the scorers that are not sums over rows."""
+        self.__dict__.pop("_scoring_data", None)  # never a previous fit's rows
         on_driver = not (self.scoring in SUMMED_SCORERS and self.class_weight is None)
         if not on_driver:
             return
