@@ -295,3 +295,21 @@ def test_scorers_on_sparse_input_and_a_second_fit_with_another_scorer():
                                          solver="newton", tol=1e-10).fit(X, y)
     _assert_same(ours, fresh, "scores_", rtol=1e-12, atol=0)
     assert "_scoring_data" not in vars(ours)
+
+
+def test_score_uses_the_scoring_as_scikit_learn():
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    X, y = _classification(3)
+    weight = np.random.default_rng(2).uniform(0.5, 2.0, size=y.size)
+    model = daskglm.LogisticRegressionCV(Cs=3, cv=3, scoring="neg_log_loss").fit(X, y)
+    expected = -log_loss(y, model.predict_proba(X), sample_weight=weight)
+    assert model.score(X, y, weight) == pytest.approx(expected, rel=1e-12)
+    chunked = [da.from_array(a, chunks=80) if a.ndim == 1 else da.from_array(a, chunks=(80, 5))
+               for a in (X, y, weight)]
+    assert model.score(*chunked) == pytest.approx(expected, rel=1e-12)  # lazily, on Dask
+    auc = daskglm.LogisticRegressionCV(Cs=3, cv=3, scoring="roc_auc_ovr").fit(X, y)
+    assert auc.score(X, y) == pytest.approx(
+        roc_auc_score(y, auc.predict_proba(X), multi_class="ovr"), rel=1e-12)
+    with pytest.raises(ValueError, match="needs in-memory data"):
+        auc.score(*chunked[:2])

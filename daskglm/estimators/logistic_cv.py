@@ -227,6 +227,19 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         best_c, best_l1 = np.unravel_index(np.argmax(by_c), by_c.shape)
         return int(best_l1), int(best_c)
 
+    def score(self, X, y, sample_weight=None):
+        """The ``scoring`` score of the fitted model on ``X``, ``y`` (accuracy for None),
+        as scikit-learn; on Dask data accuracy and log-loss only (computed lazily)."""
+        if self.scoring in (None, "accuracy"):
+            return super().score(X, y, sample_weight)
+        extra = {} if sample_weight is None else {"sample_weight": sample_weight}
+        if not (is_dask(X) or is_dask(y) or is_dask(sample_weight)):
+            return float(get_scorer(self.scoring)(self, X, y, **extra))
+        if self.scoring != "neg_log_loss":
+            raise ValueError(f"score with scoring={self.scoring!r} needs in-memory data; on "
+                             f"Dask data: None, 'accuracy' or 'neg_log_loss'.")
+        return _dask_neg_log_loss(self, X, y, sample_weight)
+
     # fit -----------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
         """Fit every fold's path, choose C (and l1_ratio), refit on all rows.
@@ -315,3 +328,25 @@ def _centred(intercepts):
     if intercepts.shape[-1] < 2:
         return intercepts
     return intercepts - intercepts.mean(axis=-1, keepdims=True)
+
+
+def _true_class_log_proba(log_proba, labels, classes):
+    """The log-probability of each row's class; ``labels`` of shape (rows, 1)."""
+    labels = labels[:, 0]
+    return log_proba[np.arange(labels.shape[0]), np.searchsorted(classes, labels)]
+
+
+def _dask_neg_log_loss(model, X, y, sample_weight):
+    """Minus the weighted mean log-loss of ``model`` on Dask data, as one computation."""
+    import dask
+    import dask.array as da
+
+    log_proba = model.predict_log_proba(X)
+    labels = da.asarray(y).rechunk({0: log_proba.chunks[0]})[:, None]
+    chosen = da.map_blocks(_true_class_log_proba, log_proba, labels, model.classes_,
+                           drop_axis=1, dtype=np.float64)
+    if sample_weight is None:
+        return float(chosen.mean().compute())
+    weight = da.asarray(sample_weight).rechunk({0: log_proba.chunks[0]})
+    total, weighted = dask.compute(weight.sum(), (weight * chosen).sum())
+    return float(weighted / total)
