@@ -313,3 +313,48 @@ def test_score_uses_the_scoring_as_scikit_learn():
         roc_auc_score(y, auc.predict_proba(X), multi_class="ovr"), rel=1e-12)
     with pytest.raises(ValueError, match="needs in-memory data"):
         auc.score(*chunked[:2])
+
+
+def _negative_max_abs_error(estimator, X, y, sample_weight=None):
+    return -np.max(np.abs(estimator.predict(X) - y))
+
+
+@pytest.mark.parametrize("scoring", ["explained_variance", "neg_mean_absolute_error",
+                                     _negative_max_abs_error])
+@pytest.mark.parametrize("alpha_per_target", [False, True])
+def test_ridge_leave_one_out_with_any_scorer_equals_scikit_learn(scoring, alpha_per_target):
+    X, Y = _targets()
+    weight = np.random.default_rng(4).uniform(0.5, 2.0, Y.shape[0])
+    options = dict(alphas=(1, 10, 100, 1000), scoring=scoring,
+                   alpha_per_target=alpha_per_target)
+    for y in (Y, Y[:, 1]) if not alpha_per_target else (Y,):
+        ours = daskglm.RidgeCV(**options).fit(X, y, sample_weight=weight)
+        reference = sk.RidgeCV(**options).fit(X, y, sample_weight=weight)
+        _assert_ridge_same(ours, reference)
+        # the scorer reads the rows' leave-one-out predictions: still two passes
+        assert [r.kind for r in ours.comm_.records] == ["validate", "gram", "leave_one_out"]
+    with pytest.raises(ValueError, match="needs in-memory"):
+        daskglm.RidgeCV(**options).fit(da.from_array(X, chunks=(20, 5)),
+                                       da.from_array(Y, chunks=(20, 3)))
+    with pytest.raises(ValueError, match="with k folds"):
+        daskglm.RidgeCV(cv=3, scoring=scoring).fit(X, Y)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(50, 100), (50, 50), (100, 50)], ids=["wide", "square", "tall"])
+def test_ridge_leave_one_out_tends_to_the_minimum_norm_solution(shape, dtype, fit_intercept):
+    """alpha -> 0 on rank-deficient Gram matrices: the directions the rows do not span get
+    no weight (as scikit-learn's n x n modes), not round-off divided by round-off."""
+    if dtype == np.float32 and shape[0] == shape[1] and not fit_intercept:
+        pytest.skip("a full-rank random square X is too ill-conditioned for float32 data "
+                    "to carry its exact interpolant")
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=shape)
+    y = X @ rng.normal(size=shape[1]) + 10.0
+    centred = X - X.mean(axis=0) if fit_intercept else X
+    expected = np.linalg.lstsq(centred, y - y.mean() if fit_intercept else y, rcond=None)[0]
+    ours = daskglm.RidgeCV(alphas=[1e-16], fit_intercept=fit_intercept)
+    ours.fit(X.astype(dtype), y.astype(dtype))
+    atol = 1e-5 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(ours.coef_, expected, atol=atol * np.abs(expected).max())

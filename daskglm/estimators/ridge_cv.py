@@ -8,10 +8,14 @@ error at every alpha).  Re-exported by :mod:`daskglm.estimators.cv`.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import reduce as fold_left
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.metrics import get_scorer, get_scorer_names
 
 from ..accounting.kinds import Kind
 from ..compute.folds import fold_grams, leave_one_out_errors
@@ -25,6 +29,9 @@ from .multi_output import _join_targets, _two_dimensional
 
 __all__ = ["RidgeCV"]
 
+#: Scorers computed from Gram statistics and sums over rows (any data, k folds too).
+SUMMED_SCORERS = (None, "r2", "neg_mean_squared_error")
+
 
 @dataclass
 class _Targets:
@@ -37,17 +44,19 @@ class _Targets:
     sxx: np.ndarray
     sxy: np.ndarray
     syy: np.ndarray
+    #: Machine precision of the data (float32 data give float32-accurate Gram sums).
+    eps: float = float(np.finfo(np.float64).eps)
 
     @classmethod
-    def of(cls, stats, n_features):
+    def of(cls, stats, n_features, dtype=np.float64):
         """From the Gram statistics of ``X`` and its target, or of ``[X, Y]`` (the targets
         as extra columns, :func:`_join_targets`: their blocks are the targets' moments)."""
-        d = n_features
+        d, eps = n_features, float(np.finfo(dtype).eps)
         if stats.sxx.shape[0] == d:
             return cls(stats.weight, stats.mean_x, np.array([stats.mean_y]), stats.sxx,
-                       stats.sxy[:, None], np.array([stats.syy]))
+                       stats.sxy[:, None], np.array([stats.syy]), eps)
         return cls(stats.weight, stats.mean_x[:d], stats.mean_x[d:], stats.sxx[:d, :d],
-                   stats.sxx[:d, d:], np.diag(stats.sxx[d:, d:]).copy())
+                   stats.sxx[:d, d:], np.diag(stats.sxx[d:, d:]).copy(), eps)
 
     def uncentred(self):
         """``(X^T W X, X^T W Y)`` about the origin, for fits without an intercept."""
@@ -59,6 +68,14 @@ def _ridge_eigen(stats, fit_intercept):
     """Eigenvalues and vectors of the (centred with an intercept) Gram matrix, and ``X^T W Y``."""
     xtx, xty = (stats.sxx, stats.sxy) if fit_intercept else stats.uncentred()
     eigenvalues, vectors = np.linalg.eigh(xtx)
+    # Directions the rows do not span (more features than rows, collinear columns) carry
+    # no signal and no leverage: in exact arithmetic ``X^T W y`` and every ``x_i`` are
+    # orthogonal to them.  Their round-off eigenvalues, divided into round-off, would blow
+    # up as alpha -> 0; an infinite eigenvalue makes each such term exactly zero, which
+    # gives the minimum-norm solution in that limit, as scikit-learn's n x n modes.
+    largest = eigenvalues.max(initial=0.0)
+    negligible = eigenvalues <= largest * xtx.shape[0] * stats.eps
+    eigenvalues = np.where(negligible, np.inf, eigenvalues)
     return eigenvalues, vectors, xty
 
 
@@ -173,9 +190,11 @@ class RidgeCV(Ridge):
         return False
 
     def _check_cv_params(self):
-        if self.scoring not in (None, "r2", "neg_mean_squared_error"):
+        if not (callable(self.scoring) or self.scoring in SUMMED_SCORERS
+                or (isinstance(self.scoring, str) and self.scoring in get_scorer_names())):
             raise ValueError(
-                f"scoring must be None, 'r2' or 'neg_mean_squared_error'; got {self.scoring!r}."
+                f"scoring must be None, a callable or one of scikit-learn's scorer names "
+                f"(sklearn.metrics.get_scorer_names()); got {self.scoring!r}."
             )
         if self.gcv_mode not in (None, "auto", "svd", "eigen"):
             raise ValueError(
@@ -187,6 +206,12 @@ class RidgeCV(Ridge):
         if self.cv is not None and self.alpha_per_target:
             raise ValueError("cv!=None and alpha_per_target=True are incompatible "
                              "(alpha_per_target needs cv=None, leave-one-out).")
+        if self.scoring not in SUMMED_SCORERS and self.cv is not None:
+            raise ValueError(
+                f"scoring={self.scoring!r} with k folds: use one of the scorers computed "
+                f"from the folds' Gram statistics ({', '.join(map(repr, SUMMED_SCORERS))}), "
+                f"or cv=None (leave-one-out) for any scorer on in-memory data."
+            )
 
     def fit(self, X, y, sample_weight=None):
         """Fit every fold's path from one pass over the data, choose alpha, fit all rows.
@@ -215,6 +240,16 @@ class RidgeCV(Ridge):
             data = X
             y = engine_y = self._prepare_target(y)
         n_features = int(X.shape[1])
+        if self.gcv_mode == "svd" and sp.issparse(X) and self.cv is None:
+            warnings.warn("The 'svd' mode is not supported for sparse X, we fallback to "
+                          "`gcv_mode='eigen'` (every mode is the Gram eigendecomposition "
+                          "here).", FutureWarning, stacklevel=2)
+        if self.scoring not in SUMMED_SCORERS and any(map(is_dask, (data, y, sample_weight))):
+            raise ValueError(
+                f"scoring={self.scoring!r} is evaluated on the driver and needs in-memory "
+                f"(numpy or sparse) data; on Dask data use one of "
+                f"{', '.join(map(repr, SUMMED_SCORERS))}."
+            )
         if self.cv is None:
             self._fit_leave_one_out(data, y, engine_y, sample_weight, alphas, n_features)
         else:
@@ -233,19 +268,19 @@ class RidgeCV(Ridge):
             grams = engine.reduce_each(fold_grams, each, n_folds, kind=Kind.FOLD_GRAM).folds
             self.comm_ = engine.ledger
             self.comm_.method = "ridge_cv"
-        folds = [_Targets.of(stats, n_features) for stats in grams]
+        folds = [_Targets.of(stats, n_features, self._fit_dtype) for stats in grams]
         mse = np.empty((alphas.size, n_folds))
         scores = np.empty((alphas.size, n_folds))
         for fold in range(n_folds):
             training = _Targets.of(_sum([g for f, g in enumerate(grams) if f != fold]),
-                                   n_features)
+                                   n_features, self._fit_dtype)
             coefs, intercepts = _ridge_path(training, alphas, self.fit_intercept)
             errors = _ridge_errors(folds[fold], coefs, intercepts)  # (n_alphas, k)
             mse[:, fold] = (errors / folds[fold].weight).mean(axis=1)
             scores[:, fold] = (-mse[:, fold] if self.scoring == "neg_mean_squared_error"
                                else (1.0 - errors / folds[fold].syy[None, :]).mean(axis=1))
         best = int(np.argmax(scores.mean(axis=1)))
-        coef, intercept = _ridge_path(_Targets.of(_sum(grams), n_features),
+        coef, intercept = _ridge_path(_Targets.of(_sum(grams), n_features, self._fit_dtype),
                                       alphas[best:best + 1], self.fit_intercept)
         self.alpha_ = float(alphas[best])
         self.best_score_ = float(scores[best].mean())
@@ -263,14 +298,14 @@ class RidgeCV(Ridge):
         round (the targets' residuals come from the extra columns of ``data``)."""
         with self._engine(data, engine_y, sample_weight, Gaussian()) as engine:
             joined = engine.reduce(gram, kind=Kind.GRAM)
-            stats = _Targets.of(joined, n_features)
+            stats = _Targets.of(joined, n_features, self._fit_dtype)
             eigenvalues, vectors, _ = _ridge_eigen(stats, self.fit_intercept)
             coefs, intercepts = _ridge_path(stats, alphas, self.fit_intercept)
             args = _leave_one_out_models(joined, stats, vectors, coefs, intercepts,
                                          self.fit_intercept)
             args = (args[0], eigenvalues, args[1], np.tile(alphas, stats.mean_y.size),
                     args[2], args[3], stats.weight)
-            if self.store_cv_results:
+            if self.store_cv_results or self.scoring not in SUMMED_SCORERS:
                 parts = engine.map(leave_one_out_errors, *args, True, kind=Kind.LEAVE_ONE_OUT)
                 errors = _sum(parts)
                 per_row = np.concatenate([part.per_row for part in parts])
@@ -284,8 +319,10 @@ class RidgeCV(Ridge):
             scores = -weighted / errors.rows
         elif self.scoring == "neg_mean_squared_error":  # the scorers weigh rows by w
             scores = -weighted / errors.weight
-        else:
+        elif self.scoring == "r2":
             scores = 1.0 - weighted / stats.syy[None, :]
+        else:
+            scores = self._scorer_scores(per_row, y, sample_weight, n_targets, alphas.size)
         if self.alpha_per_target and n_targets > 1:
             best = np.argmax(scores, axis=0)
             self.alpha_ = alphas[best]
@@ -302,6 +339,28 @@ class RidgeCV(Ridge):
             self.cv_results_ = self._cv_results(per_row, y, sample_weight, n_targets,
                                                 alphas.size)
         self._set_ridge(coef, intercept)
+
+    def _scorer_scores(self, per_row, y, sample_weight, n_targets, n_alphas):
+        """Scores ``(n_alphas, n_targets or 1)`` of any scorer on the leave-one-out
+        predictions, as scikit-learn: per target with ``alpha_per_target`` and a 2-D ``y``,
+        else on all targets at once."""
+        scorer = get_scorer(self.scoring)
+        targets = np.asarray(y, dtype=np.float64)
+        predictions = targets.reshape(-1, n_targets)[:, :, None] - per_row.reshape(
+            -1, n_targets, n_alphas)
+        extra = {} if sample_weight is None else {
+            "sample_weight": np.asarray(sample_weight, dtype=np.float64)}
+        identity = _Predictions()
+        by_target = self.alpha_per_target and targets.ndim == 2
+        scores = np.empty((n_alphas, n_targets if by_target else 1))
+        for a in range(n_alphas):
+            if by_target:
+                scores[a] = [scorer(identity, predictions[:, j, a], targets[:, j], **extra)
+                             for j in range(n_targets)]
+            else:
+                predicted = predictions[:, :, a].reshape(targets.shape)
+                scores[a, 0] = scorer(identity, predicted, targets, **extra)
+        return scores
 
     def _cv_results(self, per_row, y, sample_weight, n_targets, n_alphas):
         """scikit-learn's ``cv_results_``: every row's ``w e^2`` (``scoring=None``) or
@@ -321,6 +380,13 @@ class RidgeCV(Ridge):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
+
+
+class _Predictions(RegressorMixin, BaseEstimator):
+    """A regressor whose "X" is its predictions: scorers applied to given predictions."""
+
+    def predict(self, predictions):
+        return predictions
 
 
 def _leave_one_out_models(joined, stats, vectors, coefs, intercepts, fit_intercept):
