@@ -123,11 +123,16 @@ class RidgeCV(Ridge):
         Penalty strengths to try, > 0 (``||y - X coef - intercept||^2_W + alpha
         ||coef||^2``, as :class:`Ridge`).
     fit_intercept : bool, default=True
-    scoring : {None, "r2", "neg_mean_squared_error"}, default=None
+    scoring : str, callable or None, default=None
         Held-out score to maximise, weighing the held-out rows by ``sample_weight`` as
         scikit-learn; None is R^2 with k folds and minus the mean of ``w e^2`` over rows
         for leave-one-out (``e`` the leave-one-out errors), as scikit-learn.  With several
         targets the score is the mean over the targets (scikit-learn's uniform average).
+        None, ``"r2"`` and ``"neg_mean_squared_error"`` come from the Gram statistics
+        (any data, k folds or leave-one-out).  Any other scikit-learn scorer name, or a
+        callable, is applied on the driver to every row's leave-one-out prediction, as
+        scikit-learn: ``cv=None`` and in-memory data only (the same two rounds; the
+        ``n_samples * n_targets * n_alphas`` predictions come to the driver).
     cv : int, cross-validation splitter or None, default=None
         None: exact leave-one-out, as scikit-learn (one ``gram`` round, then one
         ``leave_one_out`` round computing every row's leverage and error for every alpha).
