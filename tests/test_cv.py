@@ -231,7 +231,9 @@ def test_bad_folds_and_grids_are_rejected_before_any_work():
     with pytest.raises(ValueError, match="alphas must be"):
         daskglm.RidgeCV(alphas=[1.0, -1.0]).fit(X, y)
     with pytest.raises(ValueError, match="scoring must be"):
-        daskglm.RidgeCV(scoring="max_error").fit(X, y)
+        daskglm.RidgeCV(scoring="no_such_score").fit(X, y)
+    with pytest.raises(ValueError, match="with k folds"):
+        daskglm.RidgeCV(scoring="neg_max_error", cv=3).fit(X, y)
     with pytest.raises(ValueError, match="store_cv_results needs cv=None"):
         daskglm.RidgeCV(cv=3, store_cv_results=True).fit(X, y)
     with pytest.raises(ValueError, match="l1_ratio must be"):

@@ -27,15 +27,16 @@ from ..accounting.kinds import Kind
 from ..compute.folds import held_out_errors
 from ..engine.folds import TrainingView, fold_ids_by_partition
 from ..model.families import Gaussian
-from ..model.penalties import L1, L2, make_penalty
+from ..model.penalties import make_penalty
 from ..solvers import get_solver
 from .base import _COMMON_DOC, _choose_solver
 from .cv_folds import _assign_folds, _positive_grid
 from .linear import ElasticNet, Lasso
-from .logistic import LogisticRegression
 from .ridge_cv import RidgeCV
 
 __all__ = ["RidgeCV", "LassoCV", "ElasticNetCV", "LogisticRegressionCV"]
+
+# LogisticRegressionCV (defined in logistic_cv.py) is imported at the end: it builds on _PathCV.
 
 
 # paths fitted fold by fold ------------------------------------------------------------
@@ -58,18 +59,39 @@ class _PathCV:
     def _rescalable(self):
         return False
 
+    def _keep_for_scoring(self, X, y, sample_weight, fold_ids):
+        """Hook: the validated data, for estimators that score on the driver."""
+
+    def _fold_scores(self, engine, each, fold, coefs, intercepts):
+        """Held-out scores of the models ``coefs``/``intercepts`` of one fold: one round."""
+        held = engine.reduce_each(held_out_errors, each, fold, coefs, intercepts,
+                                  self._task_of(), kind=Kind.HELD_OUT)
+        return self._scores(held)
+
+    def _best(self, scores):
+        """Indices ``(l1_ratio, value)`` of the best mean held-out score."""
+        best = np.unravel_index(np.argmax(scores.mean(axis=2)), scores.shape[:2])
+        return int(best[0]), int(best[1])
+
     def _path_fit(self, X, y, sample_weight):
-        """Validate, fit every fold's path on one engine, choose, refit on all rows.
+        """Validate, fit every fold's path on one engine, choose, refit on all rows
+        (unless ``refit`` is False).
 
         Returns the held-out scores ``(n_l1_ratios, n_values, n_folds)``, the grid
-        ``[(l1_ratio, values)]`` and the indices of the chosen ``(l1_ratio, value)``.
+        ``[(l1_ratio, values)]``, the indices of the chosen ``(l1_ratio, value)`` and the
+        paths: ``paths[l1_ratio][fold] = (coefs, intercepts, n_iters)``, one entry per
+        value.
         """
         self._check_params()
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        raw_y = y
         y = self._prepare_target(y)
-        sample_weight = self._weigh_samples(y, sample_weight)
         fold_ids, n_folds = _assign_folds(self.cv, y, X.shape[0], classifier=self._classifier)
+        self._keep_for_scoring(X, raw_y, sample_weight, fold_ids)
+        sample_weight = self._weigh_samples(y, sample_weight)
         n_features = int(X.shape[1])
+        refit = getattr(self, "refit", True)
+        result = None
         with self._engine(X, y, sample_weight, self._family()) as engine:
             each = fold_ids_by_partition(engine, fold_ids)
             grid = self._grid(engine)
@@ -77,39 +99,45 @@ class _PathCV:
             name = (_choose_solver(first, engine.n_samples, self.tol) if self.solver == "auto"
                     else self.solver)
             scores = np.empty((len(grid), len(grid[0][1]), n_folds))
+            paths = [[None] * n_folds for _ in grid]
             unconverged = 0
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 for i, (l1_ratio, values) in enumerate(grid):
                     for fold in range(n_folds):
                         view = TrainingView(engine, each, fold)
-                        models, missed = self._fit_path(name, view, values, l1_ratio, n_features)
+                        models, n_iters, missed = self._fit_path(name, view, values, l1_ratio,
+                                                                 n_features)
                         unconverged += missed
                         coefs = np.stack([coef for coef, _ in models])
                         intercepts = np.stack([np.asarray(b, dtype=float) for _, b in models])
-                        held = engine.reduce_each(held_out_errors, each, fold, coefs, intercepts,
-                                                  self._task_of(), kind=Kind.HELD_OUT)
-                        scores[i, :, fold] = self._scores(held)
-                best_l1, best_value = np.unravel_index(np.argmax(scores.mean(axis=2)),
-                                                       scores.shape[:2])
+                        paths[i][fold] = (coefs, intercepts, np.asarray(n_iters, dtype=np.int32))
+                        scores[i, :, fold] = self._fold_scores(engine, each, fold, coefs,
+                                                               intercepts)
+                best_l1, best_value = self._best(scores)
                 l1_ratio, values = grid[best_l1]
                 problem = self._problem(
                     self._path_penalty(values[best_value], l1_ratio, engine.sum_weight), n_features)
-                solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
-                                    options=self.solver_options)
-                result = solver.solve(problem, engine, self._start(problem))
+                if refit:
+                    solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
+                                        options=self.solver_options)
+                    result = solver.solve(problem, engine, self._start(problem))
             self.comm_ = engine.ledger
             self.comm_.method = name
-        self._record_fit(problem, result)
-        self._cast_fitted()
+        self.__dict__.pop("_scoring_data", None)
+        if refit:
+            self._record_fit(problem, result)
         self.solver_ = name
         if unconverged:
             warnings.warn(
                 f"{unconverged} of the fold fits did not reach tol with solver {name!r}; "
                 f"increase max_iter or tol.", ConvergenceWarning, stacklevel=3)
-        if not self.converged_:
+        if refit and not self.converged_:
             warnings.warn(f"Solver {name!r} did not converge on the final fit "
                           f"({result.message}).", ConvergenceWarning, stacklevel=3)
-        return scores, grid, (int(best_l1), int(best_value))
+        if not refit:
+            self.converged_ = unconverged == 0
+            self.history_ = []
+        return scores, grid, (best_l1, best_value), paths
 
     def _task_of(self):
         return self._task
@@ -122,8 +150,9 @@ class _PathCV:
 
     def _fit_path(self, name, view, values, l1_ratio, n_features):
         """The models ``(coef, intercept)`` along ``values`` on one fold's training rows,
-        each fit started from the previous one; and how many missed ``tol``."""
-        models, missed, params = [], 0, None
+        each fit started from the previous one; their iteration counts; and how many
+        missed ``tol``."""
+        models, n_iters, missed, params = [], [], 0, None
         for value in values:
             problem = self._problem(self._path_penalty(value, l1_ratio, view.sum_weight),
                                     n_features)
@@ -132,8 +161,9 @@ class _PathCV:
             result = solver.solve(problem, view, self._start(problem) if params is None else params)
             params = np.asarray(result.params, dtype=float)
             missed += not result.converged
+            n_iters.append(int(result.n_iter))
             models.append(problem.split(params))
-        return models, missed
+        return models, n_iters, missed
 
 
 def _alpha_grid(engine, n_alphas, eps, l1_ratio, fit_intercept):
@@ -203,7 +233,8 @@ class _RegressionPathCV(_PathCV):
         """
         self._check_grid()
         self._l1_ratios()
-        scores, grid, (best_l1, best_alpha) = self._path_fit(X, y, sample_weight)
+        scores, grid, (best_l1, best_alpha), _ = self._path_fit(X, y, sample_weight)
+        self._cast_fitted()
         self.alpha_ = float(grid[best_l1][1][best_alpha])
         self.l1_ratio_ = float(grid[best_l1][0])
         mse = -scores
@@ -302,128 +333,4 @@ class ElasticNetCV(_RegressionPathCV, ElasticNet):
         self.verbose = verbose
 
 
-class LogisticRegressionCV(_PathCV, LogisticRegression):
-    __doc__ = (
-        """Logistic regression with ``C`` chosen by cross-validation, as
-    :class:`sklearn.linear_model.LogisticRegressionCV` (binary or multinomial).
-
-    Each fold's path is fitted on its training rows (held-out rows weighing zero, no data
-    copied) from the smallest C up, each fit starting from the previous one; one round per
-    fold scores the path on its held-out rows (accuracy or log-loss for every C at once).
-
-    Parameters
-    ----------
-    Cs : int or array-like, default=10
-        The Cs to try, or their number on ``np.logspace(-4, 4, Cs)``.
-    l1_ratios : array-like of float or None, default=None
-        Elastic-net mixings in [0, 1] to try (solver ``"proximal"`` for values above 0);
-        None is the L2 penalty.
-    cv : int, cross-validation splitter or None, default=None
-        Folds on the rows (None or an int: stratified k-fold, 5 by default).
-    scoring : {None, "accuracy", "neg_log_loss"}, default=None
-        Held-out score to maximise (weighted by the sample and class weights); None is
-        accuracy, as scikit-learn.
-    class_weight : dict, "balanced" or None, default=None
-        As :class:`LogisticRegression`."""
-        + _COMMON_DOC
-        + """
-    Attributes
-    ----------
-    C_ : ndarray of shape (1,) or (n_classes,)
-        The chosen C, repeated per class as scikit-learn.
-    l1_ratio_ : ndarray of shape (1,) or (n_classes,)
-        The chosen l1_ratio (None entries for the L2 penalty).
-    Cs_ : ndarray of shape (n_Cs,)
-    scores_ : dict
-        ``{label: ndarray of shape (n_folds, n_Cs)}`` (``(n_folds, n_Cs, n_l1_ratios)``
-        with ``l1_ratios``), the same array for every class, as scikit-learn.
-    classes_, coef_, intercept_, n_iter_, converged_, history_, comm_, solver_
-        Those of the final fit on all rows; ``comm_`` holds every round of every fold.
-"""
-    )
-
-    def __init__(self, *, Cs=10, l1_ratios=None, fit_intercept=True, cv=None, scoring=None,
-                 solver="auto", tol=1e-4, max_iter=100, class_weight=None, solver_options=None,
-                 cache="auto", verbose=0):
-        self.Cs = Cs
-        self.l1_ratios = l1_ratios
-        self.fit_intercept = fit_intercept
-        self.cv = cv
-        self.scoring = scoring
-        self.solver = solver
-        self.tol = tol
-        self.max_iter = max_iter
-        self.class_weight = class_weight
-        self.solver_options = solver_options
-        self.cache = cache
-        self.verbose = verbose
-
-    warm_start = False
-    #: Classes are found before the engine (the folds are stratified on them).
-    _classes_up_front = True
-
-    def _Cs(self):
-        if isinstance(self.Cs, (int, np.integer)) and not isinstance(self.Cs, bool):
-            if self.Cs < 1:
-                raise ValueError(f"Cs must be >= 1 when an integer; got {self.Cs}.")
-            return np.logspace(-4, 4, int(self.Cs))
-        return _positive_grid(self.Cs, "Cs")
-
-    def _l1_ratio_grid(self):
-        if self.l1_ratios is None:
-            return [None]
-        ratios = np.atleast_1d(np.asarray(self.l1_ratios, dtype=np.float64))
-        if ratios.ndim != 1 or ratios.size == 0 or np.any((ratios < 0) | (ratios > 1)):
-            raise ValueError(f"l1_ratios must be values in [0, 1]; got {self.l1_ratios!r}.")
-        return [float(r) for r in ratios]
-
-    def _grid(self, engine):
-        return [(ratio, self._Cs()) for ratio in self._l1_ratio_grid()]
-
-    def _path_penalty(self, value, l1_ratio, total_weight):
-        strength = 1.0 / (value * total_weight)
-        if l1_ratio is None or l1_ratio == 0:
-            return L2(strength)
-        if l1_ratio == 1:
-            return L1(strength)
-        return make_penalty("elasticnet", strength, l1_ratio)
-
-    def _task_of(self):
-        return "multinomial" if self._n_classes > 2 else "binary"
-
-    def _scores(self, held):
-        if self.scoring == "neg_log_loss":
-            return -held.loss / held.weight
-        return held.correct / held.weight
-
-    def fit(self, X, y, sample_weight=None):
-        """Fit every fold's path, choose C (and l1_ratio), refit on all rows.
-
-        Parameters
-        ----------
-        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
-        y : array-like or Dask array of shape (n_samples,)
-        sample_weight : array-like or Dask array of shape (n_samples,), optional
-
-        Returns
-        -------
-        self
-        """
-        if self.scoring not in (None, "accuracy", "neg_log_loss"):
-            raise ValueError(
-                f"scoring must be None, 'accuracy' or 'neg_log_loss'; got {self.scoring!r}."
-            )
-        self._Cs()
-        ratios = self._l1_ratio_grid()
-        scores, grid, (best_l1, best_c) = self._path_fit(X, y, sample_weight)
-        rows = 1 if self._n_classes == 2 else self._n_classes
-        self.Cs_ = grid[0][1]
-        self.C_ = np.full(rows, self.Cs_[best_c])
-        self.l1_ratio_ = np.full(rows, ratios[best_l1], dtype=object if ratios[0] is None
-                                 else np.float64)
-        per_fold = np.moveaxis(scores, 2, 0)  # (n_folds, n_l1, n_Cs)
-        per_fold = per_fold[:, 0, :] if self.l1_ratios is None else np.moveaxis(per_fold, 1, 2)
-        self.scores_ = {label: per_fold for label in
-                        (self.classes_[1:] if self._n_classes == 2 else self.classes_)}
-        return self
-
+from .logistic_cv import LogisticRegressionCV  # noqa: E402  (it subclasses _PathCV)

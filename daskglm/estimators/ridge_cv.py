@@ -8,50 +8,105 @@ error at every alpha).  Re-exported by :mod:`daskglm.estimators.cv`.
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass
 from functools import reduce as fold_left
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.metrics import get_scorer, get_scorer_names
 
 from ..accounting.kinds import Kind
 from ..compute.folds import fold_grams, leave_one_out_errors
 from ..compute.kernels import gram
+from ..engine import is_dask
 from ..engine.folds import fold_ids_by_partition
 from ..model.families import Gaussian
 from .cv_folds import _assign_folds, _positive_grid
 from .linear import Ridge
+from .multi_output import _join_targets, _two_dimensional
 
 __all__ = ["RidgeCV"]
 
+#: Scorers computed from Gram statistics and sums over rows (any data, k folds too).
+SUMMED_SCORERS = (None, "r2", "neg_mean_squared_error")
+
+
+@dataclass
+class _Targets:
+    """Centred weighted Gram statistics of ``X`` and ``k`` targets: ``sxy`` (d, k), the
+    targets' means ``mean_y`` (k,) and centred sums of squares ``syy`` (k,)."""
+
+    weight: float
+    mean_x: np.ndarray
+    mean_y: np.ndarray
+    sxx: np.ndarray
+    sxy: np.ndarray
+    syy: np.ndarray
+    #: Machine precision of the data (float32 data give float32-accurate Gram sums).
+    eps: float = float(np.finfo(np.float64).eps)
+
+    @classmethod
+    def of(cls, stats, n_features, dtype=np.float64):
+        """From the Gram statistics of ``X`` and its target, or of ``[X, Y]`` (the targets
+        as extra columns, :func:`_join_targets`: their blocks are the targets' moments)."""
+        d, eps = n_features, float(np.finfo(dtype).eps)
+        if stats.sxx.shape[0] == d:
+            return cls(stats.weight, stats.mean_x, np.array([stats.mean_y]), stats.sxx,
+                       stats.sxy[:, None], np.array([stats.syy]), eps)
+        return cls(stats.weight, stats.mean_x[:d], stats.mean_x[d:], stats.sxx[:d, :d],
+                   stats.sxx[:d, d:], np.diag(stats.sxx[d:, d:]).copy(), eps)
+
+    def uncentred(self):
+        """``(X^T W X, X^T W Y)`` about the origin, for fits without an intercept."""
+        xtx = self.sxx + self.weight * np.outer(self.mean_x, self.mean_x)
+        return xtx, self.sxy + self.weight * np.outer(self.mean_x, self.mean_y)
+
 
 def _ridge_eigen(stats, fit_intercept):
-    """Eigenvalues and vectors of the (centred with an intercept) Gram matrix, and ``X^T W y``."""
+    """Eigenvalues and vectors of the (centred with an intercept) Gram matrix, and ``X^T W Y``."""
     xtx, xty = (stats.sxx, stats.sxy) if fit_intercept else stats.uncentred()
     eigenvalues, vectors = np.linalg.eigh(xtx)
+    # Directions the rows do not span (more features than rows, collinear columns) carry
+    # no signal and no leverage: in exact arithmetic ``X^T W y`` and every ``x_i`` are
+    # orthogonal to them.  Their round-off eigenvalues, divided into round-off, would blow
+    # up as alpha -> 0; an infinite eigenvalue makes each such term exactly zero, which
+    # gives the minimum-norm solution in that limit, as scikit-learn's n x n modes.
+    largest = eigenvalues.max(initial=0.0)
+    negligible = eigenvalues <= largest * xtx.shape[0] * stats.eps
+    eigenvalues = np.where(negligible, np.inf, eigenvalues)
     return eigenvalues, vectors, xty
 
 
 def _ridge_path(stats, alphas, fit_intercept):
-    """Coefficients ``(n_alphas, d)`` and intercepts of ridge on Gram statistics ``stats``
-    for every alpha, from one eigendecomposition."""
+    """Coefficients ``(n_alphas, k, d)`` and intercepts ``(n_alphas, k)`` of ridge on Gram
+    statistics ``stats`` for every alpha and target, from one eigendecomposition."""
     eigenvalues, vectors, xty = _ridge_eigen(stats, fit_intercept)
-    projected = vectors.T @ xty
-    coefs = (projected[None, :] / (eigenvalues[None, :] + alphas[:, None])) @ vectors.T
-    intercepts = (stats.mean_y - coefs @ stats.mean_x if fit_intercept
-                  else np.zeros(alphas.size))
+    projected = vectors.T @ xty  # (d, k)
+    shrunk = projected[None, :, :] / (eigenvalues[None, :, None] + alphas[:, None, None])
+    coefs = np.einsum("ij,ajk->aki", vectors, shrunk)
+    intercepts = (stats.mean_y[None, :] - coefs @ stats.mean_x if fit_intercept
+                  else np.zeros((alphas.size, stats.mean_y.size)))
     return coefs, intercepts
 
 
 def _ridge_errors(stats, coefs, intercepts):
-    """Weighted sums of squared errors on the rows of ``stats`` for every model."""
-    shift = stats.mean_y - coefs @ stats.mean_x - intercepts
-    quadratic = np.einsum("ij,jk,ik->i", coefs, stats.sxx, coefs)
-    return stats.syy - 2.0 * coefs @ stats.sxy + quadratic + stats.weight * shift**2
+    """Weighted sums of squared errors ``(n_alphas, k)`` on the rows of ``stats``."""
+    shift = stats.mean_y[None, :] - coefs @ stats.mean_x - intercepts
+    quadratic = np.einsum("aki,ij,akj->ak", coefs, stats.sxx, coefs)
+    cross = np.einsum("aki,ik->ak", coefs, stats.sxy)
+    return stats.syy[None, :] - 2.0 * cross + quadratic + stats.weight * shift**2
+
+
+def _sum(stats):
+    return fold_left(lambda a, b: a + b, stats)
 
 
 class RidgeCV(Ridge):
     __doc__ = (
         """Ridge regression with ``alpha`` chosen by cross-validation, as
-    :class:`sklearn.linear_model.RidgeCV`.
+    :class:`sklearn.linear_model.RidgeCV`, for one target or several.
 
     With k folds, one round reads ``X`` once and returns the weighted Gram statistics of
     every fold (``fold_gram`` in the ledger); every fold's path, the scores and the final
@@ -59,43 +114,61 @@ class RidgeCV(Ridge):
     over the data do not grow with the number of alphas or folds.  Memory on the driver
     is ``n_folds * n_features^2`` floats.  With ``cv=None`` (leave-one-out, the default)
     one Gram round gives every alpha's coefficients, and one more round each row's exact
-    leave-one-out error for every alpha.
+    leave-one-out error for every alpha.  Several targets (``y`` of shape (n_samples, k))
+    travel as ``k`` extra columns of ``X`` through the same rounds, as for :class:`Ridge`.
 
     Parameters
     ----------
-    alphas : array-like of float, default=(0.1, 1.0, 10.0)
+    alphas : float or array-like of float, default=(0.1, 1.0, 10.0)
         Penalty strengths to try, > 0 (``||y - X coef - intercept||^2_W + alpha
         ||coef||^2``, as :class:`Ridge`).
     fit_intercept : bool, default=True
-    scoring : {None, "r2", "neg_mean_squared_error"}, default=None
+    scoring : str, callable or None, default=None
         Held-out score to maximise, weighing the held-out rows by ``sample_weight`` as
         scikit-learn; None is R^2 with k folds and minus the mean of ``w e^2`` over rows
-        for leave-one-out (``e`` the leave-one-out errors), as scikit-learn.
+        for leave-one-out (``e`` the leave-one-out errors), as scikit-learn.  With several
+        targets the score is the mean over the targets (scikit-learn's uniform average).
+        None, ``"r2"`` and ``"neg_mean_squared_error"`` come from the Gram statistics
+        (any data, k folds or leave-one-out).  Any other scikit-learn scorer name, or a
+        callable, is applied on the driver to every row's leave-one-out prediction, as
+        scikit-learn: ``cv=None`` and in-memory data only (the same two rounds; the
+        ``n_samples * n_targets * n_alphas`` predictions come to the driver).
     cv : int, cross-validation splitter or None, default=None
         None: exact leave-one-out, as scikit-learn (one ``gram`` round, then one
         ``leave_one_out`` round computing every row's leverage and error for every alpha).
         Otherwise folds on the rows; every row must be held out exactly once.
+    gcv_mode : {None, "auto", "svd", "eigen"}, default=None
+        scikit-learn's choice of decomposition for leave-one-out.  Every value gives the
+        same exact leave-one-out errors here, from the eigendecomposition of the
+        ``d x d`` Gram matrix ``X^T W X`` (centred with an intercept): scikit-learn's
+        ``"auto"`` with ``n_samples > n_features`` (its "cov" mode).  ``"svd"`` and
+        ``"eigen"`` are accepted and computed the same way (no ``n x n`` matrix is formed).
     store_cv_results : bool, default=False
         With ``cv=None``, keep every row's leave-one-out result in ``cv_results_``
-        (brought to the driver: ``n_samples * n_alphas`` floats).
+        (brought to the driver: ``n_samples * n_targets * n_alphas`` floats).
+    alpha_per_target : bool, default=False
+        With ``cv=None`` and several targets, choose an alpha for each target (from the
+        same two rounds); ``alpha_`` and ``best_score_`` are then arrays.  As in
+        scikit-learn, not with k folds.
     cache : {"auto", "memory", "none"}, default="auto"
         As for :class:`Ridge`.
 
     Attributes
     ----------
-    alpha_ : float
-        The chosen alpha.
-    best_score_ : float
-        Its mean held-out score over the folds.
+    alpha_ : float or ndarray of shape (n_targets,)
+        The chosen alpha (one per target with ``alpha_per_target``).
+    best_score_ : float or ndarray of shape (n_targets,)
+        Its held-out score (mean over the folds with k folds).
     cv_scores_ : ndarray of shape (n_alphas, n_folds)
         Held-out score of every alpha on every fold (k-fold only).
     mse_path_ : ndarray of shape (n_alphas, n_folds)
-        Held-out mean squared error of every alpha on every fold (k-fold only).
-    cv_results_ : ndarray of shape (n_samples, n_alphas)
+        Held-out mean squared error of every alpha on every fold, averaged over the
+        targets (k-fold only).
+    cv_results_ : ndarray of shape (n_samples, n_alphas) or (n_samples, n_targets, n_alphas)
         With ``cv=None`` and ``store_cv_results``: every row's weighted squared
         leave-one-out error (``scoring=None``) or leave-one-out prediction, as scikit-learn.
-    coef_ : ndarray of shape (n_features,)
-    intercept_ : float
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
+    intercept_ : float or ndarray of shape (n_targets,)
     comm_ : CommReport
         The rounds: ``validate``, then ``sizes`` (with more than one partition) and
         ``fold_gram``, or ``gram`` and ``leave_one_out`` for ``cv=None``.
@@ -104,12 +177,14 @@ class RidgeCV(Ridge):
     )
 
     def __init__(self, alphas=(0.1, 1.0, 10.0), *, fit_intercept=True, scoring=None, cv=None,
-                 store_cv_results=False, cache="auto"):
+                 gcv_mode=None, store_cv_results=False, alpha_per_target=False, cache="auto"):
         self.alphas = alphas
         self.fit_intercept = fit_intercept
         self.scoring = scoring
         self.cv = cv
+        self.gcv_mode = gcv_mode
         self.store_cv_results = store_cv_results
+        self.alpha_per_target = alpha_per_target
         self.cache = cache
 
     solver = "normal"
@@ -119,13 +194,37 @@ class RidgeCV(Ridge):
     def _rescalable(self):
         return False
 
+    def _check_cv_params(self):
+        if not (callable(self.scoring) or self.scoring in SUMMED_SCORERS
+                or (isinstance(self.scoring, str) and self.scoring in get_scorer_names())):
+            raise ValueError(
+                f"scoring must be None, a callable or one of scikit-learn's scorer names "
+                f"(sklearn.metrics.get_scorer_names()); got {self.scoring!r}."
+            )
+        if self.gcv_mode not in (None, "auto", "svd", "eigen"):
+            raise ValueError(
+                f"gcv_mode must be None, 'auto', 'svd' or 'eigen'; got {self.gcv_mode!r}."
+            )
+        if self.cv is not None and self.store_cv_results:
+            raise ValueError("cv!=None and store_cv_results=True are incompatible "
+                             "(store_cv_results needs cv=None, leave-one-out).")
+        if self.cv is not None and self.alpha_per_target:
+            raise ValueError("cv!=None and alpha_per_target=True are incompatible "
+                             "(alpha_per_target needs cv=None, leave-one-out).")
+        if self.scoring not in SUMMED_SCORERS and self.cv is not None:
+            raise ValueError(
+                f"scoring={self.scoring!r} with k folds: use one of the scorers computed "
+                f"from the folds' Gram statistics ({', '.join(map(repr, SUMMED_SCORERS))}), "
+                f"or cv=None (leave-one-out) for any scorer on in-memory data."
+            )
+
     def fit(self, X, y, sample_weight=None):
         """Fit every fold's path from one pass over the data, choose alpha, fit all rows.
 
         Parameters
         ----------
         X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
-        y : array-like or Dask array of shape (n_samples,)
+        y : array-like or Dask array of shape (n_samples,) or (n_samples, n_targets)
         sample_weight : array-like or Dask array of shape (n_samples,), optional
 
         Returns
@@ -134,83 +233,185 @@ class RidgeCV(Ridge):
         """
         self._check_params()
         alphas = _positive_grid(self.alphas, "alphas")
-        if self.scoring not in (None, "r2", "neg_mean_squared_error"):
+        self._check_cv_params()
+        several = _two_dimensional(y)
+        if several:
+            first = y[:, 0] if is_dask(y) else np.asarray(y)[:, 0]
+            X, first, sample_weight = self._validate_input(X, first, sample_weight)
+            data, y = _join_targets(X, y)
+            engine_y = y[:, 0]
+        else:
+            X, y, sample_weight = self._validate_input(X, y, sample_weight)
+            data = X
+            y = engine_y = self._prepare_target(y)
+        n_features = int(X.shape[1])
+        if self.gcv_mode == "svd" and sp.issparse(X) and self.cv is None:
+            warnings.warn("The 'svd' mode is not supported for sparse X, we fallback to "
+                          "`gcv_mode='eigen'` (every mode is the Gram eigendecomposition "
+                          "here).", FutureWarning, stacklevel=2)
+        if self.scoring not in SUMMED_SCORERS and any(map(is_dask, (data, y, sample_weight))):
             raise ValueError(
-                f"scoring must be None, 'r2' or 'neg_mean_squared_error'; got {self.scoring!r}."
+                f"scoring={self.scoring!r} is evaluated on the driver and needs in-memory "
+                f"(numpy or sparse) data; on Dask data use one of "
+                f"{', '.join(map(repr, SUMMED_SCORERS))}."
             )
-        if self.store_cv_results and self.cv is not None:
-            raise ValueError("store_cv_results needs cv=None (leave-one-out).")
-        X, y, sample_weight = self._validate_input(X, y, sample_weight)
-        y = self._prepare_target(y)
         if self.cv is None:
-            return self._fit_leave_one_out(X, y, sample_weight, alphas)
-        fold_ids, n_folds = _assign_folds(self.cv, y, X.shape[0], classifier=False)
-        with self._engine(X, y, sample_weight, Gaussian()) as engine:
+            self._fit_leave_one_out(data, y, engine_y, sample_weight, alphas, n_features)
+        else:
+            self._fit_k_fold(data, y, engine_y, sample_weight, alphas, n_features)
+        if not several or not self.fit_intercept:  # one intercept, or none: a scalar
+            self.intercept_ = self._fit_dtype.type(self.intercept_[0])
+        if not several or self.coef_.shape[0] == 1:
+            self.coef_ = self.coef_[0]
+        return self
+
+    def _fit_k_fold(self, data, y, engine_y, sample_weight, alphas, n_features):
+        """Every fold's Gram statistics from one round; every path on the driver."""
+        fold_ids, n_folds = _assign_folds(self.cv, y, data.shape[0], classifier=False)
+        with self._engine(data, engine_y, sample_weight, Gaussian()) as engine:
             each = fold_ids_by_partition(engine, fold_ids)
-            folds = engine.reduce_each(fold_grams, each, n_folds, kind=Kind.FOLD_GRAM).folds
+            grams = engine.reduce_each(fold_grams, each, n_folds, kind=Kind.FOLD_GRAM).folds
             self.comm_ = engine.ledger
             self.comm_.method = "ridge_cv"
+        folds = [_Targets.of(stats, n_features, self._fit_dtype) for stats in grams]
         mse = np.empty((alphas.size, n_folds))
         scores = np.empty((alphas.size, n_folds))
         for fold in range(n_folds):
-            training = fold_left(lambda a, b: a + b,
-                                 [stats for f, stats in enumerate(folds) if f != fold])
+            training = _Targets.of(_sum([g for f, g in enumerate(grams) if f != fold]),
+                                   n_features, self._fit_dtype)
             coefs, intercepts = _ridge_path(training, alphas, self.fit_intercept)
-            errors = _ridge_errors(folds[fold], coefs, intercepts)
-            mse[:, fold] = errors / folds[fold].weight
+            errors = _ridge_errors(folds[fold], coefs, intercepts)  # (n_alphas, k)
+            mse[:, fold] = (errors / folds[fold].weight).mean(axis=1)
             scores[:, fold] = (-mse[:, fold] if self.scoring == "neg_mean_squared_error"
-                               else 1.0 - errors / folds[fold].syy)
+                               else (1.0 - errors / folds[fold].syy[None, :]).mean(axis=1))
         best = int(np.argmax(scores.mean(axis=1)))
-        coef, intercept = _ridge_path(fold_left(lambda a, b: a + b, folds), alphas[best:best + 1],
-                                      self.fit_intercept)
+        coef, intercept = _ridge_path(_Targets.of(_sum(grams), n_features, self._fit_dtype),
+                                      alphas[best:best + 1], self.fit_intercept)
         self.alpha_ = float(alphas[best])
         self.best_score_ = float(scores[best].mean())
         self.cv_scores_, self.mse_path_ = scores, mse
         self._set_ridge(coef[0], intercept[0])
-        return self
 
     def _set_ridge(self, coef, intercept):
         self.coef_ = np.asarray(coef).astype(self._fit_dtype)
-        self.intercept_ = self._fit_dtype.type(intercept)
+        self.intercept_ = np.asarray(intercept).astype(self._fit_dtype)
         self.solver_ = "normal"
         self.n_iter_, self.converged_, self.history_ = 1, True, []
 
-    def _fit_leave_one_out(self, X, y, sample_weight, alphas):
-        """Exact leave-one-out errors of every alpha: one Gram round, one error round."""
-        with self._engine(X, y, sample_weight, Gaussian()) as engine:
-            stats = engine.reduce(gram, kind=Kind.GRAM)
+    def _fit_leave_one_out(self, data, y, engine_y, sample_weight, alphas, n_features):
+        """Exact leave-one-out errors of every alpha and target: one Gram round, one error
+        round (the targets' residuals come from the extra columns of ``data``)."""
+        with self._engine(data, engine_y, sample_weight, Gaussian()) as engine:
+            joined = engine.reduce(gram, kind=Kind.GRAM)
+            stats = _Targets.of(joined, n_features, self._fit_dtype)
             eigenvalues, vectors, _ = _ridge_eigen(stats, self.fit_intercept)
             coefs, intercepts = _ridge_path(stats, alphas, self.fit_intercept)
-            means = stats.mean_x if self.fit_intercept else None
-            args = (vectors, eigenvalues, means, alphas, coefs, intercepts, stats.weight)
-            if self.store_cv_results:
+            args = _leave_one_out_models(joined, stats, vectors, coefs, intercepts,
+                                         self.fit_intercept)
+            args = (args[0], eigenvalues, args[1], np.tile(alphas, stats.mean_y.size),
+                    args[2], args[3], stats.weight)
+            if self.store_cv_results or self.scoring not in SUMMED_SCORERS:
                 parts = engine.map(leave_one_out_errors, *args, True, kind=Kind.LEAVE_ONE_OUT)
-                errors = fold_left(lambda a, b: a + b, parts)
+                errors = _sum(parts)
                 per_row = np.concatenate([part.per_row for part in parts])
             else:
                 errors = engine.reduce(leave_one_out_errors, *args, kind=Kind.LEAVE_ONE_OUT)
             self.comm_ = engine.ledger
             self.comm_.method = "ridge_cv"
-        n, total = errors.rows, errors.weight
+        n_targets = stats.mean_y.size
+        weighted = errors.weighted.reshape(n_targets, alphas.size).T  # (n_alphas, k)
         if self.scoring is None:  # scikit-learn: the mean over rows of w e^2
-            scores = -errors.weighted / n
+            scores = -weighted / errors.rows
         elif self.scoring == "neg_mean_squared_error":  # the scorers weigh rows by w
-            scores = -errors.weighted / total
+            scores = -weighted / errors.weight
+        elif self.scoring == "r2":
+            scores = 1.0 - weighted / stats.syy[None, :]
         else:
-            scores = 1.0 - errors.weighted / (errors.y_squares - errors.y_sum**2 / total)
-        best = int(np.argmax(scores))
-        self.alpha_ = float(alphas[best])
-        self.best_score_ = float(scores[best])
+            scores = self._scorer_scores(per_row, y, sample_weight, n_targets, alphas.size)
+        if self.alpha_per_target and n_targets > 1:
+            best = np.argmax(scores, axis=0)
+            self.alpha_ = alphas[best]
+            self.best_score_ = scores[best, np.arange(n_targets)]
+            coef, intercept = coefs[best, np.arange(n_targets)], intercepts[best, np.arange(n_targets)]
+        else:
+            best = int(np.argmax(scores.mean(axis=1)))
+            self.alpha_ = float(alphas[best])
+            self.best_score_ = float(scores[best].mean())
+            coef, intercept = coefs[best], intercepts[best]
+            if self.alpha_per_target and np.ndim(y) == 2:  # scikit-learn: one score per column
+                self.best_score_ = scores[best].copy()
         if self.store_cv_results:
-            row_weight = (np.ones(n) if sample_weight is None
+            self.cv_results_ = self._cv_results(per_row, y, sample_weight, n_targets,
+                                                alphas.size)
+        self._set_ridge(coef, intercept)
+
+    def _scorer_scores(self, per_row, y, sample_weight, n_targets, n_alphas):
+        """Scores ``(n_alphas, n_targets or 1)`` of any scorer on the leave-one-out
+        predictions, as scikit-learn: per target with ``alpha_per_target`` and a 2-D ``y``,
+        else on all targets at once."""
+        scorer = get_scorer(self.scoring)
+        targets = np.asarray(y, dtype=np.float64)
+        predictions = targets.reshape(-1, n_targets)[:, :, None] - per_row.reshape(
+            -1, n_targets, n_alphas)
+        extra = {} if sample_weight is None else {
+            "sample_weight": np.asarray(sample_weight, dtype=np.float64)}
+        identity = _Predictions()
+        by_target = self.alpha_per_target and targets.ndim == 2
+        scores = np.empty((n_alphas, n_targets if by_target else 1))
+        for a in range(n_alphas):
+            if by_target:
+                scores[a] = [scorer(identity, predictions[:, j, a], targets[:, j], **extra)
+                             for j in range(n_targets)]
+            else:
+                predicted = predictions[:, :, a].reshape(targets.shape)
+                scores[a, 0] = scorer(identity, predicted, targets, **extra)
+        return scores
+
+    def _cv_results(self, per_row, y, sample_weight, n_targets, n_alphas):
+        """scikit-learn's ``cv_results_``: every row's ``w e^2`` (``scoring=None``) or
+        leave-one-out prediction, per target and alpha."""
+        errors = per_row.reshape(-1, n_targets, n_alphas)
+        if self.scoring is None:
+            row_weight = (np.ones(errors.shape[0]) if sample_weight is None
                           else np.asarray(sample_weight, dtype=np.float64))
-            y_rows = np.asarray(y, dtype=np.float64)
-            self.cv_results_ = (row_weight[:, None] * per_row**2 if self.scoring is None
-                                else y_rows[:, None] - per_row)
-        self._set_ridge(coefs[best], intercepts[best])
-        return self
+            results = row_weight[:, None, None] * errors**2
+        else:
+            targets = np.asarray(y, dtype=np.float64).reshape(-1, n_targets)
+            results = targets[:, :, None] - errors
+        results = results[:, 0, :] if np.ndim(y) == 1 else results
+        return results.astype(self._fit_dtype)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = False  # one target: the multi-output fit is not here
+        tags.target_tags.multi_output = True
         return tags
+
+
+class _Predictions(RegressorMixin, BaseEstimator):
+    """A regressor whose "X" is its predictions: scorers applied to given predictions."""
+
+    def predict(self, predictions):
+        return predictions
+
+
+def _leave_one_out_models(joined, stats, vectors, coefs, intercepts, fit_intercept):
+    """The arguments of :func:`leave_one_out_errors` for every target and alpha on the
+    columns of the engine's data (``X``, or ``[X, Y]``): the eigenvectors padded with
+    zero rows, the column means, and one model per (target, alpha), target-major, whose
+    residual ``y - x coef - intercept`` is that target's residual.
+
+    With the targets as extra columns and the engine's ``y`` the first target, target
+    ``j``'s residual is ``y_0 - (x coef_j + y_0 - y_j) - intercept_j``: its model carries
+    ``+1`` on column ``y_0`` and ``-1`` on column ``y_j`` (nothing for ``j = 0``).
+    """
+    n_alphas, n_targets, d = coefs.shape
+    width = joined.sxx.shape[0]
+    basis = np.zeros((width, d))
+    basis[:d] = vectors
+    models = np.zeros((n_targets, n_alphas, width))
+    models[:, :, :d] = np.swapaxes(coefs, 0, 1)
+    for j in range(1, n_targets):
+        models[j, :, d] += 1.0
+        models[j, :, d + j] -= 1.0
+    means = joined.mean_x if fit_intercept else None
+    return basis, means, models.reshape(n_targets * n_alphas, width), intercepts.T.ravel()
