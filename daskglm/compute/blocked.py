@@ -18,8 +18,9 @@ accurate, see :func:`augmented_gram`).
 Reproducibility: the loops run over rows in order and the block sizes depend on the
 number of columns only, so every result is the same run to run, whatever the machine's
 thread count or the cluster's size.  float32 ``X`` stays float32: the compiled loop
-converts each element as it reads it and accumulates in float64; the Gram blocks are
-float32 products whose partial sums are added in float64.  Nothing in this module
+converts each element as it reads it and accumulates in float64; the Gram converts each
+cache-sized block to float64 before its product (the Gram squares the condition number,
+so float32 products would lose what float32 storage keeps).  Nothing in this module
 allocates a float64 copy of a float32 ``X``.
 """
 
@@ -95,8 +96,8 @@ def fused_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
 def augmented_gram(X, y, weight):
     """Shifted weighted second moments of a dense partition, one symmetric product per block.
 
-    With ``c`` and ``c_y`` the (unweighted) means of the first block's rows, rounded to
-    ``X``'s dtype, every block adds ``A_b^T A_b`` to a float64 accumulator, where
+    With ``c`` and ``c_y`` the (unweighted) means of the first block's rows, every block
+    (converted to float64) adds ``A_b^T A_b`` to a float64 accumulator, where
     ``A_b = sqrt(w_b) [X_b - c, 1, y_b - c_y]``.  The shifted sums give the centred ones
     exactly (``Sxx = S'xx - s s^T / W`` with ``s`` the shifted column sums); because ``c``
     is near the partition's mean, the subtraction loses only about ``eps * |mean - c|^2 /
@@ -119,9 +120,11 @@ def augmented_gram(X, y, weight):
     n, d = X.shape
     rows = gram_block_rows(d)
     first = slice(0, min(n, rows))
-    shift_x = X[first].mean(axis=0, dtype=np.float64).astype(X.dtype)
+    shift_x = X[first].mean(axis=0, dtype=np.float64)
     shift_y = float(y[first].mean())
-    block = np.empty((min(n, rows), d + 2), dtype=X.dtype)
+    # float64 blocks whatever X's dtype: the Gram squares the condition number, so its
+    # products need float64 even when X is stored (and read) in float32
+    block = np.empty((min(n, rows), d + 2))
     moments = np.zeros((d + 2, d + 2))
     for start in range(0, n, rows):
         stop = min(start + rows, n)
@@ -132,12 +135,12 @@ def augmented_gram(X, y, weight):
         if weight is not None:
             np.multiply(A, np.sqrt(weight[start:stop])[:, None], out=A, casting="same_kind")
         moments += A.T @ A  # numpy hands A.T @ A to BLAS's symmetric rank-k update
-    # the total weight exactly, not from float32 products of square roots
+    # the total weight exactly, not from products of square roots
     total = float(n) if weight is None else float(weight.sum())
     if total == 0:
         return None
     sums_x, sum_y = moments[:d, d], moments[d + 1, d]
-    mean_x = shift_x.astype(np.float64) + sums_x / total
+    mean_x = shift_x + sums_x / total
     mean_y = shift_y + sum_y / total
     sxx = moments[:d, :d] - np.outer(sums_x, sums_x) / total
     sxy = moments[:d, d + 1] - sums_x * (sum_y / total)
