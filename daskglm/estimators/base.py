@@ -312,10 +312,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
     def _engine(self, X, y, sample_weight, family, offset=None):
         """The validated engine of a fit, honouring the ``cache`` policy."""
         label_dtype = self.__dict__.pop("_labels_from_engine", None)
-        labels = label_dtype is not None
+        labels = False if label_dtype is None else self._label_summary()
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
                              rescale=self._rescalable(), offset=offset)
-        if labels:
+        if label_dtype is not None:
             try:
                 self._classes_from_engine(engine, label_dtype)
             except BaseException:

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from ..accounting.ledger import CommReport
 from ..compute.seeds import root_seed
 from ..compute.sgd_losses import CLASSIFICATION_LOSSES
+from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
 from ..model.families import Binomial
 from .base import _to_float, _weighted_mean
@@ -149,6 +150,18 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
             column = np.asarray(y)
             if column.ndim == 2 and column.shape[1] == 1:
                 y = column_or_1d(column, warn=True)
+        if _labels_found_by_engine(y, coef_init):
+            try:
+                self.__dict__.pop("_one_vs_rest", None)
+                return super().fit(X, y, coef_init, intercept_init, sample_weight)
+            except _MoreThanTwoClasses as found:
+                # the validation round of the binary fit found more classes: one-vs-rest,
+                # its round first in ``comm_``
+                if self.class_weight is not None:
+                    sample_weight = _weighted_rows(y, found.classes, found.rows,
+                                                   self.class_weight, sample_weight)
+                return self._fit_one_vs_rest(X, y, found.classes, coef_init, intercept_init,
+                                             sample_weight, found.ledger)
         classes, counts = _classes_and_counts(y)
         if classes is None:  # not class labels: the binary fit says what is wrong
             return super().fit(X, y, coef_init, intercept_init, sample_weight)
@@ -171,7 +184,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         draws = np.random.RandomState(root_seed(self.random_state))
         return [int(s) for s in draws.randint(np.iinfo(np.int32).max, size=n_classes)]
 
-    def _fit_one_vs_rest(self, X, y, classes, coef_init, intercept_init, sample_weight):
+    def _fit_one_vs_rest(self, X, y, classes, coef_init, intercept_init, sample_weight,
+                         discovery=None):
         n_classes = classes.size
         n_features = _n_columns(X)
         if coef_init is None and self.warm_start and hasattr(self, "coef_") \
@@ -189,6 +203,10 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
                          sample_weight)
             fits.append(binary)
         self._collect(fits, classes)
+        if discovery is not None:
+            method = self.comm_.method
+            self.comm_ = CommReport.concatenate([discovery, self.comm_])
+            self.comm_.method = method
         return self
 
     def _collect(self, fits, classes):
@@ -279,7 +297,22 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     # binary label handling, as LogisticRegression's
     _prepare_target = LogisticRegression._prepare_target
     _set_classes = LogisticRegression._set_classes
-    _classes_from_engine = LogisticRegression._classes_from_engine
+    _label_summary = LogisticRegression._label_summary
+
+    def _classes_from_engine(self, engine, dtype):
+        """As :meth:`LogisticRegression._classes_from_engine` for two classes; more
+        (multi-class labels) end this fit for one-vs-rest."""
+        counts = engine.label_counts
+        if 2 < counts.labels.size < MAX_LABELS:
+            classes = counts.labels.astype(dtype)
+            if type_of_target(classes) == "multiclass":
+                raise _MoreThanTwoClasses(classes, counts.rows, engine.ledger)
+        LogisticRegression._classes_from_engine(self, engine, dtype)
+
+    def _class_weights_of_counts(self, counts):
+        """One weight per class, as scikit-learn's SGDClassifier: ``"balanced"`` from the
+        number of rows of each class (sample weights aside)."""
+        return _per_class_weights(self.classes_, counts.rows, self.class_weight)
 
     def _set_coef(self, coef, intercept):
         self.coef_ = np.asarray(coef).reshape(1, -1)
@@ -387,15 +420,37 @@ def _classes_and_counts(y):
     return classes, counts
 
 
+def _labels_found_by_engine(y, coef_init):
+    """Whether the classes of ``y`` come from the validation round of the binary fit:
+    numeric Dask labels, without a start of one row per class."""
+    return (is_dask(y) and y.ndim == 1
+            and (np.issubdtype(y.dtype, np.number) or y.dtype == bool)
+            and (coef_init is None or np.ndim(coef_init) == 1))
+
+
+class _MoreThanTwoClasses(Exception):
+    """The validation round of a binary fit found more than two classes: ``classes``,
+    the rows of each, and the ledger holding that round."""
+
+    def __init__(self, classes, rows, ledger):
+        super().__init__(f"{classes.size} classes")
+        self.classes, self.rows, self.ledger = classes, rows, ledger
+
+
+def _per_class_weights(classes, counts, class_weight):
+    """The weight of each class: ``"balanced"`` is ``n_samples / (n_classes * counts)``, a
+    dict names the weights (1 for classes it leaves out)."""
+    if class_weight == "balanced":
+        return counts.sum() / (classes.size * np.asarray(counts, dtype=np.float64))
+    unknown = [label for label in class_weight if label not in set(classes.tolist())]
+    if unknown:
+        raise ValueError(f"The classes, {unknown}, are not in class.")
+    return np.array([float(class_weight.get(label, 1.0)) for label in classes])
+
+
 def _weighted_rows(y, classes, counts, class_weight, sample_weight):
     """``sample_weight`` (ones if None) times each row's class weight, a new array."""
-    if class_weight == "balanced":
-        per_class = counts.sum() / (classes.size * counts.astype(np.float64))
-    else:
-        unknown = [label for label in class_weight if label not in set(classes.tolist())]
-        if unknown:
-            raise ValueError(f"The classes, {unknown}, are not in class.")
-        per_class = np.array([float(class_weight.get(label, 1.0)) for label in classes])
+    per_class = _per_class_weights(classes, counts, class_weight)
 
     def lookup(block):
         # a label not in ``classes`` gets some weight here; the label check rejects it
