@@ -65,7 +65,8 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying ``sample_weight``: ``{label: weight}``
         (classes not named weigh 1), or ``"balanced"``, ``sum(w) / (n_classes * sum of w
-        in the class)``, as scikit-learn.
+        in the class)``, as scikit-learn.  For numeric Dask labels the sums come from the
+        engine's validation round and the rows are weighed where they live.
 """
         + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
                                  "``C=inf``)")

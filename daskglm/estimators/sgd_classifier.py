@@ -5,9 +5,10 @@ the label handling of :class:`~daskglm.estimators.logistic.LogisticRegression`. 
 classes are fitted one-vs-rest as scikit-learn does: one binary run per class (that class
 against all others), each its own fit with its own engine, so ``n_classes`` times the
 rounds of a binary fit and ``X`` read once per class.  Class weights multiply the sample
-weights before any fit.  The classes decide between the two before any pass over ``X``:
-for Dask labels that takes one pass over ``y`` (which also counts them for
-``class_weight="balanced"``).  Predictions use the decision function ``X @ coef_.T +
+weights.  Numeric Dask labels are found, with their counts, by the validation round of
+the binary fit (the engine then applies the class weights where the rows live); when it
+finds more than two classes, that fit ends there and one-vs-rest follows, the round first
+in ``comm_``.  Other labels decide between the two in one pass over ``y`` before any fit.  Predictions use the decision function ``X @ coef_.T +
 intercept_``; probabilities exist for the logistic and modified Huber losses only.
 """
 
@@ -68,8 +69,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying the sample weights: ``{label: weight}``
         (classes left out weigh 1) or ``"balanced"``, ``n_samples / (n_classes *
-        count of the class)``.  For Dask input the labels are counted in one pass over
-        ``y``.
+        count of the class)``.  For numeric Dask labels the engine's validation round
+        counts them (no pass of its own).
 """
         + _SGD_DOC % {"learning_rate": "optimal", "eta0": 0.0, "power_t": 0.5}
         + """    classes_ : ndarray of shape (n_classes,)
