@@ -220,3 +220,14 @@ def test_every_pass_over_y_is_a_recorded_round(client, cluster, estimator, n_cla
     assert passes == validations + folds
     assert validations == (n_classes + 1 if estimator == "sgd" and n_classes > 2 else 1)
     np.testing.assert_array_equal(model.classes_, np.unique(y))
+
+
+def test_sgd_classifier_warm_start_of_one_vs_rest_on_dask_labels():
+    X, y, _ = _data(3)
+    Xd, yd = _dask(X, y)
+    model = daskglm.SGDClassifier(random_state=0, max_iter=2, tol=None, warm_start=True)
+    first = model.fit(Xd, yd).coef_.copy()
+    model.fit(Xd, yd)  # starts from the three rows of the first fit
+    assert model.coef_.shape == first.shape == (3, X.shape[1])
+    assert not np.array_equal(model.coef_, first)
+    np.testing.assert_array_equal(model.classes_, [0, 1, 2])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .backend import to_host
+from .backend import array_module, to_host
 
 __all__ = ["LabelCounts", "count_labels", "encode_and_weigh", "MAX_MOMENT_CLASSES"]
 
@@ -118,10 +118,10 @@ def encode_and_weigh(part, encoding):
     """
     classes, codes, class_weights = encoding
     X, y, weight = part[:3]
-    index = np.searchsorted(classes, to_host(y))
-    index = np.clip(index, 0, classes.size - 1)
-    y = np.asarray(codes, dtype=np.float64)[index]
+    xp = array_module(y)
+    index = np.clip(np.searchsorted(classes, to_host(y)), 0, classes.size - 1)
+    y = xp.asarray(np.asarray(codes, dtype=np.float64)[index])
     if class_weights is not None:
-        row_weight = np.asarray(class_weights, dtype=np.float64)[index]
-        weight = row_weight if weight is None else to_host(weight) * row_weight
+        row_weight = xp.asarray(np.asarray(class_weights, dtype=np.float64)[index])
+        weight = row_weight if weight is None else weight * row_weight
     return (X, y, weight, *part[3:])

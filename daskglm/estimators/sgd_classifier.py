@@ -151,7 +151,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
             column = np.asarray(y)
             if column.ndim == 2 and column.shape[1] == 1:
                 y = column_or_1d(column, warn=True)
-        if _labels_found_by_engine(y, coef_init):
+        if _labels_found_by_engine(y, coef_init) \
+                and not (self.warm_start and hasattr(self, "coef_")):
             try:
                 self.__dict__.pop("_one_vs_rest", None)
                 return super().fit(X, y, coef_init, intercept_init, sample_weight)
