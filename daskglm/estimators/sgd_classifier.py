@@ -8,7 +8,7 @@ rounds of a binary fit and ``X`` read once per class.  Class weights multiply th
 weights.  Numeric Dask labels are found, with their counts, by the validation round of
 the binary fit (the engine then applies the class weights where the rows live); when it
 finds more than two classes, that fit ends there and one-vs-rest follows, the round first
-in ``comm_``.  Other labels decide between the two in one pass over ``y`` before any fit.  Predictions use the decision function ``X @ coef_.T +
+in ``comm_``, each class's engine encoding the labels and weighing the rows itself.  Other labels decide between the two in one pass over ``y`` before any fit.  Predictions use the decision function ``X @ coef_.T +
 intercept_``; probabilities exist for the logistic and modified Huber losses only.
 """
 
@@ -25,6 +25,7 @@ from ..compute.seeds import root_seed
 from ..compute.sgd_losses import CLASSIFICATION_LOSSES
 from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
+from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
 from .base import _to_float, _weighted_mean
 from .logistic import LogisticRegression, _class_labels, _encode_binary
@@ -158,12 +159,12 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
                 return super().fit(X, y, coef_init, intercept_init, sample_weight)
             except _MoreThanTwoClasses as found:
                 # the validation round of the binary fit found more classes: one-vs-rest,
-                # its round first in ``comm_``
-                if self.class_weight is not None:
-                    sample_weight = _weighted_rows(y, found.classes, found.rows,
-                                                   self.class_weight, sample_weight)
+                # its round first in ``comm_``; each class's fit encodes y and weighs the
+                # rows by class in its own engine
+                weights = None if self.class_weight is None else _per_class_weights(
+                    found.classes, found.rows, self.class_weight)
                 return self._fit_one_vs_rest(X, y, found.classes, coef_init, intercept_init,
-                                             sample_weight, found.ledger)
+                                             sample_weight, found.ledger, weights)
         classes, counts = _classes_and_counts(y)
         if classes is None:  # not class labels: the binary fit says what is wrong
             return super().fit(X, y, coef_init, intercept_init, sample_weight)
@@ -187,7 +188,10 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         return [int(s) for s in draws.randint(np.iinfo(np.int32).max, size=n_classes)]
 
     def _fit_one_vs_rest(self, X, y, classes, coef_init, intercept_init, sample_weight,
-                         discovery=None):
+                         discovery=None, class_weights=None):
+        """One binary fit per class.  With ``discovery`` (the ledger of the validation
+        round that found the classes) each fit takes the labels as they are and its engine
+        encodes them (1 for the class, else 0) and weighs the rows by ``class_weights``."""
         n_classes = classes.size
         n_features = _n_columns(X)
         if coef_init is None and self.warm_start and hasattr(self, "coef_") \
@@ -197,12 +201,18 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         intercept_init = _rows(intercept_init, (n_classes,), "intercept_init")
         fits = []
         for k, (label, seed) in enumerate(zip(classes, self._class_seeds(n_classes))):
-            target = (y == label).astype(np.float64)
             binary = self._binary(seed)
+            if discovery is None:
+                target = (y == label).astype(np.float64)
+            else:
+                target, binary._versus = y, (label, class_weights)
             # the binary fit itself: its classes are known, no pass over y to find them
-            _SGDBase.fit(binary, X, target, None if coef_init is None else coef_init[k],
-                         None if intercept_init is None else intercept_init[k:k + 1],
-                         sample_weight)
+            try:
+                _SGDBase.fit(binary, X, target, None if coef_init is None else coef_init[k],
+                             None if intercept_init is None else intercept_init[k:k + 1],
+                             sample_weight)
+            finally:
+                binary.__dict__.pop("_versus", None)
             fits.append(binary)
         self._collect(fits, classes)
         if discovery is not None:
@@ -299,12 +309,25 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     # binary label handling, as LogisticRegression's
     _prepare_target = LogisticRegression._prepare_target
     _set_classes = LogisticRegression._set_classes
-    _label_summary = LogisticRegression._label_summary
+
+    def _label_summary(self):
+        versus = self.__dict__.get("_versus")
+        if versus is not None and versus[1] is not None:
+            return "moments"
+        return LogisticRegression._label_summary(self)
 
     def _classes_from_engine(self, engine, dtype):
         """As :meth:`LogisticRegression._classes_from_engine` for two classes; more
-        (multi-class labels) end this fit for one-vs-rest."""
+        (multi-class labels) end this fit for one-vs-rest.  The fit of one class of
+        one-vs-rest encodes that class as 1 and the others as 0."""
         counts = engine.label_counts
+        versus = self.__dict__.get("_versus")
+        if versus is not None:
+            label, class_weights = versus
+            self.classes_, self._n_classes = np.array([0.0, 1.0]), 2
+            codes = (counts.labels == label).astype(np.float64)
+            encode_and_weigh_classes(engine, codes, class_weights)
+            return
         if 2 < counts.labels.size < MAX_LABELS:
             classes = counts.labels.astype(dtype)
             if type_of_target(classes) == "multiclass":
