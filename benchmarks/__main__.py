@@ -22,6 +22,9 @@ cv
     against one-vs-rest (see :mod:`benchmarks.cv`).
 gpu
     CuPy chunks against numpy chunks and an in-memory GPU loop (see :mod:`benchmarks.gpu`).
+passes
+    Fits with the validation round fused into the first evaluation against the same fits
+    with the rounds apart, and ``solver="auto"``'s pick (see :mod:`benchmarks.passes`).
 parity
     Rounds, bytes and seconds of multi-output, ``positive=True`` and one-vs-rest SGD (see
     :mod:`benchmarks.parity`).
@@ -138,6 +141,12 @@ def _cv(args):
 
     return cv_main(args)
 
+def _passes(args):
+    from benchmarks.passes import main as passes_main
+
+    return passes_main(args)
+
+
 def _parity(args):
     from benchmarks.parity import main as parity_main
 
@@ -162,7 +171,7 @@ def build_parser():
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run a suite and write its results")
-    run.add_argument("--suite", default="quick", help="quick (default), full or smoke")
+    run.add_argument("--suite", default="quick", help="quick (default), full, scale (1e7 rows) or smoke")
     run.add_argument("--output", default=str(DEFAULT_OUTPUT),
                      help="JSON results file (default: benchmarks/results/latest.json)")
     run.add_argument("--only", nargs="+", default=[], metavar="PATTERN",
@@ -245,6 +254,10 @@ def build_parser():
     gpu.add_argument("--solvers", nargs="+", default=["lbfgs", "newton", "averaging"])
     gpu.set_defaults(handler=_gpu)
 
+    passes = commands.add_parser("passes", help="validation fused into the first evaluation")
+    passes.add_argument("--rows", type=int, default=1_000_000)
+    passes.add_argument("--features", type=int, default=50)
+    passes.set_defaults(handler=_passes)
     parity = commands.add_parser("parity", help="multi-output, positive=True, one-vs-rest SGD")
     parity.add_argument("--rows", type=int, default=200_000)
     parity.add_argument("--features", type=int, default=20)

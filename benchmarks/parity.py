@@ -7,7 +7,7 @@ data persisted on the workers before anything is timed:
    for all) against ``k`` single-target fits, and against ``solver="lbfgs"`` (one fit per
    target).
 2. **Non-negative coefficients**: ``LinearRegression`` with and without ``positive=True``
-   (the same two rounds), and ``Lasso(positive=True)`` by L-BFGS-B and proximal gradient.
+   (the same single round), and ``Lasso(positive=True)`` by L-BFGS-B and proximal gradient.
 3. **One-vs-rest SGD**: ``SGDClassifier(loss="hinge")`` on two classes and on ``c`` (one
    binary fit per class, so about ``c`` times the rounds).
 

@@ -15,7 +15,11 @@ measures, each as the median of several repeats:
   their numpy steps, next to one read of the partition (``X_p.sum()``).
 
 The ideal round is ``ceil(partitions / workers)`` kernel times; what a round costs above
-that is overhead.  This module uses daskglm's engine and kernels directly.
+that is overhead.  The report ends with the targets of the kernels, as ratios measured in
+the same run: a gradient round against one read of ``X`` per worker (``waves`` reads of a
+partition; target 1.5), a Gram round against numpy's ``X_p.T @ X_p`` per worker (target 2),
+and the same two ratios for one partition in this process, in float64 and float32.  This
+module uses daskglm's engine and kernels directly.
 """
 
 from __future__ import annotations
@@ -81,6 +85,47 @@ def _cluster_rounds(engine, params, family, repeats):
                  for _ in range(repeats)]
         rows[f"on workers: {name}, one partition, alone (timed in task)"] = statistics.median(alone)
     return rows
+
+
+#: ``(name, numerator row, denominator row, per-worker waves?, target)`` of the report's ratios.
+TARGETS = (
+    ("gradient round / one read of X per worker", "round: gradient (loss_grad)",
+     "local: X_p.sum() (one read of the partition)", True, 1.5),
+    ("gram round / numpy X.T@X per worker", "round: gram", "local:   X_p.T @ X_p", True, 2.0),
+    ("local loss_grad / one read", "local: loss_grad(partition)",
+     "local: X_p.sum() (one read of the partition)", False, 1.5),
+    ("local gram / numpy X.T@X", "local: gram(partition)", "local:   X_p.T @ X_p", False, 2.0),
+    ("local float32 loss_grad / one float32 read", "local f32: loss_grad(partition)",
+     "local f32: X_p.sum() (one read of the partition)", False, 1.5),
+    ("local float32 gram / numpy float32 X.T@X", "local f32: gram(partition)",
+     "local f32:   X_p.T @ X_p", False, 2.0),
+)
+
+
+def target_ratios(rows, waves):
+    """``{name: (ratio, target)}`` of :data:`TARGETS` from the rows of one run."""
+    ratios = {}
+    for name, numerator, denominator, per_worker, target in TARGETS:
+        if numerator in rows and denominator in rows:
+            scale = waves if per_worker else 1
+            ratios[name] = (rows[numerator] / (scale * rows[denominator]), target)
+    return ratios
+
+
+def _local_float32(part, params, family, repeats):
+    """The kernels on the partition's float32 copy: one read, loss_grad, gram, X.T @ X."""
+    from daskglm.compute.kernels import gram, loss_grad
+
+    X = part[0].astype(np.float32)
+    part32 = (X, part[1], None)
+    steps = {
+        "local f32: X_p.sum() (one read of the partition)": lambda: X.sum(),
+        "local f32: loss_grad(partition)": lambda: loss_grad(part32, params, family, False),
+        "local f32: gram(partition)": lambda: gram(part32),
+        "local f32:   X_p.T @ X_p": lambda: X.T @ X,
+    }
+    with threadpool_limits(1):
+        return {name: _median_seconds(step, repeats) for name, step in steps.items()}
 
 
 def _local_kernels(part, params, family, repeats):
@@ -183,12 +228,15 @@ def profile_rounds(data, client, repeats=10, tol=1e-6):
     first = math.ceil(data.spec.n_samples / data.spec.n_partitions)
     part = (data.X_local[:first], data.target_local("binary")[:first], None)
     rows.update(_local_kernels(part, params, family, repeats))
+    rows.update(_local_float32(part, params, family, repeats))
     workers = len(client.scheduler_info()["workers"])
     waves = math.ceil(n_partitions / workers)
     info.update(partitions=n_partitions, workers=workers, partitions_per_worker=waves,
                 misaligned_partitions=len(aligned) - sum(aligned))
     rows["ideal gradient round: waves x local loss_grad"] = waves * rows["local: loss_grad(partition)"]
     rows["ideal gram round: waves x local gram"] = waves * rows["local: gram(partition)"]
+    info["targets"] = {name: {"ratio": ratio, "target": target}
+                       for name, (ratio, target) in target_ratios(rows, waves).items()}
     return {"rows": rows, "info": info}
 
 
@@ -204,6 +252,10 @@ def _markdown(result, spec):
         "|---|---|",
     ]
     lines += [f"| {name} | {seconds:.4f} |" for name, seconds in result["rows"].items()]
+    lines += ["", "| ratio (same run) | measured | target | met |", "|---|---|---|---|"]
+    lines += [f"| {name} | {row['ratio']:.2f} | {row['target']:g} | "
+              f"{'yes' if row['ratio'] <= row['target'] else 'no'} |"
+              for name, row in info.get("targets", {}).items()]
     return "\n".join(lines) + "\n"
 
 

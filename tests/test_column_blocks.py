@@ -72,10 +72,11 @@ def test_layout_bytes_says_when_column_blocks_win():
     assert wide["best"] == "column_blocks"
     assert wide["column_blocks"] == 16 * 10**5 * 2
     assert wide["sharded_rows"] == wide["whole_vector"] == 16 * 10**6 * 8
-    # the whole vector goes once per task; the shard on a partition's own worker is local
+    # the whole vector goes once per task; each worker pulls and pushes once, and the
+    # shard on its own worker is local
     grouped = layout_bytes(10**5, 10**6, partitions=8, blocks=2, groups=2, workers=2)
     assert grouped["whole_vector"] == 16 * 10**6 * 2
-    assert grouped["sharded_rows"] == 16 * 10**6 * 8 / 2
+    assert grouped["sharded_rows"] == 16 * 10**6 * 2 / 2
     assert grouped["column_blocks"] == 16 * 10**5 * 2 / 2
     # tall: rows win (and shards move no less than the whole vector on dense rows)
     assert layout_bytes(10**7, 10**4, partitions=8, blocks=2)["best"] == "whole_vector"
@@ -84,3 +85,8 @@ def test_layout_bytes_says_when_column_blocks_win():
     touched = 2**24 * -np.expm1(-50 * 5e4 / 2**24)
     assert sparse["sharded_rows"] == pytest.approx(16 * touched * 20)
     assert sparse["column_blocks"] is None and sparse["best"] == "sharded_rows"
+    # ... of a worker's partitions together: d (1 - exp(-z n / W / d)), half of it remote
+    on_two = layout_bytes(10**6, 2**24, partitions=20, blocks=2, nonzeros_per_row=50,
+                          groups=2, workers=2)
+    touched = 2**24 * -np.expm1(-50 * 5e5 / 2**24)
+    assert on_two["sharded_rows"] == pytest.approx(16 * touched * 2 / 2)

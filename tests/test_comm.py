@@ -53,7 +53,7 @@ def test_report_table_dict_and_frame():
         assert piece in text
     as_dict = report.to_dict()
     assert as_dict["rounds"] == report.rounds == len(as_dict["records"])
-    assert as_dict["records"][0]["kind"] == "validate"
+    assert as_dict["records"][0]["kind"] == "validate_hessian"  # with the first evaluation
     assert {"bytes_modelled", "split_every", "bytes_read"} <= set(as_dict["records"][0])
     pd = pytest.importorskip("pandas")
     frame = report.to_frame()

@@ -25,6 +25,12 @@ gradient      reduce (gd, lbfgs,  ``8 (d + 1) G``                 ``8 (d + 2) T`
 hessian       reduce (newton,     ``8 (d + 1) G``                 ``8 (d^2 + d + 2) T``
               averaging+newton)
 gram          reduce (normal)     ``0``                           ``8 (p^2 + 2 p + 3) T``
+validate_     reduce (normal: the ``0``                           ``8 (p^2 + 2 p + 6) T``
+gram          validation fused)
+validate_     reduce (lbfgs'      ``8 (d + 1) G``                 ``8 (2 p + d + 6) T``
+gradient      first evaluation)
+validate_     reduce (newton's    ``8 (d + 1) G``                 ``8 (2 p + d^2 + d + 6) T``
+hessian       first evaluation)
 local_solve   map (averaging)     ``8 (d + 3) G``                 ``8 (d + 4) P`` (once)
 local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) P`` per iteration
 sizes         map (sgd)           ``0``                           ``16 P``
@@ -84,15 +90,16 @@ Rounds of the other verbs are counted the same way, from the objects that move:
 * a ``map_as_completed`` round is counted like a deadline round when its iteration ends:
   ``P`` tasks, the arguments ``P`` times, the results yielded; ``dropped`` lists the
   partitions not yielded (lost with a worker, or not consumed);
-* a sharded L-BFGS fit (:mod:`daskglm.engine.shards`; ``t`` the touched columns summed
-  over partitions, ``c`` the calls, one per partition and shard its columns reach, ``S``
-  the shards, ``m`` the correction pairs, ``n`` rows, ``B`` feature blocks, ``R`` row
+* a sharded L-BFGS fit (:mod:`daskglm.engine.shards`; ``t`` the touched columns, the union
+  of each worker's partitions' summed over workers; ``c`` the calls, one per worker and
+  shard its columns reach, ``S`` the shards, ``m`` the correction pairs, ``n`` rows, ``B`` feature blocks, ``R`` row
   partitions of column blocks):
 
   ===============  =====================================  ===========================
   kind             down (bytes)                           up (bytes)
   ===============  =====================================  ===========================
-  sparse_gradient  ``24 G`` (step, round, intercept flag)  ``48 T`` (six counts)
+  sparse_gradient  ``24 G`` (step, round, intercept flag)  ``40 T`` (five counts)
+  shard_columns    ``8 G`` (intercept flag; once)          ``16 T`` (two counts)
   shard_register   ``8 t + 16 c`` (once per fit)          ``0``
   shard_pull       ``16 c``                               ``8 t``
   shard_push       ``8 t + 16 c``                         ``0``
@@ -274,7 +281,8 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Edges ``E`` of the gossip graph (``"gossip_exchange"``); a ring's ``P`` by
         default.
     touched : int, optional
-        For the shard kinds: columns touched, summed over partitions.
+        For the shard kinds: columns touched, the union of each worker's partitions'
+        summed over workers.
 
     Returns
     -------
@@ -290,13 +298,17 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.GRADIENT: (8 * (d + 1) * G, 8 * (d + 2) * T),
         Kind.HESSIAN: (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
         Kind.GRAM: (0, 8 * (p * p + 2 * p + 3) * T),
+        Kind.VALIDATE_GRAM: (0, 8 * (p * p + 2 * p + 6) * T),
+        Kind.VALIDATE_GRADIENT: (8 * (d + 1) * G, 8 * (2 * p + 4 + d + 2) * T),
+        Kind.VALIDATE_HESSIAN: (8 * (d + 1) * G, 8 * (2 * p + 4 + d * d + d + 2) * T),
         "averaging": (8 * (d + 3) * G, 8 * (d + 4) * P),
         "admm": (8 * 2 * d * P + 8 * (d + 2 * p + 5) * G, 8 * (2 * d + 4) * P),
         Kind.SIZES: (0, 16 * P),
         Kind.ENCODE: (8 * P, 0),
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
-        Kind.SPARSE_GRADIENT: (24 * G, 48 * T),
+        Kind.SPARSE_GRADIENT: (24 * G, 40 * T),
+        Kind.SHARD_COLUMNS: (8 * G, 16 * T),
         Kind.SHARD_REGISTER: (8 * touched + 16 * calls, 0),
         Kind.SHARD_PULL: (16 * calls, 8 * touched),
         Kind.SHARD_PUSH: (8 * touched + 16 * calls, 0),

@@ -47,6 +47,8 @@ are (their measured compute includes the tasks' updates and waits).
 The model prices a fit's solver rounds; the validation round every fit runs first is left
 out (:data:`SETUP_KINDS`): it is the same for every method, and on Dask arrays it also
 builds the partitions from the array's chunks, which is loading data, not communicating.
+Where the validation round carries the solver's first evaluation (:data:`FUSED_KINDS`)
+it is priced as the solver round it also is, and left out of calibration.
 The number of rounds and their payloads are the fit's own: the model assumes the same
 rounds would run on the other cluster, on ``max(P, C)`` partitions.  That holds for the
 full-batch methods; the local-solve methods (``averaging``, ``admm``) may converge in a
@@ -103,7 +105,7 @@ from .layouts import layout_bytes  # the bytes of data layouts for many features
 
 __all__ = [
     "Cluster", "Calibration", "calibrate", "round_seconds", "predict", "solver_rounds",
-    "measured_seconds", "DEFAULT_TASK_OVERHEAD", "SETUP_KINDS", "layout_bytes",
+    "measured_seconds", "DEFAULT_TASK_OVERHEAD", "SETUP_KINDS", "FUSED_KINDS", "layout_bytes",
 ]
 
 #: Per-task overhead (seconds) assumed for the scheduler and for the workers when the
@@ -121,6 +123,11 @@ ONE_PASS_KINDS = (Kind.GRADIENT, Kind.VALIDATE)
 #: predictions: they are the same for every method, and on Dask arrays the validation
 #: round also builds the partitions from the array's chunks, which is loading data.
 SETUP_KINDS = (Kind.VALIDATE,)
+
+#: The validation round fused with a solver's first evaluation: priced as a solver
+#: round (it is one), but left out of calibration, since it also checks the data and, on
+#: Dask arrays, builds the partitions.
+FUSED_KINDS = (Kind.VALIDATE_GRAM, Kind.VALIDATE_GRADIENT, Kind.VALIDATE_HESSIAN)
 
 #: Traffic of partitions with column shards, recorded apart from the evaluation round it
 #: runs in (:mod:`daskglm.engine.shards`): priced as its bytes and one latency per call
@@ -312,7 +319,7 @@ def calibrate(reports, data_bytes=None):
 
     by_kind = {}
     for r in records:
-        if r.kind not in SETUP_KINDS:
+        if r.kind not in SETUP_KINDS + FUSED_KINDS:
             by_kind.setdefault(r.kind, []).append(r)
 
     # one message step: a quarter of a tree level, less the network's latency

@@ -14,6 +14,9 @@ class Kind:
     GRADIENT = "gradient"
     HESSIAN = "hessian"
     GRAM = "gram"
+    VALIDATE_GRAM = "validate_gram"  # validation and the normal equations' Gram, one read
+    VALIDATE_GRADIENT = "validate_gradient"  # validation and the first loss and gradient
+    VALIDATE_HESSIAN = "validate_hessian"  # validation and the first loss, gradient, Hessian
     LOCAL_SOLVE = "local_solve"
     SIZES = "sizes"
     SGD_BATCH = "sgd_batch"
@@ -28,9 +31,10 @@ class Kind:
     PUT_STATE = "put_state"  # partition states sent from the driver
     FETCH_STATE = "fetch_state"  # partition states shipped to the driver
     SPARSE_GRADIENT = "sparse_gradient"  # partitions pull from / push to column shards
-    SHARD_REGISTER = "shard_register"  # a partition's touched columns, to the shards (once)
-    SHARD_PULL = "shard_pull"  # coefficients on the touched columns, shards to partitions
-    SHARD_PUSH = "shard_push"  # gradient sums on the touched columns, partitions to shards
+    SHARD_COLUMNS = "shard_columns"  # partitions give their touched columns to their worker (once)
+    SHARD_REGISTER = "shard_register"  # a worker's touched columns, to the shards (once)
+    SHARD_PULL = "shard_pull"  # coefficients on a worker's touched columns, shards to workers
+    SHARD_PUSH = "shard_push"  # a worker's gradient sums on its touched columns, to the shards
     SHARD_OP = "shard_op"  # a coordinator's command on every shard (scalars both ways)
     SHARD_LOAD = "shard_load"  # the parameter vector split onto the shards (start of a fit)
     SHARD_FETCH = "shard_fetch"  # the parameter vector gathered from them (end of a fit)

@@ -21,20 +21,22 @@ def layout_bytes(n_samples, n_features, *, partitions, blocks, nonzeros_per_row=
       partitions of one worker thread): ``16 d G``, all of it through the driver's
       links;
     * ``"sharded_rows"`` -- row partitions with column shards (``lbfgs`` with
-      ``sharded``): each partition pulls and pushes 8 bytes per column it touches,
-      ``16 sum_p t_p``, with ``t_p = d`` for dense rows and, for ``z`` non-zeros per row
-      at uniformly hashed columns, ``t_p = d (1 - exp(-z n_p / d))``; with ``W`` workers
-      the share ``1 / W`` with the shard on the partition's own worker never leaves it;
+      ``sharded``): each worker pulls and pushes 8 bytes per column its partitions
+      touch (the union of theirs), ``16 sum_w t_w``, with ``t_w = d`` for dense rows
+      and, for ``z`` non-zeros per row at uniformly hashed columns,
+      ``t_w = d (1 - exp(-z n_w / d))`` for the ``n_w = n / W`` rows of a worker; with
+      ``W`` workers the share ``1 / W`` with the shard on the worker itself never leaves
+      it (without ``workers``, each partition is counted as a worker of its own);
     * ``"column_blocks"`` -- ``B`` feature blocks of dense ``X`` (``column_blocks``): one
       predictor up and one residual down per tile, ``16 n B``, less the ``1 / W`` whose
       row partition lives with the block.
 
     Column blocks move less than sharded row partitions exactly when
-    ``n B < sum_p t_p``; for dense ``X``, when ``n / P < d / B``: a row partition has
-    fewer rows than a block has columns.  Sharded rows move less than the whole vector
-    when ``sum_p t_p (1 - 1 / W) < d G``: when partitions touch few of the columns (at
-    ``z n_p`` comparable to ``d`` nearly all are touched, and the win is only that no
-    vector passes through the driver).  The arithmetic per evaluation is the same in
+    ``n B < sum_w t_w``; for dense ``X``, when ``n / W < d / B``: a worker has fewer
+    rows than a block has columns.  Sharded rows move less than the whole vector when
+    ``sum_w t_w (1 - 1 / W) < d G``: when workers touch few of the columns (at ``z n_w``
+    comparable to ``d`` nearly all are touched, and the win is only that no vector
+    passes through the driver).  The arithmetic per evaluation is the same in
     all three (two passes over the stored entries of ``X``); the vectors of L-BFGS take
     ``8 (2 m + 4) d`` bytes on the driver for the whole vector, ``1 / W`` of that per
     worker with shards.  Commands of the coordinator (a few scalars per shard) and
@@ -63,14 +65,14 @@ def layout_bytes(n_samples, n_features, *, partitions, blocks, nonzeros_per_row=
     n, d, P, B = int(n_samples), int(n_features), int(partitions), int(blocks)
     G = P if groups is None else int(groups)
     remote = 1.0 if workers is None else 1.0 - 1.0 / int(workers)
-    rows_per_partition = n / P
+    holders = P if workers is None else int(workers)  # who pulls and pushes
     if nonzeros_per_row is None:
         touched = float(d)
     else:
-        touched = d * -math.expm1(-float(nonzeros_per_row) * rows_per_partition / d)
+        touched = d * -math.expm1(-float(nonzeros_per_row) * n / holders / d)
     sizes = {
         "whole_vector": 16.0 * d * G,
-        "sharded_rows": 16.0 * touched * P * remote,
+        "sharded_rows": 16.0 * touched * holders * remote,
         "column_blocks": 16.0 * n * B * remote if nonzeros_per_row is None else None,
     }
     sizes["best"] = min((k for k, v in sizes.items() if v is not None), key=sizes.get)

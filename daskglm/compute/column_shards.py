@@ -7,12 +7,14 @@ on that range: the iterate ``x``, the search direction ``d``, the gradient ``g``
 correction pairs ``(s_i, y_i)`` as the rows of one array ``basis`` (rows ``0..m-1`` the
 ``s`` slots, rows ``m..2m-1`` the ``y`` slots).  It answers three kinds of calls:
 
-* from partition tasks: :meth:`~ColumnShard.register` (a partition's touched columns in
-  the shard's range, once), :meth:`~ColumnShard.pull` (``x + alpha d`` on those columns
-  only) and :meth:`~ColumnShard.push` (the partition's gradient sums on them);
+* from the workers' :class:`~daskglm.compute.worker_columns.WorkerColumns` (one per
+  worker, speaking for its partitions): :meth:`~ColumnShard.register` (the union of the
+  worker's touched columns in the shard's range, once), :meth:`~ColumnShard.pull`
+  (``x + alpha d`` on those columns only) and :meth:`~ColumnShard.push` (the worker's
+  summed gradient on them);
 * from the coordinator (the driver), small commands whose arguments and answers are
   scalars or vectors of length ``2 m``: :meth:`~ColumnShard.finish` (sum the pushes of a
-  round in partition order into ``g_trial``; the shard's parts of the penalty value,
+  round in contributor order into ``g_trial``; the shard's parts of the penalty value,
   ``g_trial . d`` and ``max |g_trial|``), :meth:`~ColumnShard.accept` (move to the trial
   point, store a correction pair, return shard-local dot products with the basis) and
   :meth:`~ColumnShard.direction` (``d = basis^T c + c_g g``).  The coordinator fills the
@@ -22,9 +24,8 @@ correction pairs ``(s_i, y_i)`` as the rows of one array ``basis`` (rows ``0..m-
   start and the end of a fit only.
 
 :func:`touched_columns` builds a partition's state once (its touched columns and ``X``
-with column indices renumbered to them); :func:`sharded_loss_grad` is the per-round
-kernel.  Pure numpy/scipy: the shard handles passed to the kernel are duck-typed (the
-engine's :mod:`daskglm.engine.shards` provides them).
+with column indices renumbered to them).  Pure numpy/scipy: the kernels that use it are
+in :mod:`daskglm.compute.worker_columns`.
 """
 
 from __future__ import annotations
@@ -35,15 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .kernels import partition_offset
-
 __all__ = [
-    "ColumnShard", "PartitionColumns", "shard_bounds", "touched_columns",
-    "sharded_loss_grad", "TRAFFIC_FIELDS",
+    "ColumnShard", "PartitionColumns", "shard_bounds", "touched_columns", "mark_columns",
 ]
-
-#: What :func:`sharded_loss_grad` returns, summed over partitions, in this order.
-TRAFFIC_FIELDS = ("weight", "loss", "pulled", "pushed", "registered", "calls")
 
 
 def shard_bounds(n_params, n_shards):
@@ -84,9 +79,9 @@ class ColumnShard:
         self._pending = {}
         self._lock = threading.Lock()
 
-    # partition tasks ------------------------------------------------------------------
+    # contributors: the workers' columns (row partitions) or the tiles (column blocks) -----
     def register(self, part, columns):
-        """Remember partition ``part``'s touched columns in this range (global indices)."""
+        """Remember contributor ``part``'s touched columns in this range (global indices)."""
         local = np.asarray(columns, dtype=np.int64) - self.lo
         if local.size and (local[0] < 0 or local[-1] >= self.hi - self.lo):
             raise ValueError(f"columns outside the shard's range [{self.lo}, {self.hi})")
@@ -101,12 +96,12 @@ class ColumnShard:
                 self._registered[int(part)] = np.arange(self.hi - self.lo)
 
     def pull(self, part, alpha):
-        """``x + alpha d`` on partition ``part``'s registered columns."""
+        """``x + alpha d`` on contributor ``part``'s registered columns."""
         local = self._registered[int(part)]
         return self.x[local] + alpha * self.d[local]
 
     def push(self, part, round_id, values):
-        """Keep partition ``part``'s gradient sums on its columns for round ``round_id``."""
+        """Keep contributor ``part``'s gradient sums on its columns for round ``round_id``."""
         values = np.asarray(values, dtype=np.float64)
         if values.shape != self._registered[int(part)].shape:
             raise ValueError("pushed values do not match the registered columns")
@@ -125,22 +120,22 @@ class ColumnShard:
         """The iterate ``x`` on the range."""
         return self.x.copy()
 
-    def finish(self, round_id, alpha, n_partitions, total_weight):
-        """Sum round ``round_id``'s pushes in partition order into the gradient at ``x +
+    def finish(self, round_id, alpha, total_weight):
+        """Sum round ``round_id``'s pushes in contributor order into the gradient at ``x +
         alpha d``; return the shard's ``[penalty value, g_trial . d, max |g_trial|]``.
 
         Raises
         ------
         LookupError
-            When some partition did not push in that round.
+            When some registered contributor did not push in that round.
         """
         with self._lock:
             pushes = self._pending.pop(int(round_id), {})
             for stale in [r for r in self._pending if r < int(round_id)]:
                 del self._pending[stale]
-        missing = sorted(set(range(int(n_partitions))) - set(pushes))
+        missing = sorted(set(self._registered) - set(pushes))
         if missing:
-            raise LookupError(f"partitions {missing[:5]} pushed no gradient in round "
+            raise LookupError(f"contributors {missing[:5]} pushed no gradient in round "
                                f"{round_id} to the shard [{self.lo}, {self.hi})")
         grad = np.zeros_like(self.x)
         for part in sorted(pushes):
@@ -203,85 +198,46 @@ class PartitionColumns:
     Attributes
     ----------
     index : int
-        The partition's index (the order in which shards sum the pushes).
+        The partition's index (the order in which its worker sums the gradients).
     columns : ndarray of int64
         Sorted parameter indices its rows touch (the intercept's last, when fitted).
     X : scipy CSR matrix or ndarray
         The partition's ``X`` with column ``j`` renumbered to the position of ``j`` in
         ``columns`` (the data arrays are shared with the partition, not copied).
-    splits : ndarray of int64
-        ``columns[splits[k]:splits[k + 1]]`` lie in shard ``k``.
-    registered : bool
-        Whether the shards know the columns yet.
+    hub : int
+        The :class:`~daskglm.compute.worker_columns.WorkerColumns` it registered with
+        (the one on its worker): its pulls and pushes go there.
     """
 
     index: int
     columns: np.ndarray
     X: object
-    splits: np.ndarray
-    registered: bool = False
+    hub: int = 0
 
 
-def touched_columns(part, index, bounds, fit_intercept):
+def mark_columns(indices, size):
+    """``(marked, position)``: a mask of the columns in ``indices`` among ``size``, and
+    each column's position among the marked ones (a mark and a running count: linear in
+    the indices and ``size``, where sorting them, as ``np.unique`` does, is not)."""
+    marked = np.zeros(int(size), dtype=bool)
+    marked[indices] = True
+    position = np.cumsum(marked, dtype=np.int64) - 1
+    return marked, position
+
+
+def touched_columns(part, index, fit_intercept, hub=0):
     """The :class:`PartitionColumns` of a partition ``(X, y, weight[, offset])``: for CSR ``X`` the
     columns holding a stored entry, for dense ``X`` all of them."""
     X = part[0]
     n_features = X.shape[1]
     if sp.issparse(X):
-        # a mark per column and a running count: linear in the stored entries and d,
-        # where sorting them (np.unique) is not
-        marked = np.zeros(n_features, dtype=bool)
-        marked[X.indices] = True
+        marked, position = mark_columns(X.indices, n_features)
         columns = np.flatnonzero(marked)
-        position = np.cumsum(marked, dtype=X.indices.dtype) - 1
-        X_local = sp.csr_matrix((X.data, position[X.indices], X.indptr),
-                                shape=(X.shape[0], columns.size))
+        X_local = sp.csr_matrix((X.data, position[X.indices].astype(X.indices.dtype),
+                                 X.indptr), shape=(X.shape[0], columns.size))
     else:
         columns, X_local = np.arange(n_features), X
     columns = columns.astype(np.int64)
     if fit_intercept:
         columns = np.append(columns, n_features)
-    splits = np.searchsorted(columns, bounds)
-    return PartitionColumns(int(index), columns, X_local, splits)
-
-
-def sharded_loss_grad(part, state, shards, alpha, round_id, family, fit_intercept):
-    """One partition's part of an evaluation at ``x + alpha d``, the vectors on ``shards``.
-
-    ``state`` is the partition's index on the first call (put there by the coordinator)
-    and its :class:`PartitionColumns` afterwards.  Registers the touched columns with the
-    shards (first call only), pulls ``x + alpha d`` on them, computes the loss and the
-    gradient sums there, pushes those to the shards for round ``round_id``, and returns
-    ``(traffic, state)`` with ``traffic`` the array of :data:`TRAFFIC_FIELDS`: weight,
-    loss, the values pulled, pushed and registered, and the calls of each kind made (one
-    per shard the partition touches).  A lost state (None) returns NaN traffic.
-    """
-    if state is None:  # lost with its worker: the coordinator sees it in the round's reset
-        return np.full(len(TRAFFIC_FIELDS), np.nan), None
-    if not isinstance(state, PartitionColumns):
-        state = touched_columns(part, state, shards.bounds, fit_intercept)
-    y, weight, offset = part[1], part[2], partition_offset(part)
-    pieces = [(k, slice(state.splits[k], state.splits[k + 1]))
-              for k in range(len(state.splits) - 1) if state.splits[k + 1] > state.splits[k]]
-    registered = 0
-    if not state.registered:
-        shards.call_each("register", [(k, (state.index, state.columns[s])) for k, s in pieces])
-        state.registered = True
-        registered = state.columns.size
-    pulled = shards.call_each("pull", [(k, (state.index, alpha)) for k, _ in pieces])
-    coef = np.concatenate(pulled) if pulled else np.zeros(0)
-    n_coef = state.X.shape[1]
-    eta = np.asarray(state.X @ coef[:n_coef]).ravel()
-    if fit_intercept:
-        eta = eta + coef[-1]
-    if offset is not None:
-        eta = eta + offset
-    loss, r = family.loss_and_dloss(y, eta, weight)
-    grad = np.asarray(state.X.T @ r).ravel()
-    if fit_intercept:
-        grad = np.append(grad, r.sum())
-    shards.call_each("push", [(k, (state.index, round_id, grad[s])) for k, s in pieces])
-    total = float(y.shape[0]) if weight is None else float(weight.sum())
-    traffic = np.array([total, float(loss), coef.size, grad.size, registered, len(pieces)],
-                       dtype=np.float64)
-    return traffic, state
+    return PartitionColumns(int(index), columns, X_local, int(hub))

@@ -8,7 +8,11 @@ partitions, and the estimators refuse their solvers with an offset.  The paramet
 followed, when an intercept is fitted, by the intercept: no column of ones is ever added
 to ``X``.  Dense partitions are processed in cache-sized row blocks so that each row of
 ``X`` is read from memory once per evaluation: ``X_b @ coef`` and ``X_b.T @ r`` run while
-``X_b`` is still in cache.
+``X_b`` is still in cache.  For the gradient of the common families and for the Gram
+statistics, dense numpy partitions go further: :mod:`daskglm.compute.blocked` fuses each
+row's (or block's) products into one compiled loop or one symmetric product.  A float32
+``X`` stays float32: block products run in float32 (the fused loop converts each element
+as it reads it) and every partial sum is accumulated in float64.
 
 Sparse partitions are scipy CSR matrices (:func:`as_csr_or_dense` converts any other sparse
 layout once, when a partition is packed) and every kernel works on them without densifying
@@ -28,6 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .backend import array_module, is_device, to_host
+from .blocked import augmented_gram, fused_loss_grad, pointwise_for
 from .csr_products import csr_weighted_gram
 
 __all__ = [
@@ -63,6 +68,32 @@ def _row_blocks(X, products=False):
 
 def _take(weight, start, stop):
     return None if weight is None else weight[start:stop]
+
+
+def _is_host_dense(X):
+    """Whether ``X`` is a numpy array: the partitions the fused kernels take."""
+    return isinstance(X, np.ndarray)
+
+
+def _block_eta(X_b, params, fit_intercept, offset):
+    """``linear_predictor`` of a block in float64, the product in ``X_b``'s dtype.
+
+    A float32 block is multiplied by float32 coefficients (numpy would otherwise copy the
+    block to float64); the result is widened to float64 before the family sees it.
+    """
+    xp = array_module(X_b)
+    params = xp.asarray(params)
+    if X_b.dtype == np.float32 and not sp.issparse(X_b):
+        params = params.astype(np.float32)
+    eta = xp.asarray(linear_predictor(X_b, params, fit_intercept, None), dtype=np.float64)
+    return eta if offset is None else eta + offset
+
+
+def _block_transpose_product(X_b, r):
+    """``X_b.T @ r`` in float64; for a dense float32 block the product runs in float32."""
+    if X_b.dtype == np.float32 and not sp.issparse(X_b):
+        r = r.astype(np.float32)
+    return array_module(X_b).asarray(_transpose_product(X_b, r), dtype=np.float64)
 
 
 def as_csr_or_dense(X):
@@ -147,20 +178,29 @@ def loss_grad(part, params, family, fit_intercept):
     """Loss and gradient sums of one partition at ``params``: one read of ``X``."""
     X, y, weight = part[:3]
     offset = partition_offset(part)
+    total = float(X.shape[0]) if weight is None else float(weight.sum())
+    pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
+    if pointwise is not None:
+        params = np.asarray(params, dtype=np.float64)
+        coef, intercept = (params[:-1], params[-1]) if fit_intercept else (params, 0.0)
+        loss, grad, intercept_grad = fused_loss_grad(X, y, weight, offset, coef, intercept,
+                                                     pointwise)
+        if fit_intercept:
+            grad = np.append(grad, intercept_grad)
+        return Stats(total, loss, grad)
     n_params = params.shape[0]
     grad = array_module(X).zeros(n_params)
     loss = 0.0
     for start, stop in _row_blocks(X):
         X_b = X[start:stop]
-        eta = linear_predictor(X_b, params, fit_intercept, _take(offset, start, stop))
+        eta = _block_eta(X_b, params, fit_intercept, _take(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y[start:stop], eta, _take(weight, start, stop))
         loss += block_loss
         if fit_intercept:
-            grad[:-1] += _transpose_product(X_b, r)
+            grad[:-1] += _block_transpose_product(X_b, r)
             grad[-1] += r.sum()
         else:
-            grad += _transpose_product(X_b, r)
-    total = float(X.shape[0]) if weight is None else float(weight.sum())
+            grad += _block_transpose_product(X_b, r)
     return Stats(total, float(loss), to_host(grad))
 
 
@@ -173,8 +213,9 @@ def _weighted_gram(X_b, h, scratch):
     # general product.  Curvatures h are never negative (convex canonical losses, Fisher
     # weights for other links, weights >= 0).
     xp = array_module(X_b)
-    scaled = xp.multiply(X_b, xp.sqrt(h)[:, None], out=scratch[: X_b.shape[0]])
-    return scaled.T @ scaled, X_b.T @ h
+    scaled = xp.multiply(X_b, xp.sqrt(h)[:, None], out=scratch[: X_b.shape[0]],
+                         casting="same_kind")
+    return scaled.T @ scaled, _block_transpose_product(X_b, h)
 
 
 def loss_grad_hess(part, params, family, fit_intercept):
@@ -187,16 +228,16 @@ def loss_grad_hess(part, params, family, fit_intercept):
     grad = xp.zeros(n_params)
     hess = xp.zeros((n_params, n_params))
     loss = 0.0
-    scratch = _scratch(X, products=True)
+    scratch = _scratch(X, products=True, dtype=X.dtype)
     for start, stop in _row_blocks(X, products=True):
         X_b = X[start:stop]
         y_b, w_b = y[start:stop], _take(weight, start, stop)
-        eta = linear_predictor(X_b, params, fit_intercept, _take(offset, start, stop))
+        eta = _block_eta(X_b, params, fit_intercept, _take(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y_b, eta, w_b)
         h = family.d2loss(y_b, eta, w_b)
         loss += block_loss
         gram_b, col_sums = _weighted_gram(X_b, h, scratch)
-        grad[:n_coef] += _transpose_product(X_b, r)
+        grad[:n_coef] += _block_transpose_product(X_b, r)
         hess[:n_coef, :n_coef] += gram_b
         if fit_intercept:
             grad[-1] += r.sum()
@@ -254,8 +295,8 @@ class GramStats:
         return xtx, xty
 
 
-def _scratch(X, products=False):
-    """One reusable block-sized buffer for a kernel call on dense ``X``.
+def _scratch(X, products=False, dtype=np.float64):
+    """One reusable block-sized buffer of ``dtype`` for a kernel call on dense ``X``.
 
     Reusing it keeps every block's temporaries out of the allocator: with the small
     ``MALLOC_TRIM_THRESHOLD_`` that Dask's nanny sets, a fresh 512 KiB temporary per block
@@ -264,7 +305,7 @@ def _scratch(X, products=False):
     if sp.issparse(X):
         return None
     rows = X.shape[0] if is_device(X) else min(X.shape[0], _block_rows(X.shape[1], products))
-    return array_module(X).empty((rows, X.shape[1]))
+    return array_module(X).empty((rows, X.shape[1]), dtype=dtype)
 
 
 def _sparse_gram(X, y, weight):
@@ -295,6 +336,11 @@ def gram(part):
     X, y, weight = part
     if sp.issparse(X):
         return _sparse_gram(X, y, weight)
+    if _is_host_dense(X):
+        if X.shape[0] == 0:
+            return GramStats.empty(X.shape[1])
+        moments = augmented_gram(X, y, weight)
+        return GramStats.empty(X.shape[1]) if moments is None else GramStats(*moments)
     total = GramStats.empty(X.shape[1])
     centred = _scratch(X, products=True)
     weighted = None if weight is None else _scratch(X, products=True)

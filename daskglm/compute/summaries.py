@@ -5,6 +5,9 @@ target), sums its weight and column moments (:func:`summarize`), and the transfo
 that the engine applies where the partitions live: labels encoded as 0/1
 (:func:`encode_positive`) and columns of extreme scale multiplied by powers of two
 (:func:`column_max_abs`, :func:`scale_columns`).
+
+A solver's first evaluation can share the validation read (:func:`summarize_gram`,
+:func:`summarize_and_evaluate`): the round returns a :class:`FusedSummary`.
 """
 
 from __future__ import annotations
@@ -15,11 +18,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from .backend import array_module, to_host
-from .kernels import _row_blocks, _scratch, _transpose_product
+from .kernels import GramStats, _row_blocks, _scratch, _transpose_product, gram
 
 __all__ = [
     "PartitionSummary", "ColumnMoments", "column_moments", "summarize", "all_finite",
     "ColumnMaxima", "column_max_abs", "scale_columns", "partition_weight",
+    "FusedSummary", "summarize_gram", "summarize_and_evaluate", "gram_moments",
 ]
 
 
@@ -159,7 +163,7 @@ def all_finite(a):
     return bool(np.isfinite(a).all())
 
 
-def summarize(part, family, labels=False):
+def summarize(part, family, labels=False, sums_finite=None):
     """Row count, total weight, column moments and a list of problems (NaN/inf, bad labels,
     bad weights).
 
@@ -169,15 +173,20 @@ def summarize(part, family, labels=False):
     (:func:`~daskglm.compute.label_counts.count_labels`).  ``X`` is read once:
     its weighted column sums and sums of squares are finite exactly when every entry is
     (with finite weights), unless a square overflows, so only sums that are not finite
-    call for an entry-by-entry check.
+    call for an entry-by-entry check.  A caller that has already summed the partition's
+    products (:func:`summarize_gram`) passes whether those sums were finite as
+    ``sums_finite``: the column moments are then not computed (``moments`` is None).
     """
     X, y, weight = part[:3]
     offset = part[3] if len(part) > 3 else None
     problems = []
     found = None
-    moments = column_moments(part)
-    finite_moments = bool(np.isfinite(moments.sums).all() and np.isfinite(moments.squares).all())
-    if not finite_moments and not all_finite(X):
+    moments = None
+    if sums_finite is None:
+        moments = column_moments(part)
+        sums_finite = bool(np.isfinite(moments.sums).all()
+                           and np.isfinite(moments.squares).all())
+    if not sums_finite and not all_finite(X):
         problems.append("Input X contains NaN or infinity.")
     if not all_finite(y):
         problems.append("Input y contains NaN or infinity.")
@@ -210,3 +219,50 @@ def partition_weight(part):
     """Total weight of one partition (its row count when unweighted), as validation counts it."""
     y, weight = part[1], part[2]
     return float(y.shape[0]) if weight is None else float(weight.sum())
+
+
+@dataclass
+class FusedSummary:
+    """A validation summary and a solver's first evaluation, from the same read.
+
+    ``result`` is None when any partition found a problem: the fit stops on the
+    validation error, and a kernel is never run on data that failed validation.
+    """
+
+    summary: PartitionSummary
+    result: object = None
+
+    def __add__(self, other):
+        result = None
+        if self.result is not None and other.result is not None:
+            result = self.result + other.result
+        return FusedSummary(self.summary + other.summary, result)
+
+
+def summarize_gram(part, family):
+    """:func:`summarize` and the Gram statistics (:func:`~daskglm.compute.kernels.gram`) of
+    one partition in one read of ``X``: the column moments are left to the driver, which
+    derives them from the summed Gram statistics (:func:`gram_moments`).
+
+    The Gram statistics are finite exactly when every entry of ``X`` is (unless a
+    product overflows), which stands in for the moments' finiteness test.
+    """
+    with np.errstate(all="ignore"):  # NaN/inf in X is reported as a problem, not a warning
+        stats = gram(tuple(part[:3]))
+    sums_finite = bool(np.isfinite(stats.mean_x).all() and np.isfinite(stats.sxx).all())
+    summary = summarize(part, family, sums_finite=sums_finite)
+    return FusedSummary(summary, None if summary.problems else stats)
+
+
+def gram_moments(stats: GramStats) -> ColumnMoments:
+    """The weighted column sums and sums of squares of ``X`` from its Gram statistics."""
+    sums = stats.weight * stats.mean_x
+    squares = np.diag(stats.sxx) + stats.weight * stats.mean_x**2
+    return ColumnMoments(float(stats.weight), sums, squares)
+
+
+def summarize_and_evaluate(part, family, kernel, *args):
+    """:func:`summarize` and ``kernel(part, *args)`` (a solver's first evaluation) in the
+    same task; the kernel runs only on a partition without problems."""
+    summary = summarize(part, family)
+    return FusedSummary(summary, None if summary.problems else kernel(part, *args))

@@ -19,7 +19,7 @@ from .topologies import check_topology
 
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
                 split_every=8, group_partitions=True, cache="memory", labels=False,
-                rescale=False, offset=None, topology="tree"):
+                rescale=False, offset=None, topology="tree", first=None):
     """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
 
     Parameters
@@ -62,6 +62,9 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         How the tree rounds of a cluster sum their partials
         (:mod:`daskglm.engine.topologies`): the fixed-order tree, a central server, or a
         ring allreduce.  In-process engines, and the streaming ones, always use the tree.
+    first : FirstEvaluation, optional
+        A solver's first evaluation, run in the validation round
+        (:meth:`Engine.validate`); the solver takes its result from the engine.
 
     Returns
     -------
@@ -113,7 +116,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
     engine.cache_reason = reason
     engine.topology = topology
     try:
-        engine.validate(family, labels, rescale)
+        engine.validate(family, labels, rescale, first)
     except BaseException:
         engine.close()
         raise

@@ -1,12 +1,15 @@
 """Column shards of the parameters on the workers, and the rounds that reach them.
 
 :func:`make_shards` places one :class:`~daskglm.compute.column_shards.ColumnShard` per
-worker (by default): on a cluster each is a Dask Actor pinned to its worker (calls are
-direct worker-to-worker messages, no scheduler, no task per call); in this process they
-are plain objects shared by the engine's threads.  The :class:`ShardSet` the driver
-holds runs the coordinator's commands on every shard and writes each as one ledger
-record; the :class:`ShardClients` handle travels to the partition tasks (it pickles to
-references to the actors) and makes their pulls and pushes.
+worker (by default) and one :class:`~daskglm.compute.worker_columns.WorkerColumns` on
+every worker (its partitions' one pull and one push per round): on a cluster each is a
+Dask Actor pinned to its worker (calls are direct worker-to-worker messages, no
+scheduler, no task per call, and calls to the worker's own are plain method calls); in
+this process they are plain objects shared by the engine's threads (one
+``WorkerColumns`` for all partitions).  The :class:`ShardSet` the driver holds runs the
+coordinator's commands on every shard and writes each as one ledger record; the
+:class:`ShardClients` handle travels to the partition tasks (it pickles to references to
+the actors) and reaches the ``WorkerColumns`` of their worker.
 
 Rounds written to the ledger (:class:`~daskglm.accounting.kinds.Kind`):
 
@@ -15,14 +18,19 @@ Rounds written to the ledger (:class:`~daskglm.accounting.kinds.Kind`):
   shards' answers (scalars, dot products);
 * ``shard_load`` / ``shard_fetch`` -- the whole parameter vector to the shards at the
   start, from them at the end (the only rounds whose size is ``d``);
-* ``shard_register``, ``shard_pull``, ``shard_push`` -- the partitions' traffic with the
-  shards during an evaluation round, written by :meth:`ShardSet.record_traffic` from the
-  counts the kernels return: ``8`` bytes per column index registered (once), per
-  coefficient pulled and per gradient entry pushed, plus ``16`` bytes of identifiers per
-  call; ``seconds`` 0 (the calls run inside the evaluation round).
+* ``shard_register`` -- once, :meth:`ShardSet.seal`: every ``WorkerColumns`` registers
+  the union of its partitions' touched columns with the shards (``8`` bytes per column
+  index, ``16`` bytes of identifiers per call, one call per worker and shard reached);
+* ``shard_pull``, ``shard_push`` -- the workers' traffic with the shards during an
+  evaluation round, written by :meth:`ShardSet.record_traffic` from the counts the
+  kernels return: ``8`` bytes per coefficient pulled and per gradient entry pushed (the
+  union of a worker's touched columns, once per worker), plus ``16`` bytes of identifiers
+  per call; ``seconds`` 0 (the calls run inside the evaluation round).
 
 When a shard's worker is lost, the shard's part of the iterate is gone: every call then
-raises :class:`ShardLostError` within about a second.
+raises :class:`ShardLostError` within about a second (and
+:func:`~daskglm.solvers.sharded_lbfgs.solve_sharded` makes the shards again on the
+workers left, from :meth:`ShardSet.salvage`).
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ import numpy as np
 
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
-from ..compute.column_shards import TRAFFIC_FIELDS, ColumnShard, shard_bounds
+from ..compute.column_shards import ColumnShard, shard_bounds
+from ..compute.worker_columns import TRAFFIC_FIELDS, WorkerColumns
 from .asynchronous import HolderLostError
 from .measure import Timer
 
@@ -48,12 +57,19 @@ _SHARD_CHECKS = (ValueError, TypeError, LookupError)
 CALL_ID_BYTES = 16
 
 
+#: What a :class:`ShardLostError` tells the caller to do.
+LOST_ADVICE = ("A sharded fit keeps its iterate and its L-BFGS memory on the workers, so it "
+               "cannot go on: fit again (on the workers left, or after replacing the lost "
+               "one), or fit with solver_options={'sharded': False}.")
+
+
 class ShardLostError(HolderLostError):
     """A worker holding a column shard was lost, and that part of the parameters with it."""
 
 
 class ShardClients:
-    """What partition tasks use to reach the shards: the ranges and one handle per shard.
+    """What partition tasks use to reach the shards: the ranges, one handle per shard and
+    one per worker's :class:`~daskglm.compute.worker_columns.WorkerColumns`.
 
     Attributes
     ----------
@@ -61,40 +77,79 @@ class ShardClients:
         Shard ``k`` holds parameters ``bounds[k]`` to ``bounds[k + 1] - 1``.
     addresses : list of str or None
         The shards' workers on a cluster; None in this process.
+    hubs, hub_addresses : list
+        The ``WorkerColumns`` and their workers (None in this process); empty in the
+        handle the ``WorkerColumns`` themselves hold.
     """
 
     #: Seconds between checks, while a call waits, that the shard's worker is alive.
     poll = 1.0
 
-    def __init__(self, bounds, shards, addresses=None):
+    def __init__(self, bounds, shards, addresses=None, hubs=(), hub_addresses=None):
         self.bounds = np.asarray(bounds, dtype=np.int64)
         self.shards = list(shards)
         self.addresses = None if addresses is None else list(addresses)
+        self.hubs = list(hubs)
+        self.hub_addresses = None if hub_addresses is None else list(hub_addresses)
 
     def call_each(self, method, calls):
         """``[shards[k].method(*args) for k, args in calls]``, the calls made concurrently
         (those to a shard in the calling task's own worker directly)."""
-        if self.addresses is None:
-            return [getattr(self.shards[k], method)(*args) for k, args in calls]
+        return self._call_each(self.shards, self.addresses, method, calls, self._shard_lost)
+
+    def call_hub(self, k, method, *args):
+        """``hubs[k].method(*args)``: from the driver, or directly from a task on its
+        worker.
+
+        Raises
+        ------
+        ShardLostError
+            From a task on another worker (its partition moved, or the worker joined
+            after the shards were made): the ``WorkerColumns`` of a worker are only
+            reached there, where their calls to the shards cannot wait on each other.
+        """
+        here = _this_worker()
+        if here is not None and self.hub_addresses is not None \
+                and self.hub_addresses[k] != here.address:
+            raise ShardLostError(
+                f"A partition registered with worker {self.hub_addresses[k]} ran on "
+                f"{here.address}: the partitions have moved since the shards were made.  "
+                f"{LOST_ADVICE}")
+        return self._call_each(self.hubs, self.hub_addresses, method, [(k, args)],
+                               self._hub_lost)[0]
+
+    def local_hub(self):
+        """The ``WorkerColumns`` of the worker running this task (the first in this
+        process, and on a worker that joined after the shards were made, where
+        :meth:`call_hub` then raises)."""
+        here = _this_worker()
+        if here is None or self.hub_addresses is None:
+            return 0
+        return next((k for k, a in enumerate(self.hub_addresses) if a == here.address), 0)
+
+    def _call_each(self, targets, addresses, method, calls, lost):
+        if addresses is None:
+            return [getattr(targets[k], method)(*args) for k, args in calls]
         pending = []
         here = _this_worker()
         for k, args in calls:
-            if here is not None and self.addresses[k] == here.address:
-                # the shard lives in this process: a direct call, nothing serialised
+            if here is not None and addresses[k] == here.address:
+                # it lives in this process: a direct call, nothing serialised
                 # (its methods called from tasks are safe alongside each other)
-                local = here.state.actors.get(self.shards[k].key)
+                local = here.state.actors.get(targets[k].key)
                 if local is not None:
                     pending.append((k, _Done(getattr(local, method)(*args))))
                     continue
             try:
-                pending.append((k, getattr(self.shards[k], method)(*args)))
+                pending.append((k, getattr(targets[k], method)(*args)))
             except _SHARD_CHECKS:
                 raise
             except Exception as exc:
-                raise self._lost(k, exc) from exc
-        return [self._result(k, future) for k, future in pending]
+                raise lost(k, exc) from exc
+        return [self._result(future, addresses[k], lambda exc, k=k: lost(k, exc))
+                for k, future in pending]
 
-    def _result(self, k, future):
+    def _result(self, future, address, lost):
         # a dead worker refuses connections at once but Dask retries them for its connect
         # timeout (30 s): ask the scheduler every ``poll`` seconds whether it is there
         try:
@@ -102,13 +157,12 @@ class ShardClients:
                 try:
                     return future.result(timeout=self.poll)
                 except TimeoutError:
-                    if not self._alive(self.addresses[k]):
-                        raise TimeoutError(f"worker {self.addresses[k]} left the cluster") \
-                            from None
+                    if not self._alive(address):
+                        raise TimeoutError(f"worker {address} left the cluster") from None
         except _SHARD_CHECKS:
             raise
         except Exception as exc:
-            raise self._lost(k, exc) from exc
+            raise lost(exc) from exc
 
     @staticmethod
     def _alive(address):
@@ -119,18 +173,25 @@ class ShardClients:
         except Exception:  # no client to ask: only the call itself can tell
             return True
 
-    def _lost(self, k, exc):
+    def _shard_lost(self, k, exc):
         return ShardLostError(
             f"The column shard holding parameters {self.bounds[k]} to {self.bounds[k + 1] - 1} "
             f"on worker {self.addresses[k]} is unreachable (its worker was lost): "
-            f"{type(exc).__name__}: {exc}.  A sharded fit keeps its iterate and its L-BFGS "
-            f"memory on the workers, so it cannot go on: fit again."
+            f"{type(exc).__name__}: {exc}.  {LOST_ADVICE}"
+        )
+
+    def _hub_lost(self, k, exc):
+        return ShardLostError(
+            f"The worker {self.hub_addresses[k]} that pulls and pushes for its partitions "
+            f"is unreachable (it was lost, and its column shard with it): "
+            f"{type(exc).__name__}: {exc}.  {LOST_ADVICE}"
         )
 
     def __reduce__(self):
         if self.addresses is None:
             raise TypeError("In-process shards cannot be pickled; they are shared by threads.")
-        return (ShardClients, (self.bounds, self.shards, self.addresses))
+        return (ShardClients, (self.bounds, self.shards, self.addresses, self.hubs,
+                               self.hub_addresses))
 
 
 class _Done:
@@ -196,17 +257,55 @@ class ShardSet:
         """One round: the parameters, gathered from the shards."""
         return np.concatenate(self._round("values", [()] * self.n_shards, Kind.SHARD_FETCH))
 
+    def seal(self):
+        """One round: every ``WorkerColumns`` takes the union of its partitions' columns
+        (given in the registration round) and registers it with the shards."""
+        hubs = self.clients.hubs
+        with Timer() as timer:
+            # one at a time: a ``WorkerColumns`` called from the driver runs in its
+            # worker's single actor thread, which another one's call to the shard there
+            # would wait for
+            answers = [self.clients.call_hub(k, "seal") for k in range(len(hubs))]
+        columns, calls = (int(v) for v in np.sum(answers, axis=0))
+        partitions = self.engine.n_partitions
+        self.engine.ledger.record(Kind.SHARD_REGISTER, calls, 8 * columns + CALL_ID_BYTES * calls,
+                                  0, timer.seconds, partitions=partitions, groups=len(hubs))
+
+    def lost(self):
+        """What the workers that left the cluster held: a sentence naming each lost
+        shard's worker and range (empty in this process or when none left)."""
+        addresses = self.clients.addresses
+        if addresses is None:
+            return ""
+        client = self.engine.client
+        alive = client.scheduler_info(n_workers=-1)["workers"]
+        b = self.bounds
+        return "; ".join(f"worker {a} left with the shard of parameters {b[k]} to "
+                         f"{b[k + 1] - 1}" for k, a in enumerate(addresses) if a not in alive)
+
+    def salvage(self, fallback):
+        """One round: the parameters from the shards still reachable, and the ranges of
+        those lost with their workers from ``fallback``."""
+        b, pieces, fetched = self.bounds, [], 0
+        with Timer() as timer:
+            for k in range(self.n_shards):
+                try:
+                    (values,) = self.clients.call_each("values", [(k, ())])
+                    fetched += nbytes(values)
+                except ShardLostError:
+                    values = np.array(fallback[b[k]:b[k + 1]], dtype=np.float64)
+                pieces.append(values)
+        self.engine.ledger.record(Kind.SHARD_FETCH, self.n_shards, 0, fetched, timer.seconds,
+                                  partitions=self.n_shards, groups=self.n_shards)
+        return np.concatenate(pieces)
+
     def record_traffic(self, traffic):
-        """Write the pulls, pushes and registrations that an evaluation round's kernels
-        counted (``traffic``: the tree sum of :data:`TRAFFIC_FIELDS`)."""
+        """Write the pulls and pushes that an evaluation round's kernels counted
+        (``traffic``: the tree sum of :data:`TRAFFIC_FIELDS`)."""
         counts = dict(zip(TRAFFIC_FIELDS, np.asarray(traffic, dtype=np.float64)))
         calls = int(counts["calls"])
         ledger = self.engine.ledger
         partitions = self.engine.n_partitions
-        if counts["registered"]:
-            ledger.record(Kind.SHARD_REGISTER, calls,
-                          8 * int(counts["registered"]) + CALL_ID_BYTES * calls, 0, 0.0,
-                          partitions=partitions, groups=partitions)
         ledger.record(Kind.SHARD_PULL, calls, CALL_ID_BYTES * calls, 8 * int(counts["pulled"]),
                       0.0, partitions=partitions, groups=partitions)
         ledger.record(Kind.SHARD_PUSH, calls,
@@ -214,7 +313,7 @@ class ShardSet:
                       partitions=partitions, groups=partitions)
 
     def close(self):
-        """Release the shards (their vectors are dropped)."""
+        """Release the shards and the ``WorkerColumns`` (their vectors are dropped)."""
         futures, self._futures = self._futures, []
         for future in futures:
             future.release()
@@ -240,7 +339,8 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None):
         Correction pairs each shard keeps.
     n_shards : int, optional
         One per worker on a cluster (placed round-robin when more), one per engine
-        thread in this process, by default.
+        thread in this process, by default.  Besides them, one ``WorkerColumns`` per
+        worker (one in this process).
 
     Returns
     -------
@@ -252,7 +352,8 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None):
         bounds = shard_bounds(n_params, n_shards)
         shards = [ColumnShard(bounds[k], bounds[k + 1], n_features, penalty, memory)
                   for k in range(len(bounds) - 1)]
-        return ShardSet(engine, ShardClients(bounds, shards))
+        hubs = [WorkerColumns(0, ShardClients(bounds, shards))]
+        return ShardSet(engine, ShardClients(bounds, shards, hubs=hubs))
     workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
     bounds = shard_bounds(n_params, n_shards or len(workers))
     futures, addresses = [], []
@@ -266,6 +367,16 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None):
                                      key=f"daskglm-shard-{token}-{k}"))
         addresses.append(worker)
     start = time.monotonic()
-    actors = [future.result(timeout=max(1.0, 60 - (time.monotonic() - start)))
-              for future in futures]
-    return ShardSet(engine, ShardClients(bounds, actors, addresses), futures)
+
+    def actors_of(futures):
+        return [future.result(timeout=max(1.0, 60 - (time.monotonic() - start)))
+                for future in futures]
+
+    shard_clients = ShardClients(bounds, actors_of(futures), addresses)
+    hub_futures = [client.submit(WorkerColumns, k, shard_clients, actor=True, workers=[worker],
+                                 allow_other_workers=False, pure=False,
+                                 key=f"daskglm-worker-columns-{token}-{k}")
+                   for k, worker in enumerate(workers)]
+    clients = ShardClients(bounds, shard_clients.shards, addresses, actors_of(hub_futures),
+                           workers)
+    return ShardSet(engine, clients, futures + hub_futures)

@@ -4,6 +4,12 @@ Every fit begins with one read of the data (:meth:`ValidationVerbs.validate`): s
 weights, NaN/inf, labels and column moments.  Columns of extreme scale are rescaled by
 powers of two where they live, and class labels are encoded as 0/1 there
 (:meth:`ValidationVerbs.relabel`).
+
+A solver's first evaluation can run in the same round (``first``): the Gram statistics
+of the normal equations (the column moments then come from them), or the loss and
+gradient (and Hessian) at a start point that does not depend on the validation results.
+The round is then recorded under the fused kind, and the result waits in the engine for
+the solver (:meth:`ValidationVerbs.take_first_evaluation`).
 """
 
 from __future__ import annotations
@@ -12,12 +18,16 @@ import numpy as np
 
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
+from ..compute.kernels import gram
 from ..compute.summaries import (
     PartitionSummary,
     column_max_abs,
     encode_positive,
+    gram_moments,
     scale_columns,
     summarize,
+    summarize_and_evaluate,
+    summarize_gram,
 )
 from .measure import Timer
 
@@ -30,7 +40,11 @@ SAFE_EXPONENT = 400
 class ValidationVerbs:
     """The validation and transformation verbs of :class:`~daskglm.engine.base.Engine`."""
 
-    def validate(self, family, labels=False, rescale=False):
+    #: A first evaluation computed in the validation round, ``(kernel, args, result)``,
+    #: until the solver takes it (:meth:`take_first_evaluation`).
+    first_evaluation = None
+
+    def validate(self, family, labels=False, rescale=False, first=None):
         """One round over the data: row count, total weight, NaN/inf, labels, weights.
 
         With ``labels``, the distinct target values are collected into ``self.labels``
@@ -45,11 +59,33 @@ class ValidationVerbs:
         of two where they live (exact; two more rounds, only then), recorded in
         ``self.column_scale``: coefficients fitted on the rescaled data are multiplied by
         it to apply to the original columns.
+
+        ``first`` (an object with ``kernel``, ``args`` and ``kind``, e.g.
+        :class:`~daskglm.solvers.base.FirstEvaluation`) is a solver's first evaluation,
+        ``kernel(part, *args)`` summed over the partitions, computed in the same round
+        and recorded as one round of ``first.kind``; not with ``labels`` (the targets
+        are encoded after this round).  Its result is kept for
+        :meth:`take_first_evaluation` unless the round found a problem or columns were
+        rescaled (the evaluation was then of other data).
         """
-        summary: PartitionSummary = self.reduce(summarize, family, labels, kind=Kind.VALIDATE)
+        self.first_evaluation = None
+        if first is not None and labels:
+            raise ValueError("A first evaluation cannot share a round that collects labels.")
+        if first is None:
+            summary: PartitionSummary = self.reduce(summarize, family, labels,
+                                                    kind=Kind.VALIDATE)
+            moments = summary.moments
+        elif first.kernel is gram:
+            fused = self.reduce(summarize_gram, family, kind=first.kind)
+            summary = fused.summary
+            moments = None if fused.result is None else gram_moments(fused.result)
+        else:
+            fused = self.reduce(summarize_and_evaluate, family, first.kernel, *first.args,
+                                kind=first.kind)
+            summary, moments = fused.summary, fused.summary.moments
         self.labels = summary.labels
         self.label_counts = summary.label_counts
-        self.column_moments = summary.moments
+        self.column_moments = moments
         self.data_bytes = summary.nbytes
         if self.reads_source:  # this round read the data from their source
             self.ledger.records[-1].bytes_read = summary.nbytes
@@ -61,6 +97,8 @@ class ValidationVerbs:
             raise ValueError("The sample weights sum to zero; at least one must be positive.")
         self.n_samples = summary.rows
         self.sum_weight = summary.weight
+        if first is not None:
+            self.first_evaluation = (first.kernel, tuple(first.args), fused.result)
         unsafe = self._unsafe_columns()
         if unsafe.any():
             maxima = self.reduce(column_max_abs, kind=Kind.MAXIMA).values
@@ -69,10 +107,24 @@ class ValidationVerbs:
             exponents = np.zeros(self.n_features)
             exponents[unsafe & (maxima > 0)] = -np.round(np.log2(maxima[unsafe & (maxima > 0)]))
             scale = np.ldexp(1.0, exponents.astype(int))
+            self.first_evaluation = None  # it was of the columns before rescaling
             self._transform(scale_columns, scale, Kind.SCALE)
             summary = self.validate(family, labels)
             self.column_scale = scale
         return summary
+
+    def take_first_evaluation(self, kernel, *args):
+        """The result of ``kernel(part, *args)`` summed over the partitions if the
+        validation round computed exactly that evaluation (same kernel, bit-identical
+        arguments), else None; it is handed out once.
+        """
+        if self.first_evaluation is None:
+            return None
+        found_kernel, found_args, result = self.first_evaluation
+        if found_kernel is not kernel or not _same_arguments(found_args, args):
+            return None
+        self.first_evaluation = None
+        return result
 
     def _unsafe_columns(self):
         """Columns whose root mean square is outside the safe range (or not finite)."""
@@ -101,6 +153,20 @@ class ValidationVerbs:
     def _replace_parts(self, fn, arg, probe):
         """``parts[i] = fn(parts[i], arg)`` where the partitions live."""
         raise NotImplementedError
+
+
+def _same_arguments(first, second):
+    """Whether two argument tuples are equal, arrays bit for bit (dtype and shape too)."""
+    if len(first) != len(second):
+        return False
+    for a, b in zip(first, second):
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            a, b = np.asarray(a), np.asarray(b)
+            if a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes():
+                return False
+        elif not (a is b or (type(a) is type(b) and a == b)):
+            return False
+    return True
 
 
 def _scale_message(unsafe, maxima):

@@ -20,12 +20,14 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .. import progress
+from ..accounting.choice import SHARDED_FEATURES, choose_method
 from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
-from ..model.families import Family
+from ..engine.distributed import active_client
+from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
-from ..solvers import SOLVERS, Problem, get_solver
+from ..solvers import SOLVERS, Problem, Solver, get_solver
 from .inference import (
     _check_offset,
     _InferenceMixin,
@@ -43,16 +45,10 @@ from .validation import (
 logger = logging.getLogger("daskglm")
 
 
-#: From this many features on, ``solver="auto"`` runs L-BFGS on column shards
-#: (``solver_options={"sharded": True}``): each round then moves the coefficients and
-#: gradient entries of the columns the partitions touch instead of the whole vector.
-SHARDED_FEATURES = 2**18
-
-
 def _auto_options(name, problem, options):
     """``solver_options`` with what ``solver="auto"`` adds for ``name``: sharded L-BFGS
-    from :data:`SHARDED_FEATURES` features on, for the problems it takes, unless the
-    options say otherwise."""
+    from :data:`~daskglm.accounting.choice.SHARDED_FEATURES` features on, for the problems
+    it takes, unless the options say otherwise."""
     options = dict(options or {})
     if name == "lbfgs" and problem.n_features >= SHARDED_FEATURES \
             and not problem.features() & SOLVERS["lbfgs"].NOT_SHARDED:
@@ -60,12 +56,13 @@ def _auto_options(name, problem, options):
     return options
 
 
-def _choose_solver(problem):
-    """The solver ``solver="auto"`` picks: normal equations where they apply, else L-BFGS."""
-    for name in ("normal", "lbfgs", "proximal"):
-        if name in SOLVERS and SOLVERS[name].unsupported(problem) is None:
-            return name
-    return "lbfgs"
+def _choose_solver(problem, n_samples=1, tol=1e-4, workers=1):
+    """The solver ``solver="auto"`` picks: the one of least predicted time among those
+    that handle the problem (:func:`~daskglm.accounting.choice.choose_method`)."""
+    able = {name for name in ("normal", "newton", "lbfgs", "proximal")
+            if name in SOLVERS and SOLVERS[name].unsupported(problem) is None}
+    chosen = choose_method(problem, n_samples, able, tol=tol, workers=workers)
+    return "lbfgs" if chosen is None else chosen.method
 
 
 class _GLMBase(_InferenceMixin, BaseEstimator):
@@ -194,21 +191,15 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         n_features = int(X.shape[1])
         # before any pass over the data
         offset_flag = {} if offset is None else {"has_offset": True}  # SGD's hooks take none
-        name = self._check_solver(n_features, **offset_flag)
+        name = self._check_solver(n_features, **offset_flag, n_samples=_n_rows(X))
         self._check_inference(self._penalty(1.0))
-        with self._engine(X, y, sample_weight, family, offset) as engine:
+        first = self._first_evaluation(name, n_features, previous, offset is not None)
+        with self._engine(X, y, sample_weight, family, offset, first) as engine:
             problem, solver = self._configure(name, engine.sum_weight, n_features,
                                               **offset_flag)
             scale = engine.column_scale
             means = _target_moments(engine, problem.family, getattr(self, "inference", False))
-            params0 = np.zeros(problem.n_params)
-            if problem.fit_intercept:
-                # the family's own start, or g(mean target) - mean offset (_start_intercept)
-                params0[-1] = _start_intercept(problem.family, means)
-            if previous is not None and previous.shape == params0.shape:
-                params0 = previous.copy()
-                if scale is not None:
-                    params0[: _n_coef(problem)] /= np.tile(scale, _n_coef(problem) // n_features)
+            params0 = _start_params(problem, means, previous, scale)
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 result = solver.solve(problem, engine, params0)
             fitted_params = result.params
@@ -218,6 +209,22 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             self.comm_.method = name
         self._finish_fit(name, result)
         return self
+
+    def _first_evaluation(self, name, n_features, previous, has_offset=False):
+        """The solver's first evaluation, for the validation round to compute in the same
+        read of the data, when its start point is known before that read: zero (or the
+        family's own start intercept), or the previous fit's or ``coef_init``'s
+        parameters.  None when the start needs the data (the families that start the
+        intercept at the mean target) or the solver's first round cannot be shared."""
+        if SOLVERS[name].first_evaluation is Solver.first_evaluation:
+            return None  # the solver shares no first evaluation
+        problem = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
+        params0 = _start_params(problem, None, previous, None)
+        if params0 is None:
+            return None
+        solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
+                            options=self._solver_options(name, problem))
+        return solver.first_evaluation(problem, params0)
 
     def _record_fit_in_scale(self, problem, result, scale):
         """The fitted attributes, the coefficients mapped back from the engine's column
@@ -275,11 +282,14 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         penalty = self._penalty(total_weight)
         return NonNegative(penalty) if getattr(self, "positive", False) else penalty
 
-    def _check_solver(self, n_features, has_offset=False):
+    def _check_solver(self, n_features, has_offset=False, n_samples=1):
         """The solver's name, after checking it handles the problem (with an offset, when
-        ``has_offset``) and its options."""
+        ``has_offset``) and its options; ``"auto"`` chooses for ``n_samples`` rows."""
         trial = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
-        name = _choose_solver(trial) if self.solver == "auto" else self.solver
+        if self.solver == "auto":
+            name = _choose_solver(trial, n_samples, self.tol, _worker_threads())
+        else:
+            name = self.solver
         get_solver(name, trial, tol=self.tol, max_iter=self.max_iter,
                    options=self._solver_options(name, trial))
         return name
@@ -309,12 +319,15 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         self.converged_ = bool(result.converged)
         self.history_ = result.history
 
-    def _engine(self, X, y, sample_weight, family, offset=None):
-        """The validated engine of a fit, honouring the ``cache`` policy."""
+    def _engine(self, X, y, sample_weight, family, offset=None, first=None):
+        """The validated engine of a fit, honouring the ``cache`` policy; ``first`` (a
+        solver's :class:`~daskglm.solvers.base.FirstEvaluation`) runs in the validation
+        round unless that round collects the class labels."""
         label_dtype = self.__dict__.pop("_labels_from_engine", None)
         labels = False if label_dtype is None else self._label_summary()
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
-                             rescale=self._rescalable(), offset=offset)
+                             rescale=self._rescalable(), offset=offset,
+                             first=None if labels else first)
         if label_dtype is not None:
             try:
                 self._classes_from_engine(engine, label_dtype)
@@ -370,6 +383,40 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return np.asarray(X @ coef.T) + intercept
 
 
+def _n_rows(X):
+    """Rows of ``X`` (1 when a Dask array does not know them yet)."""
+    rows = X.shape[0]
+    return int(rows) if isinstance(rows, (int, np.integer)) else 1
+
+
+def _worker_threads():
+    """Worker threads of the active Dask client (1 without one): the ``workers`` of
+    ``solver="auto"``'s cost model."""
+    client = active_client()
+    if client is None:
+        return 1
+    return max(1, sum(client.nthreads().values()))
+
+
+def _start_params(problem, means, previous, scale):
+    """The parameters a fit starts from: ``previous`` (warm start, ``coef_init``) mapped
+    to the engine's column ``scale``, else zero coefficients and the start intercept (the
+    family's own, or ``g(mean target) - mean offset``, :func:`_start_intercept`).  With
+    ``means`` None for a family that starts from the mean target: None (not known yet)."""
+    params0 = np.zeros(problem.n_params)
+    if previous is not None and previous.shape == params0.shape:
+        params0 = previous.copy()
+        if scale is not None:
+            n_coef = _n_coef(problem)
+            params0[:n_coef] /= np.tile(scale, n_coef // problem.n_features)
+        return params0
+    if problem.fit_intercept:
+        if means is None and isinstance(problem.family, _StartAtTypicalMean):
+            return None
+        params0[-1] = _start_intercept(problem.family, means)
+    return params0
+
+
 def _n_coef(problem):
     """Number of penalised parameters of ``problem`` (coefficients of every class)."""
     return getattr(problem, "n_coef", problem.n_features)
@@ -419,10 +466,13 @@ def _weighted_mean(values, weight):
 _COMMON_DOC = """
     solver : {"auto", "normal", "gd", "lbfgs", "newton", "proximal", "admm", "averaging", \
 "sgd", "async", "gossip"}, default="auto"
-        Optimisation method.  ``"auto"`` uses the normal equations where they apply
-        (Gaussian family, no or L2 penalty), L-BFGS for other smooth problems (on
+        Optimisation method.  ``"auto"`` runs the method of least predicted time among
+        those that handle the problem (:func:`~daskglm.accounting.choice.choose_method`,
+        from ``n``, ``d``, family, penalty and ``tol``): the normal equations for the
+        Gaussian family with no or an L2 penalty, Newton's method for an L2-penalised
+        canonical-link model with few features, L-BFGS for other smooth problems (on
         column shards, ``{"sharded": True}``, from 2^18 features on) and proximal
-        gradient for L1 and elastic-net penalties.  ``"async"`` (parameter-server SGD)
+        gradient for L1 and elastic-net penalties; ``solver_`` names the pick.  ``"async"`` (parameter-server SGD)
         and ``"gossip"`` (decentralised SGD) count ``max_iter`` in epochs and stop by
         SGD's rule on a sampled objective.  A solver that cannot handle
         the problem raises a ValueError naming the solvers that can.
@@ -456,8 +506,8 @@ _POSITIVE_DOC = """    positive : bool, default=False
         scikit-learn's ``positive=True``.  Solved by the normal equations (non-negative
         least squares on the Gram matrix, still one round), ``"lbfgs"`` (L-BFGS-B with
         bounds), ``"proximal"`` and ``"admm"`` (the proximal step clips at zero);
-        ``solver="auto"`` picks the first of them that handles the problem, and the
-        other solvers raise a ValueError.
+        ``solver="auto"`` picks the normal equations for least squares and L-BFGS
+        otherwise, and the other solvers raise a ValueError.
 """
 
 
@@ -481,7 +531,7 @@ _FITTED_DOC = """
         Every engine round of the fit: kind, tasks, bytes (modelled and measured),
         seconds, time spent waiting for the slowest partition (see :mod:`daskglm.accounting.ledger`).
     solver_ : str
-        The solver that ran.
+        The solver that ran (the one ``solver="auto"`` chose).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` had string column names.

@@ -74,7 +74,8 @@ class _PathCV:
             each = fold_ids_by_partition(engine, fold_ids)
             grid = self._grid(engine)
             first = self._problem(self._path_penalty(grid[0][1][0], grid[0][0], 1.0), n_features)
-            name = _choose_solver(first) if self.solver == "auto" else self.solver
+            name = (_choose_solver(first, engine.n_samples, self.tol) if self.solver == "auto"
+                    else self.solver)
             scores = np.empty((len(grid), len(grid[0][1]), n_folds))
             unconverged = 0
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):

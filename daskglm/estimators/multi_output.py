@@ -124,7 +124,10 @@ class _MultiOutputMixin:
         X, first, sample_weight = self._validate_input(X, first, sample_weight)
         joined, Y = _join_targets(X, Y)
         n_features, n_targets = X.shape[1], Y.shape[1]
-        with self._engine(joined, Y[:, 0], sample_weight, self._family()) as engine:
+        # the Gram round of the features and targets is the validation round
+        first = self._first_evaluation("normal", n_features, None)
+        with self._engine(joined, Y[:, 0], sample_weight, self._family(),
+                          first=first) as engine:
             problem, solver = self._configure("normal", engine.sum_weight, n_features)
             result = solver.solve_targets(problem, engine, n_targets)
             scale = engine.column_scale

@@ -155,7 +155,7 @@ class _SGDBase(_GLMBase):
 
     _iterations = "epochs"
 
-    def _check_solver(self, n_features):
+    def _check_solver(self, n_features, n_samples=1):
         self._solver(self._problem(n_features), self.tol, self.max_iter)
         return self.solver
 

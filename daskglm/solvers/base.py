@@ -16,17 +16,30 @@ from ..model.multinomial import MultinomialProblem
 from ..model.problem import Problem
 
 __all__ = ["Objective", "SolverResult", "Solver", "History", "StallMonitor", "EarlyStopping",
-           "ROUND_OFF"]
+           "FirstEvaluation", "ROUND_OFF"]
 
 #: Relative change below which floating point can no longer tell two values apart.
 ROUND_OFF = 8 * np.finfo(float).eps
+
+
+@dataclass
+class FirstEvaluation:
+    """A solver's first evaluation, ``kernel(part, *args)`` summed over the partitions,
+    to be run in the validation round and recorded as one round of ``kind``
+    (:meth:`~daskglm.engine.validation.ValidationVerbs.validate`)."""
+
+    kernel: object
+    args: tuple
+    kind: str
 
 
 class Objective:
     """Evaluations of a :class:`Problem` on an engine's data, one engine round each.
 
     Losses and gradients come back from the workers as sums; they are divided by the total
-    sample weight here, and the penalty is added on the driver.
+    sample weight here, and the penalty is added on the driver.  An evaluation the
+    validation round already computed (:class:`FirstEvaluation`) is taken from the
+    engine instead of running a round.
     """
 
     def __init__(self, problem: Problem, engine):
@@ -49,6 +62,12 @@ class Objective:
             hess[idx, idx] += p.penalty.hess_diag(coef)
         return value, grad, hess
 
+    def _reduce(self, kernel, *args, kind):
+        """``engine.reduce``, or the validation round's result of the same evaluation."""
+        take = getattr(self.engine, "take_first_evaluation", None)
+        found = None if take is None else take(kernel, *args)
+        return self.engine.reduce(kernel, *args, kind=kind) if found is None else found
+
     def value_and_grad(self, params):
         """Smooth objective (mean loss + smooth penalty part) and its gradient: one round."""
         p = self.problem
@@ -56,8 +75,8 @@ class Objective:
             stats = self.engine.reduce(multinomial_loss_grad, params, p.n_classes, p.fit_intercept,
                                        kind=Kind.GRADIENT)
         else:
-            stats = self.engine.reduce(loss_grad, params, p.family, p.fit_intercept,
-                                       kind=Kind.GRADIENT)
+            stats = self._reduce(loss_grad, params, p.family, p.fit_intercept,
+                                 kind=Kind.GRADIENT)
         value, grad, _ = self._penalise(params, stats.loss, stats.grad)
         return value, grad
 
@@ -68,13 +87,13 @@ class Objective:
             stats = self.engine.reduce(multinomial_loss_grad_hess, params, p.n_classes,
                                        p.fit_intercept, kind=Kind.HESSIAN)
         else:
-            stats = self.engine.reduce(loss_grad_hess, params, p.family, p.fit_intercept,
-                                       kind=Kind.HESSIAN)
+            stats = self._reduce(loss_grad_hess, params, p.family, p.fit_intercept,
+                                 kind=Kind.HESSIAN)
         return self._penalise(params, stats.loss, stats.grad, stats.hess)
 
     def gram(self):
         """Centred weighted Gram statistics of ``(X, y)``: one round."""
-        return self.engine.reduce(gram, kind=Kind.GRAM)
+        return self._reduce(gram, kind=Kind.GRAM)
 
     def column_moments(self):
         """Weighted means and mean squares of the columns of ``X``, from the validation
@@ -255,6 +274,12 @@ class Solver:
         missing = sorted(problem.features() - cls.handles)
         if missing:
             return f"solver {cls.name!r} does not handle {' or '.join(missing)}"
+        return None
+
+    def first_evaluation(self, problem: Problem, params0) -> FirstEvaluation | None:
+        """The evaluation this solver starts with at ``params0``, for the validation round
+        to compute in its read of the data; None (the default) when the solver's first
+        round cannot be shared."""
         return None
 
     def solve(self, problem: Problem, engine, params0) -> SolverResult:

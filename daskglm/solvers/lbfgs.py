@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accounting.kinds import Kind
+from ..compute.kernels import loss_grad
 from ..compute.restarted_lbfgs import MAX_RESTARTS, MEMORY, minimize_to_tol
+from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
-from .base import History, Objective, Solver, SolverResult
+from .base import FirstEvaluation, History, Objective, Solver, SolverResult
 
 __all__ = ["LBFGS"]
 
@@ -95,6 +98,15 @@ class LBFGS(Solver):
     #: What the sharded iteration (its own L-BFGS, no bounds) leaves to the in-driver one.
     NOT_SHARDED = frozenset({Feature.NONNEGATIVE, Feature.MULTINOMIAL,
                              Feature.NON_QUADRATIC_PENALTY})
+
+    def first_evaluation(self, problem, params0):
+        """The loss and gradient at ``params0`` (scipy's first evaluation), for binary and
+        single-output problems in the driver's iteration; none for the sharded one."""
+        if self.opts["sharded"] or isinstance(problem, MultinomialProblem):
+            return None
+        params0 = np.array(params0, dtype=float)
+        return FirstEvaluation(loss_grad, (params0, problem.family, problem.fit_intercept),
+                               Kind.VALIDATE_GRADIENT)
 
     def solve(self, problem, engine, params0):
         if self.opts["sharded"]:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accounting.kinds import Kind
+from ..compute.kernels import loss_grad_hess
 from ..compute.linalg import solve_symmetric
+from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
-from .base import History, Objective, Solver, SolverResult, StallMonitor
+from .base import FirstEvaluation, History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import LineSearchResult, backtracking
 
 __all__ = ["Newton"]
@@ -49,6 +52,14 @@ class Newton(Solver):
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
         self._check_option("max_line_search", 1, integer=True)
+
+    def first_evaluation(self, problem, params0):
+        """The loss, gradient and Hessian at ``params0`` (none for the multinomial model)."""
+        if isinstance(problem, MultinomialProblem):
+            return None
+        params0 = np.array(params0, dtype=float)
+        return FirstEvaluation(loss_grad_hess, (params0, problem.family, problem.fit_intercept),
+                               Kind.VALIDATE_HESSIAN)
 
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)

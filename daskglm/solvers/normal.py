@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..accounting.kinds import Kind
+from ..compute.kernels import gram
 from ..compute.linalg import solve_nonnegative, solve_symmetric
 from ..model.penalties import L2, NonNegative
 from ..model.problem import Feature
-from .base import History, Objective, Solver, SolverResult
+from .base import FirstEvaluation, History, Objective, Solver, SolverResult
 
 __all__ = ["NormalEquations"]
 
@@ -24,11 +26,17 @@ class NormalEquations(Solver):
     With non-negative coefficients (``positive=True``) the same quadratic is minimised
     over ``coef >= 0`` on the driver (:func:`~daskglm.compute.linalg.solve_nonnegative`,
     non-negative least squares from the Gram matrix), still in one round.
-    Gaussian family, no penalty or L2 only.
+    Gaussian family, no penalty or L2 only.  The Gram round is the fit's validation
+    round (``validate_gram``): a fit reads the data once.
     """
 
     name = "normal"
     handles = frozenset({Feature.NONNEGATIVE})
+
+    def first_evaluation(self, problem, params0):
+        """The Gram statistics, which need no start point."""
+        return FirstEvaluation(gram, (), Kind.VALIDATE_GRAM)
+
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
         history = History(engine)

@@ -7,12 +7,15 @@ Sandblaster L-BFGS (Dean et al., "Large scale distributed deep networks", NIPS 2
 driver is a coordinator that sends small commands and receives dot products and scalars.
 Per iteration and trial step:
 
-1. one ``sparse_gradient`` round over the partitions: each pulls ``x + alpha d`` on the
-   columns its rows touch (computed once, kept as partition state), computes its loss and
-   gradient sums there and pushes them to the shards owning those columns; the loss comes
-   back through the reduction tree;
-2. one ``shard_op`` ``finish``: each shard sums the pushes in partition order, adds the
-   penalty's gradient and returns its part of the penalty, of ``g . d`` and of
+1. one ``sparse_gradient`` round over the partitions: each worker pulls ``x + alpha d``
+   once, on the union of the columns its partitions' rows touch (computed once, in a
+   ``shard_columns`` round at the start); each partition computes its loss and gradient
+   sums on its columns; the worker sums those (in partition order) and pushes the sum
+   once to the shards owning those columns
+   (:class:`~daskglm.compute.worker_columns.WorkerColumns`); the loss comes back through
+   the reduction tree;
+2. one ``shard_op`` ``finish``: each shard sums the workers' pushes in a fixed order,
+   adds the penalty's gradient and returns its part of the penalty, of ``g . d`` and of
    ``max |g|``;
 
 and, per iteration, ``accept`` (move, store the pair, the new dot products with the
@@ -22,23 +25,29 @@ recursion computed on the driver from the Gram matrix alone:
 :func:`~daskglm.compute.vector_free_lbfgs.run_lbfgs`, the same code that runs on numpy
 vectors in :func:`~daskglm.compute.vector_free_lbfgs.plain_lbfgs`.
 
-The whole parameter vector moves twice: onto the shards at the start and back at the end.
+The whole parameter vector moves twice: onto the shards at the start and back at the end
+(and once more each way when the shards are rebuilt after a worker was lost: see
+:func:`solve_sharded`).
 """
 
 from __future__ import annotations
 
 import uuid
+import warnings
 
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.column_shards import sharded_loss_grad
 from ..compute.vector_free_lbfgs import gram_two_loop, run_lbfgs
+from ..compute.worker_columns import register_columns, sharded_loss_grad
 from ..engine.column_blocks import ColumnBlocks
-from ..engine.shards import ShardLostError, make_shards
+from ..engine.shards import LOST_ADVICE, ShardLostError, make_shards
 from .base import History, SolverResult
 
-__all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded"]
+__all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded", "MAX_REBUILDS"]
+
+#: Times a sharded fit rebuilds its shards after losing a worker before it gives up.
+MAX_REBUILDS = 3
 
 
 class ShardedSpace:
@@ -60,9 +69,23 @@ class ShardedSpace:
         self.round_id = 0
 
     def start(self, params0):
-        """Put each partition's index in its state and the parameters on the shards."""
-        self.engine.put_state(self.state, list(range(self.engine.n_partitions)))
+        """Put the parameters on the shards; register each partition's touched columns
+        with its worker's ``WorkerColumns`` (one ``shard_columns`` round) and their union
+        with the shards (``shard_register``)."""
+        engine = self.engine
         self.shards.load(params0)
+        engine.put_state(self.state, list(range(engine.n_partitions)))
+        _, reset = engine.reduce_stateful(register_columns, self.state, self.shards.clients,
+                                          self.problem.fit_intercept, kind=Kind.SHARD_COLUMNS)
+        self._check(reset)
+        self.shards.seal()
+
+    def _check(self, reset):
+        if reset:
+            lost = self.shards.lost() or "a worker left"
+            raise ShardLostError(
+                f"The states of partitions {list(reset)} of a sharded fit (their touched "
+                f"columns) were lost with their worker ({lost}).  {LOST_ADVICE}")
 
     def close(self):
         self.engine.drop_state(self.state)
@@ -80,13 +103,9 @@ class ShardedSpace:
             sharded_loss_grad, self.state, self.shards.clients, float(alpha), self.round_id,
             p.family, p.fit_intercept, kind=Kind.SPARSE_GRADIENT,
         )
-        if reset:
-            raise ShardLostError(
-                f"The states of partitions {list(reset)} of a sharded fit were lost with their "
-                f"worker; the shards' iterate cannot be trusted to go on.  Fit again.")
+        self._check(reset)
         self.shards.record_traffic(traffic)
-        parts = self.shards.command("finish", self.round_id, float(alpha), engine.n_partitions,
-                                    engine.sum_weight)
+        parts = self.shards.command("finish", self.round_id, float(alpha), engine.sum_weight)
         parts = np.asarray(parts)
         value = float(traffic[1]) / engine.sum_weight + float(parts[:, 0].sum())
         return value, float(parts[:, 1].sum()), float(parts[:, 2].max())
@@ -142,30 +161,54 @@ class ColumnBlockSpace(ShardedSpace):
         self.round_id += 1
         stats = self.blocks.evaluate(float(alpha), self.round_id, self.problem.family)
         parts = np.asarray(self.shards.command("finish", self.round_id, float(alpha),
-                                               engine.n_partitions, engine.sum_weight))
+                                               engine.sum_weight))
         value = float(stats[1]) / engine.sum_weight + float(parts[:, 0].sum())
         return value, float(parts[:, 1].sum()), float(parts[:, 2].max())
 
 
 def solve_sharded(solver, problem, engine, params0):
     """Run :class:`~daskglm.solvers.lbfgs.LBFGS` ``solver`` on column shards (and on
-    column blocks of ``X`` with its ``column_blocks`` option)."""
+    column blocks of ``X`` with its ``column_blocks`` option).
+
+    On a cluster, a fit on row partitions survives losing a worker (up to
+    :data:`MAX_REBUILDS` times): the shards and the workers' columns are made again on
+    the workers left, from the iterate the surviving shards hold and, for the lost
+    shard's range, the driver's copy of the starting point; the L-BFGS memory starts
+    afresh and the iterations already run count against ``max_iter``.
+    """
     memory = int(solver.opts["memory"])
     history = History(engine)
-    shards = make_shards(engine, problem.n_params, problem.n_features, problem.penalty, memory,
-                         n_shards=solver.opts["shards"])
     space_type = ColumnBlockSpace if solver.opts["column_blocks"] else ShardedSpace
-    space = space_type(problem, engine, shards, memory)
-    try:
-        space.start(np.asarray(params0, dtype=float))
-        outcome = run_lbfgs(
-            space, tol=solver.tol, max_iter=solver.max_iter,
-            max_evaluations=int(solver.opts["max_evaluations"]),
-            callback=lambda value, largest, step: history.record(value, largest, step),
-        )
-        params = shards.values()
-    finally:
-        space.close()
-        shards.close()
-    return SolverResult(params, outcome.n_iter, outcome.converged, history.entries,
-                        outcome.message)
+    start = np.asarray(params0, dtype=float)
+    params, rebuilds = start, []
+    while True:
+        shards = make_shards(engine, problem.n_params, problem.n_features, problem.penalty,
+                             memory, n_shards=solver.opts["shards"])
+        space = space_type(problem, engine, shards, memory)
+        done = len(history.entries)
+        try:
+            space.start(params)
+            outcome = run_lbfgs(
+                space, tol=solver.tol, max_iter=solver.max_iter - done,
+                max_evaluations=int(solver.opts["max_evaluations"]),
+                callback=lambda value, largest, step: history.record(value, largest, step),
+            )
+            params = shards.values()
+            break
+        except ShardLostError as exc:
+            if (len(rebuilds) == MAX_REBUILDS or space_type is not ShardedSpace
+                    or getattr(engine, "client", None) is None):
+                raise
+            rebuilds.append(str(exc))
+            params = shards.salvage(start)
+        finally:
+            space.close()
+            shards.close()
+    message = outcome.message
+    if rebuilds:
+        message += (f" (the shards were rebuilt {len(rebuilds)} time(s) after losing a "
+                    f"worker; the L-BFGS memory restarted each time)")
+        warnings.warn(f"A sharded fit lost a worker and went on with its shards rebuilt on "
+                      f"the workers left: {rebuilds[-1]}", RuntimeWarning, stacklevel=2)
+    return SolverResult(params, done + outcome.n_iter, outcome.converged, history.entries,
+                        message)

@@ -1,0 +1,168 @@
+"""Which method ``solver="auto"`` runs: the fewest rounds and least time, predicted.
+
+:func:`predict_methods` prices every candidate method on a problem of ``n`` rows and
+``d`` parameters before any data are read: the rounds it needs (the validation round
+included, which the normal equations and Newton's and L-BFGS's first evaluations share,
+see :class:`~daskglm.solvers.base.FirstEvaluation`) times the modelled seconds of one of
+its rounds.  :func:`choose_method` takes the cheapest among the methods that handle the
+problem.  The prediction uses only ``(n, d, family, penalty, tol, workers)`` and the
+constants below, never timings, so the choice is the same on every run.
+
+One round of a method costs
+
+``t = ROUND_SECONDS + (1 + c) 8 n p / (W READ_BYTES_PER_SECOND) + c n p^2 / (W FLOPS)
++ b (1 + tree depth) / BANDWIDTH + s p^3 / DRIVER_FLOPS``
+
+with ``p`` the parameters, ``W`` the worker threads, ``c = 1`` for the rounds that sum
+``X^T H X`` (Newton's Hessian, the Gram matrix: the rows scaled by ``sqrt(h)`` are one
+more pass, the rank-k update ``n p^2`` multiply-adds) and 0 otherwise, ``b`` the bytes one task
+returns (``8 p`` for a gradient, ``8 p^2`` for a Hessian or Gram matrix) and ``s = 1/3``
+for the methods that factor a ``p x p`` matrix on the driver each round.  Rounds:
+
+* ``normal``: 1 (the Gram matrix in the validation round); always taken where it
+  applies up to :data:`NORMAL_MAX_PARAMS` parameters, since it is exact.
+* ``newton``: :data:`NEWTON_ITERATIONS` + 1 with a canonical link (IRLS, quadratic
+  convergence), :data:`FISHER_ITERATIONS` + 1 with another (Fisher scoring converges
+  linearly).
+* ``lbfgs``: :data:`LBFGS_ROUNDS_PER_DECADE` per decade of ``tol`` below 1 (on column
+  shards from :data:`SHARDED_FEATURES` features, which changes its bytes, not its rounds).
+* ``proximal``: :data:`PROXIMAL_ROUNDS_PER_DECADE` per decade; the only candidate for L1
+  and elastic-net penalties.
+
+Averaging with a Newton correction is not a candidate: its result depends on the
+partitioning, and it reaches the optimum only when the local solves agree, which the
+choice cannot know before reading the data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..model.penalties import L2
+from ..model.problem import Feature
+from .bytemodel import tree_depth
+
+__all__ = ["MethodCost", "predict_methods", "choose_method", "SHARDED_FEATURES"]
+
+#: Seconds of one Dask round besides its compute and bytes (scheduling, messages).
+ROUND_SECONDS = 5e-3
+#: Bytes of ``X`` one worker thread streams through per second in a one-pass kernel.
+READ_BYTES_PER_SECOND = 2e9
+#: Multiply-adds per second of one worker thread in ``X^T H X`` (BLAS rank-k update);
+#: with :data:`READ_BYTES_PER_SECOND`, a Hessian round costs 2.4 gradient rounds at 50
+#: columns and 6.6 at 200, as measured with the package's kernels on one thread.
+FLOPS = 1.75e10
+#: Multiply-adds per second of the driver's factorisation of a ``p x p`` matrix.
+DRIVER_FLOPS = 2e10
+#: Bytes per second a partial result crosses the network with.
+BANDWIDTH = 1e9
+#: Newton (IRLS) iterations to ``tol`` with a canonical link.
+NEWTON_ITERATIONS = 6
+#: Fisher-scoring iterations to ``tol`` with a non-canonical link (linear convergence).
+FISHER_ITERATIONS = 25
+#: L-BFGS rounds per decade of ``tol`` below 1 (about 12 to ``1e-4``, 24 to ``1e-8``).
+LBFGS_ROUNDS_PER_DECADE = 3
+#: Proximal-gradient rounds per decade of ``tol`` below 1.
+PROXIMAL_ROUNDS_PER_DECADE = 25
+#: Up to this many parameters the normal equations are chosen wherever they apply: they
+#: give the exact least-squares solution in one round, which no iterative method's
+#: ``tol`` matches (its Gram matrix then takes at most 128 MiB per task).
+NORMAL_MAX_PARAMS = 4096
+#: From this many features on, L-BFGS runs on column shards (``{"sharded": True}``).
+SHARDED_FEATURES = 2**18
+
+
+@dataclass(frozen=True)
+class MethodCost:
+    """A candidate method's predicted rounds (validation included) and seconds."""
+
+    method: str
+    rounds: int
+    seconds: float
+    options: dict = field(default_factory=dict)
+    note: str = ""
+
+
+def _decades(tol):
+    return max(1.0, -math.log10(tol)) if tol > 0 else 16.0
+
+
+def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False):
+    """Modelled seconds of one round (the formula of the module docstring)."""
+    passes = 2 if products else 1
+    seconds = ROUND_SECONDS + passes * 8.0 * n * p / (workers * READ_BYTES_PER_SECOND)
+    if products:
+        seconds += float(n) * p * p / (workers * FLOPS)
+    seconds += payload * (1 + tree_depth(workers, 8)) / BANDWIDTH
+    if driver:
+        seconds += p**3 / 3.0 / DRIVER_FLOPS
+    return seconds
+
+
+def predict_methods(problem, n_samples, *, tol=1e-4, workers=1):
+    """Predicted rounds and seconds of every candidate method for ``problem``.
+
+    Parameters
+    ----------
+    problem : Problem
+        Its family, penalty, intercept and number of features (a multinomial problem
+        counts every class's parameters).
+    n_samples : int
+        Rows of the data.
+    tol : float
+        The fit's tolerance.
+    workers : int
+        Worker threads the rounds run on.
+
+    Returns
+    -------
+    list of MethodCost
+        One per candidate (``normal``, ``newton``, ``lbfgs``, ``proximal``), whether or
+        not it handles the problem; :func:`choose_method` filters them.
+    """
+    n, p, W = max(1, int(n_samples)), int(problem.n_params), max(1, int(workers))
+    decades = _decades(tol)
+    family = problem.family
+    canonical = getattr(family, "canonical", True)
+    gradient = _round_seconds(n, p, W, payload=8 * p)
+    hessian = _round_seconds(n, p, W, products=True, payload=8 * p * p, driver=True)
+    newton_iterations = NEWTON_ITERATIONS if canonical else FISHER_ITERATIONS
+    lbfgs_rounds = math.ceil(LBFGS_ROUNDS_PER_DECADE * decades)
+    proximal_rounds = math.ceil(PROXIMAL_ROUNDS_PER_DECADE * decades)
+    sharded = problem.n_features >= SHARDED_FEATURES
+    return [
+        MethodCost("normal", 1, hessian, note="the Gram matrix in the validation round"),
+        MethodCost("newton", newton_iterations + 1, (newton_iterations + 1) * hessian,
+                   note="IRLS" if canonical else "Fisher scoring (non-canonical link)"),
+        MethodCost("lbfgs", lbfgs_rounds, lbfgs_rounds * gradient,
+                   {"sharded": True} if sharded else {},
+                   note="on column shards" if sharded else ""),
+        MethodCost("proximal", proximal_rounds, proximal_rounds * gradient),
+    ]
+
+
+def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1):
+    """The cheapest candidate of :func:`predict_methods` among the method names in
+    ``able`` (those that handle the problem): least predicted seconds, then fewest
+    rounds, then the order of the candidates.  The normal equations, exact in one round,
+    are taken wherever they apply up to :data:`NORMAL_MAX_PARAMS` parameters.  Newton's
+    method is taken for a
+    non-quadratic loss only when the penalty is an L2 penalty with ``alpha > 0`` (a
+    strongly convex problem, whose optimum is unique and finite); an unpenalised fit
+    on separable data has no finite optimum, and Newton steps would race to infinity.
+    None when no candidate handles the problem."""
+    costs = [c for c in predict_methods(problem, n_samples, tol=tol, workers=workers)
+             if c.method in able]
+    if Feature.NON_QUADRATIC_LOSS in problem.features() and not _strongly_convex(problem):
+        costs = [c for c in costs if c.method != "newton"]
+    if not costs:
+        return None
+    normal = [c for c in costs if c.method == "normal"]
+    if normal and problem.n_params <= NORMAL_MAX_PARAMS:
+        return normal[0]
+    return min(costs, key=lambda c: (c.seconds, c.rounds))
+
+
+def _strongly_convex(problem):
+    return isinstance(problem.penalty, L2) and problem.penalty.alpha > 0

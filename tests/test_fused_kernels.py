@@ -1,0 +1,250 @@
+"""The fused one-read kernels against straightforward formulas, in float64 and float32.
+
+``loss_grad``, ``loss_grad_hess`` and ``gram`` on dense partitions run cache-blocked,
+fused kernels (:mod:`daskglm.compute.blocked`); here they are held to the textbook
+formulas on whole arrays: ``eta = X @ coef + b + offset``, ``family.loss_and_dloss``,
+``X.T @ r``, ``X.T @ diag(h) @ X`` and the weighted centred moments.
+"""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from daskglm.compute import blocked, kernels
+from daskglm.compute.kernels import gram, loss_grad, loss_grad_hess
+from daskglm.model.families import (
+    Binomial,
+    Gamma,
+    Gaussian,
+    InverseGaussian,
+    NegativeBinomial,
+    Poisson,
+    Tweedie,
+)
+
+FAMILIES = [
+    Gaussian(), Gaussian("log"), Binomial(), Binomial("probit"), Poisson(), Poisson("identity"),
+    Gamma(), Gamma("log"), InverseGaussian(), Tweedie(power=1.5), NegativeBinomial(alpha=0.5),
+]
+
+#: Rows around the block sizes: one row, fewer rows than a block, exactly one gradient
+#: block, and sizes that are not multiples of the gradient or the Gram block.
+D = 7
+ROWS = [1, 5, kernels._block_rows(D), blocked.gram_block_rows(D) + 1, 2 * kernels._block_rows(D, True) + 3]
+
+
+def _target(family, mu, rng):
+    name = type(family).__name__
+    if name == "Binomial":
+        return (rng.uniform(size=mu.shape) < 1 / (1 + np.exp(-mu))).astype(float)
+    if name in ("Poisson", "NegativeBinomial"):
+        return rng.poisson(np.exp(mu)).astype(float)
+    if name == "Gaussian":
+        return mu + rng.normal(size=mu.shape)
+    return rng.gamma(2.0, np.exp(mu) / 2.0)  # positive targets
+
+
+def _partition(family, n, dtype, weighted, offset, seed=0):
+    """A partition with linear predictors in every link's domain (all positive, about 1)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.5, 1.5, size=(n, D)).astype(dtype)
+    y = _target(family, rng.normal(scale=0.3, size=n), rng)
+    w = rng.uniform(0.0, 2.0, size=n) if weighted else None
+    part = (np.ascontiguousarray(X), y, w)
+    return part + (rng.uniform(0.0, 0.2, size=n),) if offset else part
+
+
+def _params(fit_intercept, seed=1):
+    rng = np.random.default_rng(seed)
+    coef = rng.uniform(0.05, 0.15, size=D)
+    return np.append(coef, 0.2) if fit_intercept else coef
+
+
+def _reference(part, params, family, fit_intercept, hessian=False):
+    """Loss, gradient (and Hessian) from whole-array float64 formulas."""
+    X = np.asarray(part[0], dtype=np.float64)
+    y, w = part[1], part[2]
+    Z = np.hstack([X, np.ones((X.shape[0], 1))]) if fit_intercept else X
+    eta = Z @ params + (part[3] if len(part) > 3 else 0.0)
+    loss, r = family.loss_and_dloss(y, eta, w)
+    if not hessian:
+        return loss, Z.T @ r
+    h = family.d2loss(y, eta, w)
+    return loss, Z.T @ r, Z.T @ (h[:, None] * Z)
+
+
+def _tolerance(dtype):
+    # float32 X: the fused loop converts elements exactly, but block products (the
+    # generic families' path, Hessians) run in float32
+    return 1e-12 if dtype == np.float64 else 2e-6
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=repr)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("weighted,offset,fit_intercept",
+                         [(False, False, False), (True, False, True), (True, True, True),
+                          (False, True, False)])
+def test_loss_grad_equals_the_whole_array_formulas(family, dtype, weighted, offset, fit_intercept):
+    params = _params(fit_intercept)
+    for n in ROWS:
+        part = _partition(family, n, dtype, weighted, offset)
+        stats = loss_grad(part, params, family, fit_intercept)
+        loss, grad = _reference(part, params, family, fit_intercept)
+        rtol = _tolerance(dtype)
+        assert stats.grad.dtype == np.float64
+        np.testing.assert_allclose(stats.loss, loss, rtol=rtol)
+        np.testing.assert_allclose(stats.grad, grad, rtol=rtol, atol=rtol * np.abs(grad).max())
+        expected_weight = n if part[2] is None else part[2].sum()
+        np.testing.assert_allclose(stats.weight, expected_weight, rtol=1e-15)
+
+
+@pytest.mark.parametrize("family", [Gaussian(), Binomial(), Poisson(), Gamma("log")], ids=repr)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_loss_grad_hess_equals_the_whole_array_formulas(family, dtype):
+    params = _params(True)
+    for n in ROWS:
+        part = _partition(family, n, dtype, weighted=True, offset=True)
+        stats = loss_grad_hess(part, params, family, True)
+        loss, grad, hess = _reference(part, params, family, True, hessian=True)
+        rtol = _tolerance(dtype)
+        np.testing.assert_allclose(stats.loss, loss, rtol=rtol)
+        np.testing.assert_allclose(stats.grad, grad, rtol=rtol, atol=rtol * np.abs(grad).max())
+        np.testing.assert_allclose(stats.hess, hess, rtol=rtol, atol=rtol * np.abs(hess).max())
+
+
+def test_fused_gradient_covers_the_common_families_and_only_them():
+    for family in (Gaussian(), Binomial(), Poisson()):
+        assert blocked.pointwise_for(family) is not None
+    for family in (Binomial("probit"), Poisson("identity"), Gamma(), Tweedie(power=1.5)):
+        assert blocked.pointwise_for(family) is None
+
+
+def test_poisson_fused_gradient_continues_exp_above_the_safe_limit():
+    family = Poisson()
+    X = np.array([[1.0], [2.0], [0.5]])
+    part = (X, np.array([3.0, 0.0, 1.0]), None)
+    params = np.array([400.0])  # eta up to 800, past the quadratic continuation at 500
+    stats = loss_grad(part, params, family, False)
+    loss, grad = _reference(part, params, family, False)
+    np.testing.assert_allclose([stats.loss, *stats.grad], [loss, *grad], rtol=1e-12)
+
+
+def _reference_gram(part):
+    X = np.asarray(part[0], dtype=np.float64)
+    y = part[1]
+    w = np.ones(X.shape[0]) if part[2] is None else part[2]
+    total = w.sum()
+    mean_x = w @ X / total
+    mean_y = w @ y / total
+    Xc, yc = X - mean_x, y - mean_y
+    return total, mean_x, mean_y, Xc.T @ (w[:, None] * Xc), Xc.T @ (w * yc), yc @ (w * yc)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("location", [0.0, 1e4])
+def test_gram_equals_the_centred_moments(dtype, weighted, location):
+    rtol = 1e-11 if dtype == np.float64 else 2e-6
+    for n in ROWS:
+        rng = np.random.default_rng(n)
+        X = (location + rng.normal(size=(n, D))).astype(dtype)
+        y = X.astype(np.float64) @ np.linspace(-1, 1, D) + rng.normal(size=n)
+        part = (X, y, rng.uniform(0.1, 2.0, size=n) if weighted else None)
+        stats = gram(part)
+        total, mean_x, mean_y, sxx, sxy, syy = _reference_gram(part)
+        np.testing.assert_allclose(stats.weight, total, rtol=1e-14)
+        # float32 blocks: the shifted column sums are float32 products
+        mean_tol = 1e-13 if dtype == np.float64 else 2e-6
+        np.testing.assert_allclose(stats.mean_x, mean_x, rtol=mean_tol,
+                                   atol=mean_tol * (1 + abs(location)))
+        np.testing.assert_allclose(stats.mean_y, mean_y, rtol=mean_tol,
+                                   atol=mean_tol * (1 + abs(location)))
+        if n == 1:
+            assert np.all(stats.sxx == 0) and stats.syy == 0
+            continue
+        scale = np.abs(sxx).max()
+        np.testing.assert_allclose(stats.sxx, sxx, rtol=rtol, atol=rtol * scale)
+        np.testing.assert_allclose(stats.sxy, sxy, rtol=rtol, atol=rtol * np.abs(sxy).max())
+        np.testing.assert_allclose(stats.syy, syy, rtol=rtol)
+
+
+def test_gram_of_partitions_merges_to_the_gram_of_all_rows():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(10_001, D)) + 5.0
+    y = rng.normal(size=10_001)
+    w = rng.uniform(0.0, 2.0, size=10_001)
+    whole = gram((X, y, w))
+    merged = gram((X[:4000], y[:4000], w[:4000])) + gram((X[4000:], y[4000:], w[4000:]))
+    np.testing.assert_allclose(merged.sxx, whole.sxx, rtol=1e-12, atol=1e-12 * np.abs(whole.sxx).max())
+    np.testing.assert_allclose(merged.mean_x, whole.mean_x, rtol=1e-14)
+
+
+def test_gram_with_zero_weights_is_empty():
+    X = np.ones((10, D))
+    stats = gram((X, np.ones(10), np.zeros(10)))
+    assert stats.weight == 0 and np.all(stats.sxx == 0)
+
+
+@pytest.mark.parametrize("kernel", ["loss_grad", "loss_grad_hess", "gram"])
+def test_float32_partition_is_never_copied_to_float64(kernel):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40_000, 50)).astype(np.float32)
+    part = (X, (rng.uniform(size=40_000) < 0.5).astype(float), rng.uniform(size=40_000))
+    params = np.full(51, 0.01)
+    calls = {"loss_grad": lambda: loss_grad(part, params, Binomial(), True),
+             "loss_grad_hess": lambda: loss_grad_hess(part, params, Binomial(), True),
+             "gram": lambda: gram(part)}
+    calls[kernel]()  # compile and warm up
+    tracemalloc.start()
+    try:
+        calls[kernel]()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # a float64 copy of X would take 2 X.nbytes; the kernels use block buffers only
+    assert peak < X.nbytes / 4
+
+
+def test_fused_kernels_are_reproducible_bit_for_bit():
+    family = Binomial()
+    part = _partition(family, 10_007, np.float64, weighted=True, offset=True)
+    params = _params(True)
+    first, second = (loss_grad(part, params, family, True) for _ in range(2))
+    assert first.loss == second.loss and np.array_equal(first.grad, second.grad)
+    grams = [gram(part[:3]) for _ in range(2)]
+    assert np.array_equal(grams[0].sxx, grams[1].sxx)
+
+
+def test_sparse_partitions_keep_their_path():
+    family = Binomial()
+    part = _partition(family, 300, np.float64, weighted=True, offset=False)
+    sparse = (sp.csr_matrix(part[0]), *part[1:])
+    params = _params(True)
+    dense_stats, sparse_stats = (loss_grad(p, params, family, True) for p in (part, sparse))
+    np.testing.assert_allclose(sparse_stats.grad, dense_stats.grad, rtol=1e-12)
+    np.testing.assert_allclose(gram(sparse).sxx, gram(part).sxx, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("estimator", ["logistic", "linear"])
+def test_float32_fit_agrees_with_the_float64_fit(estimator):
+    import daskglm
+
+    rng = np.random.default_rng(0)
+    n, d = 20_000, 10
+    X32 = rng.normal(size=(n, d)).astype(np.float32)
+    coef = np.linspace(-1, 1, d)
+    eta = X32.astype(np.float64) @ coef + 0.5
+    if estimator == "logistic":
+        y = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
+        model = daskglm.LogisticRegression(C=1.0, solver="lbfgs", tol=1e-12, max_iter=1000)
+    else:
+        y = eta + rng.normal(size=n)
+        model = daskglm.LinearRegression(solver="normal")
+    fit32 = model.fit(X32, y)
+    coef32, intercept32 = fit32.coef_.copy(), fit32.intercept_
+    assert fit32.coef_.dtype == np.float32
+    fit64 = model.fit(X32.astype(np.float64), y)
+    np.testing.assert_allclose(np.ravel(coef32), np.ravel(fit64.coef_), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(intercept32, fit64.intercept_, rtol=1e-5, atol=1e-6)
