@@ -63,6 +63,9 @@ fold_gram     reduce_each         ``n + 8 G`` (fold indices, one  ``8 f (p^2 + 2
               (RidgeCV)           byte per row of ``n``)          (``f`` folds)
 fold_moments  reduce_each (the    ``n + 8 G``                     ``8 (2 p + 1) T``
               CV estimators)
+class_moments reduce (class        ``0``                           ``8 (2 p + 1) T``
+              weights, > 64
+              classes)
 held_out      reduce_each (the    ``n + 8 m d G`` (``m`` models)  ``8 (2 m + 3) T``
               CV estimators)
 leave_one_out reduce (RidgeCV,     ``8 (p^2 + p + m (p + 2)) G``   ``8 (2 m + 3) T``
@@ -318,6 +321,7 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.LEAVE_ONE_OUT: (8 * (p * p + p + int(n_models) * (p + 2)) * G,
                              8 * (2 * int(n_models) + 3) * T),
         Kind.FOLD_MOMENTS: (int(n_rows) + 8 * G, 8 * (2 * p + 1) * T),
+        Kind.CLASS_MOMENTS: (0, 8 * (2 * p + 1) * T),
         Kind.HELD_OUT: (int(n_rows) + 8 * int(n_models) * d * G, 8 * (2 * int(n_models) + 3) * T),
         Kind.PUSH: (8 * d * int(calls), 0),
         Kind.PULL: (0, 8 * d * int(calls)),

@@ -52,3 +52,4 @@ class Kind:
     GOSSIP_EXCHANGE = "gossip_exchange"  # each node's model mixed with its neighbours'
     GOSSIP_START = "gossip_start"  # every node's first model and partition index
     GOSSIP_FETCH = "gossip_fetch"  # the nodes' models fetched once, at the end, to average
+    CLASS_MOMENTS = "class_moments"  # column moments again after class weights (> 64 classes)

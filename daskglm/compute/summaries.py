@@ -105,6 +105,9 @@ class PartitionSummary:
     nbytes: int = 0
     #: Weighted column sums and sums of squares of ``X`` (the same read).
     moments: ColumnMoments | None = None
+    #: The labels' weighted counts (:class:`~daskglm.compute.label_counts.LabelCounts`),
+    #: with ``labels="counts"`` or ``"moments"``.
+    label_counts: object = None
 
     def __add__(self, other):
         labels = None
@@ -113,9 +116,12 @@ class PartitionSummary:
         moments = None
         if self.moments is not None and other.moments is not None:
             moments = self.moments + other.moments
+        label_counts = None
+        if self.label_counts is not None and other.label_counts is not None:
+            label_counts = self.label_counts + other.label_counts
         return PartitionSummary(
             self.rows + other.rows, self.weight + other.weight, self.problems + other.problems,
-            labels, self.nbytes + other.nbytes, moments,
+            labels, self.nbytes + other.nbytes, moments, label_counts,
         )
 
 
@@ -162,7 +168,9 @@ def summarize(part, family, labels=False, sums_finite=None):
     bad weights).
 
     With ``labels``, the distinct target values are collected instead of checking them
-    against ``family`` (class labels are encoded after validation).  ``X`` is read once:
+    against ``family`` (class labels are encoded after validation); ``labels="counts"``
+    also sums the weight of each label, ``"moments"`` also the column moments of each
+    (:func:`~daskglm.compute.label_counts.count_labels`).  ``X`` is read once:
     its weighted column sums and sums of squares are finite exactly when every entry is
     (with finite weights), unless a square overflows, so only sums that are not finite
     call for an entry-by-entry check.  A caller that has already summed the partition's
@@ -184,6 +192,11 @@ def summarize(part, family, labels=False, sums_finite=None):
         problems.append("Input y contains NaN or infinity.")
     elif labels:
         found = distinct_labels(y)
+    counts = None
+    if labels in ("counts", "moments") and all_finite(y):
+        from .label_counts import count_labels
+
+        counts = count_labels(part, labels == "moments", MAX_LABELS)
     else:
         try:
             family.check_target(y)
@@ -199,7 +212,7 @@ def summarize(part, family, labels=False, sums_finite=None):
     if offset is not None and not all_finite(offset):
         problems.append("offset contains NaN or infinity.")
     size = stored_bytes(X) + stored_bytes(y) + stored_bytes(weight) + stored_bytes(offset)
-    return PartitionSummary(int(X.shape[0]), total, problems, found, size, moments)
+    return PartitionSummary(int(X.shape[0]), total, problems, found, size, moments, counts)
 
 
 def partition_weight(part):

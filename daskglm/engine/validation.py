@@ -48,7 +48,9 @@ class ValidationVerbs:
         """One round over the data: row count, total weight, NaN/inf, labels, weights.
 
         With ``labels``, the distinct target values are collected into ``self.labels``
-        instead of being checked against ``family``.  The same read sums the columns of
+        instead of being checked against ``family``; ``labels="counts"`` (or
+        ``"moments"``) also collects their weighted counts into ``self.label_counts``
+        (:func:`daskglm.engine.labels.classes_from_counts`).  The same read sums the columns of
         ``X`` and their squares (``self.column_moments``), which standardising solvers
         need.  Raises ValueError naming every problem found.
 
@@ -82,6 +84,7 @@ class ValidationVerbs:
                                 kind=first.kind)
             summary, moments = fused.summary, fused.summary.moments
         self.labels = summary.labels
+        self.label_counts = summary.label_counts
         self.column_moments = moments
         self.data_bytes = summary.nbytes
         if self.reads_source:  # this round read the data from their source

@@ -324,11 +324,11 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         solver's :class:`~daskglm.solvers.base.FirstEvaluation`) runs in the validation
         round unless that round collects the class labels."""
         label_dtype = self.__dict__.pop("_labels_from_engine", None)
-        labels = label_dtype is not None
+        labels = False if label_dtype is None else self._label_summary()
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
                              rescale=self._rescalable(), offset=offset,
                              first=None if labels else first)
-        if labels:
+        if label_dtype is not None:
             try:
                 self._classes_from_engine(engine, label_dtype)
             except BaseException:

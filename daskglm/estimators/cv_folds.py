@@ -3,6 +3,8 @@ and the checks of penalty grids."""
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from sklearn.model_selection import check_cv
 
@@ -19,7 +21,14 @@ def _assign_folds(cv, y, n_samples, classifier):
     disjoint, cover every row and have the other rows as training sets (k-fold splitters).
     """
     if is_dask(y):
-        y = y.compute()
+        if not classifier and (cv is None or isinstance(cv, numbers.Integral)):
+            y = None  # KFold splits on row positions alone: no need to read y
+        else:
+            # The splitter is scikit-learn's (stratified k-fold, or the caller's own),
+            # running on the driver over every label, before the engine exists: the one
+            # read of Dask ``y`` outside the engine's rounds, for the folds alone (the
+            # classes and their counts come from the engine's validation round).
+            y = y.compute()
     splitter = check_cv(cv, y, classifier=classifier)
     fold_ids = np.full(n_samples, -1, dtype=np.int16)
     n_folds = 0

@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..compute.backend import array_module, is_device, to_host
 from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
-from ..engine.labels import encode_class_indices
+from ..engine.labels import encode_and_weigh_classes, encode_class_indices
 from ..model.families import Binomial
 from ..model.multinomial import Multinomial, MultinomialProblem
 from ..model.penalties import L1, L2, NoPenalty, make_penalty
@@ -65,7 +65,8 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying ``sample_weight``: ``{label: weight}``
         (classes not named weigh 1), or ``"balanced"``, ``sum(w) / (n_classes * sum of w
-        in the class)``, as scikit-learn.
+        in the class)``, as scikit-learn.  For numeric Dask labels the sums come from the
+        engine's validation round and the rows are weighed where they live.
 """
         + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
                                  "``C=inf``)")
@@ -183,6 +184,9 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         """``sample_weight`` times the weight of each row's class (``class_weight``)."""
         if self.class_weight is None:
             return sample_weight
+        if "_labels_from_engine" in self.__dict__:  # weighed by the engine, by class
+            _check_class_weight(self.class_weight)
+            return sample_weight
         weights = _class_weights(self.class_weight, self.classes_, y, sample_weight)
         if is_dask(y):
             row_weight = y.map_blocks(_weights_of_rows, weights, dtype=np.float64)
@@ -221,15 +225,20 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         return None if self.penalty == "none" else self.penalty
 
     def _prepare_target(self, y):
-        """Labels encoded as class indices (0/1 for two classes)."""
+        """Labels encoded as class indices (0/1 for two classes).
+
+        Numeric Dask labels stay as they are: the engine's validation round finds the
+        classes and their weighted counts, and one ``encode`` round encodes them and
+        weighs the rows by class where they live (:meth:`_classes_from_engine`).  Only a
+        start given before the classes are known (``coef_init``, ``warm_start``) and
+        labels that are not numbers take a pass over Dask ``y`` here.
+        """
         self._n_classes = 2
-        needs_classes = (getattr(self, "class_weight", None) is not None
-                         or getattr(self, "_classes_up_front", False)
-                         or getattr(self, "_init", (None,))[0] is not None
+        self.__dict__.pop("_labels_from_engine", None)
+        needs_classes = (getattr(self, "_init", (None,))[0] is not None
                          or (self.warm_start and hasattr(self, "coef_")))
         if is_dask(y) and (np.issubdtype(y.dtype, np.number) or y.dtype == bool) \
                 and not needs_classes:
-            # numeric labels are found by the engine's validation round (no extra pass)
             self._labels_from_engine = y.dtype
             return y
         if is_dask(y):
@@ -246,6 +255,11 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         if is_dask(y):
             return y.map_blocks(_class_index, classes, dtype=np.float64)
         return _class_index(y, classes)
+
+    def _label_summary(self):
+        """What the validation round gathers of the labels: their weighted counts, and
+        with class weights the column moments of each class too."""
+        return "counts" if getattr(self, "class_weight", None) is None else "moments"
 
     def _set_classes(self, classes, kind):
         """Check there are at least two classes and store them in ``classes_``."""
@@ -268,15 +282,27 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
 
     def _classes_from_engine(self, engine, dtype):
         """``classes_`` (of the labels' dtype) from the labels the validation round found;
-        the targets are then encoded to 0/1 where they live."""
-        found = np.asarray(engine.labels, dtype=np.float64)
+        the targets are then encoded (0/1, or class indices) where they live, and with
+        ``class_weight`` the rows weighed by class in the same round."""
+        counts = engine.label_counts
+        found = counts.labels
         if found.size >= MAX_LABELS:
             raise ValueError(f"y has more than {MAX_LABELS - 1} classes.")
         self._set_classes(found.astype(dtype), "binary" if found.size <= 2 else "multiclass")
-        if found.size > 2:
+        class_weights = None
+        if getattr(self, "class_weight", None) is not None:
+            class_weights = self._class_weights_of_counts(counts)
+        codes = np.arange(found.size, dtype=np.float64)
+        if class_weights is not None or (found.size <= 2 and not np.array_equal(found, codes)):
+            encode_and_weigh_classes(engine, codes, class_weights)
+        elif found.size > 2:
             encode_class_indices(engine, found)
-        elif not np.array_equal(found, [0.0, 1.0]):
-            engine.relabel(found[1])
+
+    def _class_weights_of_counts(self, counts):
+        """One weight per class from ``class_weight`` and the labels' counts of the
+        validation round: ``"balanced"`` from their weighted counts, as scikit-learn."""
+        return _class_weights(self.class_weight, self.classes_, None, None,
+                              counts=counts.weights)
 
     def _set_coef(self, coef, intercept):
         if np.ndim(coef) == 2:  # multinomial: one row and one intercept per class
@@ -389,26 +415,36 @@ def _weights_of_rows(y_index, weights):
     return np.asarray(weights, dtype=np.float64)[np.asarray(y_index).astype(np.intp)]
 
 
-def _class_weights(class_weight, classes, y_index, sample_weight):
+def _check_class_weight(class_weight):
+    """ValueError unless ``class_weight`` is a dict or ``"balanced"``."""
+    if not (isinstance(class_weight, dict)
+            or (isinstance(class_weight, str) and class_weight == "balanced")):
+        raise ValueError(
+            f"class_weight must be a dict, 'balanced' or None; got {class_weight!r}."
+        )
+
+
+def _class_weights(class_weight, classes, y_index, sample_weight, counts=None):
     """One weight per class from ``class_weight``, as scikit-learn's ``compute_class_weight``.
 
     ``"balanced"`` is ``sum(w) / (n_classes * per-class sum of w)`` with ``w`` the sample
-    weights (1 when None); for Dask input the per-class sums take one pass over ``y``.
+    weights (1 when None): from ``counts`` (the per-class sums of ``w``) when given, else
+    counted from the class indices ``y_index`` in memory.
     """
-    if isinstance(class_weight, str) and class_weight == "balanced":
-        if is_dask(y_index) or is_dask(sample_weight):
+    _check_class_weight(class_weight)
+    if isinstance(class_weight, str):
+        if counts is None and (is_dask(y_index) or is_dask(sample_weight)):
+            # labels that are not numbers, or a start given before the classes: the
+            # engine has not seen them yet (one pass over y here)
             import dask.array as da
 
             index = da.asarray(y_index).astype(np.intp)
             counts = da.bincount(index, weights=sample_weight, minlength=classes.size).compute()
-        else:
+        elif counts is None:
             counts = np.bincount(np.asarray(y_index).astype(np.intp), weights=sample_weight,
                                  minlength=classes.size)
+        counts = np.asarray(counts, dtype=np.float64)
         return counts.sum() / (classes.size * counts)
-    if not isinstance(class_weight, dict):
-        raise ValueError(
-            f"class_weight must be a dict, 'balanced' or None; got {class_weight!r}."
-        )
     weights = compute_class_weight(class_weight, classes=classes, y=classes)
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError("class_weight must hold finite non-negative weights.")

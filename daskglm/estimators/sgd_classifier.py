@@ -5,9 +5,10 @@ the label handling of :class:`~daskglm.estimators.logistic.LogisticRegression`. 
 classes are fitted one-vs-rest as scikit-learn does: one binary run per class (that class
 against all others), each its own fit with its own engine, so ``n_classes`` times the
 rounds of a binary fit and ``X`` read once per class.  Class weights multiply the sample
-weights before any fit.  The classes decide between the two before any pass over ``X``:
-for Dask labels that takes one pass over ``y`` (which also counts them for
-``class_weight="balanced"``).  Predictions use the decision function ``X @ coef_.T +
+weights.  Numeric Dask labels are found, with their counts, by the validation round of
+the binary fit (the engine then applies the class weights where the rows live); when it
+finds more than two classes, that fit ends there and one-vs-rest follows, the round first
+in ``comm_``, each class's engine encoding the labels and weighing the rows itself.  Other labels decide between the two in one pass over ``y`` before any fit.  Predictions use the decision function ``X @ coef_.T +
 intercept_``; probabilities exist for the logistic and modified Huber losses only.
 """
 
@@ -22,7 +23,9 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 from ..accounting.ledger import CommReport
 from ..compute.seeds import root_seed
 from ..compute.sgd_losses import CLASSIFICATION_LOSSES
+from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
+from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
 from .base import _to_float, _weighted_mean
 from .logistic import LogisticRegression, _class_labels, _encode_binary
@@ -67,8 +70,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying the sample weights: ``{label: weight}``
         (classes left out weigh 1) or ``"balanced"``, ``n_samples / (n_classes *
-        count of the class)``.  For Dask input the labels are counted in one pass over
-        ``y``.
+        count of the class)``.  For numeric Dask labels the engine's validation round
+        counts them (no pass of its own).
 """
         + _SGD_DOC % {"learning_rate": "optimal", "eta0": 0.0, "power_t": 0.5}
         + """    classes_ : ndarray of shape (n_classes,)
@@ -149,6 +152,19 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
             column = np.asarray(y)
             if column.ndim == 2 and column.shape[1] == 1:
                 y = column_or_1d(column, warn=True)
+        if _labels_found_by_engine(y, coef_init) \
+                and not (self.warm_start and hasattr(self, "coef_")):
+            try:
+                self.__dict__.pop("_one_vs_rest", None)
+                return super().fit(X, y, coef_init, intercept_init, sample_weight)
+            except _MoreThanTwoClasses as found:
+                # the validation round of the binary fit found more classes: one-vs-rest,
+                # its round first in ``comm_``; each class's fit encodes y and weighs the
+                # rows by class in its own engine
+                weights = None if self.class_weight is None else _per_class_weights(
+                    found.classes, found.rows, self.class_weight)
+                return self._fit_one_vs_rest(X, y, found.classes, coef_init, intercept_init,
+                                             sample_weight, found.ledger, weights)
         classes, counts = _classes_and_counts(y)
         if classes is None:  # not class labels: the binary fit says what is wrong
             return super().fit(X, y, coef_init, intercept_init, sample_weight)
@@ -171,7 +187,11 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         draws = np.random.RandomState(root_seed(self.random_state))
         return [int(s) for s in draws.randint(np.iinfo(np.int32).max, size=n_classes)]
 
-    def _fit_one_vs_rest(self, X, y, classes, coef_init, intercept_init, sample_weight):
+    def _fit_one_vs_rest(self, X, y, classes, coef_init, intercept_init, sample_weight,
+                         discovery=None, class_weights=None):
+        """One binary fit per class.  With ``discovery`` (the ledger of the validation
+        round that found the classes) each fit takes the labels as they are and its engine
+        encodes them (1 for the class, else 0) and weighs the rows by ``class_weights``."""
         n_classes = classes.size
         n_features = _n_columns(X)
         if coef_init is None and self.warm_start and hasattr(self, "coef_") \
@@ -181,14 +201,24 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         intercept_init = _rows(intercept_init, (n_classes,), "intercept_init")
         fits = []
         for k, (label, seed) in enumerate(zip(classes, self._class_seeds(n_classes))):
-            target = (y == label).astype(np.float64)
             binary = self._binary(seed)
+            if discovery is None:
+                target = (y == label).astype(np.float64)
+            else:
+                target, binary._versus = y, (label, class_weights)
             # the binary fit itself: its classes are known, no pass over y to find them
-            _SGDBase.fit(binary, X, target, None if coef_init is None else coef_init[k],
-                         None if intercept_init is None else intercept_init[k:k + 1],
-                         sample_weight)
+            try:
+                _SGDBase.fit(binary, X, target, None if coef_init is None else coef_init[k],
+                             None if intercept_init is None else intercept_init[k:k + 1],
+                             sample_weight)
+            finally:
+                binary.__dict__.pop("_versus", None)
             fits.append(binary)
         self._collect(fits, classes)
+        if discovery is not None:
+            method = self.comm_.method
+            self.comm_ = CommReport.concatenate([discovery, self.comm_])
+            self.comm_.method = method
         return self
 
     def _collect(self, fits, classes):
@@ -279,7 +309,35 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     # binary label handling, as LogisticRegression's
     _prepare_target = LogisticRegression._prepare_target
     _set_classes = LogisticRegression._set_classes
-    _classes_from_engine = LogisticRegression._classes_from_engine
+
+    def _label_summary(self):
+        versus = self.__dict__.get("_versus")
+        if versus is not None and versus[1] is not None:
+            return "moments"
+        return LogisticRegression._label_summary(self)
+
+    def _classes_from_engine(self, engine, dtype):
+        """As :meth:`LogisticRegression._classes_from_engine` for two classes; more
+        (multi-class labels) end this fit for one-vs-rest.  The fit of one class of
+        one-vs-rest encodes that class as 1 and the others as 0."""
+        counts = engine.label_counts
+        versus = self.__dict__.get("_versus")
+        if versus is not None:
+            label, class_weights = versus
+            self.classes_, self._n_classes = np.array([0.0, 1.0]), 2
+            codes = (counts.labels == label).astype(np.float64)
+            encode_and_weigh_classes(engine, codes, class_weights)
+            return
+        if 2 < counts.labels.size < MAX_LABELS:
+            classes = counts.labels.astype(dtype)
+            if type_of_target(classes) == "multiclass":
+                raise _MoreThanTwoClasses(classes, counts.rows, engine.ledger)
+        LogisticRegression._classes_from_engine(self, engine, dtype)
+
+    def _class_weights_of_counts(self, counts):
+        """One weight per class, as scikit-learn's SGDClassifier: ``"balanced"`` from the
+        number of rows of each class (sample weights aside)."""
+        return _per_class_weights(self.classes_, counts.rows, self.class_weight)
 
     def _set_coef(self, coef, intercept):
         self.coef_ = np.asarray(coef).reshape(1, -1)
@@ -387,15 +445,37 @@ def _classes_and_counts(y):
     return classes, counts
 
 
+def _labels_found_by_engine(y, coef_init):
+    """Whether the classes of ``y`` come from the validation round of the binary fit:
+    numeric Dask labels, without a start of one row per class."""
+    return (is_dask(y) and y.ndim == 1
+            and (np.issubdtype(y.dtype, np.number) or y.dtype == bool)
+            and (coef_init is None or np.ndim(coef_init) == 1))
+
+
+class _MoreThanTwoClasses(Exception):
+    """The validation round of a binary fit found more than two classes: ``classes``,
+    the rows of each, and the ledger holding that round."""
+
+    def __init__(self, classes, rows, ledger):
+        super().__init__(f"{classes.size} classes")
+        self.classes, self.rows, self.ledger = classes, rows, ledger
+
+
+def _per_class_weights(classes, counts, class_weight):
+    """The weight of each class: ``"balanced"`` is ``n_samples / (n_classes * counts)``, a
+    dict names the weights (1 for classes it leaves out)."""
+    if class_weight == "balanced":
+        return counts.sum() / (classes.size * np.asarray(counts, dtype=np.float64))
+    unknown = [label for label in class_weight if label not in set(classes.tolist())]
+    if unknown:
+        raise ValueError(f"The classes, {unknown}, are not in class.")
+    return np.array([float(class_weight.get(label, 1.0)) for label in classes])
+
+
 def _weighted_rows(y, classes, counts, class_weight, sample_weight):
     """``sample_weight`` (ones if None) times each row's class weight, a new array."""
-    if class_weight == "balanced":
-        per_class = counts.sum() / (classes.size * counts.astype(np.float64))
-    else:
-        unknown = [label for label in class_weight if label not in set(classes.tolist())]
-        if unknown:
-            raise ValueError(f"The classes, {unknown}, are not in class.")
-        per_class = np.array([float(class_weight.get(label, 1.0)) for label in classes])
+    per_class = _per_class_weights(classes, counts, class_weight)
 
     def lookup(block):
         # a label not in ``classes`` gets some weight here; the label check rejects it

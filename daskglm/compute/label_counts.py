@@ -1,0 +1,127 @@
+"""Kernels of class labels: the distinct labels of a partition with their weighted counts
+(gathered in the validation round), and the labels encoded and the rows weighted by their
+class where the partitions live.
+
+With ``per_class_moments`` the counts also carry the weighted column sums and sums of
+squares of ``X`` of each class, so that after the rows are weighted by class
+(``class_weight``) the engine's column moments follow exactly, without another read of
+``X``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from .backend import array_module, to_host
+
+__all__ = ["LabelCounts", "count_labels", "encode_and_weigh", "MAX_MOMENT_CLASSES"]
+
+#: Per-class column moments are kept for at most this many classes (``2 p`` floats per
+#: class and task); with more, the engine recomputes the moments in a round of their own.
+MAX_MOMENT_CLASSES = 64
+
+
+@dataclass
+class LabelCounts:
+    """Sorted distinct labels, the total sample weight and the number of rows of each,
+    and optionally the weighted column sums and sums of squares of ``X`` of each
+    (``(n_labels, p)``)."""
+
+    labels: np.ndarray
+    weights: np.ndarray
+    rows: np.ndarray
+    sums: np.ndarray | None = None
+    squares: np.ndarray | None = None
+    #: at most this many labels are kept (enough to tell that there are too many)
+    limit: int = 1001
+
+    def __add__(self, other):
+        labels = np.union1d(self.labels, other.labels)
+        mine, theirs = np.searchsorted(labels, self.labels), np.searchsorted(labels, other.labels)
+        weights, rows = np.zeros(labels.size), np.zeros(labels.size, dtype=np.int64)
+        weights[mine] += self.weights
+        weights[theirs] += other.weights
+        rows[mine] += self.rows
+        rows[theirs] += other.rows
+        sums = squares = None
+        if self.sums is not None and other.sums is not None and labels.size <= MAX_MOMENT_CLASSES:
+            sums = _merge_rows(labels, self.labels, self.sums, other.labels, other.sums)
+            squares = _merge_rows(labels, self.labels, self.squares, other.labels, other.squares)
+        keep = min(labels.size, self.limit)
+        return LabelCounts(labels[:keep], weights[:keep], rows[:keep], sums, squares, self.limit)
+
+    def has_moments(self):
+        """Whether the per-class column moments are here (asked for, and few classes)."""
+        return self.sums is not None
+
+
+def _merge_rows(labels, left_labels, left, right_labels, right):
+    rows = np.zeros((labels.size, left.shape[1]))
+    rows[np.searchsorted(labels, left_labels)] += left
+    rows[np.searchsorted(labels, right_labels)] += right
+    return rows
+
+
+def count_labels(part, per_class_moments=False, limit=1001):
+    """The distinct labels of one partition's ``y``, sorted, with the sum of the sample
+    weights (1 per row when unweighted) and the number of rows of each; with
+    ``per_class_moments`` also the weighted column sums and squares of ``X`` per label
+    (up to :data:`MAX_MOMENT_CLASSES` labels)."""
+    X, y, weight = part[0], to_host(part[1]), part[2]
+    weight = None if weight is None else to_host(weight)
+    labels, index = _distinct(y)
+    weights = np.bincount(index, weights=weight, minlength=labels.size).astype(np.float64)
+    rows = np.bincount(index, minlength=labels.size).astype(np.int64)
+    sums = squares = None
+    if per_class_moments and labels.size <= MAX_MOMENT_CLASSES:
+        sums, squares = _class_moments(X, index, weight, labels.size)
+    keep = min(labels.size, limit)
+    return LabelCounts(labels[:keep], weights[:keep], rows[:keep], sums, squares, limit)
+
+
+def _distinct(y):
+    """The sorted distinct values of ``y`` and the index of each row's value among them
+    (one comparison when there are at most two)."""
+    if y.size == 0:
+        return np.empty(0), np.empty(0, dtype=np.intp)
+    low, high = y.min(), y.max()
+    is_high = y == high
+    if low == high or np.all(is_high | (y == low)):
+        labels = np.array([low], dtype=np.float64) if low == high else np.array([low, high])
+        return labels, is_high.astype(np.intp) if low != high else np.zeros(y.size, np.intp)
+    labels, index = np.unique(y, return_inverse=True)
+    return labels.astype(np.float64), index.ravel()
+
+
+def _class_moments(X, index, weight, n_labels):
+    """``(n_labels, p)`` weighted column sums and sums of squares of ``X`` by label."""
+    n = X.shape[0]
+    values = np.ones(n) if weight is None else weight
+    by_class = sp.csr_matrix((values, (index, np.arange(n))), shape=(n_labels, n))
+    if sp.issparse(X):
+        squared = X.multiply(X)
+        return (np.asarray((by_class @ X).todense()), np.asarray((by_class @ squared).todense()))
+    X = to_host(X)
+    return np.asarray(by_class @ X, dtype=np.float64), np.asarray(
+        by_class @ np.square(X, dtype=np.float64))
+
+
+def encode_and_weigh(part, encoding):
+    """The partition with ``y`` replaced by its code and the weight of each row multiplied
+    by its class's weight.
+
+    ``encoding`` is ``(classes, codes, class_weights)``: ``y == classes[k]`` becomes
+    ``codes[k]``; ``class_weights`` is None to keep the weights as they are.
+    """
+    classes, codes, class_weights = encoding
+    X, y, weight = part[:3]
+    xp = array_module(y)
+    index = np.clip(np.searchsorted(classes, to_host(y)), 0, classes.size - 1)
+    y = xp.asarray(np.asarray(codes, dtype=np.float64)[index])
+    if class_weights is not None:
+        row_weight = xp.asarray(np.asarray(class_weights, dtype=np.float64)[index])
+        weight = row_weight if weight is None else weight * row_weight
+    return (X, y, weight, *part[3:])
