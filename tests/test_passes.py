@@ -73,7 +73,10 @@ def test_fused_rounds_match_the_byte_model_on_a_cluster(client):
                                  partitions=record.partitions, groups=record.groups,
                                  split_every=record.split_every)
         assert (record.bytes_sent, record.bytes_returned) == (down, up)
-        assert 0.5 <= record.bytes_measured / record.bytes_modelled <= 2.0, record
+        # a one-task round of a few kB: Dask's own messages (up to a few kB per round)
+        # are of the payload's size, so the band is the payload's, plus 4 kB
+        assert 0.5 * record.bytes_modelled <= record.bytes_measured \
+            <= 2.0 * record.bytes_modelled + 4096, record
 
 
 def test_fused_validation_keeps_the_column_moments():
