@@ -26,9 +26,12 @@ allocates a float64 copy of a float32 ``X``.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
-__all__ = ["fused_loss_grad", "pointwise_for", "augmented_gram", "gram_block_rows"]
+__all__ = ["fused_loss_grad", "pointwise_for", "augmented_gram", "gram_block_rows",
+           "warm_up"]
 
 #: Bytes of the augmented block of :func:`augmented_gram` (at 8 bytes per element): large
 #: enough for BLAS's symmetric product to run near its full rate, small enough for the
@@ -60,6 +63,34 @@ def pointwise_for(family):
 
 
 _NONE = np.empty(0)
+
+#: The dtypes of ``X`` whose compiled loop this process has started to load.
+_WARMED = set()
+_WARMED_LOCK = threading.Lock()
+
+
+def _load_fused(dtype):
+    from .fused_loops import fused_rows
+
+    X = np.zeros((1, 1), dtype=dtype)
+    fused_rows(X, np.zeros(1), _NONE, _NONE, np.zeros(1), 0.0, 0, np.zeros(1))
+
+
+def warm_up(dtype):
+    """Start loading the compiled loop for ``X`` of ``dtype`` in a background thread.
+
+    Importing numba and loading a compiled function from its cache takes about a second
+    in a new process (LLVM's start-up).  The partition packers call this, so that a new
+    worker does it while it packs and validates its partitions instead of in its first
+    gradient.  Once per dtype and process; a call that finds it started returns at once.
+    """
+    key = np.dtype(dtype).str
+    with _WARMED_LOCK:
+        if key in _WARMED:
+            return
+        _WARMED.add(key)
+    threading.Thread(target=_load_fused, args=(np.dtype(dtype),), daemon=True,
+                     name="daskglm-fused-warm-up").start()
 
 
 def fused_loss_grad(X, y, weight, offset, coef, intercept, pointwise):

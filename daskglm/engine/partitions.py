@@ -12,6 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..compute.backend import array_module, is_device
+from ..compute.blocked import warm_up
 from ..compute.kernels import as_csr_or_dense
 from ..compute.summaries import stored_bytes
 
@@ -56,6 +57,7 @@ def _as_partition(X, y, weight, offset=None):
     ``X`` becomes a CSR matrix (any sparse input) or an aligned C-contiguous array.
     """
     X = as_csr_or_dense(X)
+    _warm_up_for(X)
     xp = array_module(X)
     y = xp.asarray(y, dtype=np.float64).ravel()
     if weight is not None:
@@ -68,7 +70,14 @@ def _as_partition(X, y, weight, offset=None):
 
 def _realign(part):
     """Run on a worker after a scatter: the partition with aligned buffers."""
+    _warm_up_for(part[0])
     return tuple(_aligned(a) for a in part)
+
+
+def _warm_up_for(X):
+    """Start loading the fused gradient's compiled loop where dense numpy ``X`` will use it."""
+    if isinstance(X, np.ndarray) and X.dtype in (np.float32, np.float64):
+        warm_up(X.dtype)
 
 
 def _scatter_in_order(client, parts):
