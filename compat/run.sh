@@ -12,8 +12,8 @@ OUTDIR="${OUTDIR:-$HERE/results}"
 mkdir -p "$OUTDIR"
 for m in "${MODULES[@]}"; do
   echo "== $m"
-  PYTHONPATH="$ROOT:$HERE" timeout "${TIMEOUT:-900}" nice "$PY" -m pytest -q -p no:cacheprovider \
-    -p daskglm_adapter -c "$HERE/pytest.ini" --rootdir="$SKL" -rfE \
+  PYTHONPATH="$ROOT:$HERE" timeout -s INT -k 60 "${TIMEOUT:-900}" nice "$PY" -m pytest -q -p no:cacheprovider \
+    -p daskglm_adapter -c "$HERE/pytest.ini" --rootdir="$SKL" -rfE --durations=10 \
     -W ignore::DeprecationWarning ${PYTEST_ARGS:-} \
     "$SKL/linear_model/tests/$m.py" > "$OUTDIR/$m.txt" 2>&1
   echo "exit $?"; tail -1 "$OUTDIR/$m.txt"

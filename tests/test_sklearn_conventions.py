@@ -33,3 +33,17 @@ def test_ridge_alpha_per_target_length_must_match():
     with pytest.raises(ValueError, match="Number of targets and number of penalties do not "
                                          "correspond: 4 != 5"):
         daskglm.Ridge(alpha=np.arange(4.0)).fit(X, Y)
+
+
+@pytest.mark.parametrize("Estimator", [daskglm.Lasso, daskglm.ElasticNet])
+@pytest.mark.parametrize("check_input", [True, False])
+def test_lasso_and_elastic_net_fit_take_check_input(Estimator, check_input):
+    # scikit-learn's Lasso.fit and ElasticNet.fit take check_input; the fit is the same
+    rng = np.random.RandomState(0)
+    X = np.asfortranarray(rng.randn(30, 4))
+    y = X @ np.array([1.0, -2.0, 0.0, 0.5]) + 0.1 * rng.randn(30)
+    original = X.copy()
+    fitted = Estimator(alpha=0.05, tol=1e-8).fit(X, y, check_input=check_input)
+    reference = Estimator(alpha=0.05, tol=1e-8).fit(X, y)
+    assert_allclose(fitted.coef_, reference.coef_, rtol=0, atol=0)
+    assert_allclose(X, original, rtol=0, atol=0)  # the data is never modified in place
