@@ -10,7 +10,7 @@ import sys
 
 def failures(text):
     """(test id, first ``E`` line) of each failure or error section of pytest's output."""
-    sections = re.split(r"\n_+ (test\S*?) _+\n", text)
+    sections = re.split(r"\n_+ (test[^\n]*?) _+\n", text)
     for name, body in zip(sections[1::2], sections[2::2]):
         errors = [line[1:].strip() for line in body.splitlines() if line.startswith("E ")]
         yield name, (errors[0] if errors else "?")[:160]
