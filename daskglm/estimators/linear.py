@@ -318,7 +318,35 @@ class PoissonRegressor(_RegressorGLM):
 _LONG_COMMON_DOC = _COMMON_DOC.replace("max_iter : int, default=100", "max_iter : int, default=1000")
 
 
-class Lasso(_MultiOutputMixin, _RegressorGLM):
+class _CheckInputMixin:
+    """``fit(..., check_input=True)``, the keyword of scikit-learn's Lasso and ElasticNet.
+
+    daskglm always checks its input (the checks need no pass over the data, and NaN or
+    infinity is found in the validation round), so ``check_input=False`` changes nothing.
+    """
+
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, check_input=True):
+        """Fit the model, to one target or to several.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,) or (n_samples, n_targets)
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+            Non-negative row weights.
+        offset, exposure : array-like or Dask array of shape (n_samples,), optional
+            As in :meth:`daskglm.GLM.fit`; one target only.
+        check_input : bool, default=True
+            Accepted for scikit-learn's signature; the input is checked either way.
+
+        Returns
+        -------
+        self
+        """
+        return super().fit(X, y, sample_weight, offset=offset, exposure=exposure)
+
+
+class Lasso(_CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an L1 penalty, as :class:`sklearn.linear_model.Lasso`.
 
@@ -362,7 +390,7 @@ class Lasso(_MultiOutputMixin, _RegressorGLM):
         return tags
 
 
-class ElasticNet(_MultiOutputMixin, _RegressorGLM):
+class ElasticNet(_CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an elastic-net penalty, as :class:`sklearn.linear_model.ElasticNet`.
 

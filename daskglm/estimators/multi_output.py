@@ -109,8 +109,10 @@ class _MultiOutputMixin:
                              "fit each target on its own.")
         self._check_params()
         n_features = _n_columns(X)
-        name = self._check_solver(0 if n_features is None else n_features)
-        if name == "normal":
+        alphas = self._per_target_alphas(y)
+        if alphas is not None:  # each target's fit checks its own solver
+            self._fit_targets_in_turn(X, y, sample_weight, alphas)
+        elif self._check_solver(0 if n_features is None else n_features) == "normal":
             self._fit_targets_at_once(X, y, sample_weight)
         else:
             self._fit_targets_in_turn(X, y, sample_weight)
@@ -145,8 +147,24 @@ class _MultiOutputMixin:
         self._cast_fitted()
         return self
 
-    def _fit_targets_in_turn(self, X, Y, sample_weight):
-        """One fit per target, one after the other."""
+    def _per_target_alphas(self, Y):
+        """``alpha`` as one strength per target when it is an array (scikit-learn's Ridge
+        convention), else None; a ValueError when its length is not the number of targets."""
+        alpha = getattr(self, "alpha", None)
+        if alpha is None or np.ndim(alpha) == 0:
+            return None
+        alphas = np.asarray(alpha, dtype=np.float64).ravel()
+        n_targets = Y.shape[1]
+        if alphas.size == 1:
+            return np.repeat(alphas, n_targets)
+        if alphas.size != n_targets:
+            raise ValueError("Number of targets and number of penalties do not correspond: "
+                             f"{alphas.size} != {n_targets}")
+        return alphas
+
+    def _fit_targets_in_turn(self, X, Y, sample_weight, alphas=None):
+        """One fit per target, one after the other (with ``alphas[j]`` for target ``j``
+        when given)."""
         columns = Y if is_dask(Y) else np.asarray(Y)
         n_targets = columns.shape[1]
         previous = None
@@ -156,6 +174,8 @@ class _MultiOutputMixin:
         fits = []
         for j in range(n_targets):
             single = clone(self)
+            if alphas is not None:
+                single.alpha = float(alphas[j])
             if previous is not None:
                 single.coef_, single.intercept_ = previous[0][j], previous[1][j]
             fits.append(single.fit(X, columns[:, j], sample_weight))
