@@ -136,8 +136,6 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         self.verbose = verbose
 
     warm_start = False
-    #: Classes are found before the engine (the folds are stratified on them).
-    _classes_up_front = True
 
     # the grid ------------------------------------------------------------------------
     def _Cs(self):
