@@ -123,7 +123,9 @@ def fit_command(args):
         if not args.scheduler:
             client.cluster.close()
     report = model.comm_
-    print(f"solver {model.solver_}: converged={model.converged_} after {model.n_iter_} "
+    import numpy as np
+
+    print(f"solver {model.solver_}: converged={model.converged_} after {max(np.ravel(model.n_iter_))} "
           f"iterations, {report.rounds} rounds, {report.bytes_measured or report.bytes_modelled} "
           f"bytes, {report.seconds:.2f} s in rounds")
     with open(args.output, "wb") as file:

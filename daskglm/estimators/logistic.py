@@ -71,7 +71,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
                                  "``C=inf``)")
         + _COMMON_DOC
-        + _FITTED_DOC
+        + _FITTED_DOC.replace("n_iter_ : int\n", "n_iter_ : ndarray of shape (1,)\n")
         + _INFERENCE_FITTED_DOC
         + """    classes_ : ndarray of shape (n_classes,)
         The sorted labels; with two, ``classes_[1]`` is the positive class.
@@ -131,6 +131,11 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
             return super().fit(X, y, sample_weight, offset, exposure)
         finally:
             del self._init
+
+    def _record_fit(self, problem, result):
+        """The fitted attributes; ``n_iter_`` of shape (1,), as scikit-learn's."""
+        super()._record_fit(problem, result)
+        self.n_iter_ = np.array([result.n_iter], dtype=np.int32)
 
     def _check_inference(self, penalty):
         super()._check_inference(penalty)
