@@ -125,7 +125,8 @@ def fit_command(args):
     report = model.comm_
     import numpy as np
 
-    print(f"solver {model.solver_}: converged={model.converged_} after {max(np.ravel(model.n_iter_))} "
+    n_iter = int(np.max(model.n_iter_))  # LogisticRegression's is an array of shape (1,)
+    print(f"solver {model.solver_}: converged={model.converged_} after {n_iter} "
           f"iterations, {report.rounds} rounds, {report.bytes_measured or report.bytes_modelled} "
           f"bytes, {report.seconds:.2f} s in rounds")
     with open(args.output, "wb") as file:
