@@ -15,6 +15,7 @@ import logging
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
@@ -260,7 +261,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """The fitted parameters to start from with ``warm_start``, else None."""
         if not self.warm_start or not hasattr(self, "coef_"):
             return None
-        coef = np.ravel(self.coef_).astype(np.float64)
+        coef = np.ravel(_dense(self.coef_)).astype(np.float64)
         if self.fit_intercept:
             return np.append(coef, float(np.ravel(self.intercept_)[0]))
         return coef
@@ -347,7 +348,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     # prediction ----------------------------------------------------------------------
     def _coef_vector(self):
-        coef = np.ravel(self.coef_)
+        coef = np.ravel(_dense(self.coef_))
         return coef, coef.dtype.type(np.ravel(self.intercept_)[0])
 
     def _prediction_input(self, X):
@@ -377,12 +378,17 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
     def _linear_predictors(self, X):
         """``X @ coef_.T + intercept_``, one column per row of a 2-D ``coef_``."""
         X = self._prediction_input(X)
-        coef = np.asarray(self.coef_)
+        coef = _dense(self.coef_)
         intercept = np.asarray(self.intercept_, dtype=coef.dtype)
         if is_dask(X):
             return X.map_blocks(_block_predictors, coef, intercept,
                                 chunks=(X.chunks[0], (coef.shape[0],)), dtype=coef.dtype)
         return np.asarray(X @ coef.T) + intercept
+
+
+def _dense(coef):
+    """``coef`` as an ndarray, also after ``sparsify()`` made it a sparse matrix."""
+    return coef.toarray() if sp.issparse(coef) else np.asarray(coef)
 
 
 def _n_rows(X):

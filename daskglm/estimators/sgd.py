@@ -11,6 +11,7 @@ predicts and scores as the regressors of :mod:`daskglm.estimators.linear`.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.linear_model._base import SparseCoefMixin
 
 from ..accounting.ledger import CommReport
 from ..compute.schedules import make_step_rule
@@ -27,7 +28,7 @@ from .validation import _n_columns
 STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
 
 
-class _SGDBase(_GLMBase):
+class _SGDBase(SparseCoefMixin, _GLMBase):
     """Shared machinery of the SGD estimators: options, ``fit`` and ``partial_fit``.
 
     The model is ``mean weighted loss + alpha * R(coef)`` with scikit-learn's SGD penalty

@@ -27,7 +27,7 @@ from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
 from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
-from .base import _to_float, _weighted_mean
+from .base import _dense, _to_float, _weighted_mean
 from .logistic import LogisticRegression, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
 from .sgd import _SGD_DOC, _SGDBase
@@ -196,7 +196,7 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         n_features = _n_columns(X)
         if coef_init is None and self.warm_start and hasattr(self, "coef_") \
                 and np.shape(self.coef_) == (n_classes, n_features):
-            coef_init, intercept_init = self.coef_, self.intercept_
+            coef_init, intercept_init = _dense(self.coef_), self.intercept_
         coef_init = _rows(coef_init, (n_classes, n_features), "coef_init")
         intercept_init = _rows(intercept_init, (n_classes,), "intercept_init")
         fits = []
