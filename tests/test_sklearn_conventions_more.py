@@ -140,3 +140,13 @@ def test_warm_start_after_sparsify(iris):
     assert isinstance(model.coef_, np.ndarray)
     assert model.n_iter_[0] <= 1
     assert_allclose(model.coef_, first, atol=1e-4)
+
+
+@pytest.mark.parametrize("max_iter", [0, None])
+@pytest.mark.parametrize("Estimator", [daskglm.SGDClassifier, daskglm.SGDRegressor])
+def test_sgd_refuses_max_iter_zero_and_none_as_scikit_learn(Estimator, max_iter):
+    X, y = make_classification(n_samples=40, n_features=3, random_state=0)
+    with pytest.raises(ValueError, match="max_iter"):
+        getattr(sk, Estimator.__name__)(max_iter=max_iter).fit(X, y)
+    with pytest.raises(ValueError, match="max_iter must be an integer >= 1"):
+        Estimator(max_iter=max_iter).fit(X, y)

@@ -95,6 +95,10 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         if self.cache not in ("auto", "memory", "none"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
+        max_iter = self.max_iter  # at least one epoch, as scikit-learn's SGD (no None, no 0)
+        if not (isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool)
+                and max_iter >= 1):
+            raise ValueError(f"max_iter must be an integer >= 1; got {max_iter!r}.")
 
     def _problem(self, n_features):
         penalty = self._penalty(1.0)
