@@ -145,7 +145,7 @@ def test_warm_start_after_sparsify(iris):
 @pytest.mark.parametrize("max_iter", [0, None])
 @pytest.mark.parametrize("Estimator", [daskglm.SGDClassifier, daskglm.SGDRegressor])
 def test_sgd_refuses_max_iter_zero_and_none_as_scikit_learn(Estimator, max_iter):
-    X, y = make_classification(n_samples=40, n_features=3, random_state=0)
+    X, y = make_classification(n_samples=40, n_features=4, random_state=0)
     with pytest.raises(ValueError, match="max_iter"):
         getattr(sk, Estimator.__name__)(max_iter=max_iter).fit(X, y)
     with pytest.raises(ValueError, match="max_iter must be an integer >= 1"):
