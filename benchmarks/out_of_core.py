@@ -589,7 +589,7 @@ def fit_summary(model, seconds, bytes_on_disk, monitor=None):
         "cache": model.cache,
         "cache_": model.cache_,
         "fit_seconds": seconds,
-        "n_iter": int(model.n_iter_),
+        "n_iter": int(np.max(model.n_iter_)),
         "converged": bool(model.converged_),
         "rounds": model.comm_.rounds,
         "outside_rounds": seconds - model.comm_.seconds,

@@ -166,7 +166,7 @@ def _fit_rows(label, model, X, y, repeats):
         rows[f"fit:     {kind} rounds: {count} x median"] = statistics.median(seconds)
     rows["fit:   outside rounds (driver, set-up)"] = statistics.median(
         total - inside for total, inside in zip(totals, in_rounds, strict=True))
-    return rows, model.comm_.rounds, int(model.n_iter_)
+    return rows, model.comm_.rounds, int(np.max(model.n_iter_))
 
 
 def _fit_phases(data, tol, repeats):

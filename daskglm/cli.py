@@ -123,7 +123,10 @@ def fit_command(args):
         if not args.scheduler:
             client.cluster.close()
     report = model.comm_
-    print(f"solver {model.solver_}: converged={model.converged_} after {model.n_iter_} "
+    import numpy as np
+
+    n_iter = int(np.max(model.n_iter_))  # LogisticRegression's is an array of shape (1,)
+    print(f"solver {model.solver_}: converged={model.converged_} after {n_iter} "
           f"iterations, {report.rounds} rounds, {report.bytes_measured or report.bytes_modelled} "
           f"bytes, {report.seconds:.2f} s in rounds")
     with open(args.output, "wb") as file:

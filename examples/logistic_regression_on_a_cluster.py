@@ -54,7 +54,7 @@ def main():
         print(f"fitted coefficients: {model.coef_.ravel()}")
         print(f"intercept: {model.intercept_[0]:.3f}")
         print(f"held-out accuracy: {model.score(X_test, y_test):.4f}")
-        print(f"n_iter_: {model.n_iter_} (converged: {model.converged_})")
+        print(f"n_iter_: {model.n_iter_[0]} (converged: {model.converged_})")
         last = model.history_[-1]
         print(f"final objective: {last['objective']:.6f}")
         print("communication ledger:")

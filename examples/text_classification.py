@@ -107,7 +107,7 @@ def main():
 
         model = daskglm.LogisticRegression(C=1.0, solver="lbfgs", tol=1e-5, max_iter=200)
         model.fit(X_train, y_train)
-        print(f"fitted with {model.solver_!r} in {model.n_iter_} iterations "
+        print(f"fitted with {model.solver_!r} in {model.n_iter_[0]} iterations "
               f"({model.comm_.rounds} rounds, converged: {model.converged_})")
         print(f"held-out accuracy: {model.score(X_test, y_test):.4f}")
 

@@ -208,7 +208,7 @@ def test_bad_parameters_are_rejected():
     with pytest.raises(ValueError, match="Unknown option"):
         daskglm.LogisticRegression(solver_options={"memroy": 3}).fit(X, y)
     with pytest.raises(ValueError, match="max_iter"):
-        daskglm.LogisticRegression(max_iter=0).fit(X, y)
+        daskglm.LogisticRegression(max_iter=-1).fit(X, y)
 
 
 def test_grid_search_over_a_pipeline_on_a_cluster(client):

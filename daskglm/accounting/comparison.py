@@ -404,7 +404,7 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
         seconds = time.perf_counter() - start
         report = model.comm_
         rows.append(MethodResult(
-            method, iterations=int(model.n_iter_), rounds=report.rounds,
+            method, iterations=int(np.max(model.n_iter_)), rounds=report.rounds,
             bytes_measured=report.bytes_measured, bytes_modelled=report.bytes_modelled,
             seconds=seconds, seconds_waiting=report.seconds_waiting,
             converged=bool(model.converged_), model=model,

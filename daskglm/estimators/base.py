@@ -15,6 +15,7 @@ import logging
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
@@ -28,6 +29,7 @@ from ..engine.distributed import active_client
 from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, Solver, get_solver
+from ..solvers.base import DEFAULT_MAX_ITER, SolverResult
 from .inference import (
     _check_offset,
     _InferenceMixin,
@@ -201,7 +203,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             means = _target_moments(engine, problem.family, getattr(self, "inference", False))
             params0 = _start_params(problem, means, previous, scale)
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
-                result = solver.solve(problem, engine, params0)
+                result = _solve(solver, problem, engine, params0)
             fitted_params = result.params
             self._record_fit_in_scale(problem, result, scale)
             self._fit_statistics(engine, problem, fitted_params, means, offset is not None)
@@ -240,10 +242,11 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """The solver's name and a ConvergenceWarning when it stopped short of ``tol``."""
         self.solver_ = name
         if not self.converged_:
-            if result.n_iter >= self.max_iter:
-                advice = f"increase max_iter (it ran all {self.max_iter} {self._iterations}) or tol"
+            max_iter = DEFAULT_MAX_ITER if self.max_iter is None else self.max_iter
+            if result.n_iter >= max_iter:
+                advice = f"increase max_iter (it ran all {max_iter} {self._iterations}) or tol"
             else:
-                advice = f"stopped after {result.n_iter} of at most {self.max_iter} {self._iterations}"
+                advice = f"stopped after {result.n_iter} of at most {max_iter} {self._iterations}"
             warnings.warn(
                 f"Solver {name!r} did not converge "
                 f"({result.message or 'tolerance not reached'}); {advice}.",
@@ -258,7 +261,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """The fitted parameters to start from with ``warm_start``, else None."""
         if not self.warm_start or not hasattr(self, "coef_"):
             return None
-        coef = np.ravel(self.coef_).astype(np.float64)
+        coef = np.ravel(_dense(self.coef_)).astype(np.float64)
         if self.fit_intercept:
             return np.append(coef, float(np.ravel(self.intercept_)[0]))
         return coef
@@ -345,7 +348,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     # prediction ----------------------------------------------------------------------
     def _coef_vector(self):
-        coef = np.ravel(self.coef_)
+        coef = np.ravel(_dense(self.coef_))
         return coef, coef.dtype.type(np.ravel(self.intercept_)[0])
 
     def _prediction_input(self, X):
@@ -375,12 +378,17 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
     def _linear_predictors(self, X):
         """``X @ coef_.T + intercept_``, one column per row of a 2-D ``coef_``."""
         X = self._prediction_input(X)
-        coef = np.asarray(self.coef_)
+        coef = _dense(self.coef_)
         intercept = np.asarray(self.intercept_, dtype=coef.dtype)
         if is_dask(X):
             return X.map_blocks(_block_predictors, coef, intercept,
                                 chunks=(X.chunks[0], (coef.shape[0],)), dtype=coef.dtype)
         return np.asarray(X @ coef.T) + intercept
+
+
+def _dense(coef):
+    """``coef`` as an ndarray, also after ``sparsify()`` made it a sparse matrix."""
+    return coef.toarray() if sp.issparse(coef) else np.asarray(coef)
 
 
 def _n_rows(X):
@@ -396,6 +404,15 @@ def _worker_threads():
     if client is None:
         return 1
     return max(1, sum(client.nthreads().values()))
+
+
+def _solve(solver, problem, engine, params0):
+    """``solver.solve``, except that ``max_iter=0`` returns the start point unconverged
+    without reading the data (scikit-learn's ``max_iter=0``)."""
+    if solver.max_iter == 0:
+        return SolverResult(np.asarray(params0, dtype=float), 0, False, [],
+                            "max_iter=0: no iteration, the start point")
+    return solver.solve(problem, engine, params0)
 
 
 def _start_params(problem, means, previous, scale):

@@ -95,17 +95,18 @@ class _PathCV:
         with self._engine(X, y, sample_weight, self._family()) as engine:
             each = fold_ids_by_partition(engine, fold_ids)
             grid = self._grid(engine)
-            first = self._problem(self._path_penalty(grid[0][1][0], grid[0][0], 1.0), n_features)
-            name = (_choose_solver(first, engine.n_samples, self.tol) if self.solver == "auto"
-                    else self.solver)
+            # "auto" chooses per l1_ratio: 0 (smooth) and > 0 (non-smooth) need different solvers
+            names = [self._path_solver(l1_ratio, values[0], n_features, engine.n_samples)
+                     for l1_ratio, values in grid]
             scores = np.empty((len(grid), len(grid[0][1]), n_folds))
             paths = [[None] * n_folds for _ in grid]
             unconverged = 0
-            with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
+            label = "/".join(dict.fromkeys(names))
+            with progress.watch(f"{type(self).__name__}({label})", self.max_iter, self.verbose):
                 for i, (l1_ratio, values) in enumerate(grid):
                     for fold in range(n_folds):
                         view = TrainingView(engine, each, fold)
-                        models, n_iters, missed = self._fit_path(name, view, values, l1_ratio,
+                        models, n_iters, missed = self._fit_path(names[i], view, values, l1_ratio,
                                                                  n_features)
                         unconverged += missed
                         coefs = np.stack([coef for coef, _ in models])
@@ -115,6 +116,7 @@ class _PathCV:
                                                                intercepts)
                 best_l1, best_value = self._best(scores)
                 l1_ratio, values = grid[best_l1]
+                name = names[best_l1]
                 problem = self._problem(
                     self._path_penalty(values[best_value], l1_ratio, engine.sum_weight), n_features)
                 if refit:
@@ -138,6 +140,14 @@ class _PathCV:
             self.converged_ = unconverged == 0
             self.history_ = []
         return scores, grid, (best_l1, best_value), paths
+
+    def _path_solver(self, l1_ratio, value, n_features, n_samples):
+        """The solver of the path at ``l1_ratio``: ``solver``, or what ``"auto"`` chooses
+        for that grid point's penalty."""
+        if self.solver != "auto":
+            return self.solver
+        problem = self._problem(self._path_penalty(value, l1_ratio, 1.0), n_features)
+        return _choose_solver(problem, n_samples, self.tol)
 
     def _task_of(self):
         return self._task

@@ -15,6 +15,7 @@ import numpy as np
 import sklearn
 from scipy.special import softmax
 from sklearn.base import ClassifierMixin
+from sklearn.linear_model._base import SparseCoefMixin
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.fixes import parse_version
 from sklearn.utils.multiclass import type_of_target
@@ -27,7 +28,15 @@ from ..engine.labels import encode_and_weigh_classes, encode_class_indices
 from ..model.families import Binomial
 from ..model.multinomial import Multinomial, MultinomialProblem
 from ..model.penalties import L1, L2, NoPenalty, make_penalty
-from .base import _COMMON_DOC, _FITTED_DOC, _apply_rowwise, _GLMBase, _to_float, _weighted_mean
+from .base import (
+    _COMMON_DOC,
+    _FITTED_DOC,
+    _apply_rowwise,
+    _dense,
+    _GLMBase,
+    _to_float,
+    _weighted_mean,
+)
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
 from .validation import _check_score_input
 
@@ -36,7 +45,7 @@ from .validation import _check_score_input
 PENALTY_FROM_L1_RATIO = parse_version(sklearn.__version__) >= parse_version("1.8")
 
 
-class LogisticRegression(ClassifierMixin, _GLMBase):
+class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
     __doc__ = (
         """Logistic regression, as :class:`sklearn.linear_model.LogisticRegression`.
 
@@ -71,7 +80,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
                                  "``C=inf``)")
         + _COMMON_DOC
-        + _FITTED_DOC
+        + _FITTED_DOC.replace("n_iter_ : int\n", "n_iter_ : ndarray of shape (1,)\n")
         + _INFERENCE_FITTED_DOC
         + """    classes_ : ndarray of shape (n_classes,)
         The sorted labels; with two, ``classes_[1]`` is the positive class.
@@ -132,6 +141,11 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
         finally:
             del self._init
 
+    def _record_fit(self, problem, result):
+        """The fitted attributes; ``n_iter_`` of shape (1,), as scikit-learn's."""
+        super()._record_fit(problem, result)
+        self.n_iter_ = np.array([result.n_iter], dtype=np.int32)
+
     def _check_inference(self, penalty):
         super()._check_inference(penalty)
         if getattr(self, "inference", False) and self._n_classes > 2:
@@ -158,7 +172,7 @@ class LogisticRegression(ClassifierMixin, _GLMBase):
                 raise ValueError("intercept_init needs coef_init.")
             if not self.warm_start or not hasattr(self, "coef_"):
                 return None
-            coef_init, intercept_init, source = self.coef_, self.intercept_, "warm_start"
+            coef_init, intercept_init, source = _dense(self.coef_), self.intercept_, "warm_start"
         else:
             source = "coef_init"
         rows = self._n_classes if self._n_classes > 2 else 1

@@ -40,7 +40,8 @@ def matrix_predictor(estimator, X):
     """``X @ coef_.T + intercept_`` of shape (n_samples, k), for a fitted ``estimator``
     whose ``coef_`` has shape (k, n_features); a lazy Dask array for Dask input."""
     check_is_fitted(estimator)
-    coef = np.asarray(estimator.coef_)
+    coef = estimator.coef_
+    coef = coef.toarray() if sp.issparse(coef) else np.asarray(coef)  # after sparsify()
     intercept = np.asarray(estimator.intercept_, dtype=coef.dtype).reshape(-1)
     if is_dask(X):
         X, _ = _dask_frame_to_array(X)

@@ -11,6 +11,7 @@ predicts and scores as the regressors of :mod:`daskglm.estimators.linear`.
 from __future__ import annotations
 
 import numpy as np
+from sklearn.linear_model._base import SparseCoefMixin
 
 from ..accounting.ledger import CommReport
 from ..compute.schedules import make_step_rule
@@ -27,7 +28,7 @@ from .validation import _n_columns
 STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
 
 
-class _SGDBase(_GLMBase):
+class _SGDBase(SparseCoefMixin, _GLMBase):
     """Shared machinery of the SGD estimators: options, ``fit`` and ``partial_fit``.
 
     The model is ``mean weighted loss + alpha * R(coef)`` with scikit-learn's SGD penalty
@@ -94,6 +95,10 @@ class _SGDBase(_GLMBase):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         if self.cache not in ("auto", "memory", "none"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
+        max_iter = self.max_iter  # at least one epoch, as scikit-learn's SGD (no None, no 0)
+        if not (isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool)
+                and max_iter >= 1):
+            raise ValueError(f"max_iter must be an integer >= 1; got {max_iter!r}.")
 
     def _problem(self, n_features):
         penalty = self._penalty(1.0)

@@ -27,7 +27,7 @@ from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
 from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
-from .base import _to_float, _weighted_mean
+from .base import _dense, _to_float, _weighted_mean
 from .logistic import LogisticRegression, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
 from .sgd import _SGD_DOC, _SGDBase
@@ -148,10 +148,10 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         self
         """
         self._check_params()
-        if not is_dask(y):
-            column = np.asarray(y)
-            if column.ndim == 2 and column.shape[1] == 1:
-                y = column_or_1d(column, warn=True)
+        if not is_dask(y):  # a list too: one-vs-rest compares y with each label
+            y = np.asarray(y)
+            if y.ndim == 2 and y.shape[1] == 1:
+                y = column_or_1d(y, warn=True)
         if _labels_found_by_engine(y, coef_init) \
                 and not (self.warm_start and hasattr(self, "coef_")):
             try:
@@ -196,7 +196,7 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         n_features = _n_columns(X)
         if coef_init is None and self.warm_start and hasattr(self, "coef_") \
                 and np.shape(self.coef_) == (n_classes, n_features):
-            coef_init, intercept_init = self.coef_, self.intercept_
+            coef_init, intercept_init = _dense(self.coef_), self.intercept_
         coef_init = _rows(coef_init, (n_classes, n_features), "coef_init")
         intercept_init = _rows(intercept_init, (n_classes,), "intercept_init")
         fits = []
@@ -278,6 +278,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         fits = self.__dict__.get("_one_vs_rest")
         if fits is None:
             fits = [self._binary(seed) for seed in self._class_seeds(labels.size)]
+        if not is_dask(y):
+            y = np.asarray(y)  # a list too: compared with each label below
         if not (is_dask(y) or np.all(np.isin(np.asarray(y), labels))):
             unknown = np.setdiff1d(np.asarray(y), labels)
             raise ValueError(

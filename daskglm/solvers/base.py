@@ -222,6 +222,10 @@ class EarlyStopping:
         return self.bad_epochs >= self.patience
 
 
+#: The solvers' ``max_iter`` when given None (scikit-learn's "the solver's default").
+DEFAULT_MAX_ITER = 100
+
+
 class Solver:
     """Base class of solvers.
 
@@ -245,8 +249,11 @@ class Solver:
             )
         if not (isinstance(tol, (int, float, np.number)) and tol >= 0):
             raise ValueError(f"tol must be a number >= 0; got {tol!r}.")
-        if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
-            raise ValueError(f"max_iter must be an integer >= 1; got {max_iter!r}.")
+        if max_iter is None:  # scikit-learn's "the solver's default"
+            max_iter = DEFAULT_MAX_ITER
+        valid = isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool)
+        if not (valid and max_iter >= 0):
+            raise ValueError(f"max_iter must be an integer >= 0 or None; got {max_iter!r}.")
         self.tol = float(tol)
         self.max_iter = int(max_iter)
         self.opts = {**self.options, **options}
