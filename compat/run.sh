@@ -5,7 +5,7 @@
 set -u
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(dirname "$HERE")"
-PY="${PYTHON:-/work/main/.venv/bin/python}"
+PY="${PYTHON:-python}"
 SKL="$("$PY" -c 'import os, sklearn; print(os.path.dirname(sklearn.__file__))')"
 MODULES=("$@")
 [ ${#MODULES[@]} -eq 0 ] && MODULES=(test_logistic test_ridge test_coordinate_descent test_base test_sgd)
