@@ -44,7 +44,8 @@ def _descent_lemma_holds(loss_new, grad_new, loss_y, grad_y, diff, lipschitz):
     excess = loss_new - loss_y - float(grad_y @ diff)
     if abs(loss_new - loss_y) <= 1e-10 * max(1.0, abs(loss_y)):
         excess = float((grad_new - grad_y) @ diff)
-    return excess <= quadratic
+    # equality holds for a quadratic f at its exact L: allow round-off in the comparison
+    return excess <= quadratic * (1.0 + 1e-12) + 1e-15 * max(1.0, abs(loss_y))
 
 
 def _backtrack(evaluate, prox, y, loss_y, grad_y, lipschitz, max_trials):
