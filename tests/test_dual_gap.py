@@ -92,6 +92,21 @@ def test_zero_solution_has_zero_gap():
     np.testing.assert_array_equal(model.coef_, 0.0)
     assert model.n_iter_ == 0 and model.converged_
     np.testing.assert_allclose(model.dual_gap_, 0.0, atol=1e-12)
+    np.testing.assert_allclose(model.intercept_, np.mean(y), rtol=1e-12)
+
+
+def test_intercept_is_optimal_for_the_coefficients():
+    """The gap is that of the centred problem; the intercept returned is the optimal one for
+    ``coef_`` (the weighted mean residual is zero), as scikit-learn's."""
+    X, y, weights = _regression(True)
+    for start in (None, 0.4):  # a cold start, and a warm start from another alpha's fit
+        model = daskglm.Lasso(alpha=0.3, warm_start=True)
+        if start is not None:
+            model.set_params(alpha=start).fit(X, y, weights)
+            model.set_params(alpha=0.3)
+        model.fit(X, y, weights)
+        residual = y - X @ model.coef_ - model.intercept_
+        assert abs(np.average(residual, weights=weights)) <= 1e-12 * np.abs(y).max()
 
 
 def test_positive_gap_is_sklearns():

@@ -219,7 +219,8 @@ class ProximalGradient(Solver):
                 if duality.scale is None and not duality.observe_scale(params, loss, loss_grad):
                     _observe_scale_at_zero(objective, duality, params, n_features)
                 gap = duality.gap(params, loss, loss_grad)
-                gaps.update({theta.tobytes(): gap})
+                intercept_grad = float(loss_grad[-1]) if problem.fit_intercept else 0.0
+                gaps.update({theta.tobytes(): (gap, intercept_grad)})
                 while len(gaps) > 4:
                     del gaps[next(iter(gaps))]
                 optimality = duality.relative(gap)
@@ -238,7 +239,12 @@ class ProximalGradient(Solver):
         if duality is not None:
             if theta.tobytes() not in gaps:  # a stalled run returned an older iterate
                 evaluate(theta)
-            result.dual_gap = gaps[theta.tobytes()]
+            result.dual_gap, intercept_grad = gaps[theta.tobytes()]
+            # the gap is that of the centred problem, whose intercept is the optimal one for
+            # coef: for squared error it is one exact Newton step away, b - d loss / d b
+            if problem.fit_intercept:
+                result.params = np.array(result.params, dtype=float)
+                result.params[-1] -= intercept_grad
         return result
 
 
