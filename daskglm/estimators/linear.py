@@ -346,7 +346,20 @@ class _CheckInputMixin:
         return super().fit(X, y, sample_weight, offset=offset, exposure=exposure)
 
 
-class Lasso(_CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
+class _DualGapMixin:
+    """``dual_gap_`` of scikit-learn's Lasso / ElasticNet: the duality gap (scikit-learn's
+    normalisation) at the solution, from solvers that stop on it (``"proximal"``); fits by
+    other solvers have none.  ``tol`` bounds it as in scikit-learn: the fit has converged
+    when ``dual_gap_ <= tol * mean_W (y - ybar)^2`` (``mean_W y^2`` without an intercept)."""
+
+    def _record_fit(self, problem, result):
+        super()._record_fit(problem, result)
+        self.__dict__.pop("dual_gap_", None)
+        if getattr(result, "dual_gap", None) is not None:
+            self.dual_gap_ = float(result.dual_gap)
+
+
+class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an L1 penalty, as :class:`sklearn.linear_model.Lasso`.
 
@@ -390,7 +403,7 @@ class Lasso(_CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
         return tags
 
 
-class ElasticNet(_CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
+class ElasticNet(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an elastic-net penalty, as :class:`sklearn.linear_model.ElasticNet`.
 
