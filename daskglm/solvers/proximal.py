@@ -223,7 +223,14 @@ class ProximalGradient(Solver):
                 gaps.update({theta.tobytes(): (gap, intercept_grad)})
                 while len(gaps) > 4:
                     del gaps[next(iter(gaps))]
-                optimality = duality.relative(gap)
+                # both rules: scikit-learn's gap (what its tol means) and the coefficients'
+                # optimality violation (without it, the gap alone stops up to 30 times
+                # further from the optimum than scikit-learn's coordinate descent at the
+                # same tol); the intercept is made exact for the coefficients at the end
+                coef_grad = grad.copy()
+                if problem.fit_intercept:
+                    coef_grad[-1] = 0.0
+                optimality = max(duality.relative(gap), objective.optimality(params, coef_grad))
             return loss, coordinates.grad_to_theta(loss_grad), optimality
 
         theta, n_iter, converged, message = accelerated_proximal_gradient(
