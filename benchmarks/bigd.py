@@ -98,10 +98,10 @@ def _fit(X, y, sharded, max_iter):
     per_eval, per_eval_bytes, first, touched, evaluations = _per_evaluation(model.comm_,
                                                                             sharded)
     solve = sum(r.seconds for r in model.comm_.records if r.kind != "validate")
-    return {"fit_seconds": seconds, "n_iter": int(model.n_iter_), "evaluations": evaluations,
+    return {"fit_seconds": seconds, "n_iter": int(np.max(model.n_iter_)), "evaluations": evaluations,
             "seconds_per_evaluation": per_eval, "bytes_per_evaluation": per_eval_bytes,
             "seconds_first_evaluation": first,
-            "seconds_per_iteration": solve / max(1, model.n_iter_),
+            "seconds_per_iteration": solve / max(1, int(np.max(model.n_iter_))),
             "touched_columns_per_evaluation": touched, "rounds": model.comm_.rounds,
             "peak_workers_memory_bytes": float(sampler.to_pandas()["fit"].max())}
 

@@ -16,6 +16,8 @@ import os
 import time
 import warnings
 
+import numpy as np
+
 __all__ = ["run", "main"]
 
 
@@ -47,7 +49,7 @@ def run(n=1_000_000, log2_d=20, nnz=50, partitions=8, workers=2):
         peak = float(sampler.to_pandas()["fit"].max())
         return {
             "n_samples": n, "n_features": d, "nonzeros_per_row": nnz, "partitions": partitions,
-            "workers": workers, "seconds": seconds, "n_iter": int(model.n_iter_),
+            "workers": workers, "seconds": seconds, "n_iter": int(np.max(model.n_iter_)),
             "converged": bool(model.converged_), "rounds": model.comm_.rounds,
             "bytes_measured": model.comm_.bytes_measured,
             "bytes_modelled": model.comm_.bytes_modelled,

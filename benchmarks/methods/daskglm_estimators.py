@@ -46,7 +46,7 @@ def _fit(model, data, problem):
     return Fit(
         coef=np.ravel(model.coef_).copy(),
         intercept=intercept,
-        n_iter=int(model.n_iter_),
+        n_iter=int(np.max(model.n_iter_)),
         rounds=int(ledger.rounds),
         bytes_ledger=ledger.bytes_measured,
         details={
