@@ -51,6 +51,10 @@ class TrainingView:
         The fold held out.
     """
 
+    #: A fold's path fit: solvers keep their own stopping rules on it (the proximal
+    #: solver's duality-gap rule is for a whole fit; see ``solvers/proximal.py``).
+    is_fold = True
+
     def __init__(self, engine, each, fold):
         self.engine = engine
         self.each = each

@@ -195,7 +195,11 @@ class ProximalGradient(Solver):
 
         moments = objective.column_moments() if engine.column_moments is not None else None
         duality = None
-        if moments is not None and not isinstance(problem, MultinomialProblem):
+        # a fold's path fit keeps the optimality rule: with the gap rule, LassoCV chose a
+        # different alpha for weighted rows than for the same rows repeated (scikit-learn's
+        # sample-weight equivalence check), as the folds' path fits stop at different points
+        if moments is not None and not isinstance(problem, MultinomialProblem) \
+                and not getattr(engine, "is_fold", False):
             duality = DualityGap.for_problem(problem, moments[0], engine.n_samples)
         gaps = {}  # the gap at the latest points evaluated, by theta
 
