@@ -99,10 +99,10 @@ class AsyncSGD(Solver):
         "random_state": None, "seconds": 2.0, "hogwild": None,
     }
 
+    accepts_no_tol = True
+
     def __init__(self, tol=1e-4, max_iter=100, **options):
-        no_tol = tol is None
-        super().__init__(tol=0.0 if no_tol else tol, max_iter=max_iter, **options)
-        self.tol = None if no_tol else self.tol
+        super().__init__(tol=tol, max_iter=max_iter, **options)
         opts = self.opts
         checks = {
             "batch_size": (_is_int(opts["batch_size"], 1), "an integer >= 1"),

@@ -239,6 +239,9 @@ class Solver:
     name = "solver"
     options: dict = {}
     handles: frozenset = frozenset()
+    #: Whether ``tol=None`` is accepted (scikit-learn's stochastic solvers: no stopping
+    #: rule, run ``max_iter`` epochs); ``self.tol`` is then None.
+    accepts_no_tol = False
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         unknown = sorted(set(options) - set(self.options))
@@ -247,14 +250,15 @@ class Solver:
             raise ValueError(
                 f"Unknown option(s) {unknown} for solver {self.name!r}; allowed: {allowed}."
             )
-        if not (isinstance(tol, (int, float, np.number)) and tol >= 0):
+        no_tol = tol is None and self.accepts_no_tol
+        if not no_tol and not (isinstance(tol, (int, float, np.number)) and tol >= 0):
             raise ValueError(f"tol must be a number >= 0; got {tol!r}.")
         if max_iter is None:  # scikit-learn's "the solver's default"
             max_iter = DEFAULT_MAX_ITER
         valid = isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool)
         if not (valid and max_iter >= 0):
             raise ValueError(f"max_iter must be an integer >= 0 or None; got {max_iter!r}.")
-        self.tol = float(tol)
+        self.tol = None if no_tol else float(tol)
         self.max_iter = int(max_iter)
         self.opts = {**self.options, **options}
 

@@ -190,10 +190,10 @@ class SGD(Solver):
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
                          Feature.NONSMOOTH_PENALTY})
 
+    accepts_no_tol = True
+
     def __init__(self, tol=1e-4, max_iter=100, **options):
-        no_tol = tol is None
-        super().__init__(tol=0.0 if no_tol else tol, max_iter=max_iter, **options)
-        self.tol = None if no_tol else self.tol
+        super().__init__(tol=tol, max_iter=max_iter, **options)
         opts = self.opts
         average = opts["average"]
         checks = {
