@@ -412,16 +412,27 @@ def _full_cases():
 LARGE = DataSpec(n_samples=10_000_000, n_features=50, n_partitions=16, seed=0)
 
 
+#: 10^7 rows of 100 features (8 GB): persisted where memory allows, else in a zarr store.
+LARGE_WIDE = DataSpec(n_samples=10_000_000, n_features=100, n_partitions=16, seed=0,
+                      storage="auto")
+
+
 def _scale_cases():
     """L2-logistic and OLS at 10^7 x 50: daskglm's fewest-round methods against dask-glm's
     L-BFGS and one-thread scikit-learn (dask-ml and the slow first-order methods are left to
-    the smaller sets, where they finish)."""
+    the smaller sets, where they finish).  L2-logistic at 10^7 x 100, from a zarr store
+    where the set does not fit in memory: daskglm's L-BFGS caching the partitions as it
+    chooses (``cache="auto"``) and reading them every round (``cache="none"``), against
+    dask-glm's L-BFGS, which reads them every round."""
     return (
         Case("logistic-l2/1e7x50", LARGE, LogisticL2(C=1.0, fit_intercept=False),
              ("daskglm-lbfgs", "daskglm-newton", "daskglm-averaging-newton", "dask-glm-lbfgs",
               "sklearn-lbfgs-1thread")),
         Case("ols/1e7x50", LARGE, LeastSquares(fit_intercept=True),
              ("daskglm-normal", "sklearn-linear-1thread", "numpy-gram-1thread")),
+        Case("logistic-l2/1e7x100", LARGE_WIDE, LogisticL2(C=1.0, fit_intercept=False),
+             ("daskglm-lbfgs", "daskglm-lbfgs-stream", "dask-glm-lbfgs",
+              "sklearn-lbfgs-1thread")),
     )
 
 

@@ -131,7 +131,8 @@ def _case_table(case, limits):
                          f"{load['load_s']:.1f} s (not in the fit times; session start-up "
                          f"{load.get('session_start_s') or 0:.1f} s).")
     title = (f"### {case['case']}: {case['problem']['description'] if case['problem'] else 'kernels'}"
-             f" on {case['data']['label']}")
+             f" on {case['data']['label']}"
+             + (", read from a zarr store" if case["data"].get("storage") == "zarr" else ""))
     reference = case.get("reference")
     lines = [title]
     if reference:

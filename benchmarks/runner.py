@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from benchmarks.cases import entry_id, parse_entry
 from benchmarks.cluster import describe_cluster, local_cluster
-from benchmarks.data import make_data, memory_needed
+from benchmarks.data import choose_storage, make_data, memory_needed
 from benchmarks.environment import library_versions, load_average, machine_info
 from benchmarks.limits import measure_limits
 from benchmarks.meters import DaskCounters, PeakMemory
@@ -115,6 +115,9 @@ class _Runner:
         if not method.supports(case.problem):
             raise ValueError(f"Method {name!r} does not solve {case.problem!r} as stated.")
         try:
+            if method.where == "memory" and data.storage == "zarr":
+                raise Unsupported("the data set is kept in a zarr store, not in this "
+                                  "process's memory")
             method.check(data, case.problem)
             with _thread_limit(method, self.suite) as threads:
                 entry["threads"] = threads
@@ -353,17 +356,19 @@ def run_suite(suite, log=_silent, only=()):
         cluster = describe_cluster(client)
         runner = _Runner(suite, client, log)
         for spec, group in _group_by_data(cases).items():
-            needed = memory_needed(spec)
-            if needed > available:
+            storage = choose_storage(spec, available)
+            if storage is None:
+                needed = memory_needed(spec, "zarr" if spec.storage == "auto" else spec.storage)
                 for case in group:
                     skipped.append({"case": case.name, "data": spec.label,
                                     "reason": f"needs about {needed / 2**30:.1f} GiB, "
                                               f"{available / 2**30:.1f} GiB available"})
                 log(f"data {spec.label}: skipped (needs about {needed / 2**30:.1f} GiB)")
                 continue
-            log(f"data {spec.label}: generating and persisting")
+            log(f"data {spec.label}: generating and "
+                + ("persisting" if storage == "memory" else "writing a zarr store"))
             try:
-                data = make_data(spec, client)
+                data = make_data(spec, client, storage=storage)
             except Exception as error:  # e.g. workers killed for memory: go on without it
                 for case in group:
                     skipped.append({"case": case.name, "data": spec.label,
@@ -374,6 +379,7 @@ def run_suite(suite, log=_silent, only=()):
             for case in group:
                 result = run_case(case, data, runner, log)
                 result["data_seconds"] = data.seconds
+                result["data"]["storage"] = data.storage
                 case_results.append(result)
                 if case.name in scaling_cases:
                     kept[case.name] = (data, result)
@@ -382,6 +388,8 @@ def run_suite(suite, log=_silent, only=()):
             if suite.limits_data == spec:
                 limits = measure_limits(data, suite.cluster.total_threads, log)
             client.cancel([data.X, *data.targets.values()])
+            if not any(kept_data is data for kept_data, _ in kept.values()):
+                data.close()  # a kept store is read again by the scaling runs
             del data
         for method_name in {entry["method"] for case in case_results for entry in case["results"]}:
             get_method(method_name).close()
@@ -389,6 +397,8 @@ def run_suite(suite, log=_silent, only=()):
     scaling = None
     if suite.scaling is not None and kept:
         scaling = run_scaling(suite, kept, log)
+    for kept_data, _ in kept.values():
+        kept_data.close()
     return {
         "suite": suite.name,
         "only": list(only),

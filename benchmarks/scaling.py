@@ -101,7 +101,8 @@ def time_on_workers(suite, kept, workers, log=print):
             if main is None:
                 continue
             if data.spec not in persisted:
-                persisted[data.spec] = make_data(data.spec, client, local=data)
+                persisted[data.spec] = make_data(data.spec, client, local=data,
+                                                    storage=data.storage)
             on_cluster = persisted[data.spec]
             method = get_method(parse_entry(entry_id)[0])
             problem = next(c.problem for c in suite.cases if c.name == case_name)

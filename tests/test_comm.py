@@ -254,7 +254,10 @@ def test_cluster_specification_is_parsed():
 def test_cost_model_predicts_the_measured_cluster_within_30_percent(client):
     X, y, _ = make_data("binomial", n=6000, d=8)
     methods = ["gd", "lbfgs", "newton", "admm", "averaging"]
-    daskglm.LogisticRegression().fit(X[:500], y[:500])  # fresh workers import the package
+    for method in methods:  # fresh workers import what each method runs (scipy.optimize...)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            daskglm.LogisticRegression(solver=method, max_iter=2).fit(X[:500], y[:500])
     reports = {}
     attempts = 3  # methods interleaved, so that changes in the machine's load hit all alike
     for attempt in range(attempts):
@@ -271,11 +274,12 @@ def test_cost_model_predicts_the_measured_cluster_within_30_percent(client):
     assert calibration.engine == "distributed" and calibration.cluster.cores == 2
     errors = {}
     for method in methods:
+        # the median over attempts: a fit of a few 30 ms rounds (ADMM's five local solves)
+        # is doubled by one pause of the shared machine that the model cannot know of
         fits = [reports[f"{method}-{attempt}"] for attempt in range(attempts)]
-        measured = sum(measured_seconds(r) for r in fits)
-        predicted = sum(predict(r, calibration.cluster, calibration, here=True)["total"]
-                        for r in fits)
-        errors[method] = predicted / measured - 1
+        ratios = [predict(r, calibration.cluster, calibration, here=True)["total"]
+                  / measured_seconds(r) for r in fits]
+        errors[method] = float(np.median(ratios)) - 1
     print("cost model error on the measured cluster:",
           {m: f"{100 * e:+.0f}%" for m, e in errors.items()}, calibration.describe())
     assert all(abs(e) <= 0.3 for e in errors.values()), errors

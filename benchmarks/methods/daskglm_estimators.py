@@ -88,23 +88,28 @@ class DaskglmFit(Method):
         solver's default ``tol``), for a solver whose stopping test is too coarse to land
         near a gap target (ADMM's residual test: at neighbouring tolerances it stops one
         or several iterations apart).
+    estimator_options : dict, optional
+        Parameters of the estimator itself (e.g. ``cache``).
     """
 
     library = "daskglm"
     where = "cluster"
 
     def __init__(self, solver, problems, iterative=True, options=None, name=None, label=None,
-                 max_iter=10_000, tolerances=TOLERANCE_LADDER, target_gap=None, knob="tol"):
+                 max_iter=10_000, tolerances=TOLERANCE_LADDER, target_gap=None, knob="tol",
+                 estimator_options=None):
         self.solver = solver
         self.knob = knob
         self.problems = tuple(problems)
         self.iterative = iterative
         self.options = dict(options or {})
+        self.estimator_options = dict(estimator_options or {})
         self.max_iter = max_iter
         self.ladder = tuple(tolerances)
         self.target_gap = target_gap
         self.name = name or f"daskglm-{solver}"
-        shown = "".join(f", {k}={v!r}" for k, v in self.options.items())
+        shown = "".join(f", {k}={v!r}" for k, v in
+                        {**self.estimator_options, **self.options}.items())
         self.label = label or f"daskglm (solver={solver!r}{shown})"
 
     def supports(self, problem):
@@ -116,7 +121,7 @@ class DaskglmFit(Method):
         return ITERATION_LADDER if self.knob == "iterations" else self.ladder
 
     def run(self, data, problem, tol):
-        options = {"solver": self.solver, "max_iter": self.max_iter}
+        options = {"solver": self.solver, "max_iter": self.max_iter, **self.estimator_options}
         if self.options:
             options["solver_options"] = dict(self.options)
         if self.knob == "iterations":
@@ -198,5 +203,8 @@ def methods():
         DaskglmFit("averaging", smooth, options={"correction": "newton"},
                    name="daskglm-averaging-newton"),
         DaskglmFit("normal", (LeastSquares,), iterative=False),
+        # every round reads every partition from where the data are (a zarr store)
+        DaskglmFit("lbfgs", smooth, estimator_options={"cache": "none"},
+                   name="daskglm-lbfgs-stream"),
         *_sgd_variants(),
     ]

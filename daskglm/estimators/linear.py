@@ -93,6 +93,28 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
             return 1.0 if residual == 0 else 0.0
         return 1.0 - residual / total
 
+    def get_deviance(self, X, y, sample_weight=None, offset=None, exposure=None):
+        """Total deviance of the fitted model on ``(X, y)``: the (weighted) sum of the
+        family's unit deviances, as dask-glm's and dask-ml's ``get_deviance``.
+
+        Parameters
+        ----------
+        X : array-like or Dask array of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        sample_weight : array-like or Dask array, optional
+        offset, exposure : array-like or Dask array of shape (n_samples,), optional
+            As in :meth:`predict`.
+
+        Returns
+        -------
+        float
+        """
+        X, y, sample_weight = _check_score_input(X, y, sample_weight)
+        mu = self.predict(X, offset, exposure)
+        mean = _to_float(_deviance_mean(self._family(), y, mu, sample_weight))
+        total = y.shape[0] if sample_weight is None else _to_float(sample_weight.sum())
+        return mean * float(total)
+
 
 def _deviance_mean(family, y, mu, weight):
     if is_dask(y):
