@@ -88,4 +88,6 @@ def from_host(value, like):
     xp = namespace(like)
     if is_numpy_namespace(xp):
         return value
+    if is_device(like):  # CuPy's current device (sparse matrices name no device)
+        return xp.asarray(value)
     return xp.asarray(value, device=array_api_compat.device(like))

@@ -36,7 +36,7 @@ _PROBIT_MAX = 40.0
 
 #: Smallest ``|eta|`` of the inverse link and smallest ``eta`` of a power link, and the
 #: distance from the boundary at which binomial and Poisson means are clipped.
-_EPS = np.finfo(float).eps
+_EPS = float(np.finfo(float).eps)
 
 
 def _weighted_sum(values, weight):
