@@ -3,8 +3,8 @@
 Kernels run on the arrays of a partition as they are: numpy (and scipy sparse) on the
 CPU, CuPy (and ``cupyx.scipy.sparse``) on a GPU, or any library of the Python array API
 standard.  The model functions and the kernels' general path are written against the
-namespace that :func:`namespace` returns (``array-api-compat``'s view of numpy or CuPy,
-or the array's own standard namespace), so one piece of code serves every library.
+namespace that :func:`namespace` returns (numpy itself, ``array-api-compat``'s view of
+CuPy, or the array's own standard namespace), so one piece of code serves every library.
 numpy stays the fast path: :func:`namespace` recognises numpy arrays first, the compiled
 kernels of :mod:`daskglm.compute.blocked` take numpy partitions before the general path
 is reached, and where numpy has a faster spelling than the standard (``out=`` buffers,
@@ -19,9 +19,13 @@ identity.
 from __future__ import annotations
 
 import array_api_compat
-import array_api_compat.numpy as numpy_namespace
 import numpy as np
 import scipy.sparse as sp
+
+if hasattr(np, "astype"):  # numpy >= 2.1: its own namespace follows the standard
+    numpy_namespace = np
+else:  # pragma: no cover - older numpy, through array-api-compat's wrappers
+    import array_api_compat.numpy as numpy_namespace
 
 __all__ = [
     "array_module", "is_device", "to_host", "namespace", "is_numpy_namespace",
@@ -52,9 +56,12 @@ def namespace(array):
     """The array API namespace of ``array``.
 
     numpy arrays, numpy scalars, Python numbers, None and scipy sparse matrices give
-    ``array_api_compat.numpy``; CuPy arrays and ``cupyx.scipy.sparse`` matrices
+    numpy (itself from numpy 2.1 on, whose main namespace follows the standard, with no
+    wrapper to slow it; ``array_api_compat.numpy`` before); CuPy arrays and ``cupyx.scipy.sparse`` matrices
     ``array_api_compat.cupy``; any other array its own standard namespace.
     """
+    if type(array) is np.ndarray:  # the common case first: this is called per row block
+        return numpy_namespace
     if isinstance(array, (np.ndarray, np.generic, int, float)) or array is None:
         return numpy_namespace
     if sp.issparse(array):
@@ -68,7 +75,8 @@ def namespace(array):
 
 def is_numpy_namespace(xp) -> bool:
     """Whether ``xp`` is numpy's namespace (the compiled and ``out=`` fast paths apply)."""
-    return xp is numpy_namespace or xp is np
+    return xp is numpy_namespace or xp is np or xp is getattr(
+        array_api_compat, "numpy", None)
 
 
 def to_host(value):

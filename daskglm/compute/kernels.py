@@ -71,12 +71,19 @@ def _block_rows(n_features, products=False):
 
 def _is_sparse(X):
     """Whether ``X`` is a sparse matrix: scipy's or ``cupyx.scipy.sparse``."""
-    return sp.issparse(X) or is_device_sparse(X)
+    return type(X) is not np.ndarray and (sp.issparse(X) or is_device_sparse(X))
 
 
 def _flat(xp, values):
     """``values`` (a product with ``X``, perhaps of shape (n, 1)) as a 1-D array."""
+    if type(values) is np.ndarray:
+        return values.ravel()
     return xp.reshape(xp.asarray(values), (-1,))
+
+
+def _as_float64(xp, values):
+    """``values`` in float64 (itself when it is)."""
+    return values if values.dtype == xp.float64 else xp.astype(values, xp.float64)
 
 
 def _row_blocks(X, products=False):
@@ -109,7 +116,7 @@ def _block_eta(X_b, params, fit_intercept, offset):
     params = from_host(params, like=X_b)
     if X_b.dtype == xp.float32 and not _is_sparse(X_b):
         params = xp.astype(params, xp.float32)
-    eta = xp.astype(linear_predictor(X_b, params, fit_intercept, None), xp.float64, copy=False)
+    eta = _as_float64(xp, linear_predictor(X_b, params, fit_intercept, None))
     return eta if offset is None else eta + offset
 
 
@@ -118,7 +125,7 @@ def _block_transpose_product(X_b, r):
     xp = namespace(X_b)
     if X_b.dtype == xp.float32 and not _is_sparse(X_b):
         r = xp.astype(r, xp.float32)
-    return xp.astype(_transpose_product(X_b, r), xp.float64, copy=False)
+    return _as_float64(xp, _transpose_product(X_b, r))
 
 
 def as_csr_or_dense(X):
@@ -285,7 +292,7 @@ def loss_grad_hess(part, params, family, fit_intercept):
         loss += block_loss
         gram_b, col_sums = _weighted_gram(X_b, h, scratch)
         grad[:n_coef] += _block_transpose_product(X_b, r)
-        hess[:n_coef, :n_coef] += xp.astype(gram_b, xp.float64, copy=False)
+        hess[:n_coef, :n_coef] += _as_float64(xp, gram_b)
         if fit_intercept:
             grad[-1] += xp.sum(r)
             hess[:n_coef, -1] += col_sums

@@ -137,10 +137,10 @@ class BinomialDistribution(Distribution):
         return 1.0 - 2.0 * mu
 
     def clip_mean(self, mu):
-        return namespace(mu).clip(mu, min=_EPS, max=1.0 - _EPS)
+        return namespace(mu).clip(mu, _EPS, 1.0 - _EPS)
 
     def deviance(self, y, mu, weight=None):
-        mu = namespace(mu).clip(mu, min=1e-300, max=1.0 - 1e-16)
+        mu = namespace(mu).clip(mu, 1e-300, 1.0 - 1e-16)
         unit = -2.0 * (xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu))
         return _weighted_sum(unit, weight)
 
@@ -180,7 +180,7 @@ class PoissonDistribution(Distribution):
         return namespace(mu).ones_like(mu)
 
     def clip_mean(self, mu):
-        return namespace(mu).clip(mu, min=_EPS)
+        return namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         unit = 2.0 * (xlogy(y, y) - xlogy(y, mu) - y + mu)

@@ -66,7 +66,7 @@ class GammaDistribution(Distribution):
         return 2.0 * mu
 
     def clip_mean(self, mu):
-        return namespace(mu).clip(mu, min=_EPS)
+        return namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         ratio = y / mu
@@ -109,7 +109,7 @@ class InverseGaussianDistribution(Distribution):
         return 3.0 * mu**2
 
     def clip_mean(self, mu):
-        return namespace(mu).clip(mu, min=_EPS)
+        return namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         return _weighted_sum((y - mu) ** 2 / (y * mu**2), weight)
@@ -159,7 +159,7 @@ class NegativeBinomialDistribution(Distribution):
         return 1.0 + 2.0 * self.alpha * mu
 
     def clip_mean(self, mu):
-        return namespace(mu).clip(mu, min=_EPS)
+        return namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         inv = 1.0 / self.alpha
@@ -244,7 +244,7 @@ class TweedieDistribution(Distribution):
         return self.power * mu ** (self.power - 1.0)
 
     def clip_mean(self, mu):
-        return mu if self.power <= 0 else namespace(mu).clip(mu, min=_EPS)
+        return mu if self.power <= 0 else namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         p = self.power
@@ -254,7 +254,7 @@ class TweedieDistribution(Distribution):
             return PoissonDistribution().deviance(y, mu, weight)
         if p == 2:
             return GammaDistribution().deviance(y, mu, weight)
-        first = namespace(y).clip(y, min=0.0) ** (2.0 - p) / ((1.0 - p) * (2.0 - p))
+        first = namespace(y).maximum(y, 0.0) ** (2.0 - p) / ((1.0 - p) * (2.0 - p))
         unit = 2.0 * (first - y * mu ** (1.0 - p) / (1.0 - p) + mu ** (2.0 - p) / (2.0 - p))
         return _weighted_sum(unit, weight)
 

@@ -249,7 +249,7 @@ class Binomial(_NamedFamily):
         if not self.canonical:
             return super().pointwise_loss(y, eta)
         xp = namespace(eta)
-        return xp.logaddexp(xp.zeros_like(eta), eta) - y * eta
+        return xp.logaddexp(0.0, eta) - y * eta
 
     def mean(self, eta):
         if not self.canonical:
@@ -272,8 +272,8 @@ class Binomial(_NamedFamily):
             return super().loss_and_dloss(y, eta, weight)
         xp = namespace(eta)
         shrink = xp.exp(-xp.abs(eta))
-        loss = xp.log1p(shrink) + xp.clip(eta, min=0.0) - y * eta
-        prob = xp.where(eta >= 0, xp.ones_like(shrink), shrink) / (1.0 + shrink)
+        loss = xp.log1p(shrink) + xp.maximum(eta, 0.0) - y * eta
+        prob = xp.where(eta >= 0, 1.0, shrink) / (1.0 + shrink)
         return _weighted_sum(loss, weight), _scale(prob - y, weight)
 
 

@@ -116,7 +116,7 @@ class Log(Link):
     def inverse(self, eta):
         eta = _float(eta)
         xp = namespace(eta)
-        return xp.exp(xp.clip(eta, max=_LOG_MAX))
+        return xp.exp(xp.minimum(eta, _LOG_MAX))
 
     inverse_derivative = inverse
     inverse_second_derivative = inverse
@@ -131,7 +131,7 @@ class Inverse(Link):
     def _safe(eta):
         eta = _float(eta)
         xp = namespace(eta)
-        return xp.where(eta < 0, xp.clip(eta, max=-_EPS), xp.clip(eta, min=_EPS))
+        return xp.where(eta < 0, xp.minimum(eta, -_EPS), xp.maximum(eta, _EPS))
 
     def link(self, mu):
         return 1.0 / _float(mu)
@@ -160,13 +160,13 @@ class Probit(Link):
     def inverse_derivative(self, eta):
         eta = _float(eta)
         xp = namespace(eta)
-        eta = xp.clip(eta, min=-_PROBIT_MAX, max=_PROBIT_MAX)
+        eta = xp.clip(eta, -_PROBIT_MAX, _PROBIT_MAX)
         return xp.exp(-0.5 * eta**2) / math.sqrt(2.0 * math.pi)
 
     def inverse_second_derivative(self, eta):
         eta = _float(eta)
         xp = namespace(eta)
-        eta = xp.clip(eta, min=-_PROBIT_MAX, max=_PROBIT_MAX)
+        eta = xp.clip(eta, -_PROBIT_MAX, _PROBIT_MAX)
         return -eta * xp.exp(-0.5 * eta**2) / math.sqrt(2.0 * math.pi)
 
 
@@ -178,7 +178,7 @@ class CLogLog(Link):
     @staticmethod
     def _safe(eta):
         eta = _float(eta)
-        return namespace(eta).clip(eta, max=_EXP_MAX)
+        return namespace(eta).minimum(eta, _EXP_MAX)
 
     def link(self, mu):
         mu = _float(mu)
@@ -225,7 +225,7 @@ class Power(Link):
 
     def _safe(self, eta):
         eta = _float(eta)
-        return namespace(eta).clip(eta, min=_EPS)
+        return namespace(eta).maximum(eta, _EPS)
 
     def link(self, mu):
         return _float(mu) ** self.power

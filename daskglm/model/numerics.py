@@ -50,7 +50,7 @@ def _weighted_sum(values, weight):
 
 def _split_exponent(eta):
     eta = _float(eta)
-    safe = namespace(eta).clip(eta, max=_EXP_SAFE)
+    safe = namespace(eta).minimum(eta, _EXP_SAFE)
     return safe, eta - safe
 
 
@@ -60,6 +60,8 @@ def _scale(values, weight):
 
 def _float(a):
     """``a`` as a float64 array of its own library."""
+    if type(a) is np.ndarray and a.dtype == np.float64:
+        return a
     xp = namespace(a)
     return xp.asarray(a, dtype=xp.float64)
 
