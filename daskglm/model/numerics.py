@@ -118,8 +118,8 @@ def xlogy(x, y):
     function = _library_special(xp, y, "xlogy")
     if function is not None:
         return function(x, y)
-    product = x * xp.log(y)
-    return xp.where(x == 0, xp.zeros_like(product), product)
+    zero = x == 0
+    return xp.where(zero, 0.0, x * xp.log(xp.where(zero, 1.0, y)))
 
 
 def ndtr(x):
