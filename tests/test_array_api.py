@@ -80,6 +80,14 @@ def assert_same(actual, desired):
                                atol=RTOL * scale)
 
 
+@pytest.fixture(autouse=True)
+def standard_2024():
+    """The 2024.12 standard, the version numpy 2.1+ declares (Python scalars are accepted
+    by the elementwise functions from that version on)."""
+    with xs.ArrayAPIStrictFlags(api_version="2024.12"):
+        yield
+
+
 @pytest.fixture
 def data():
     """Rows whose linear predictors lie near 1 (inside every link's domain)."""
