@@ -58,7 +58,8 @@ def namespace(array):
     numpy arrays, numpy scalars, Python numbers, None and scipy sparse matrices give
     numpy (itself from numpy 2.1 on, whose main namespace follows the standard, with no
     wrapper to slow it; ``array_api_compat.numpy`` before); CuPy arrays and ``cupyx.scipy.sparse`` matrices
-    ``array_api_compat.cupy``; any other array its own standard namespace.
+    ``array_api_compat.cupy``; any other array its own standard namespace; anything else
+    (a list) numpy.
     """
     if type(array) is np.ndarray:  # the common case first: this is called per row block
         return numpy_namespace
@@ -70,7 +71,10 @@ def namespace(array):
         import array_api_compat.cupy as cupy_namespace
 
         return cupy_namespace
-    return array_api_compat.array_namespace(array)
+    try:
+        return array_api_compat.array_namespace(array)
+    except TypeError:  # lists and other sequences: numpy, as np.asarray would take them
+        return numpy_namespace
 
 
 def is_numpy_namespace(xp) -> bool:

@@ -255,8 +255,8 @@ def _sparse_weighted_gram(X, h):
 
 
 def _weighted_gram(X_b, h, scratch):
-    """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block (``scratch``: a numpy block
-    buffer, None for other libraries)."""
+    """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block (``scratch``: a block
+    buffer from :func:`_scratch`, used for numpy blocks)."""
     if _is_sparse(X_b):
         return _sparse_weighted_gram(X_b, h), _transpose_product(X_b, h)
     # X_b^T diag(h) X_b as S^T S with S = diag(sqrt(h)) X_b: numpy hands a product of an
@@ -264,7 +264,7 @@ def _weighted_gram(X_b, h, scratch):
     # general product.  Curvatures h are never negative (convex canonical losses, Fisher
     # weights for other links, weights >= 0).
     xp = namespace(X_b)
-    if scratch is not None:
+    if type(X_b) is np.ndarray and scratch is not None:
         scaled = np.multiply(X_b, np.sqrt(h)[:, None], out=scratch[: X_b.shape[0]],
                              casting="same_kind")
     else:
@@ -350,17 +350,20 @@ class GramStats:
 
 
 def _scratch(X, products=False, dtype=np.float64):
-    """One reusable block-sized buffer of ``dtype`` for a kernel call on dense numpy ``X``;
-    None for other partitions.
+    """One reusable block-sized buffer of ``dtype`` for a kernel call on dense ``X``: numpy,
+    or CuPy (one block, for :mod:`daskglm.compute.summaries`); None for sparse ``X`` and
+    other libraries.
 
     Reusing it keeps every block's temporaries out of the allocator: with the small
     ``MALLOC_TRIM_THRESHOLD_`` that Dask's nanny sets, a fresh 512 KiB temporary per block
     costs a new memory mapping and its page faults each time.
     """
-    if not _is_host_dense(X):
-        return None
-    rows = min(X.shape[0], _block_rows(X.shape[1], products))
-    return np.empty((rows, X.shape[1]), dtype=dtype)
+    if _is_host_dense(X):
+        rows = min(X.shape[0], _block_rows(X.shape[1], products))
+        return np.empty((rows, X.shape[1]), dtype=dtype)
+    if is_device(X) and not _is_sparse(X):
+        return array_module(X).empty(X.shape, dtype=dtype)
+    return None
 
 
 def _sparse_gram(X, y, weight):

@@ -71,14 +71,14 @@ def _float(a):
 
 
 def _library_special(xp, x, name):
-    """``name`` of ``scipy.special`` (numpy) or ``cupyx.scipy.special`` (CuPy); None
-    for other libraries."""
+    """``name`` of ``scipy.special`` (numpy) or ``cupyx.scipy.special`` (CuPy, where its
+    version has it); None otherwise."""
     if is_numpy_namespace(xp):
         return getattr(scipy.special, name)
     if is_device(x):
         import cupyx.scipy.special
 
-        return getattr(cupyx.scipy.special, name)
+        return getattr(cupyx.scipy.special, name, None)
     return None
 
 
