@@ -18,6 +18,12 @@ Sparse partitions are scipy CSR matrices (:func:`as_csr_or_dense` converts any o
 layout once, when a partition is packed) and every kernel works on them without densifying
 ``X``: products with ``X`` and ``X.T`` are sparse products, and second moments ``X^T W X``
 are accumulated from each row's non-zeros into a dense array (:mod:`daskglm.compute.csr_products`).
+``cupyx.scipy.sparse`` CSR partitions take the same branch with the same products, and
+``X^T W X`` as the sparse product ``X^T (diag(w) X)`` made dense.
+
+Every path but the compiled one is written against the array API namespace of the
+partition (:func:`daskglm.compute.backend.namespace`): numpy, CuPy and any library of the
+standard run the same code; only what returns to the driver is numpy (``to_host``).
 
 Every statistic returned here is a sum over rows and supports ``+``; :func:`tree_sum`
 adds a list of them in a fixed order, which is how every engine reduces them.  Nothing in
@@ -31,7 +37,15 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .backend import array_module, is_device, to_host
+from .backend import (
+    array_module,
+    from_host,
+    is_device,
+    is_device_sparse,
+    is_numpy_namespace,
+    namespace,
+    to_host,
+)
 from .blocked import augmented_gram, fused_loss_grad, pointwise_for
 from .csr_products import csr_weighted_gram
 
@@ -55,12 +69,29 @@ def _block_rows(n_features, products=False):
     return max(rows, n_features) if products else rows
 
 
+def _is_sparse(X):
+    """Whether ``X`` is a sparse matrix: scipy's or ``cupyx.scipy.sparse``."""
+    return type(X) is not np.ndarray and (sp.issparse(X) or is_device_sparse(X))
+
+
+def _flat(xp, values):
+    """``values`` (a product with ``X``, perhaps of shape (n, 1)) as a 1-D array."""
+    if type(values) is np.ndarray:
+        return values.ravel()
+    return xp.reshape(xp.asarray(values), (-1,))
+
+
+def _as_float64(xp, values):
+    """``values`` in float64 (itself when it is)."""
+    return values if values.dtype == xp.float64 else xp.astype(values, xp.float64)
+
+
 def _row_blocks(X, products=False):
     """Yield ``(start, stop)`` row ranges; sparse partitions are one block."""
     n = X.shape[0]
     # sparse partitions, and device arrays (one large launch beats many small ones), are
     # one block
-    one_block = sp.issparse(X) or is_device(X) or n == 0
+    one_block = _is_sparse(X) or is_device(X) or n == 0
     step = n if one_block else _block_rows(X.shape[1], products)
     for start in range(0, n, max(step, 1)):
         yield start, min(start + step, n)
@@ -81,19 +112,20 @@ def _block_eta(X_b, params, fit_intercept, offset):
     A float32 block is multiplied by float32 coefficients (numpy would otherwise copy the
     block to float64); the result is widened to float64 before the family sees it.
     """
-    xp = array_module(X_b)
-    params = xp.asarray(params)
-    if X_b.dtype == np.float32 and not sp.issparse(X_b):
-        params = params.astype(np.float32)
-    eta = xp.asarray(linear_predictor(X_b, params, fit_intercept, None), dtype=np.float64)
+    xp = namespace(X_b)
+    params = from_host(params, like=X_b)
+    if X_b.dtype == xp.float32 and not _is_sparse(X_b):
+        params = xp.astype(params, xp.float32)
+    eta = _as_float64(xp, linear_predictor(X_b, params, fit_intercept, None))
     return eta if offset is None else eta + offset
 
 
 def _block_transpose_product(X_b, r):
     """``X_b.T @ r`` in float64; for a dense float32 block the product runs in float32."""
-    if X_b.dtype == np.float32 and not sp.issparse(X_b):
-        r = r.astype(np.float32)
-    return array_module(X_b).asarray(_transpose_product(X_b, r), dtype=np.float64)
+    xp = namespace(X_b)
+    if X_b.dtype == xp.float32 and not _is_sparse(X_b):
+        r = xp.astype(r, xp.float32)
+    return _as_float64(xp, _transpose_product(X_b, r))
 
 
 def as_csr_or_dense(X):
@@ -120,7 +152,7 @@ def as_csr_or_dense(X):
     """
     if not sp.issparse(X) and hasattr(X, "to_scipy_sparse"):  # pydata sparse
         X = X.to_scipy_sparse()
-    if sp.issparse(X):
+    if _is_sparse(X):  # scipy's or cupyx's, which mirror each other here
         csr = X.tocsr()
         if csr.dtype not in (np.float32, np.float64):
             csr = csr.astype(np.float64)
@@ -128,21 +160,23 @@ def as_csr_or_dense(X):
             csr = csr.copy() if csr is X else csr
             csr.sum_duplicates()  # also sorts the column indices of every row
         return csr
-    xp = array_module(X)
+    xp = namespace(X)
     X = xp.asarray(X)
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
-    return xp.ascontiguousarray(X)
+    if X.dtype not in (xp.float32, xp.float64):
+        X = xp.astype(X, xp.float64)
+    if is_numpy_namespace(xp) or is_device(X):
+        return array_module(X).ascontiguousarray(X)
+    return X  # the standard has no memory layout
 
 
 def linear_predictor(X, params, fit_intercept, offset=None):
     """``X @ coef (+ intercept) (+ offset)`` for one block of rows."""
-    xp = array_module(X)
-    params = xp.asarray(params)
+    xp = namespace(X)
+    params = from_host(params, like=X)
     if fit_intercept:
-        eta = xp.asarray(X @ params[:-1]).ravel() + params[-1]
+        eta = _flat(xp, X @ params[:-1]) + params[-1]
     else:
-        eta = xp.asarray(X @ params).ravel()
+        eta = _flat(xp, X @ params)
     return eta if offset is None else eta + offset
 
 
@@ -171,14 +205,20 @@ class Stats:
 
 def _transpose_product(X, r):
     """``X.T @ r`` as a flat dense vector, for dense or sparse ``X``."""
-    return array_module(X).asarray(X.T @ r).ravel()
+    return _flat(namespace(X), X.T @ r)
+
+
+def _total_weight(X, weight):
+    if weight is None:
+        return float(X.shape[0])
+    return float(namespace(weight).sum(weight))
 
 
 def loss_grad(part, params, family, fit_intercept):
     """Loss and gradient sums of one partition at ``params``: one read of ``X``."""
     X, y, weight = part[:3]
     offset = partition_offset(part)
-    total = float(X.shape[0]) if weight is None else float(weight.sum())
+    total = _total_weight(X, weight)
     pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
     if pointwise is not None:
         params = np.asarray(params, dtype=np.float64)
@@ -189,32 +229,46 @@ def loss_grad(part, params, family, fit_intercept):
             grad = np.append(grad, intercept_grad)
         return Stats(total, loss, grad)
     n_params = params.shape[0]
-    grad = array_module(X).zeros(n_params)
+    xp = namespace(X)
+    grad = xp.zeros(n_params, dtype=xp.float64)
     loss = 0.0
     for start, stop in _row_blocks(X):
-        X_b = X[start:stop]
+        X_b = X[start:stop, :]
         eta = _block_eta(X_b, params, fit_intercept, _take(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y[start:stop], eta, _take(weight, start, stop))
         loss += block_loss
         if fit_intercept:
             grad[:-1] += _block_transpose_product(X_b, r)
-            grad[-1] += r.sum()
+            grad[-1] += xp.sum(r)
         else:
             grad += _block_transpose_product(X_b, r)
     return Stats(total, float(loss), to_host(grad))
 
 
+def _sparse_weighted_gram(X, h):
+    """``X.T @ diag(h) @ X`` as a dense array, for a scipy or ``cupyx`` CSR ``X``."""
+    if sp.issparse(X):
+        return csr_weighted_gram(X, h)
+    import cupyx.scipy.sparse
+
+    return (X.T @ (cupyx.scipy.sparse.diags(h) @ X)).toarray()
+
+
 def _weighted_gram(X_b, h, scratch):
-    """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block (``scratch``: a block buffer)."""
-    if sp.issparse(X_b):
-        return csr_weighted_gram(X_b, h), _transpose_product(X_b, h)
+    """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block (``scratch``: a block
+    buffer from :func:`_scratch`, used for numpy blocks)."""
+    if _is_sparse(X_b):
+        return _sparse_weighted_gram(X_b, h), _transpose_product(X_b, h)
     # X_b^T diag(h) X_b as S^T S with S = diag(sqrt(h)) X_b: numpy hands a product of an
     # array with its own transpose to BLAS's symmetric rank-k update, half the work of a
     # general product.  Curvatures h are never negative (convex canonical losses, Fisher
     # weights for other links, weights >= 0).
-    xp = array_module(X_b)
-    scaled = xp.multiply(X_b, xp.sqrt(h)[:, None], out=scratch[: X_b.shape[0]],
-                         casting="same_kind")
+    xp = namespace(X_b)
+    if type(X_b) is np.ndarray and scratch is not None:
+        scaled = np.multiply(X_b, np.sqrt(h)[:, None], out=scratch[: X_b.shape[0]],
+                             casting="same_kind")
+    else:
+        scaled = X_b * xp.astype(xp.sqrt(h), X_b.dtype)[:, None]
     return scaled.T @ scaled, _block_transpose_product(X_b, h)
 
 
@@ -224,13 +278,13 @@ def loss_grad_hess(part, params, family, fit_intercept):
     offset = partition_offset(part)
     n_params = params.shape[0]
     n_coef = n_params - 1 if fit_intercept else n_params
-    xp = array_module(X)
-    grad = xp.zeros(n_params)
-    hess = xp.zeros((n_params, n_params))
+    xp = namespace(X)
+    grad = xp.zeros(n_params, dtype=xp.float64)
+    hess = xp.zeros((n_params, n_params), dtype=xp.float64)
     loss = 0.0
     scratch = _scratch(X, products=True, dtype=X.dtype)
     for start, stop in _row_blocks(X, products=True):
-        X_b = X[start:stop]
+        X_b = X[start:stop, :]
         y_b, w_b = y[start:stop], _take(weight, start, stop)
         eta = _block_eta(X_b, params, fit_intercept, _take(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y_b, eta, w_b)
@@ -238,13 +292,13 @@ def loss_grad_hess(part, params, family, fit_intercept):
         loss += block_loss
         gram_b, col_sums = _weighted_gram(X_b, h, scratch)
         grad[:n_coef] += _block_transpose_product(X_b, r)
-        hess[:n_coef, :n_coef] += gram_b
+        hess[:n_coef, :n_coef] += _as_float64(xp, gram_b)
         if fit_intercept:
-            grad[-1] += r.sum()
+            grad[-1] += xp.sum(r)
             hess[:n_coef, -1] += col_sums
             hess[-1, :n_coef] += col_sums
-            hess[-1, -1] += h.sum()
-    total = float(X.shape[0]) if weight is None else float(weight.sum())
+            hess[-1, -1] += xp.sum(h)
+    total = _total_weight(X, weight)
     return Stats(total, float(loss), to_host(grad), to_host(hess))
 
 
@@ -296,16 +350,20 @@ class GramStats:
 
 
 def _scratch(X, products=False, dtype=np.float64):
-    """One reusable block-sized buffer of ``dtype`` for a kernel call on dense ``X``.
+    """One reusable block-sized buffer of ``dtype`` for a kernel call on dense ``X``: numpy,
+    or CuPy (one block, for :mod:`daskglm.compute.summaries`); None for sparse ``X`` and
+    other libraries.
 
     Reusing it keeps every block's temporaries out of the allocator: with the small
     ``MALLOC_TRIM_THRESHOLD_`` that Dask's nanny sets, a fresh 512 KiB temporary per block
     costs a new memory mapping and its page faults each time.
     """
-    if sp.issparse(X):
-        return None
-    rows = X.shape[0] if is_device(X) else min(X.shape[0], _block_rows(X.shape[1], products))
-    return array_module(X).empty((rows, X.shape[1]), dtype=dtype)
+    if _is_host_dense(X):
+        rows = min(X.shape[0], _block_rows(X.shape[1], products))
+        return np.empty((rows, X.shape[1]), dtype=dtype)
+    if is_device(X) and not _is_sparse(X):
+        return array_module(X).empty(X.shape, dtype=dtype)
+    return None
 
 
 def _sparse_gram(X, y, weight):
@@ -319,52 +377,48 @@ def _sparse_gram(X, y, weight):
     columns, mostly zeros, have small means.  Partitions are still merged exactly by
     :class:`GramStats`.
     """
-    weight = np.ones(X.shape[0]) if weight is None else weight
-    total = float(weight.sum())
+    xp = namespace(y)
+    weight = xp.ones(X.shape[0], dtype=xp.float64) if weight is None else weight
+    total = float(xp.sum(weight))
     if total == 0:
         return GramStats.empty(X.shape[1])
-    mean_x = _transpose_product(X, weight) / total
+    mean_x = to_host(_transpose_product(X, weight)) / total
     mean_y = float(weight @ y) / total
     yc = y - mean_y
     wyc = yc * weight
-    sxx = csr_weighted_gram(X, weight) - total * np.outer(mean_x, mean_x)
-    return GramStats(total, mean_x, mean_y, sxx, _transpose_product(X, wyc), float(wyc @ yc))
+    sxx = to_host(_sparse_weighted_gram(X, weight)) - total * np.outer(mean_x, mean_x)
+    return GramStats(total, mean_x, mean_y, sxx, to_host(_transpose_product(X, wyc)),
+                     float(wyc @ yc))
 
 
 def gram(part):
     """Centred weighted Gram statistics of one partition: one read of ``X``."""
     X, y, weight = part
-    if sp.issparse(X):
+    if _is_sparse(X):
         return _sparse_gram(X, y, weight)
     if _is_host_dense(X):
         if X.shape[0] == 0:
             return GramStats.empty(X.shape[1])
         moments = augmented_gram(X, y, weight)
         return GramStats.empty(X.shape[1]) if moments is None else GramStats(*moments)
+    xp = namespace(X)
     total = GramStats.empty(X.shape[1])
-    centred = _scratch(X, products=True)
-    weighted = None if weight is None else _scratch(X, products=True)
     for start, stop in _row_blocks(X, products=True):
-        X_b, y_b = X[start:stop], y[start:stop]
+        X_b, y_b = X[start:stop, :], y[start:stop]
         w_b = _take(weight, start, stop)
-        block_weight = float(stop - start) if w_b is None else float(w_b.sum())
+        block_weight = float(stop - start) if w_b is None else float(xp.sum(w_b))
         if block_weight == 0:
             continue
-        xc = centred[: stop - start]
         if w_b is None:
-            mean_x = X_b.mean(axis=0)
-            mean_y = float(y_b.mean())
+            mean_x = xp.mean(X_b, axis=0)
+            mean_y = float(xp.mean(y_b))
         else:
             mean_x = (w_b @ X_b) / block_weight
             mean_y = float(w_b @ y_b) / block_weight
-        np.subtract(X_b, mean_x, out=xc)
+        xc = X_b - mean_x
         yc = y_b - mean_y
         wyc = yc if w_b is None else yc * w_b
-        if w_b is None:
-            sxx = xc.T @ xc
-        else:
-            wxc = weighted[: stop - start] if weighted is not None else np.empty_like(xc)
-            sxx = np.multiply(xc, w_b[:, None], out=wxc).T @ xc
+        sxx = xc.T @ xc if w_b is None else (xc * w_b[:, None]).T @ xc
         total = total + GramStats(block_weight, to_host(mean_x), mean_y, to_host(sxx),
                                   to_host(xc.T @ wyc), float(wyc @ yc))
     return total

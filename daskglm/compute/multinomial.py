@@ -5,7 +5,9 @@ The parameter layout is that of :class:`daskglm.model.multinomial.MultinomialPro
 each row block of ``X`` once: ``eta = X_b @ W.T + b`` gives all classes' predictors in one
 product and ``R.T @ X_b`` all classes' gradients in another, while ``X_b`` is in cache.
 The statistics are :class:`daskglm.compute.kernels.Stats`, summed in the engines' tree
-like every other.  Nothing here imports Dask.
+like every other.  The kernels are written against the partition's array API namespace
+(numpy, CuPy, or any library of the standard; scipy or ``cupyx`` CSR for sparse ``X``)
+and return numpy.  Nothing here imports Dask.
 """
 
 from __future__ import annotations
@@ -14,31 +16,36 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..model.multinomial import softmax_loss_and_residual
+from .backend import from_host, namespace, to_host
 from .coordinates import Standardised
-from .kernels import Stats, _row_blocks, _take
+from .kernels import Stats, _flat, _is_sparse, _row_blocks, _take, _total_weight
 
 __all__ = [
     "multinomial_loss_grad", "multinomial_loss_grad_hess", "PerClassCoordinates", "class_indices",
 ]
 
 
-def _unpack(params, n_features, n_classes, fit_intercept):
+def _unpack(params, X, n_classes, fit_intercept):
+    """``(W, b)`` of ``params`` as arrays of ``X``'s library (``b`` None without intercept)."""
+    xp = namespace(X)
+    n_features = X.shape[1]
     n_coef = n_features * n_classes
-    coef = np.asarray(params[:n_coef]).reshape(n_classes, n_features)
-    intercept = np.asarray(params[n_coef:]) if fit_intercept else None
+    params = from_host(np.asarray(params, dtype=np.float64), like=X)
+    coef = xp.reshape(params[:n_coef], (n_classes, n_features))
+    intercept = params[n_coef:] if fit_intercept else None
     return coef, intercept
 
 
 def _predictors(X_b, coef, intercept):
     """``X_b @ coef.T (+ intercept)``, shape (rows, K), for dense or CSR blocks."""
-    eta = np.asarray(X_b @ coef.T)
+    eta = namespace(X_b).asarray(X_b @ coef.T)
     return eta if intercept is None else eta + intercept
 
 
 def _class_products(X_b, residual):
     """``residual.T @ X_b`` (K x d) for dense or CSR ``X_b``."""
-    if sp.issparse(X_b):
-        return np.asarray((X_b.T @ residual).T)
+    if _is_sparse(X_b):
+        return namespace(X_b).asarray(X_b.T @ residual).T
     return residual.T @ X_b
 
 
@@ -60,31 +67,37 @@ def multinomial_loss_grad(part, params, n_classes, fit_intercept):
         Total weight, loss sum and gradient sum (in the layout of ``params``).
     """
     X, y, weight = part
+    xp = namespace(X)
     d = X.shape[1]
-    coef, intercept = _unpack(params, d, n_classes, fit_intercept)
-    grad_coef = np.zeros((n_classes, d))
-    grad_intercept = np.zeros(n_classes)
+    coef, intercept = _unpack(params, X, n_classes, fit_intercept)
+    grad_coef = xp.zeros((n_classes, d), dtype=xp.float64)
+    grad_intercept = xp.zeros(n_classes, dtype=xp.float64)
     loss = 0.0
     for start, stop in _row_blocks(X):
-        X_b = X[start:stop]
+        X_b = X[start:stop, :]
         eta = _predictors(X_b, coef, intercept)
         block_loss, residual, _ = softmax_loss_and_residual(y[start:stop], eta,
                                                             _take(weight, start, stop))
         loss += block_loss
         grad_coef += _class_products(X_b, residual)
-        grad_intercept += residual.sum(axis=0)
-    grad = grad_coef.ravel()
+        grad_intercept += xp.sum(residual, axis=0)
+    grad = to_host(_flat(xp, grad_coef))
     if fit_intercept:
-        grad = np.concatenate([grad, grad_intercept])
-    total = float(X.shape[0]) if weight is None else float(weight.sum())
-    return Stats(total, float(loss), grad)
+        grad = np.concatenate([grad, to_host(grad_intercept)])
+    return Stats(_total_weight(X, weight), float(loss), grad)
 
 
 def _weighted_products(X_b, h):
     """``X_b.T @ diag(h) @ X_b`` (``h`` of any sign) and ``X_b.T @ h``."""
+    xp = namespace(X_b)
     if sp.issparse(X_b):
         scaled = sp.diags(h) @ X_b
-        return np.asarray((X_b.T @ scaled).todense()), np.asarray(X_b.T @ h).ravel()
+        return np.asarray((X_b.T @ scaled).todense()), _flat(xp, X_b.T @ h)
+    if _is_sparse(X_b):  # cupyx.scipy.sparse, the same products
+        import cupyx.scipy.sparse
+
+        scaled = cupyx.scipy.sparse.diags(h) @ X_b
+        return (X_b.T @ scaled).toarray(), _flat(xp, X_b.T @ h)
     return (X_b * h[:, None]).T @ X_b, X_b.T @ h
 
 
@@ -96,27 +109,28 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
     block, so this kernel is for a moderate number of columns and classes.
     """
     X, y, weight = part
+    xp = namespace(X)
     d = X.shape[1]
     K = n_classes
-    coef, intercept = _unpack(params, d, K, fit_intercept)
+    coef, intercept = _unpack(params, X, K, fit_intercept)
     n_params = (d + int(fit_intercept)) * K
     n_coef = d * K
-    grad = np.zeros(n_params)
-    hess = np.zeros((n_params, n_params))
+    grad = xp.zeros(n_params, dtype=xp.float64)
+    hess = xp.zeros((n_params, n_params), dtype=xp.float64)
     loss = 0.0
     for start, stop in _row_blocks(X, products=True):
-        X_b = X[start:stop]
+        X_b = X[start:stop, :]
         w_b = _take(weight, start, stop)
         eta = _predictors(X_b, coef, intercept)
         block_loss, residual, prob = softmax_loss_and_residual(y[start:stop], eta, w_b)
         loss += block_loss
-        grad[:n_coef] += _class_products(X_b, residual).ravel()
+        grad[:n_coef] += _flat(xp, _class_products(X_b, residual))
         if fit_intercept:
-            grad[n_coef:] += residual.sum(axis=0)
-        w = np.ones(X_b.shape[0]) if w_b is None else w_b
+            grad[n_coef:] += xp.sum(residual, axis=0)
+        w = xp.ones(X_b.shape[0], dtype=xp.float64) if w_b is None else w_b
         for k in range(K):
             for j in range(k, K):
-                h = w * prob[:, k] * ((k == j) - prob[:, j])
+                h = w * prob[:, k] * (float(k == j) - prob[:, j])
                 block, col_sums = _weighted_products(X_b, h)
                 rows, cols = slice(k * d, (k + 1) * d), slice(j * d, (j + 1) * d)
                 hess[rows, cols] += block
@@ -125,13 +139,12 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
                 if fit_intercept:
                     hess[rows, n_coef + j] += col_sums
                     hess[n_coef + j, rows] += col_sums
-                    hess[n_coef + k, n_coef + j] += h.sum()
+                    hess[n_coef + k, n_coef + j] += xp.sum(h)
                     if j != k:
                         hess[cols, n_coef + k] += col_sums
                         hess[n_coef + k, cols] += col_sums
-                        hess[n_coef + j, n_coef + k] += h.sum()
-    total = float(X.shape[0]) if weight is None else float(weight.sum())
-    return Stats(total, float(loss), grad, hess)
+                        hess[n_coef + j, n_coef + k] += xp.sum(h)
+    return Stats(_total_weight(X, weight), float(loss), to_host(grad), to_host(hess))
 
 
 class PerClassCoordinates:

@@ -8,12 +8,13 @@ canonical link.  A new distribution is one :class:`Distribution` subclass; see
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.special import gammaln, xlogy
+import math
 
-from ..compute.backend import array_module
+import numpy as np
+
+from ..compute.backend import namespace
 from .links import Identity, Link, Log, Logit
-from .numerics import _EPS, _float, _weighted_sum
+from .numerics import _EPS, _float, _weighted_sum, gammaln, xlogy
 
 __all__ = ["Distribution", "GaussianDistribution", "BinomialDistribution", "PoissonDistribution"]
 
@@ -98,22 +99,24 @@ class GaussianDistribution(Distribution):
         return mu - y
 
     def variance(self, mu):
-        return np.ones_like(_float(mu))
+        mu = _float(mu)
+        return namespace(mu).ones_like(mu)
 
     def variance_derivative(self, mu):
-        return np.zeros_like(_float(mu))
+        mu = _float(mu)
+        return namespace(mu).zeros_like(mu)
 
     def deviance(self, y, mu, weight=None):
         return _weighted_sum((y - mu) ** 2, weight)
 
     def log_likelihood_sums(self, y, mu, weight=None):
         """``[sum w (y - mu)**2, sum w]``."""
-        total = float(y.shape[0]) if weight is None else float(np.sum(weight))
+        total = float(y.shape[0]) if weight is None else float(namespace(weight).sum(weight))
         return np.array([self.deviance(y, mu, weight), total])
 
     def log_likelihood(self, sums, scale):
         squares, total = sums
-        return -0.5 * (squares / scale + total * np.log(2.0 * np.pi * scale))
+        return -0.5 * (squares / scale + total * math.log(2.0 * math.pi * scale))
 
 
 class BinomialDistribution(Distribution):
@@ -134,10 +137,10 @@ class BinomialDistribution(Distribution):
         return 1.0 - 2.0 * mu
 
     def clip_mean(self, mu):
-        return np.clip(mu, _EPS, 1.0 - _EPS)
+        return namespace(mu).clip(mu, _EPS, 1.0 - _EPS)
 
     def deviance(self, y, mu, weight=None):
-        mu = np.clip(mu, 1e-300, 1.0 - 1e-16)
+        mu = namespace(mu).clip(mu, 1e-300, 1.0 - 1e-16)
         unit = -2.0 * (xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu))
         return _weighted_sum(unit, weight)
 
@@ -149,8 +152,9 @@ class BinomialDistribution(Distribution):
         return float(sums[0])
 
     def check_target(self, y):
-        y = array_module(y).asarray(y)
-        if y.size and not np.all((y == 0) | (y == 1)):
+        xp = namespace(y)
+        y = xp.asarray(y)
+        if y.size and not bool(xp.all((y == 0) | (y == 1))):
             raise ValueError("Binomial family needs targets in {0, 1}.")
 
 
@@ -172,10 +176,11 @@ class PoissonDistribution(Distribution):
         return mu
 
     def variance_derivative(self, mu):
-        return np.ones_like(_float(mu))
+        mu = _float(mu)
+        return namespace(mu).ones_like(mu)
 
     def clip_mean(self, mu):
-        return np.maximum(mu, _EPS)
+        return namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         unit = 2.0 * (xlogy(y, y) - xlogy(y, mu) - y + mu)
@@ -189,6 +194,7 @@ class PoissonDistribution(Distribution):
         return float(sums[0])
 
     def check_target(self, y):
-        y = array_module(y).asarray(y)
-        if y.size and np.min(y) < 0:
+        xp = namespace(y)
+        y = xp.asarray(y)
+        if y.size and float(xp.min(y)) < 0:
             raise ValueError("Poisson family needs non-negative targets; got a negative value.")

@@ -18,15 +18,15 @@ uses Fisher weights for every family but its closed-form ones.
 
 from __future__ import annotations
 
+import math
 from numbers import Real
 
 import numpy as np
-from scipy.special import gammaln, xlogy
 
-from ..compute.backend import array_module
+from ..compute.backend import namespace
 from .distributions import Distribution, GaussianDistribution, PoissonDistribution
 from .links import Inverse, Log, Power
-from .numerics import _EPS, _weighted_sum
+from .numerics import _EPS, _weighted_sum, gammaln, xlogy
 
 __all__ = [
     "GammaDistribution", "InverseGaussianDistribution", "TweedieDistribution",
@@ -35,13 +35,14 @@ __all__ = [
 
 
 def _positive_target(y, name):
-    y = array_module(y).asarray(y)
-    if y.size and np.min(y) <= 0:
+    xp = namespace(y)
+    y = xp.asarray(y)
+    if y.size and float(xp.min(y)) <= 0:
         raise ValueError(f"{name} family needs strictly positive targets; got a value <= 0.")
 
 
 def _weights_sum(y, weight):
-    return float(y.shape[0]) if weight is None else float(np.sum(weight))
+    return float(y.shape[0]) if weight is None else float(namespace(weight).sum(weight))
 
 
 class GammaDistribution(Distribution):
@@ -53,7 +54,7 @@ class GammaDistribution(Distribution):
     start_mean = 1.0
 
     def unit_loss(self, y, mu):
-        return y / mu + np.log(mu)
+        return y / mu + namespace(mu).log(mu)
 
     def unit_loss_derivative(self, y, mu):
         return (mu - y) / mu**2
@@ -65,24 +66,25 @@ class GammaDistribution(Distribution):
         return 2.0 * mu
 
     def clip_mean(self, mu):
-        return np.maximum(mu, _EPS)
+        return namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         ratio = y / mu
-        return _weighted_sum(2.0 * (ratio - np.log(ratio) - 1.0), weight)
+        return _weighted_sum(2.0 * (ratio - namespace(ratio).log(ratio) - 1.0), weight)
 
     def check_target(self, y):
         _positive_target(y, "Gamma")
 
     def log_likelihood_sums(self, y, mu, weight=None):
         """``[sum w log(y / mu), sum w y / mu, sum w log y, sum w]``."""
-        return np.array([_weighted_sum(np.log(y / mu), weight), _weighted_sum(y / mu, weight),
-                         _weighted_sum(np.log(y), weight), _weights_sum(y, weight)])
+        xp = namespace(mu)
+        return np.array([_weighted_sum(xp.log(y / mu), weight), _weighted_sum(y / mu, weight),
+                         _weighted_sum(xp.log(y), weight), _weights_sum(y, weight)])
 
     def log_likelihood(self, sums, scale):
         log_ratio, ratio, log_y, total = sums
         shape = 1.0 / scale
-        return (shape * log_ratio - shape * np.log(scale) * total - shape * ratio
+        return (shape * log_ratio - shape * math.log(scale) * total - shape * ratio
                 - total * gammaln(shape) - log_y)
 
 
@@ -107,7 +109,7 @@ class InverseGaussianDistribution(Distribution):
         return 3.0 * mu**2
 
     def clip_mean(self, mu):
-        return np.maximum(mu, _EPS)
+        return namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         return _weighted_sum((y - mu) ** 2 / (y * mu**2), weight)
@@ -117,12 +119,13 @@ class InverseGaussianDistribution(Distribution):
 
     def log_likelihood_sums(self, y, mu, weight=None):
         """``[deviance, sum w log y, sum w]``."""
-        return np.array([self.deviance(y, mu, weight), _weighted_sum(np.log(y), weight),
+        log_y = namespace(y).log(y)
+        return np.array([self.deviance(y, mu, weight), _weighted_sum(log_y, weight),
                          _weights_sum(y, weight)])
 
     def log_likelihood(self, sums, scale):
         deviance, log_y, total = sums
-        return -0.5 * (deviance / scale + total * np.log(2.0 * np.pi * scale) + 3.0 * log_y)
+        return -0.5 * (deviance / scale + total * math.log(2.0 * math.pi * scale) + 3.0 * log_y)
 
 
 class NegativeBinomialDistribution(Distribution):
@@ -142,12 +145,12 @@ class NegativeBinomialDistribution(Distribution):
 
     def __init__(self, alpha=1.0):
         if isinstance(alpha, bool) or not isinstance(alpha, Real) or not alpha > 0 \
-                or not np.isfinite(alpha):
+                or not math.isfinite(alpha):
             raise ValueError(f"Negative binomial alpha must be a finite number > 0; got {alpha!r}.")
         self.alpha = float(alpha)
 
     def unit_loss(self, y, mu):
-        return (y + 1.0 / self.alpha) * np.log1p(self.alpha * mu) - xlogy(y, mu)
+        return (y + 1.0 / self.alpha) * namespace(mu).log1p(self.alpha * mu) - xlogy(y, mu)
 
     def variance(self, mu):
         return mu + self.alpha * mu**2
@@ -156,24 +159,26 @@ class NegativeBinomialDistribution(Distribution):
         return 1.0 + 2.0 * self.alpha * mu
 
     def clip_mean(self, mu):
-        return np.maximum(mu, _EPS)
+        return namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         inv = 1.0 / self.alpha
+        log = namespace(mu).log
         unit = 2.0 * (xlogy(y, y / mu)
-                      - (y + inv) * np.log((1.0 + self.alpha * y) / (1.0 + self.alpha * mu)))
+                      - (y + inv) * log((1.0 + self.alpha * y) / (1.0 + self.alpha * mu)))
         return _weighted_sum(unit, weight)
 
     def check_target(self, y):
-        y = array_module(y).asarray(y)
-        if y.size and np.min(y) < 0:
+        xp = namespace(y)
+        y = xp.asarray(y)
+        if y.size and float(xp.min(y)) < 0:
             raise ValueError("Negative binomial family needs non-negative targets; "
                              "got a negative value.")
 
     def log_likelihood_sums(self, y, mu, weight=None):
         """``[log-likelihood]`` (the dispersion is fixed at 1)."""
         a = self.alpha
-        unit = (xlogy(y, a * mu / (1.0 + a * mu)) - np.log1p(a * mu) / a
+        unit = (xlogy(y, a * mu / (1.0 + a * mu)) - namespace(mu).log1p(a * mu) / a
                 + gammaln(y + 1.0 / a) - gammaln(y + 1.0) - gammaln(1.0 / a))
         return np.array([_weighted_sum(unit, weight)])
 
@@ -211,7 +216,7 @@ class TweedieDistribution(Distribution):
     start_mean = 1.0
 
     def __init__(self, power=0.0):
-        if isinstance(power, bool) or not isinstance(power, Real) or not np.isfinite(power):
+        if isinstance(power, bool) or not isinstance(power, Real) or not math.isfinite(power):
             raise ValueError(f"Tweedie power must be a finite real number; got {power!r}.")
         if 0 < power < 1:
             raise ValueError(f"Tweedie power in (0, 1) has no distribution; got {power!r}.")
@@ -235,11 +240,11 @@ class TweedieDistribution(Distribution):
 
     def variance_derivative(self, mu):
         if self.power == 0:
-            return np.zeros_like(mu)
+            return namespace(mu).zeros_like(mu)
         return self.power * mu ** (self.power - 1.0)
 
     def clip_mean(self, mu):
-        return mu if self.power <= 0 else np.maximum(mu, _EPS)
+        return mu if self.power <= 0 else namespace(mu).maximum(mu, _EPS)
 
     def deviance(self, y, mu, weight=None):
         p = self.power
@@ -249,19 +254,20 @@ class TweedieDistribution(Distribution):
             return PoissonDistribution().deviance(y, mu, weight)
         if p == 2:
             return GammaDistribution().deviance(y, mu, weight)
-        first = np.maximum(y, 0) ** (2.0 - p) / ((1.0 - p) * (2.0 - p))
+        first = namespace(y).maximum(y, 0.0) ** (2.0 - p) / ((1.0 - p) * (2.0 - p))
         unit = 2.0 * (first - y * mu ** (1.0 - p) / (1.0 - p) + mu ** (2.0 - p) / (2.0 - p))
         return _weighted_sum(unit, weight)
 
     def check_target(self, y):
         p = self.power
-        y = array_module(y).asarray(y)
+        xp = namespace(y)
+        y = xp.asarray(y)
         if not y.size or p <= 0:
             return
-        if 1 <= p < 2 and np.min(y) < 0:
+        if 1 <= p < 2 and float(xp.min(y)) < 0:
             raise ValueError(f"Tweedie family with power {p:g} needs non-negative targets; "
                              "got a negative value.")
-        if p >= 2 and np.min(y) <= 0:
+        if p >= 2 and float(xp.min(y)) <= 0:
             raise ValueError(f"Tweedie family with power {p:g} needs strictly positive "
                              "targets; got a value <= 0.")
 

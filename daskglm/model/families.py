@@ -24,7 +24,8 @@ A new distribution is one :class:`Distribution` subclass (``unit_loss``, ``varia
 ``deviance``, ``check_target``, ``canonical_link``); ``Family(distribution, link)`` then
 works with every link.
 
-All functions are written for numpy arrays.  The canonical families stay finite for
+All functions take arrays of any library of the Python array API standard (numpy,
+CuPy, ...; see :mod:`daskglm.compute.backend`) and return arrays of the same.  The canonical families stay finite for
 ``|eta|`` up to at least 1e3 (``exp`` overflows past about 709).  With other links the
 linear predictor is clipped into each link's safe range and the mean into the
 distribution's domain (:meth:`Distribution.clip_mean`), so values stay finite too; there
@@ -33,9 +34,11 @@ the losses are those of the clipped mean.
 
 from __future__ import annotations
 
-import numpy as np
-from scipy.special import expit
+import math
 
+import numpy as np
+
+from ..compute.backend import namespace
 from .distributions import (
     BinomialDistribution,
     Distribution,
@@ -49,7 +52,7 @@ from .distributions_extra import (
     TweedieDistribution,
 )
 from .links import Identity, get_link
-from .numerics import _scale, _split_exponent, _weighted_sum
+from .numerics import _scale, _split_exponent, _weighted_sum, expit
 
 __all__ = [
     "Family", "Gaussian", "Binomial", "Poisson", "Gamma", "InverseGaussian", "Tweedie",
@@ -131,7 +134,7 @@ class Family:
             return 0.0
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             eta = float(self.link.link(np.array([self.distribution.start_mean]))[0])
-        return eta if np.isfinite(eta) else 0.0
+        return eta if math.isfinite(eta) else 0.0
 
     def loss(self, y, eta, weight=None):
         """Weighted SUM of the per-row losses."""
@@ -222,7 +225,7 @@ class Gaussian(_NamedFamily):
     def variance(self, eta):
         if not self.canonical:
             return super().variance(eta)
-        return np.ones_like(eta)
+        return namespace(eta).ones_like(eta)
 
     def dloss(self, y, eta, weight=None):
         if not self.canonical:
@@ -245,7 +248,8 @@ class Binomial(_NamedFamily):
     def pointwise_loss(self, y, eta):
         if not self.canonical:
             return super().pointwise_loss(y, eta)
-        return np.logaddexp(0.0, eta) - y * eta
+        xp = namespace(eta)
+        return xp.logaddexp(0.0, eta) - y * eta
 
     def mean(self, eta):
         if not self.canonical:
@@ -266,9 +270,10 @@ class Binomial(_NamedFamily):
     def loss_and_dloss(self, y, eta, weight=None):
         if not self.canonical:
             return super().loss_and_dloss(y, eta, weight)
-        shrink = np.exp(-np.abs(eta))
-        loss = np.log1p(shrink) + np.maximum(eta, 0.0) - y * eta
-        prob = np.where(eta >= 0, 1.0, shrink) / (1.0 + shrink)
+        xp = namespace(eta)
+        shrink = xp.exp(-xp.abs(eta))
+        loss = xp.log1p(shrink) + xp.maximum(eta, 0.0) - y * eta
+        prob = xp.where(eta >= 0, 1.0, shrink) / (1.0 + shrink)
         return _weighted_sum(loss, weight), _scale(prob - y, weight)
 
 
@@ -286,7 +291,7 @@ class Poisson(_NamedFamily):
         if not self.canonical:
             return super().mean(eta)
         safe, over = _split_exponent(eta)
-        return np.exp(safe) * (1.0 + over + 0.5 * over**2)
+        return namespace(safe).exp(safe) * (1.0 + over + 0.5 * over**2)
 
     def variance(self, eta):
         if not self.canonical:
@@ -302,7 +307,7 @@ class Poisson(_NamedFamily):
         if not self.canonical:
             return super().dloss(y, eta, weight)
         safe, over = _split_exponent(eta)
-        return _scale(np.exp(safe) * (1.0 + over) - y, weight)
+        return _scale(namespace(safe).exp(safe) * (1.0 + over) - y, weight)
 
     def loss_and_dloss(self, y, eta, weight=None):
         if not self.canonical:
@@ -313,7 +318,7 @@ class Poisson(_NamedFamily):
         if not self.canonical:
             return super().d2loss(y, eta, weight)
         safe, _ = _split_exponent(eta)
-        return _scale(np.exp(safe), weight)
+        return _scale(namespace(safe).exp(safe), weight)
 
 
 class _StartAtTypicalMean:
@@ -323,7 +328,7 @@ class _StartAtTypicalMean:
     def start_intercept(self):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             eta = float(self.link.link(np.array([self.distribution.start_mean]))[0])
-        return eta if np.isfinite(eta) else 0.0
+        return eta if math.isfinite(eta) else 0.0
 
 
 class Gamma(_StartAtTypicalMean, _NamedFamily):

@@ -7,12 +7,11 @@ How a link and a distribution make a family is told in :mod:`daskglm.model.famil
 
 from __future__ import annotations
 
+import math
 from numbers import Real
 
-import numpy as np
-from scipy.special import expit, logit, ndtr, ndtri
-
-from .numerics import _EPS, _EXP_MAX, _LOG_MAX, _PROBIT_MAX, _float
+from ..compute.backend import namespace
+from .numerics import _EPS, _EXP_MAX, _LOG_MAX, _PROBIT_MAX, _float, expit, logit, ndtr, ndtri
 
 __all__ = ["Link", "Identity", "Logit", "Log", "Inverse", "Probit", "CLogLog", "Power", "get_link"]
 
@@ -73,10 +72,12 @@ class Identity(Link):
         return _float(eta)
 
     def inverse_derivative(self, eta):
-        return np.ones_like(_float(eta))
+        eta = _float(eta)
+        return namespace(eta).ones_like(eta)
 
     def inverse_second_derivative(self, eta):
-        return np.zeros_like(_float(eta))
+        eta = _float(eta)
+        return namespace(eta).zeros_like(eta)
 
 
 class Logit(Link):
@@ -109,10 +110,13 @@ class Log(Link):
     name = "log"
 
     def link(self, mu):
-        return np.log(_float(mu))
+        mu = _float(mu)
+        return namespace(mu).log(mu)
 
     def inverse(self, eta):
-        return np.exp(np.minimum(_float(eta), _LOG_MAX))
+        eta = _float(eta)
+        xp = namespace(eta)
+        return xp.exp(xp.minimum(eta, _LOG_MAX))
 
     inverse_derivative = inverse
     inverse_second_derivative = inverse
@@ -126,7 +130,8 @@ class Inverse(Link):
     @staticmethod
     def _safe(eta):
         eta = _float(eta)
-        return np.where(eta < 0, np.minimum(eta, -_EPS), np.maximum(eta, _EPS))
+        xp = namespace(eta)
+        return xp.where(eta < 0, xp.minimum(eta, -_EPS), xp.maximum(eta, _EPS))
 
     def link(self, mu):
         return 1.0 / _float(mu)
@@ -153,12 +158,16 @@ class Probit(Link):
         return ndtr(_float(eta))
 
     def inverse_derivative(self, eta):
-        eta = np.clip(_float(eta), -_PROBIT_MAX, _PROBIT_MAX)
-        return np.exp(-0.5 * eta**2) / np.sqrt(2.0 * np.pi)
+        eta = _float(eta)
+        xp = namespace(eta)
+        eta = xp.clip(eta, -_PROBIT_MAX, _PROBIT_MAX)
+        return xp.exp(-0.5 * eta**2) / math.sqrt(2.0 * math.pi)
 
     def inverse_second_derivative(self, eta):
-        eta = np.clip(_float(eta), -_PROBIT_MAX, _PROBIT_MAX)
-        return -eta * np.exp(-0.5 * eta**2) / np.sqrt(2.0 * np.pi)
+        eta = _float(eta)
+        xp = namespace(eta)
+        eta = xp.clip(eta, -_PROBIT_MAX, _PROBIT_MAX)
+        return -eta * xp.exp(-0.5 * eta**2) / math.sqrt(2.0 * math.pi)
 
 
 class CLogLog(Link):
@@ -166,20 +175,31 @@ class CLogLog(Link):
 
     name = "cloglog"
 
+    @staticmethod
+    def _safe(eta):
+        eta = _float(eta)
+        return namespace(eta).minimum(eta, _EXP_MAX)
+
     def link(self, mu):
-        return np.log(-np.log1p(-_float(mu)))
+        mu = _float(mu)
+        xp = namespace(mu)
+        return xp.log(-xp.log1p(-mu))
 
     def inverse(self, eta):
-        return -np.expm1(-np.exp(np.minimum(_float(eta), _EXP_MAX)))
+        eta = self._safe(eta)
+        xp = namespace(eta)
+        return -xp.expm1(-xp.exp(eta))
 
     def inverse_derivative(self, eta):
-        eta = np.minimum(_float(eta), _EXP_MAX)
-        return np.exp(eta - np.exp(eta))
+        eta = self._safe(eta)
+        xp = namespace(eta)
+        return xp.exp(eta - xp.exp(eta))
 
     def inverse_second_derivative(self, eta):
-        eta = np.minimum(_float(eta), _EXP_MAX)
-        e = np.exp(eta)
-        return np.exp(eta - e) * (1.0 - e)
+        eta = self._safe(eta)
+        xp = namespace(eta)
+        e = xp.exp(eta)
+        return xp.exp(eta - e) * (1.0 - e)
 
 
 class Power(Link):
@@ -194,7 +214,7 @@ class Power(Link):
     name = "power"
 
     def __init__(self, power):
-        if isinstance(power, bool) or not isinstance(power, Real) or not np.isfinite(power):
+        if isinstance(power, bool) or not isinstance(power, Real) or not math.isfinite(power):
             raise ValueError(f"Power link needs a finite real power; got {power!r}.")
         if power == 0:
             raise ValueError("Power(0) is the log link; use link='log'.")
@@ -204,21 +224,22 @@ class Power(Link):
         return (self.power,)
 
     def _safe(self, eta):
-        return np.maximum(_float(eta), _EPS)
+        eta = _float(eta)
+        return namespace(eta).maximum(eta, _EPS)
 
     def link(self, mu):
-        return np.power(_float(mu), self.power)
+        return _float(mu) ** self.power
 
     def inverse(self, eta):
-        return np.power(self._safe(eta), 1.0 / self.power)
+        return self._safe(eta) ** (1.0 / self.power)
 
     def inverse_derivative(self, eta):
         q = 1.0 / self.power
-        return q * np.power(self._safe(eta), q - 1.0)
+        return q * self._safe(eta) ** (q - 1.0)
 
     def inverse_second_derivative(self, eta):
         q = 1.0 / self.power
-        return q * (q - 1.0) * np.power(self._safe(eta), q - 2.0)
+        return q * (q - 1.0) * self._safe(eta) ** (q - 2.0)
 
 
 _LINKS = {cls.name: cls for cls in (Identity, Logit, Log, Inverse, Probit, CLogLog)}

@@ -20,8 +20,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp, softmax
 
+from ..compute.backend import namespace
+from .numerics import logsumexp, softmax
 from .problem import Feature, Problem
 
 __all__ = ["Multinomial", "MultinomialProblem", "softmax_loss_and_residual"]
@@ -58,8 +59,10 @@ class Multinomial:
 
     def check_target(self, y):
         """Raise ValueError unless every target is a class index ``0 ... n_classes - 1``."""
-        y = np.asarray(y)
-        if y.size and not (np.all(y == np.floor(y)) and y.min() >= 0 and y.max() < self.n_classes):
+        xp = namespace(y)
+        y = xp.asarray(y)
+        if y.size and not (bool(xp.all(y == xp.floor(y))) and float(xp.min(y)) >= 0
+                           and float(xp.max(y)) < self.n_classes):
             raise ValueError(
                 f"Multinomial targets must be class indices 0 ... {self.n_classes - 1}."
             )
@@ -93,17 +96,17 @@ def softmax_loss_and_residual(y, eta, weight):
     probabilities : ndarray of shape (n, K)
         ``softmax(eta_i)``.
     """
-    rows = np.arange(eta.shape[0])
-    labels = y.astype(np.intp)
+    xp = namespace(eta)
+    classes = xp.arange(eta.shape[1], dtype=y.dtype)
+    onehot = xp.astype(y[:, None] == classes[None, :], eta.dtype)
     lse = logsumexp(eta, axis=1)
-    per_row = lse - eta[rows, labels]
-    prob = np.exp(eta - lse[:, None])
-    residual = prob.copy()
-    residual[rows, labels] -= 1.0
+    per_row = lse - xp.sum(eta * onehot, axis=1)
+    prob = xp.exp(eta - lse[:, None])
+    residual = prob - onehot
     if weight is not None:
         per_row = per_row * weight
-        residual *= weight[:, None]
-    return float(per_row.sum()), residual, prob
+        residual = residual * weight[:, None]
+    return float(xp.sum(per_row)), residual, prob
 
 
 @dataclass
@@ -139,7 +142,7 @@ class MultinomialProblem(Problem):
         predict with zero features, averaged over the classes (1 if not positive)."""
         intercepts = (np.asarray(params[self.n_coef:], dtype=float) if self.fit_intercept
                       else np.zeros(self.n_classes))
-        prob = softmax(intercepts)
+        prob = softmax(intercepts, axis=0)
         curvature = float(np.mean(prob * (1.0 - prob)))
         return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
 
