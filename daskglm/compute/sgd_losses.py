@@ -1,7 +1,9 @@
 """Losses of scikit-learn's SGD estimators that are not GLM families.
 
 Hinge, squared hinge, perceptron and modified Huber for classification; Huber, epsilon-
-insensitive and squared epsilon-insensitive for regression.  Each is a per-row loss of the
+insensitive and squared epsilon-insensitive for regression, and these with the squared
+error on the -1/+1 signs of class labels (:class:`OnSigns`, scikit-learn's classifier
+with a regression loss).  Each is a per-row loss of the
 target ``y`` and the linear predictor ``eta`` with its derivative in ``eta``, exactly
 scikit-learn's (``sklearn.linear_model._sgd_fast``), and offers the part of the
 :class:`~daskglm.model.families.Family` interface that the SGD kernels and the fit template
@@ -25,7 +27,8 @@ from ..model.numerics import _scale, _weighted_sum
 
 __all__ = [
     "SGDLoss", "Hinge", "SquaredHinge", "ModifiedHuber", "Huber", "EpsilonInsensitive",
-    "SquaredEpsilonInsensitive", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES",
+    "SquaredEpsilonInsensitive", "SquaredError", "OnSigns", "CLASSIFICATION_LOSSES",
+    "REGRESSION_LOSSES",
 ]
 
 
@@ -176,12 +179,50 @@ class SquaredEpsilonInsensitive(SGDLoss):
         return np.where(z > c, -2.0 * (z - c), np.where(z < -c, 2.0 * (-z - c), 0.0))
 
 
+@dataclass(frozen=True)
+class SquaredError(SGDLoss):
+    """``(y - eta)^2 / 2``, for :class:`OnSigns` (the regressor's is the Gaussian family)."""
+
+    name = "squared_error"
+
+    def pointwise_loss(self, y, eta):
+        r = eta - y
+        return 0.5 * r * r
+
+    def pointwise_dloss(self, y, eta):
+        return eta - y
+
+
+@dataclass(frozen=True)
+class OnSigns(SGDLoss):
+    """A regression loss on the signs ``s = 2 y - 1`` of 0/1 labels: scikit-learn's
+    classifier with ``loss="squared_error"``, ``"huber"``, ``"epsilon_insensitive"`` or
+    ``"squared_epsilon_insensitive"`` regresses the -1/+1 labels."""
+
+    inner: SGDLoss
+    classification = True
+
+    @property
+    def name(self):
+        return self.inner.name
+
+    def pointwise_loss(self, y, eta):
+        return self.inner.pointwise_loss(_sign(y), eta)
+
+    def pointwise_dloss(self, y, eta):
+        return self.inner.pointwise_dloss(_sign(y), eta)
+
+
 #: ``loss=`` names of ``SGDClassifier`` (besides ``"log_loss"``) and how to build them.
 CLASSIFICATION_LOSSES = {
     "hinge": lambda epsilon: Hinge(1.0),
     "perceptron": lambda epsilon: Hinge(0.0),
     "squared_hinge": lambda epsilon: SquaredHinge(1.0),
     "modified_huber": lambda epsilon: ModifiedHuber(),
+    "squared_error": lambda epsilon: OnSigns(SquaredError()),
+    "huber": lambda epsilon: OnSigns(Huber(epsilon)),
+    "epsilon_insensitive": lambda epsilon: OnSigns(EpsilonInsensitive(epsilon)),
+    "squared_epsilon_insensitive": lambda epsilon: OnSigns(SquaredEpsilonInsensitive(epsilon)),
 }
 
 #: ``loss=`` names of ``SGDRegressor`` (besides ``"squared_error"``) and how to build them.
