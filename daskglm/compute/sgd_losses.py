@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 
+#: scikit-learn's bound on a row's loss derivative (``MAX_DLOSS`` of ``_sgd_fast``).
+MAX_DLOSS = 1e12
+
+
 class SGDLoss:
     """A per-row loss ``loss(y, eta)`` and its derivative in ``eta``."""
 
@@ -48,12 +52,17 @@ class SGDLoss:
         raise NotImplementedError
 
     def loss(self, y, eta, weight=None):
-        """Weighted SUM of the per-row losses."""
-        return _weighted_sum(self.pointwise_loss(y, eta), weight)
+        """Weighted SUM of the per-row losses (inf where they overflow, as scikit-learn's
+        sum, without a floating-point error under ``np.errstate(all="raise")``)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _weighted_sum(self.pointwise_loss(y, eta), weight)
 
     def dloss(self, y, eta, weight=None):
-        """Per-row derivative of the weighted loss in ``eta``."""
-        return _scale(self.pointwise_dloss(y, eta), weight)
+        """Per-row derivative of the weighted loss in ``eta``, clipped to
+        ``[-MAX_DLOSS, MAX_DLOSS]`` as scikit-learn's SGD clips it."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            dloss = np.clip(self.pointwise_dloss(y, eta), -MAX_DLOSS, MAX_DLOSS)
+        return _scale(dloss, weight)
 
     def loss_and_dloss(self, y, eta, weight=None):
         return self.loss(y, eta, weight), self.dloss(y, eta, weight)

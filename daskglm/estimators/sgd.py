@@ -97,6 +97,8 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             raise ValueError(
                 f"penalty must be 'l2', 'l1', 'elasticnet' or None; got {self.penalty!r}."
             )
+        if self.penalty == "elasticnet" and self.l1_ratio is None:
+            raise ValueError("l1_ratio must be set when penalty is 'elasticnet'")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         if self.cache not in ("auto", "memory", "none"):
