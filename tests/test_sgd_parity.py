@@ -173,3 +173,32 @@ def test_balanced_class_weight_with_partial_fit_message():
         with pytest.raises(ValueError, match="class_weight 'balanced' is not supported for "
                                              "partial_fit. In order to use 'balanced' weights"):
             klass(class_weight="balanced").partial_fit(X_STD, IRIS_Y, classes=[0, 1, 2])
+
+
+@pytest.mark.parametrize("name, theirs", [
+    ("squared_error", None), ("huber", None),
+    ("epsilon_insensitive", ("EpsilonInsensitive", 0.3)),
+    ("squared_epsilon_insensitive", ("SquaredEpsilonInsensitive", 0.3)),
+])
+def test_classifier_regression_losses_are_scikit_learns_on_signs(name, theirs):
+    from sklearn.linear_model import _sgd_fast
+
+    from daskglm.compute.sgd_losses import CLASSIFICATION_LOSSES
+
+    loss = CLASSIFICATION_LOSSES[name](0.3)
+    rng = np.random.default_rng(0)
+    eta = rng.normal(scale=2.0, size=100)
+    y = (rng.uniform(size=100) < 0.5).astype(float)
+    signs = 2 * y - 1
+    r = eta - signs
+    if name == "squared_error":  # scikit-learn's half squared error, written out
+        expected, slope = 0.5 * r**2, r
+    elif name == "huber":  # scikit-learn's CyHuberLoss with delta 0.3, written out
+        expected = np.where(np.abs(r) <= 0.3, 0.5 * r**2, 0.3 * (np.abs(r) - 0.15))
+        slope = np.clip(r, -0.3, 0.3)
+    else:
+        reference = getattr(_sgd_fast, theirs[0])(*theirs[1:])
+        expected = [reference.py_loss(p, s) for p, s in zip(eta, signs)]
+        slope = [reference.py_dloss(p, s) for p, s in zip(eta, signs)]
+    np.testing.assert_allclose(loss.pointwise_loss(y, eta), expected, rtol=1e-14)
+    np.testing.assert_allclose(loss.pointwise_dloss(y, eta), slope, rtol=1e-14)
