@@ -27,12 +27,13 @@ from sklearn.utils.class_weight import compute_class_weight
 import daskglm
 import daskglm.engine.build as engine_module
 from daskglm.compute.sgd_losses import CLASSIFICATION_LOSSES, REGRESSION_LOSSES, OnSigns
+from daskglm.model.families import Binomial, Gaussian
 
 #: The classifier's own losses (the regression losses on -1/+1 signs, ``OnSigns``, are
 #: tested in test_sgd_parity.py).
 MARGIN_LOSSES = [name for name, make in CLASSIFICATION_LOSSES.items()
                  if not isinstance(make(0.1), OnSigns)]
-from daskglm.model.families import Binomial, Gaussian
+
 
 OBJECTIVE_GAP = 0.1
 REGRESSION_GAP = 0.01
