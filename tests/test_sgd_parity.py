@@ -94,6 +94,30 @@ def test_validation_score_round_matches_the_byte_model():
         assert (record.bytes_sent, record.bytes_returned) == (down, up)
 
 
+def test_early_stopping_on_dask_arrays_on_a_cluster(client):
+    # the held-out rows are cut from the Dask arrays lazily and scored where they live;
+    # every round, the validation_score ones included, matches the byte model
+    import dask.array as da
+
+    X = da.from_array(X_STD, chunks=(50, 4))
+    y = da.from_array(IRIS_Y.astype(float), chunks=50)
+    model = SGDRegressor(early_stopping=True, random_state=0, tol=1e-3).fit(X, y)
+    assert model.converged_
+    records = [r for r in model.comm_.records if r.kind == Kind.VALIDATION_SCORE]
+    assert len(records) == model.n_iter_
+    for record in records:
+        down, up = payload_model(Kind.VALIDATION_SCORE, n_params=5, n_features=4,
+                                 partitions=record.partitions, groups=record.groups,
+                                 split_every=record.split_every)
+        assert (record.bytes_sent, record.bytes_returned) == (down, up)
+    # the same split as NumPy input: the last score is the model's R^2 on those rows
+    _, held = next(ShuffleSplit(test_size=0.1, random_state=0).split(X_STD))
+    assert model.history_[-1]["validation_score"] == pytest.approx(
+        model.score(X_STD[held], IRIS_Y[held]), rel=1e-12)
+    with pytest.raises(NotImplementedError, match="Dask class labels"):
+        SGDClassifier(early_stopping=True).fit(X, y)
+
+
 # learning_rate="adaptive" -------------------------------------------------------------------
 def test_adaptive_rule_divides_by_five_until_spent():
     rule = make_step_rule("adaptive", eta0=0.01)
