@@ -49,7 +49,7 @@ _GLM_SOLVERS = {"newton-cholesky": "newton"}
 # parameters that only change how scikit-learn computes, never what
 _IGNORED = {"copy_X", "n_jobs", "precompute", "selection", "shuffle", "gcv_mode",
             "use_legacy_attributes",  # the layout of LogisticRegressionCV's CV results only
-            "random_state", "verbose", "validation_fraction"}
+            "random_state", "verbose"}
 
 # per estimator: {parameter: {scikit-learn value: daskglm value}}
 _VALUE_MAPS = {

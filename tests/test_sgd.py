@@ -366,7 +366,7 @@ BAD_PARAMETERS = {
                                "supports loss='squared_error', 'huber'"),
     "epsilon": (daskglm.SGDRegressor, {"loss": "huber", "epsilon": -1.0}, "epsilon must be"),
     "class-weight": (daskglm.SGDClassifier, {"class_weight": "uniform"}, "class_weight must"),
-    "learning-rate": (daskglm.SGDRegressor, {"learning_rate": "adaptive"}, "learning_rate"),
+    "learning-rate": (daskglm.SGDRegressor, {"learning_rate": "pa1"}, "learning_rate"),
     "zero-eta0": (daskglm.SGDClassifier, {"learning_rate": "constant"}, "eta0 must be"),
     "optimal-without-alpha": (daskglm.SGDClassifier, {"alpha": 0.0}, "alpha > 0"),
     "penalty": (daskglm.SGDRegressor, {"penalty": "l3"}, "penalty must be"),

@@ -323,6 +323,7 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.FOLD_MOMENTS: (int(n_rows) + 8 * G, 8 * (2 * p + 1) * T),
         Kind.CLASS_MOMENTS: (0, 8 * (2 * p + 1) * T),
         Kind.HELD_OUT: (int(n_rows) + 8 * int(n_models) * d * G, 8 * (2 * int(n_models) + 3) * T),
+        Kind.VALIDATION_SCORE: (8 * (d + 2) * G, 8 * 4 * T),
         Kind.PUSH: (8 * d * int(calls), 0),
         Kind.PULL: (0, 8 * d * int(calls)),
         Kind.GOSSIP_EXCHANGE: (8 * P * (P + 1) + 2 * (P if edges is None else int(edges))

@@ -53,3 +53,4 @@ class Kind:
     GOSSIP_START = "gossip_start"  # every node's first model and partition index
     GOSSIP_FETCH = "gossip_fetch"  # the nodes' models fetched once, at the end, to average
     CLASS_MOMENTS = "class_moments"  # column moments again after class weights (> 64 classes)
+    VALIDATION_SCORE = "validation_score"  # SGD's early stopping: the held-out rows' score sums

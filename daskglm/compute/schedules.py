@@ -24,6 +24,7 @@ __all__ = [
     "PolynomialDecay",
     "OptimalDecay",
     "AdagradScaling",
+    "AdaptiveScale",
     "Chain",
     "make_step_rule",
     "scale_state",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 #: The ``learning_rate`` names :func:`make_step_rule` understands.
-LEARNING_RATES = ("constant", "invscaling", "optimal", "adagrad")
+LEARNING_RATES = ("constant", "invscaling", "optimal", "adagrad", "adaptive")
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,33 @@ class AdagradScaling:
 
 
 @dataclass(frozen=True)
+class AdaptiveScale:
+    """scikit-learn's ``"adaptive"`` rate: ``eta0`` while the stopping rule sees progress.
+
+    The state is the current rate (a 0-d array, so that local SGD can average it as any
+    other state).  The solver calls :meth:`on_plateau` when its stopping rule fires
+    (``n_iter_no_change`` epochs without an improvement of ``tol``): the rate is divided
+    by ``factor``, or, once it is at most ``min_rate``, the run stops.
+    """
+
+    eta0: float
+    factor: float = 5.0
+    min_rate: float = 1e-6
+
+    def init(self, params):
+        return np.array(self.eta0)
+
+    def update(self, grad, state, step):
+        return float(state), state
+
+    def on_plateau(self, state):
+        """The state after a plateau, or None when the rate is spent and the run stops."""
+        if not float(state) > self.min_rate:
+            return None
+        return np.array(float(state) / self.factor)
+
+
+@dataclass(frozen=True)
 class Chain:
     """The product of the rates of ``rules``; the state is the tuple of their states."""
 
@@ -130,10 +158,12 @@ def make_step_rule(learning_rate, eta0=0.01, power_t=0.25, alpha=0.0):
 
     Parameters
     ----------
-    learning_rate : {"constant", "invscaling", "optimal", "adagrad"}
+    learning_rate : {"constant", "invscaling", "optimal", "adagrad", "adaptive"}
         ``"constant"``: ``eta0``; ``"invscaling"``: ``eta0 / (t + 1) ** power_t``;
         ``"optimal"``: ``1 / (alpha * (t0 + t))``; ``"adagrad"``: ``eta0`` over the root
-        of each parameter's sum of squared gradients.  ``t`` counts steps from 0.
+        of each parameter's sum of squared gradients; ``"adaptive"``: ``eta0``, divided
+        by 5 at each plateau of the stopping rule (:class:`AdaptiveScale`).  ``t``
+        counts steps from 0.
     eta0 : float
         Initial rate, > 0 (unused by ``"optimal"``).
     power_t : float
@@ -143,7 +173,7 @@ def make_step_rule(learning_rate, eta0=0.01, power_t=0.25, alpha=0.0):
 
     Returns
     -------
-    Scale, Chain or OptimalDecay
+    Scale, Chain, OptimalDecay or AdaptiveScale
     """
     if learning_rate not in LEARNING_RATES:
         raise ValueError(
@@ -157,6 +187,8 @@ def make_step_rule(learning_rate, eta0=0.01, power_t=0.25, alpha=0.0):
         )
     if learning_rate == "constant":
         return Scale(float(eta0))
+    if learning_rate == "adaptive":
+        return AdaptiveScale(float(eta0))
     if learning_rate == "invscaling":
         if not (isinstance(power_t, (int, float, np.number)) and math.isfinite(power_t)):
             raise ValueError(f"power_t must be a finite number; got {power_t!r}.")

@@ -1,7 +1,9 @@
 """Losses of scikit-learn's SGD estimators that are not GLM families.
 
 Hinge, squared hinge, perceptron and modified Huber for classification; Huber, epsilon-
-insensitive and squared epsilon-insensitive for regression.  Each is a per-row loss of the
+insensitive and squared epsilon-insensitive for regression, and these with the squared
+error on the -1/+1 signs of class labels (:class:`OnSigns`, scikit-learn's classifier
+with a regression loss).  Each is a per-row loss of the
 target ``y`` and the linear predictor ``eta`` with its derivative in ``eta``, exactly
 scikit-learn's (``sklearn.linear_model._sgd_fast``), and offers the part of the
 :class:`~daskglm.model.families.Family` interface that the SGD kernels and the fit template
@@ -25,8 +27,13 @@ from ..model.numerics import _scale, _weighted_sum
 
 __all__ = [
     "SGDLoss", "Hinge", "SquaredHinge", "ModifiedHuber", "Huber", "EpsilonInsensitive",
-    "SquaredEpsilonInsensitive", "CLASSIFICATION_LOSSES", "REGRESSION_LOSSES",
+    "SquaredEpsilonInsensitive", "SquaredError", "OnSigns", "CLASSIFICATION_LOSSES",
+    "REGRESSION_LOSSES",
 ]
+
+
+#: scikit-learn's bound on a row's loss derivative (``MAX_DLOSS`` of ``_sgd_fast``).
+MAX_DLOSS = 1e12
 
 
 class SGDLoss:
@@ -45,12 +52,17 @@ class SGDLoss:
         raise NotImplementedError
 
     def loss(self, y, eta, weight=None):
-        """Weighted SUM of the per-row losses."""
-        return _weighted_sum(self.pointwise_loss(y, eta), weight)
+        """Weighted SUM of the per-row losses (inf where they overflow, as scikit-learn's
+        sum, without a floating-point error under ``np.errstate(all="raise")``)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return _weighted_sum(self.pointwise_loss(y, eta), weight)
 
     def dloss(self, y, eta, weight=None):
-        """Per-row derivative of the weighted loss in ``eta``."""
-        return _scale(self.pointwise_dloss(y, eta), weight)
+        """Per-row derivative of the weighted loss in ``eta``, clipped to
+        ``[-MAX_DLOSS, MAX_DLOSS]`` as scikit-learn's SGD clips it."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            dloss = np.clip(self.pointwise_dloss(y, eta), -MAX_DLOSS, MAX_DLOSS)
+        return _scale(dloss, weight)
 
     def loss_and_dloss(self, y, eta, weight=None):
         return self.loss(y, eta, weight), self.dloss(y, eta, weight)
@@ -176,12 +188,50 @@ class SquaredEpsilonInsensitive(SGDLoss):
         return np.where(z > c, -2.0 * (z - c), np.where(z < -c, 2.0 * (-z - c), 0.0))
 
 
+@dataclass(frozen=True)
+class SquaredError(SGDLoss):
+    """``(y - eta)^2 / 2``, for :class:`OnSigns` (the regressor's is the Gaussian family)."""
+
+    name = "squared_error"
+
+    def pointwise_loss(self, y, eta):
+        r = eta - y
+        return 0.5 * r * r
+
+    def pointwise_dloss(self, y, eta):
+        return eta - y
+
+
+@dataclass(frozen=True)
+class OnSigns(SGDLoss):
+    """A regression loss on the signs ``s = 2 y - 1`` of 0/1 labels: scikit-learn's
+    classifier with ``loss="squared_error"``, ``"huber"``, ``"epsilon_insensitive"`` or
+    ``"squared_epsilon_insensitive"`` regresses the -1/+1 labels."""
+
+    inner: SGDLoss
+    classification = True
+
+    @property
+    def name(self):
+        return self.inner.name
+
+    def pointwise_loss(self, y, eta):
+        return self.inner.pointwise_loss(_sign(y), eta)
+
+    def pointwise_dloss(self, y, eta):
+        return self.inner.pointwise_dloss(_sign(y), eta)
+
+
 #: ``loss=`` names of ``SGDClassifier`` (besides ``"log_loss"``) and how to build them.
 CLASSIFICATION_LOSSES = {
     "hinge": lambda epsilon: Hinge(1.0),
     "perceptron": lambda epsilon: Hinge(0.0),
     "squared_hinge": lambda epsilon: SquaredHinge(1.0),
     "modified_huber": lambda epsilon: ModifiedHuber(),
+    "squared_error": lambda epsilon: OnSigns(SquaredError()),
+    "huber": lambda epsilon: OnSigns(Huber(epsilon)),
+    "epsilon_insensitive": lambda epsilon: OnSigns(EpsilonInsensitive(epsilon)),
+    "squared_epsilon_insensitive": lambda epsilon: OnSigns(SquaredEpsilonInsensitive(epsilon)),
 }
 
 #: ``loss=`` names of ``SGDRegressor`` (besides ``"squared_error"``) and how to build them.

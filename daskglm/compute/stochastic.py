@@ -156,7 +156,26 @@ def sgd_step(params, grad_sum, weight, config, rule_state, step, n_batch=None):
     n = config.n_features
     grad[:n] += config.penalty.grad(params[:n])
     rate, rule_state = config.rule.update(grad, rule_state, step)
-    return params - rate * grad, rate, rule_state
+    moved = params - rate * grad
+    _clip_l2_shrink(moved, params, rate, config)
+    return moved, rate, rule_state
+
+
+def _clip_l2_shrink(moved, params, rate, config):
+    """Where ``rate`` times the L2 strength exceeds 1, the L2 part of a step would carry a
+    coefficient past zero (and grow it: a huge ``alpha * eta`` makes the iterates
+    overflow); there set it to zero, as scikit-learn scales its weights by ``max(0, 1 -
+    eta * alpha_l2)`` after the loss's move.  Elsewhere ``moved`` is left as it is, bit
+    for bit."""
+    penalty = config.penalty
+    if not hasattr(penalty, "hess_diag"):
+        return
+    n = config.n_features
+    strength = penalty.hess_diag(params[:n])
+    coef_rate = rate if np.ndim(rate) == 0 else rate[:n]
+    past_zero = coef_rate * strength > 1.0
+    if np.any(past_zero):
+        moved[:n][past_zero] = 0.0
 
 
 def l1_prox(params, rate, config):

@@ -10,13 +10,19 @@ predicts and scores as the regressors of :mod:`daskglm.estimators.linear`.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from sklearn.linear_model._base import SparseCoefMixin
+from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
+from sklearn.utils import _safe_indexing
 
+from ..accounting.kinds import Kind
 from ..accounting.ledger import CommReport
 from ..compute.schedules import make_step_rule
 from ..compute.sgd_losses import REGRESSION_LOSSES
-from ..engine import stream_engines
+from ..compute.sgd_validation import score_of_sums, validation_sums
+from ..engine import is_dask, make_engine, stream_engines
 from ..model.families import Gaussian
 from ..model.penalties import make_penalty
 from ..solvers import Problem, get_solver
@@ -91,6 +97,8 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             raise ValueError(
                 f"penalty must be 'l2', 'l1', 'elasticnet' or None; got {self.penalty!r}."
             )
+        if self.penalty == "elasticnet" and self.l1_ratio is None:
+            raise ValueError("l1_ratio must be set when penalty is 'elasticnet'")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         if self.cache not in ("auto", "memory", "none"):
@@ -99,12 +107,22 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         if not (isinstance(max_iter, (int, np.integer)) and not isinstance(max_iter, bool)
                 and max_iter >= 1):
             raise ValueError(f"max_iter must be an integer >= 1; got {max_iter!r}.")
+        if not isinstance(self.early_stopping, (bool, np.bool_)):
+            raise ValueError(f"early_stopping must be True or False; got {self.early_stopping!r}.")
+        fraction = self.validation_fraction
+        if not (isinstance(fraction, (int, float, np.number)) and not isinstance(fraction, bool)
+                and 0 < fraction < 1):
+            raise ValueError(f"The 'validation_fraction' parameter of {name} must be a float in "
+                             f"the range (0.0, 1.0). Got {fraction!r} instead.")
+        if self.early_stopping and self.solver != "sgd":
+            raise ValueError(f"early_stopping is an option of solver='sgd'; got "
+                             f"solver={self.solver!r}.")
 
     def _problem(self, n_features):
         penalty = self._penalty(1.0)
         return Problem(self._loss_function(), penalty, bool(self.fit_intercept), int(n_features))
 
-    def _solver(self, problem, tol, max_iter):
+    def _solver(self, problem, tol, max_iter, validation=None):
         name = self.solver
         if name not in STOCHASTIC_SOLVERS:
             raise ValueError(f"solver must be one of {list(STOCHASTIC_SOLVERS)}; got {name!r}.")
@@ -117,7 +135,8 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             "random_state": self.random_state,
         }
         if name == "sgd":
-            options.update(average=self.average, sync_every=self.sync_every)
+            options.update(average=self.average, sync_every=self.sync_every,
+                           validation=validation)
         elif self.average is not False or self.sync_every is not None:
             raise ValueError(f"average and sync_every are options of solver='sgd'; "
                              f"solver={name!r} takes neither.")
@@ -150,9 +169,101 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         self._check_params()
         self._fit_start = _initial_params(X, coef_init, intercept_init, self.fit_intercept)
         try:
+            if self.early_stopping and "_held_out" not in self.__dict__:
+                X, y, sample_weight = self._split_held_out(X, y, sample_weight)
             return super().fit(X, y, sample_weight)
         finally:
             self.__dict__.pop("_fit_start", None)
+            self.__dict__.pop("_held_out", None)
+            held_out_engine = self.__dict__.pop("_held_out_engine", None)
+            if held_out_engine is not None:
+                held_out_engine.close()
+
+    # early stopping ------------------------------------------------------------------
+    def _split_held_out(self, X, y, sample_weight):
+        """The training rows of ``(X, y, sample_weight)``; the held-out rows go to
+        ``self._held_out``.
+
+        scikit-learn's split: :class:`~sklearn.model_selection.ShuffleSplit` (stratified
+        for a classifier) with ``test_size=validation_fraction`` and ``random_state`` (a
+        ``RandomState`` is copied, so that the split leaves the draws of the fit as they
+        are).  It needs the labels but not ``X``: a Dask ``X`` (and regression targets)
+        are cut lazily by a boolean mask, the engines then reading their partitions.
+        """
+        if is_dask(X) and not hasattr(X, "vindex"):
+            raise NotImplementedError("early_stopping takes a Dask array X, not a Dask "
+                                      "DataFrame; pass X.to_dask_array(lengths=True).")
+        if self._classifier and is_dask(y):
+            raise NotImplementedError(
+                "early_stopping with Dask class labels is not supported: the stratified "
+                "split needs the labels on the driver; pass y as a NumPy array."
+            )
+        if hasattr(X, "tocsr"):
+            X = X.tocsr()
+        n_samples = int(X.shape[0]) if hasattr(X, "shape") else len(X)
+        labels = None if is_dask(y) else np.asarray(y)
+        if labels is not None:
+            y = labels
+        random_state = self.random_state
+        if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
+            random_state = copy.deepcopy(random_state)
+        splitter = (StratifiedShuffleSplit if self._classifier else ShuffleSplit)(
+            test_size=self.validation_fraction, random_state=random_state)
+        train, held_out = next(splitter.split(np.zeros((n_samples, 1)), labels))
+        if sample_weight is not None and not is_dask(sample_weight):
+            sample_weight = np.asarray(sample_weight, dtype=np.float64)
+            if not np.any(sample_weight[held_out] > 0):
+                raise ValueError("The sample weights for validation set are all zero, consider "
+                                 "using a different random state.")
+        if train.shape[0] == 0 or held_out.shape[0] == 0:
+            raise ValueError(
+                f"Splitting {n_samples} samples into a train set and a validation set with "
+                f"validation_fraction={self.validation_fraction!r} led to an empty set "
+                f"({train.shape[0]} and {held_out.shape[0]} samples). Please either change "
+                "validation_fraction, increase number of samples, or disable early_stopping."
+            )
+        mask = np.zeros(n_samples, dtype=bool)
+        mask[held_out] = True  # the training rows keep their order
+        self._held_out = tuple(_rows_of(part, mask) for part in (X, y, sample_weight))
+        return tuple(_rows_of(part, ~mask) for part in (X, y, sample_weight))
+
+    def _held_out_target(self, y):
+        """The held-out targets as the engine holds the training ones."""
+        return y
+
+    def _engine(self, X, y, sample_weight, family, offset=None, first=None):
+        """The engine of the training rows and, with early stopping, one of the held-out
+        rows writing its rounds to the same ledger (``self._held_out_engine``)."""
+        engine = super()._engine(X, y, sample_weight, family, offset, first)
+        held_out = self.__dict__.get("_held_out")
+        if held_out is not None:
+            try:
+                X_val, y_val, weight_val = held_out
+                scorer = make_engine(X_val, self._held_out_target(y_val), weight_val,
+                                     family=family, cache=self.cache)
+            except BaseException:
+                engine.close()
+                raise
+            engine.ledger.records.extend(scorer.ledger.records)
+            scorer.ledger = engine.ledger
+            self._held_out_engine = scorer
+        return engine
+
+    def _validation_score(self, problem):
+        """``score(params)``: the held-out rows' accuracy or R^2, one round of the
+        held-out engine (``validation_score``); None without early stopping."""
+        engine = self.__dict__.get("_held_out_engine")
+        if engine is None:
+            return None
+        classification = bool(self._classifier)
+
+        def score(params):
+            sums = engine.reduce(validation_sums, np.asarray(params, dtype=float),
+                                 bool(problem.fit_intercept), classification,
+                                 kind=Kind.VALIDATION_SCORE)
+            return score_of_sums(sums, classification)
+
+        return score
 
     def _previous_params(self):
         start = self.__dict__.get("_fit_start")
@@ -166,7 +277,8 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
 
     def _configure(self, name, total_weight, n_features):
         problem = self._problem(n_features)
-        return problem, self._solver(problem, self.tol, self.max_iter)
+        return problem, self._solver(problem, self.tol, self.max_iter,
+                                     self._validation_score(problem))
 
     def _record_fit(self, problem, result):
         self.history_ = []
@@ -210,6 +322,8 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
     def _partial_fit(self, X, y, sample_weight, classes):
         """:meth:`partial_fit` of both estimators; ``classes`` is None for regressors."""
         self._check_params()
+        if self.early_stopping:
+            raise ValueError("early_stopping should be False with partial_fit")
         if self.solver != "sgd":
             raise ValueError(f"partial_fit runs solver='sgd' only; got solver={self.solver!r}.")
         state = getattr(self, "_sgd_state", None)
@@ -268,6 +382,17 @@ _SGD_DOC = """
         Fit an unpenalised intercept.
     max_iter : int, default=1000
         Most epochs; an epoch is ``ceil(n_samples / batch_size)`` steps.
+    early_stopping : bool, default=False
+        scikit-learn's early stopping: hold out ``validation_fraction`` of the rows
+        (scikit-learn's ``ShuffleSplit``, stratified for the classifier, seeded by
+        ``random_state``), train on the others, and after every epoch score the held-out
+        rows (accuracy, or R^2 for the regressor, weighted by ``sample_weight``) in one
+        round of their own (``validation_score``); ``fit`` stops after
+        ``n_iter_no_change`` epochs whose score is below the best so far plus ``tol``.
+        Needs ``solver="sgd"`` and NumPy labels for the classifier; ``partial_fit``
+        raises with it, as scikit-learn's.
+    validation_fraction : float, default=0.1
+        Share of the rows held out with ``early_stopping``, in (0, 1).
     tol : float or None, default=1e-3
         scikit-learn's stopping rule (with ``early_stopping=False``): the objective of an
         epoch is the mean over its rows (weighted by ``sample_weight``) of each row's loss
@@ -278,10 +403,13 @@ _SGD_DOC = """
         exactly once, so the estimate has no sampling noise from the draws, and with
         ``batch_size=1`` and no sample weights it is scikit-learn's number (scikit-learn
         leaves the sample weights out of it).  None runs every epoch.
-    learning_rate : {"constant", "invscaling", "optimal", "adagrad"}, default="%(learning_rate)s"
+    learning_rate : {"constant", "invscaling", "optimal", "adagrad", "adaptive"}, \
+default="%(learning_rate)s"
         ``eta0``, ``eta0 / (t + 1) ** power_t``, ``1 / (alpha * (t0 + t))`` with
-        scikit-learn's ``t0``, or Adagrad's per-coefficient ``eta0 / sqrt(sum of squared
-        gradients)``, where ``t`` counts steps from 0.
+        scikit-learn's ``t0``, Adagrad's per-coefficient ``eta0 / sqrt(sum of squared
+        gradients)``, where ``t`` counts steps from 0, or scikit-learn's ``"adaptive"``:
+        ``eta0`` while the stopping rule sees improvement, divided by 5 each time it would
+        stop, and the fit stops once the rate is at most 1e-6.
     eta0 : float, default=%(eta0)s
         Initial learning rate, > 0 unless ``learning_rate="optimal"``.
     power_t : float, default=%(power_t)s
@@ -376,7 +504,8 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="invscaling",
                  eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
                  batch_size=16, sync_every=None, solver="sgd", solver_options=None,
-                 cache="auto", verbose=0, warm_start=False, epsilon=0.1):
+                 cache="auto", verbose=0, warm_start=False, epsilon=0.1, early_stopping=False,
+                 validation_fraction=0.1):
         self.loss = loss
         self.epsilon = epsilon
         self.penalty = penalty
@@ -398,6 +527,8 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
 
     def _family(self):
         return Gaussian()
@@ -413,6 +544,15 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         return self._partial_fit(X, y, sample_weight, None)
 
     partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": ""}
+
+
+def _rows_of(part, mask):
+    """The rows of ``part`` (a matrix, vector, Dask array or None) where ``mask`` holds."""
+    if part is None:
+        return None
+    if is_dask(part):
+        return part[mask]
+    return _safe_indexing(part, np.flatnonzero(mask))
 
 
 def _initial_params(X, coef_init, intercept_init, fit_intercept):

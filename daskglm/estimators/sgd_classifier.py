@@ -58,15 +58,18 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
 
     Parameters
     ----------
-    loss : {"log_loss", "hinge", "modified_huber", "squared_hinge", "perceptron"}, default="log_loss"
+    loss : {"log_loss", "hinge", "modified_huber", "squared_hinge", "perceptron", \
+"squared_error", "huber", "epsilon_insensitive", "squared_epsilon_insensitive"}, \
+default="log_loss"
         With ``s = +1`` for the positive class and ``-1`` otherwise and ``p`` the decision
         function: the logistic loss ``log(1 + exp(-s p))``, the hinge ``max(0, 1 - s p)``
         (a linear SVM), the modified Huber loss (quadratically smoothed hinge), the squared
-        hinge, or the perceptron's ``max(0, -s p)``; all exactly scikit-learn's.  The
-        default is the logistic loss, not scikit-learn's hinge: it was the only loss of
-        this class before, and gives probabilities.
+        hinge, or the perceptron's ``max(0, -s p)``, or a regression loss of
+        :class:`SGDRegressor` on ``s``; all exactly scikit-learn's.  The default is the
+        logistic loss, not scikit-learn's hinge: it was the only loss of this class
+        before, and gives probabilities.
     epsilon : float, default=0.1
-        Kept for scikit-learn's signature; none of these losses uses it.
+        The ``epsilon`` of the Huber and epsilon-insensitive losses.
     class_weight : dict, "balanced" or None, default=None
         Weights of the classes, multiplying the sample weights: ``{label: weight}``
         (classes left out weigh 1) or ``"balanced"``, ``n_samples / (n_classes *
@@ -89,7 +92,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.0,
                  power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
                  batch_size=16, sync_every=None, solver="sgd", solver_options=None,
-                 cache="auto", verbose=0, warm_start=False, epsilon=0.1, class_weight=None):
+                 cache="auto", verbose=0, warm_start=False, epsilon=0.1, class_weight=None,
+                 early_stopping=False, validation_fraction=0.1):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -112,6 +116,8 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         self.warm_start = warm_start
         self.epsilon = epsilon
         self.class_weight = class_weight
+        self.early_stopping = early_stopping
+        self.validation_fraction = validation_fraction
 
     def _family(self):
         return Binomial()
@@ -152,6 +158,15 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
             y = np.asarray(y)
             if y.ndim == 2 and y.shape[1] == 1:
                 y = column_or_1d(y, warn=True)
+        try:
+            if self.early_stopping:  # scikit-learn's split: on all labels, before class weights
+                X, y, sample_weight = self._split_held_out(X, y, sample_weight)
+            return self._fit_labels(X, y, coef_init, intercept_init, sample_weight)
+        finally:
+            self.__dict__.pop("_held_out", None)
+
+    def _fit_labels(self, X, y, coef_init, intercept_init, sample_weight):
+        """:meth:`fit` on checked labels: binary, or one-vs-rest."""
         if _labels_found_by_engine(y, coef_init) \
                 and not (self.warm_start and hasattr(self, "coef_")):
             try:
@@ -206,6 +221,10 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
                 target = (y == label).astype(np.float64)
             else:
                 target, binary._versus = y, (label, class_weights)
+            held_out = self.__dict__.get("_held_out")
+            if held_out is not None:  # the split of all labels, this class against the rest
+                X_val, y_val, weight_val = held_out
+                binary._held_out = (X_val, (y_val == label).astype(np.float64), weight_val)
             # the binary fit itself: its classes are known, no pass over y to find them
             try:
                 _SGDBase.fit(binary, X, target, None if coef_init is None else coef_init[k],
@@ -245,12 +264,17 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
         self.__dict__.pop("_sgd_state", None)
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
+        self._check_params()
+        if self.early_stopping:
+            raise ValueError("early_stopping should be False with partial_fit")
         if self.class_weight == "balanced":
             raise ValueError(
-                "class_weight 'balanced' is not supported for partial_fit: the class counts "
-                "of the whole data are not known from one chunk; pass a dict of weights."
+                "class_weight 'balanced' is not supported for partial_fit. In order to use "
+                "'balanced' weights, use compute_class_weight('balanced', classes=classes, "
+                "y=y). In place of y you can use a large enough sample of the full training "
+                "set target to properly estimate the class frequency distributions. Pass the "
+                "resulting weights as the class_weight parameter."
             )
-        self._check_params()
         first = not hasattr(self, "classes_")
         if first and classes is not None:
             labels = np.unique(np.asarray(classes))
@@ -311,6 +335,9 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     # binary label handling, as LogisticRegression's
     _prepare_target = LogisticRegression._prepare_target
     _set_classes = LogisticRegression._set_classes
+
+    def _held_out_target(self, y):
+        return _encode_binary(np.asarray(y), self.classes_)
 
     def _label_summary(self):
         versus = self.__dict__.get("_versus")

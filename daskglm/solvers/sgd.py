@@ -86,6 +86,19 @@ def _check_hogwild(problem):
                          f"{problem.penalty!r}.")
 
 
+def _lower_rate(state):
+    """Divide an ``"adaptive"`` rate at a plateau of the stopping rule (scikit-learn's
+    rule); False when the rule has no such step or its rate is spent (then stop)."""
+    on_plateau = getattr(state.rule, "on_plateau", None)
+    if on_plateau is None:
+        return False
+    lowered = on_plateau(state.rule_state)
+    if lowered is None:
+        return False
+    state.rule_state = lowered
+    return True
+
+
 def _is_int(value, minimum):
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and value >= minimum
 
@@ -135,9 +148,10 @@ class SGD(Solver):
     -------
     batch_size : int, default 16
         Rows per step over all partitions (the last step of an epoch takes what is left).
-    learning_rate : {"constant", "invscaling", "optimal", "adagrad"}, default "invscaling"
+    learning_rate : {"constant", "invscaling", "optimal", "adagrad", "adaptive"}, default "invscaling"
         See :func:`daskglm.compute.schedules.make_step_rule`; ``"optimal"`` needs a penalty with
-        ``alpha > 0``.
+        ``alpha > 0``; ``"adaptive"`` keeps ``eta0`` and divides it by 5 each time the
+        stopping rule fires, stopping once it is at most 1e-6 (scikit-learn's rule).
     eta0 : float, default 0.01
         Initial learning rate (unused by ``"optimal"``).
     power_t : float, default 0.25
@@ -172,6 +186,13 @@ class SGD(Solver):
     min_fraction : float in (0, 1], optional
         Synchronous SGD only: each step waits until partitions holding this share of the
         sample weight arrived (with ``deadline``, whichever comes first).
+    validation : callable or None, default None
+        ``validation(params) -> score`` (higher is better), e.g. the accuracy or R^2 of
+        held-out rows, computed in a round of its own engine: after every epoch it is
+        called at the solution (the running mean with averaging), and the stopping rule
+        runs on the score instead of the epoch's objective (scikit-learn's
+        ``early_stopping=True``): no improvement is a score below the best so far plus
+        ``tol``.  Each history entry then carries its ``validation_score``.
     hogwild : int or None, default None
         Local SGD's steps on a partition as one pass of lock-free Hogwild SGD in this
         many threads over the same rows (best on sparse rows; needs ``sync_every``, the
@@ -185,7 +206,7 @@ class SGD(Solver):
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
         **COMMUNICATION_OPTIONS,
-        "hogwild": None,
+        "hogwild": None, "validation": None,
     }
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
                          Feature.NONSMOOTH_PENALTY})
@@ -207,6 +228,8 @@ class SGD(Solver):
                            "None or an integer >= 1"),
             "hogwild": (opts["hogwild"] is None or _is_int(opts["hogwild"], 1),
                         "None or an integer >= 1"),
+            "validation": (opts["validation"] is None or callable(opts["validation"]),
+                           "None or a callable"),
         }
         for key, (valid, requirement) in checks.items():
             if not valid:
@@ -222,9 +245,10 @@ class SGD(Solver):
         if opts["learning_rate"] != "optimal":
             make_step_rule(opts["learning_rate"], opts["eta0"], opts["power_t"])  # checks them
         if opts["hogwild"] is not None and (
-                opts["sync_every"] is None or average or opts["learning_rate"] == "adagrad"):
+                opts["sync_every"] is None or average
+                or opts["learning_rate"] in ("adagrad", "adaptive")):
             raise ValueError("Option 'hogwild' of solver 'sgd' needs sync_every, no average "
-                             "and a learning_rate other than 'adagrad'.")
+                             "and a learning_rate other than 'adagrad' and 'adaptive'.")
         if not isinstance(opts["random_state"], (np.random.RandomState, np.random.Generator)):
             root_seed(opts["random_state"])  # checks it
 
@@ -283,6 +307,7 @@ class SGD(Solver):
             start_senders(engine)
             link = Link(state.params)
         stopping = EarlyStopping(self.tol, self.opts["n_iter_no_change"])
+        validation = self.opts["validation"]
         converged, n_epochs = False, 0
         try:
             for n_epochs in range(1, self.max_iter + 1):
@@ -314,7 +339,13 @@ class SGD(Solver):
                 if not np.all(np.isfinite(state.params)):
                     return SGDResult(state.solution, n_epochs, False, history.entries,
                                      "the iterates diverged; lower the learning rate", state)
-                if stopping.should_stop(value):
+                score = value if validation is None else -validation(state.solution)
+                if validation is not None:
+                    history.entries[-1]["validation_score"] = -score
+                if stopping.should_stop(score):
+                    if _lower_rate(state):  # "adaptive": a plateau divides the rate by 5
+                        stopping.bad_epochs = 0
+                        continue
                     converged = True
                     break
         finally:
