@@ -143,12 +143,11 @@ def test_bytes_per_round_scale_with_touched_columns_not_d(client):
     assert large + scalars <= 2 * touched_large * 16
 
 
-def test_shard_worker_killed_mid_fit_is_survived(own_client):
-    """A worker holding a shard (and partitions) is killed while it runs one of the fit's
-    tasks: the fit rebuilds its shards on the worker left and reaches the reference."""
-    X, y = sparse_data(n=4000)
-    Xd, yd = chunked(X, y, rows=250)
-    victim = sorted(own_client.scheduler_info()["workers"])[-1]
+def fit_killing_a_worker(client, Xd, yd, options):
+    """Fit ``Xd, yd`` with ``solver_options=options`` in a thread and kill the cluster's
+    last worker (which holds a shard and partitions) while it runs one of the fit's tasks,
+    after the first iteration.  Returns ``(model, warning texts, victim)``."""
+    victim = sorted(client.scheduler_info()["workers"])[-1]
     started, outcome = threading.Event(), {}
 
     def fit():
@@ -157,7 +156,7 @@ def test_shard_worker_killed_mid_fit_is_survived(own_client):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 outcome["model"] = daskglm.LogisticRegression(
-                    C=C, solver="lbfgs", solver_options=SHARDED, **TIGHT).fit(Xd, yd)
+                    C=C, solver="lbfgs", solver_options=options, **TIGHT).fit(Xd, yd)
             outcome["warnings"] = [str(w.message) for w in caught]
         except Exception as exc:  # reported below
             outcome["error"] = exc
@@ -169,16 +168,24 @@ def test_shard_worker_killed_mid_fit_is_survived(own_client):
     deadline = time.monotonic() + 120
     assert started.wait(120)  # an iteration is done: the shards hold progress
     # mid-fit: kill the victim while it runs one of the fit's tasks, whatever the timing
-    while not own_client.processing([victim]).get(victim) and time.monotonic() < deadline \
+    while not client.processing([victim]).get(victim) and time.monotonic() < deadline \
             and thread.is_alive():
         time.sleep(0.01)
     assert thread.is_alive()
-    kill_worker(own_client, victim)
+    kill_worker(client, victim)
     thread.join(180)
     assert not thread.is_alive() and "error" not in outcome, outcome.get("error")
-    model = outcome["model"]
+    return outcome["model"], outcome["warnings"], victim
+
+
+def test_shard_worker_killed_mid_fit_is_survived(own_client):
+    """A worker holding a shard (and partitions) is killed while it runs one of the fit's
+    tasks: the fit rebuilds its shards on the worker left and reaches the reference."""
+    X, y = sparse_data(n=4000)
+    Xd, yd = chunked(X, y, rows=250)
+    model, caught, victim = fit_killing_a_worker(own_client, Xd, yd, SHARDED)
     assert model.converged_
-    assert any("rebuilt" in w and victim in w for w in outcome["warnings"])
+    assert any("rebuilt" in w and victim in w for w in caught)
     assert model.comm_.count(Kind.SHARD_LOAD) == 2  # the start and one rebuild
     reference, _ = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])),
                                np.zeros(X.shape[1] + 1), **TIGHT)

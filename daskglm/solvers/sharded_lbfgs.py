@@ -143,7 +143,7 @@ class ShardedSpace:
 
 
 class ColumnBlockSpace(ShardedSpace):
-    """:class:`ShardedSpace` whose evaluations run on column blocks of dense ``X``
+    """:class:`ShardedSpace` whose evaluations run on column blocks of ``X`` (dense or CSR)
     (:class:`~daskglm.engine.column_blocks.ColumnBlocks`): the feature blocks are the
     shards' ranges, and each tile lives on its shard's worker."""
 
@@ -170,11 +170,11 @@ def solve_sharded(solver, problem, engine, params0):
     """Run :class:`~daskglm.solvers.lbfgs.LBFGS` ``solver`` on column shards (and on
     column blocks of ``X`` with its ``column_blocks`` option).
 
-    On a cluster, a fit on row partitions survives losing a worker (up to
-    :data:`MAX_REBUILDS` times): the shards and the workers' columns are made again on
-    the workers left, from the iterate the surviving shards hold and, for the lost
-    shard's range, the driver's copy of the starting point; the L-BFGS memory starts
-    afresh and the iterations already run count against ``max_iter``.
+    On a cluster, a fit survives losing a worker (up to :data:`MAX_REBUILDS` times): the
+    shards and the workers' columns (or the column blocks' tiles) are made again on the
+    workers left, from the iterate the surviving shards hold and, for the lost shard's
+    range, the driver's copy of the starting point; the L-BFGS memory starts afresh and
+    the iterations already run count against ``max_iter``.
     """
     memory = int(solver.opts["memory"])
     history = History(engine)
@@ -196,8 +196,7 @@ def solve_sharded(solver, problem, engine, params0):
             params = shards.values()
             break
         except ShardLostError as exc:
-            if (len(rebuilds) == MAX_REBUILDS or space_type is not ShardedSpace
-                    or getattr(engine, "client", None) is None):
+            if len(rebuilds) == MAX_REBUILDS or getattr(engine, "client", None) is None:
                 raise
             rebuilds.append(str(exc))
             params = shards.salvage(start)
