@@ -21,7 +21,13 @@ from daskglm.accounting.kinds import Kind
 from daskglm.compute.vector_free_lbfgs import plain_lbfgs
 from tests.conftest import make_data
 from tests.test_sharded_lbfgs import (
-    TIGHT, C, chunked, fit_killing_a_worker, objective, params_of, sparse_data,
+    TIGHT,
+    C,
+    chunked,
+    fit_killing_a_worker,
+    objective,
+    params_of,
+    sparse_data,
 )
 
 BLOCKS = {"sharded": True, "column_blocks": True}
