@@ -277,7 +277,7 @@ def test_gram_two_loop_is_the_two_loop_recursion():
 
 
 def test_ledger_follows_the_payload_model(client):
-    from daskglm.accounting.bytemodel import payload_model
+    from daskglm.accounting.bytemodel import payload_model, tree_tasks
 
     X, y = sparse_data()
     with pytest.warns(ConvergenceWarning):
@@ -295,12 +295,16 @@ def test_ledger_follows_the_payload_model(client):
         calls = record.tasks
         if record.kind in (Kind.SPARSE_GRADIENT, Kind.SHARD_COLUMNS):
             # the model's tree has G + ceil(G / 8) + ... tasks; Dask may spread the
-            # partitions so that the groups' subtrees need more combines: count them
-            # from the record (its tasks less the G + P that split the groups' output)
-            combined = record.tasks - record.partitions - record.groups
-            down, up = (24, 40) if record.kind == Kind.SPARSE_GRADIENT else (8, 16)
-            assert (record.bytes_sent, record.bytes_returned) == (down * record.groups,
-                                                                  up * combined)
+            # partitions so that the groups' subtrees need more combines: the model
+            # with the record's tree (its tasks: the G groups and the combines)
+            G, fan_in = record.groups, record.split_every or 8
+            down, up = payload_model(record.kind, n_params=d, partitions=record.partitions,
+                                     groups=G, split_every=fan_in)
+            per_task = 40 if record.kind == Kind.SPARSE_GRADIENT else 16
+            assert record.bytes_sent == down
+            assert record.bytes_returned == per_task * record.tasks
+            if record.tasks == G + tree_tasks(G, fan_in):
+                assert record.bytes_returned == up
             continue
         expected = {
             Kind.SHARD_REGISTER: dict(touched=touched, calls=calls),
@@ -368,44 +372,63 @@ def test_compare_shows_bytes_per_iteration_of_the_sharded_variant():
 
 
 def test_worker_columns_pull_once_and_push_one_sum_in_partition_order():
-    """A worker's partitions share one pull per round and one push of their summed
-    gradients, the same bits whichever partition hands its sums in first."""
-    from daskglm.compute.column_shards import ColumnShard, shard_bounds
+    """A worker's partitions share one pull per round (their ``X`` numbered in the union
+    of their columns) and one push of their summed gradients, the same bits whichever
+    partition hands its sums in first."""
+    from daskglm.compute.column_shards import ColumnShard, shard_bounds, touched_columns
     from daskglm.compute.worker_columns import WorkerColumns
     from daskglm.engine.shards import ShardClients
     from daskglm.model.penalties import L2
 
     rng = np.random.default_rng(5)
     d = 50
-    columns = {p: np.unique(rng.integers(0, d, size=20)) for p in range(3)}
-    grads = {p: rng.normal(size=c.size) * 10.0 ** rng.integers(-8, 8, size=c.size)
-             for p, c in columns.items()}
-    x = rng.normal(size=d)
+    parts = {p: sparse_data(n=6, d=d, density=0.2, seed=p)[0] for p in range(3)}
+    union = np.unique(np.concatenate([X.indices for X in parts.values()] + [[d]]))
+    grads = {p: rng.normal(size=union.size - 1) * 10.0 ** rng.integers(-8, 8, union.size - 1)
+             for p in parts}
+    intercepts = {p: rng.normal() for p in parts}
+    x = rng.normal(size=d + 1)
     sums = []
     for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
-        bounds = shard_bounds(d, 2)
+        bounds = shard_bounds(d + 1, 2)
         shards = [ColumnShard(bounds[k], bounds[k + 1], d, L2(0.0), 2) for k in range(2)]
         for k, shard in enumerate(shards):
             shard.load(x[bounds[k]:bounds[k + 1]])
         hub = WorkerColumns(0, ShardClients(bounds, shards))
         for p in order:
-            hub.add(p, columns[p])
-        union = np.unique(np.concatenate(list(columns.values())))
+            hub.add(touched_columns((parts[p], None, None), p, fit_intercept=True))
         assert list(hub.seal()) == [union.size, 2]
         pulls = [hub.pull(p, 1, 0.0) for p in order]
-        assert [traffic for _, traffic in pulls] == [[union.size, 2], [0, 0], [0, 0]]
-        for p, (values, _) in zip(order, pulls):
-            np.testing.assert_array_equal(values, x[columns[p]])
-        pushes = [hub.push(p, 1, grads[p]) for p in order]
+        assert [traffic for _, _, traffic in pulls] == [[union.size, 2], [0, 0], [0, 0]]
+        for p, (X, values, _) in zip(order, pulls):
+            np.testing.assert_array_equal(values, x[union])
+            assert X.shape == (6, union.size - 1)
+            np.testing.assert_allclose(X @ values[:-1], parts[p] @ x[:d], rtol=1e-14)
+        pushes = [hub.push(p, 1, grads[p], intercepts[p]) for p in order]
         assert pushes == [[0, 0], [0, 0], [union.size, 2]]
         for shard in shards:
             shard.finish(1, 0.0, 1.0)
         sums.append(np.concatenate([shard.g_trial for shard in shards]))
-    expected = np.zeros(d)
+    expected = np.zeros(d + 1)
     for p in range(3):
-        expected[columns[p]] += grads[p]
+        expected[union[:-1]] += grads[p]
+        expected[d] += intercepts[p]
     np.testing.assert_array_equal(sums[0], expected)
     assert all(np.array_equal(s, sums[0]) for s in sums[1:])
+
+
+def test_a_partition_unknown_to_its_worker_is_a_lost_shard():
+    from daskglm.compute.column_shards import ColumnShard, shard_bounds
+    from daskglm.compute.worker_columns import WorkerColumns
+    from daskglm.engine.shards import ShardClients
+    from daskglm.model.penalties import L2
+
+    bounds = shard_bounds(11, 1)
+    shards = [ColumnShard(0, 11, 10, L2(0.0), 2)]
+    hubs = [WorkerColumns(0, ShardClients(bounds, shards))]
+    clients = ShardClients(bounds, shards, hubs=hubs)
+    with pytest.raises(ShardLostError, match="Partition 4 did not register"):
+        clients.call_hub(0, "pull", 4, 1, 0.0)
 
 
 def test_same_bits_whichever_partition_finishes_first():

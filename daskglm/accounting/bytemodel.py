@@ -98,8 +98,10 @@ Rounds of the other verbs are counted the same way, from the objects that move:
   ===============  =====================================  ===========================
   kind             down (bytes)                           up (bytes)
   ===============  =====================================  ===========================
-  sparse_gradient  ``24 G`` (step, round, intercept flag)  ``40 T`` (five counts)
-  shard_columns    ``8 G`` (intercept flag; once)          ``16 T`` (two counts)
+  sparse_gradient  ``24 G + 8 P`` (step, round, intercept  ``40 T`` (five counts)
+                   flag; each partition's index)
+  shard_columns    ``8 G + 8 P`` (intercept flag, the      ``16 T`` (two counts)
+                   index; once)
   shard_register   ``8 t + 16 c`` (once per fit)          ``0``
   shard_pull       ``16 c``                               ``8 t``
   shard_push       ``8 t + 16 c``                         ``0``
@@ -311,8 +313,8 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.ENCODE: (8 * P, 0),
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
-        Kind.SPARSE_GRADIENT: (24 * G, 40 * T),
-        Kind.SHARD_COLUMNS: (8 * G, 16 * T),
+        Kind.SPARSE_GRADIENT: (24 * G + 8 * P, 40 * T),
+        Kind.SHARD_COLUMNS: (8 * G + 8 * P, 16 * T),
         Kind.SHARD_REGISTER: (8 * touched + 16 * calls, 0),
         Kind.SHARD_PULL: (16 * calls, 8 * touched),
         Kind.SHARD_PUSH: (8 * touched + 16 * calls, 0),
