@@ -142,9 +142,12 @@ def test_layout_bytes_says_when_column_blocks_win():
     sparse = layout_bytes(10**6, 2**24, partitions=20, blocks=2, nonzeros_per_row=50)
     touched = 2**24 * -np.expm1(-50 * 5e4 / 2**24)
     assert sparse["sharded_rows"] == pytest.approx(16 * touched * 20)
-    assert sparse["column_blocks"] is None and sparse["best"] == "sharded_rows"
+    # column blocks move 16 n B whether X is dense or sparse
+    assert sparse["column_blocks"] == 16 * 10**6 * 2 and sparse["best"] == "sharded_rows"
     # ... of a worker's partitions together: d (1 - exp(-z n / W / d)), half of it remote
     on_two = layout_bytes(10**6, 2**24, partitions=20, blocks=2, nonzeros_per_row=50,
                           groups=2, workers=2)
     touched = 2**24 * -np.expm1(-50 * 5e5 / 2**24)
     assert on_two["sharded_rows"] == pytest.approx(16 * touched * 2 / 2)
+    # there the workers' unions (4.4e6 columns each) outnumber the rows: blocks win
+    assert on_two["column_blocks"] == 16 * 10**6 * 2 / 2 and on_two["best"] == "column_blocks"
