@@ -136,7 +136,7 @@ def _fit(X, y, sharded, max_iter):
 def run(n=200_000, log2_ds=(16, 20), nnz=50, partitions=8, workers=2, before_iter=3,
         after_iter=10, log=print):
     """Measure before and after for each ``d = 2^k``; return a list of dicts."""
-    from distributed import Client, LocalCluster, wait
+    from distributed import Client, LocalCluster
 
     from daskglm.datasets import make_classification
 
