@@ -142,8 +142,12 @@ def test_layout_bytes_says_when_column_blocks_win():
     sparse = layout_bytes(10**6, 2**24, partitions=20, blocks=2, nonzeros_per_row=50)
     touched = 2**24 * -np.expm1(-50 * 5e4 / 2**24)
     assert sparse["sharded_rows"] == pytest.approx(16 * touched * 20)
-    # column blocks move 16 n B whether X is dense or sparse
-    assert sparse["column_blocks"] == 16 * 10**6 * 2 and sparse["best"] == "sharded_rows"
+    # column blocks move 16 n B whether X is dense or sparse: fewer here than the
+    # partitions' 2.3e6 touched columns each
+    assert sparse["column_blocks"] == 16 * 10**6 * 2 and sparse["best"] == "column_blocks"
+    # ... and more than the workers' unions when the rows outnumber the columns
+    assert layout_bytes(10**7, 2**20, partitions=20, blocks=2, nonzeros_per_row=50,
+                        groups=2, workers=2)["best"] == "sharded_rows"
     # ... of a worker's partitions together: d (1 - exp(-z n / W / d)), half of it remote
     on_two = layout_bytes(10**6, 2**24, partitions=20, blocks=2, nonzeros_per_row=50,
                           groups=2, workers=2)

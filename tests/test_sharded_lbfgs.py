@@ -114,33 +114,40 @@ def test_history_and_ledger_tell_the_truth(client):
 
 
 def _bytes_per_evaluation(d, client):
+    """Per evaluation: bytes of the pulls and pushes, their calls, bytes of the shard
+    commands, of the round's own scalars, and the touched columns pulled."""
     X, y = sparse_data(n=2000, d=d, density=0.01, columns=500)
     with pytest.warns(ConvergenceWarning):
         model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
                                            max_iter=4, tol=1e-12).fit(*chunked(X, y))
     records = model.comm_.records
     evaluations = sum(r.kind == Kind.SPARSE_GRADIENT for r in records)
-    shards = sum(r.bytes_sent + r.bytes_returned for r in records
-                 if r.kind in (Kind.SHARD_PULL, Kind.SHARD_PUSH, Kind.SHARD_OP))
-    # the round's own scalars: their tasks depend on how Dask spread the partitions
-    scalars = sum(r.bytes_sent + r.bytes_returned for r in records
-                  if r.kind == Kind.SPARSE_GRADIENT)
-    touched = sum(r.bytes_returned for r in records if r.kind == Kind.SHARD_PULL) / 8
-    return shards / evaluations, scalars / evaluations, touched / evaluations
+
+    def total(kinds, of=lambda r: r.bytes_sent + r.bytes_returned):
+        return sum(of(r) for r in records if r.kind in kinds) / evaluations
+
+    return {"vectors": total((Kind.SHARD_PULL, Kind.SHARD_PUSH)),
+            "calls": total((Kind.SHARD_PULL,), lambda r: r.tasks),
+            "commands": total((Kind.SHARD_OP,)),
+            # the round's own scalars: their tasks depend on how Dask spread the partitions
+            "scalars": total((Kind.SPARSE_GRADIENT,)),
+            "touched": total((Kind.SHARD_PULL,), lambda r: r.bytes_returned) / 8}
 
 
 def test_bytes_per_round_scale_with_touched_columns_not_d(client):
-    small, _, touched_small = _bytes_per_evaluation(2**16, client)
-    large, scalars, touched_large = _bytes_per_evaluation(2**20, client)
+    small, large = (_bytes_per_evaluation(d, client) for d in (2**16, 2**20))
     # the same rows touch the same 500 columns (and the intercept); each worker pulls the
     # union of its partitions' columns, so the count depends on where Dask put the
     # partitions, never on d
     workers = len(client.scheduler_info()["workers"])
-    assert max(touched_small, touched_large) <= workers * 501
-    assert large / touched_large == pytest.approx(small / touched_small, rel=1e-9)
-    assert scalars < 1000
+    for measured in (small, large):
+        assert measured["touched"] <= workers * 501
+        # 8 bytes each way per touched column, 16 bytes of identifiers per call
+        assert measured["vectors"] == 16 * measured["touched"] + 32 * measured["calls"]
+    assert large["commands"] == small["commands"]  # scalars: the same at any d
+    assert large["scalars"] < 1000
     # pull, push, the commands and the round: at most twice the touched columns at 16 B
-    assert large + scalars <= 2 * touched_large * 16
+    assert large["vectors"] + large["commands"] + large["scalars"] <= 2 * large["touched"] * 16
 
 
 def fit_killing_a_worker(client, Xd, yd, options):
