@@ -33,10 +33,10 @@ def layout_bytes(n_samples, n_features, *, partitions, blocks, nonzeros_per_row=
 
     Column blocks move less than sharded row partitions exactly when
     ``n B < sum_w t_w``; for dense ``X``, when ``n / W < d / B``: a worker has fewer
-    rows than a block has columns; for hashed rows, when the workers' unions hold more
-    columns than there are rows per block (at 2^24 features, 1e6 rows of 50 non-zeros
-    on 2 workers: 16 MB against 208 MB per evaluation).  Sharded rows move less than the whole vector when
-    ``sum_w t_w (1 - 1 / W) < d G``: when workers touch few of the columns (at ``z n_w``
+    rows than a block has columns; for hashed rows, when the workers' unions, summed,
+    hold more than ``n B`` columns (at 2^24 features, 1e6 rows of 50 non-zeros on 2
+    workers: 16 MB against 208 MB per evaluation; about even at 2^20).  Sharded rows
+    move less than the whole vector when ``sum_w t_w (1 - 1 / W) < d G``: when workers touch few of the columns (at ``z n_w``
     comparable to ``d`` nearly all are touched, and the win is only that no vector
     passes through the driver).  The arithmetic per evaluation is the same in
     all three (two passes over the stored entries of ``X``); the vectors of L-BFGS take
