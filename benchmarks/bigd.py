@@ -36,7 +36,7 @@ import numpy as np
 __all__ = ["run", "main"]
 
 
-def _kernel_seconds(X, y, repeats=3):
+def _kernel_seconds(X, y, repeats=10):
     """Best time of ``loss_grad`` on the first chunk of ``(X, y)``, on the driver."""
     from daskglm.compute.kernels import as_csr_or_dense, loss_grad
     from daskglm.model.families import Binomial
