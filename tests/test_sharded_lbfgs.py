@@ -188,8 +188,8 @@ def fit_killing_a_worker(client, Xd, yd, options):
 def test_shard_worker_killed_mid_fit_is_survived(own_client):
     """A worker holding a shard (and partitions) is killed while it runs one of the fit's
     tasks: the fit rebuilds its shards on the worker left and reaches the reference."""
-    X, y = sparse_data(n=4000)
-    Xd, yd = chunked(X, y, rows=250)
+    X, y = sparse_data(n=8000)
+    Xd, yd = chunked(X, y, rows=500)
     model, caught, victim = fit_killing_a_worker(own_client, Xd, yd, SHARDED)
     assert model.converged_
     assert any("rebuilt" in w and victim in w for w in caught)
