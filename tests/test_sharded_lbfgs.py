@@ -114,41 +114,47 @@ def test_history_and_ledger_tell_the_truth(client):
 
 
 def _bytes_per_evaluation(d, client):
+    """Per evaluation: bytes of the pulls and pushes, their calls, bytes of the shard
+    commands, of the round's own scalars, and the touched columns pulled."""
     X, y = sparse_data(n=2000, d=d, density=0.01, columns=500)
     with pytest.warns(ConvergenceWarning):
         model = daskglm.LogisticRegression(C=C, solver="lbfgs", solver_options=SHARDED,
                                            max_iter=4, tol=1e-12).fit(*chunked(X, y))
     records = model.comm_.records
     evaluations = sum(r.kind == Kind.SPARSE_GRADIENT for r in records)
-    shards = sum(r.bytes_sent + r.bytes_returned for r in records
-                 if r.kind in (Kind.SHARD_PULL, Kind.SHARD_PUSH, Kind.SHARD_OP))
-    # the round's own scalars: their tasks depend on how Dask spread the partitions
-    scalars = sum(r.bytes_sent + r.bytes_returned for r in records
-                  if r.kind == Kind.SPARSE_GRADIENT)
-    touched = sum(r.bytes_returned for r in records if r.kind == Kind.SHARD_PULL) / 8
-    return shards / evaluations, scalars / evaluations, touched / evaluations
+
+    def total(kinds, of=lambda r: r.bytes_sent + r.bytes_returned):
+        return sum(of(r) for r in records if r.kind in kinds) / evaluations
+
+    return {"vectors": total((Kind.SHARD_PULL, Kind.SHARD_PUSH)),
+            "calls": total((Kind.SHARD_PULL,), lambda r: r.tasks),
+            "commands": total((Kind.SHARD_OP,)),
+            # the round's own scalars: their tasks depend on how Dask spread the partitions
+            "scalars": total((Kind.SPARSE_GRADIENT,)),
+            "touched": total((Kind.SHARD_PULL,), lambda r: r.bytes_returned) / 8}
 
 
 def test_bytes_per_round_scale_with_touched_columns_not_d(client):
-    small, _, touched_small = _bytes_per_evaluation(2**16, client)
-    large, scalars, touched_large = _bytes_per_evaluation(2**20, client)
+    small, large = (_bytes_per_evaluation(d, client) for d in (2**16, 2**20))
     # the same rows touch the same 500 columns (and the intercept); each worker pulls the
     # union of its partitions' columns, so the count depends on where Dask put the
     # partitions, never on d
     workers = len(client.scheduler_info()["workers"])
-    assert max(touched_small, touched_large) <= workers * 501
-    assert large / touched_large == pytest.approx(small / touched_small, rel=1e-9)
-    assert scalars < 1000
+    for measured in (small, large):
+        assert measured["touched"] <= workers * 501
+        # 8 bytes each way per touched column, 16 bytes of identifiers per call
+        assert measured["vectors"] == 16 * measured["touched"] + 32 * measured["calls"]
+    assert large["commands"] == small["commands"]  # scalars: the same at any d
+    assert large["scalars"] < 1000
     # pull, push, the commands and the round: at most twice the touched columns at 16 B
-    assert large + scalars <= 2 * touched_large * 16
+    assert large["vectors"] + large["commands"] + large["scalars"] <= 2 * large["touched"] * 16
 
 
-def test_shard_worker_killed_mid_fit_is_survived(own_client):
-    """A worker holding a shard (and partitions) is killed while it runs one of the fit's
-    tasks: the fit rebuilds its shards on the worker left and reaches the reference."""
-    X, y = sparse_data(n=4000)
-    Xd, yd = chunked(X, y, rows=250)
-    victim = sorted(own_client.scheduler_info()["workers"])[-1]
+def fit_killing_a_worker(client, Xd, yd, options):
+    """Fit ``Xd, yd`` with ``solver_options=options`` in a thread and kill the cluster's
+    last worker (which holds a shard and partitions) while it runs one of the fit's tasks,
+    after the first iteration.  Returns ``(model, warning texts, victim)``."""
+    victim = sorted(client.scheduler_info()["workers"])[-1]
     started, outcome = threading.Event(), {}
 
     def fit():
@@ -157,7 +163,7 @@ def test_shard_worker_killed_mid_fit_is_survived(own_client):
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 outcome["model"] = daskglm.LogisticRegression(
-                    C=C, solver="lbfgs", solver_options=SHARDED, **TIGHT).fit(Xd, yd)
+                    C=C, solver="lbfgs", solver_options=options, **TIGHT).fit(Xd, yd)
             outcome["warnings"] = [str(w.message) for w in caught]
         except Exception as exc:  # reported below
             outcome["error"] = exc
@@ -169,16 +175,24 @@ def test_shard_worker_killed_mid_fit_is_survived(own_client):
     deadline = time.monotonic() + 120
     assert started.wait(120)  # an iteration is done: the shards hold progress
     # mid-fit: kill the victim while it runs one of the fit's tasks, whatever the timing
-    while not own_client.processing([victim]).get(victim) and time.monotonic() < deadline \
+    while not client.processing([victim]).get(victim) and time.monotonic() < deadline \
             and thread.is_alive():
         time.sleep(0.01)
     assert thread.is_alive()
-    kill_worker(own_client, victim)
+    kill_worker(client, victim)
     thread.join(180)
     assert not thread.is_alive() and "error" not in outcome, outcome.get("error")
-    model = outcome["model"]
+    return outcome["model"], outcome["warnings"], victim
+
+
+def test_shard_worker_killed_mid_fit_is_survived(own_client):
+    """A worker holding a shard (and partitions) is killed while it runs one of the fit's
+    tasks: the fit rebuilds its shards on the worker left and reaches the reference."""
+    X, y = sparse_data(n=8000)
+    Xd, yd = chunked(X, y, rows=500)
+    model, caught, victim = fit_killing_a_worker(own_client, Xd, yd, SHARDED)
     assert model.converged_
-    assert any("rebuilt" in w and victim in w for w in outcome["warnings"])
+    assert any("rebuilt" in w and victim in w for w in caught)
     assert model.comm_.count(Kind.SHARD_LOAD) == 2  # the start and one rebuild
     reference, _ = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])),
                                np.zeros(X.shape[1] + 1), **TIGHT)
@@ -270,7 +284,7 @@ def test_gram_two_loop_is_the_two_loop_recursion():
 
 
 def test_ledger_follows_the_payload_model(client):
-    from daskglm.accounting.bytemodel import payload_model
+    from daskglm.accounting.bytemodel import payload_model, tree_tasks
 
     X, y = sparse_data()
     with pytest.warns(ConvergenceWarning):
@@ -288,12 +302,16 @@ def test_ledger_follows_the_payload_model(client):
         calls = record.tasks
         if record.kind in (Kind.SPARSE_GRADIENT, Kind.SHARD_COLUMNS):
             # the model's tree has G + ceil(G / 8) + ... tasks; Dask may spread the
-            # partitions so that the groups' subtrees need more combines: count them
-            # from the record (its tasks less the G + P that split the groups' output)
-            combined = record.tasks - record.partitions - record.groups
-            down, up = (24, 40) if record.kind == Kind.SPARSE_GRADIENT else (8, 16)
-            assert (record.bytes_sent, record.bytes_returned) == (down * record.groups,
-                                                                  up * combined)
+            # partitions so that the groups' subtrees need more combines: the model
+            # with the record's tree (its tasks: the G groups and the combines)
+            G, fan_in = record.groups, record.split_every or 8
+            down, up = payload_model(record.kind, n_params=d, partitions=record.partitions,
+                                     groups=G, split_every=fan_in)
+            per_task = 40 if record.kind == Kind.SPARSE_GRADIENT else 16
+            assert record.bytes_sent == down
+            assert record.bytes_returned == per_task * record.tasks
+            if record.tasks == G + tree_tasks(G, fan_in):
+                assert record.bytes_returned == up
             continue
         expected = {
             Kind.SHARD_REGISTER: dict(touched=touched, calls=calls),
@@ -361,44 +379,63 @@ def test_compare_shows_bytes_per_iteration_of_the_sharded_variant():
 
 
 def test_worker_columns_pull_once_and_push_one_sum_in_partition_order():
-    """A worker's partitions share one pull per round and one push of their summed
-    gradients, the same bits whichever partition hands its sums in first."""
-    from daskglm.compute.column_shards import ColumnShard, shard_bounds
+    """A worker's partitions share one pull per round (their ``X`` numbered in the union
+    of their columns) and one push of their summed gradients, the same bits whichever
+    partition hands its sums in first."""
+    from daskglm.compute.column_shards import ColumnShard, shard_bounds, touched_columns
     from daskglm.compute.worker_columns import WorkerColumns
     from daskglm.engine.shards import ShardClients
     from daskglm.model.penalties import L2
 
     rng = np.random.default_rng(5)
     d = 50
-    columns = {p: np.unique(rng.integers(0, d, size=20)) for p in range(3)}
-    grads = {p: rng.normal(size=c.size) * 10.0 ** rng.integers(-8, 8, size=c.size)
-             for p, c in columns.items()}
-    x = rng.normal(size=d)
+    parts = {p: sparse_data(n=6, d=d, density=0.2, seed=p)[0] for p in range(3)}
+    union = np.unique(np.concatenate([X.indices for X in parts.values()] + [[d]]))
+    grads = {p: rng.normal(size=union.size - 1) * 10.0 ** rng.integers(-8, 8, union.size - 1)
+             for p in parts}
+    intercepts = {p: rng.normal() for p in parts}
+    x = rng.normal(size=d + 1)
     sums = []
     for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
-        bounds = shard_bounds(d, 2)
+        bounds = shard_bounds(d + 1, 2)
         shards = [ColumnShard(bounds[k], bounds[k + 1], d, L2(0.0), 2) for k in range(2)]
         for k, shard in enumerate(shards):
             shard.load(x[bounds[k]:bounds[k + 1]])
         hub = WorkerColumns(0, ShardClients(bounds, shards))
         for p in order:
-            hub.add(p, columns[p])
-        union = np.unique(np.concatenate(list(columns.values())))
+            hub.add(touched_columns((parts[p], None, None), p, fit_intercept=True))
         assert list(hub.seal()) == [union.size, 2]
         pulls = [hub.pull(p, 1, 0.0) for p in order]
-        assert [traffic for _, traffic in pulls] == [[union.size, 2], [0, 0], [0, 0]]
-        for p, (values, _) in zip(order, pulls):
-            np.testing.assert_array_equal(values, x[columns[p]])
-        pushes = [hub.push(p, 1, grads[p]) for p in order]
+        assert [traffic for _, _, traffic in pulls] == [[union.size, 2], [0, 0], [0, 0]]
+        for p, (X, values, _) in zip(order, pulls):
+            np.testing.assert_array_equal(values, x[union])
+            assert X.shape == (6, union.size - 1)
+            np.testing.assert_allclose(X @ values[:-1], parts[p] @ x[:d], rtol=1e-14)
+        pushes = [hub.push(p, 1, grads[p], intercepts[p]) for p in order]
         assert pushes == [[0, 0], [0, 0], [union.size, 2]]
         for shard in shards:
             shard.finish(1, 0.0, 1.0)
         sums.append(np.concatenate([shard.g_trial for shard in shards]))
-    expected = np.zeros(d)
+    expected = np.zeros(d + 1)
     for p in range(3):
-        expected[columns[p]] += grads[p]
+        expected[union[:-1]] += grads[p]
+        expected[d] += intercepts[p]
     np.testing.assert_array_equal(sums[0], expected)
     assert all(np.array_equal(s, sums[0]) for s in sums[1:])
+
+
+def test_a_partition_unknown_to_its_worker_is_a_lost_shard():
+    from daskglm.compute.column_shards import ColumnShard, shard_bounds
+    from daskglm.compute.worker_columns import WorkerColumns
+    from daskglm.engine.shards import ShardClients
+    from daskglm.model.penalties import L2
+
+    bounds = shard_bounds(11, 1)
+    shards = [ColumnShard(0, 11, 10, L2(0.0), 2)]
+    hubs = [WorkerColumns(0, ShardClients(bounds, shards))]
+    clients = ShardClients(bounds, shards, hubs=hubs)
+    with pytest.raises(ShardLostError, match="Partition 4 did not register"):
+        clients.call_hub(0, "pull", 4, 1, 0.0)
 
 
 def test_same_bits_whichever_partition_finishes_first():

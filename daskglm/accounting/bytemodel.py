@@ -98,15 +98,18 @@ Rounds of the other verbs are counted the same way, from the objects that move:
   ===============  =====================================  ===========================
   kind             down (bytes)                           up (bytes)
   ===============  =====================================  ===========================
-  sparse_gradient  ``24 G`` (step, round, intercept flag)  ``40 T`` (five counts)
-  shard_columns    ``8 G`` (intercept flag; once)          ``16 T`` (two counts)
+  sparse_gradient  ``24 G + 8 P`` (step, round, intercept  ``40 T`` (five counts)
+                   flag; each partition's index)
+  shard_columns    ``8 G + 8 P`` (intercept flag, the      ``16 T`` (two counts)
+                   index; once)
   shard_register   ``8 t + 16 c`` (once per fit)          ``0``
   shard_pull       ``16 c``                               ``8 t``
   shard_push       ``8 t + 16 c``                         ``0``
   shard_op         at most ``8 (2 m + 3) S``              at most ``8 (6 m + 1) S``
   shard_load       ``8 d`` (once)                         ``0``
   shard_fetch      ``0``                                  ``8 d`` (once)
-  block_split      the tiles moved, ``<= 8 n d`` (once)   ``0``
+  block_split      the tiles moved (once): ``<= 8 n d``   ``0``
+                   dense, ``<= 12 nnz + 4 (n + R) B`` CSR
   block_gradient   ``8 n B + 16 R B`` (residuals)         ``8 n B + 16 R`` (predictors)
   ===============  =====================================  ===========================
 
@@ -240,7 +243,7 @@ def tree_depth(partitions, split_every):
 
 def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
                   n_rows=0, n_folds=1, n_models=1, codec=None, scalars=0, arrived=None,
-                  calls=1, edges=None, touched=0):
+                  calls=1, edges=None, touched=0, blocks=1):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -283,6 +286,9 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     touched : int, optional
         For the shard kinds: columns touched, the union of each worker's partitions'
         summed over workers.
+    blocks : int, optional
+        Feature blocks ``B`` of a ``"block_gradient"`` round (whose ``partitions`` are
+        its row partitions ``R`` and ``n_rows`` their rows).
 
     Returns
     -------
@@ -307,13 +313,15 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.ENCODE: (8 * P, 0),
         Kind.MAXIMA: (0, 8 * p * T),
         Kind.SCALE: (8 * p * P, 0),
-        Kind.SPARSE_GRADIENT: (24 * G, 40 * T),
-        Kind.SHARD_COLUMNS: (8 * G, 16 * T),
+        Kind.SPARSE_GRADIENT: (24 * G + 8 * P, 40 * T),
+        Kind.SHARD_COLUMNS: (8 * G + 8 * P, 16 * T),
         Kind.SHARD_REGISTER: (8 * touched + 16 * calls, 0),
         Kind.SHARD_PULL: (16 * calls, 8 * touched),
         Kind.SHARD_PUSH: (8 * touched + 16 * calls, 0),
         Kind.SHARD_LOAD: (8 * d, 0),
         Kind.SHARD_FETCH: (0, 8 * d),
+        Kind.BLOCK_GRADIENT: (8 * int(n_rows) * int(blocks) + 16 * P * int(blocks),
+                              8 * int(n_rows) * int(blocks) + 16 * P),
         Kind.TARGET_MEAN: (0, 8 * 3 * T),
         Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 9) * T),
         Kind.NULL_MODEL: (8 * G, 8 * 3 * T),

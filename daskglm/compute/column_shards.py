@@ -81,19 +81,22 @@ class ColumnShard:
 
     # contributors: the workers' columns (row partitions) or the tiles (column blocks) -----
     def register(self, part, columns):
-        """Remember contributor ``part``'s touched columns in this range (global indices)."""
+        """Remember contributor ``part``'s touched columns in this range (sorted global
+        indices, no repeats)."""
         local = np.asarray(columns, dtype=np.int64) - self.lo
-        if local.size and (local[0] < 0 or local[-1] >= self.hi - self.lo):
+        size = self.hi - self.lo
+        if local.size and (local[0] < 0 or local[-1] >= size):
             raise ValueError(f"columns outside the shard's range [{self.lo}, {self.hi})")
         with self._lock:
-            self._registered[int(part)] = local
+            # all of them (hashed features at n z >> d): a slice, read without a gather
+            self._registered[int(part)] = slice(0, size) if local.size == size else local
 
     def register_range(self, parts):
         """Register each of ``parts`` with the whole range (column blocks: a tile of a
         feature block touches every column of it)."""
         with self._lock:
             for part in parts:
-                self._registered[int(part)] = np.arange(self.hi - self.lo)
+                self._registered[int(part)] = slice(0, self.hi - self.lo)
 
     def pull(self, part, alpha):
         """``x + alpha d`` on contributor ``part``'s registered columns."""
@@ -103,7 +106,9 @@ class ColumnShard:
     def push(self, part, round_id, values):
         """Keep contributor ``part``'s gradient sums on its columns for round ``round_id``."""
         values = np.asarray(values, dtype=np.float64)
-        if values.shape != self._registered[int(part)].shape:
+        local = self._registered[int(part)]
+        count = local.stop - local.start if isinstance(local, slice) else local.size
+        if values.shape != (count,):
             raise ValueError("pushed values do not match the registered columns")
         with self._lock:
             self._pending.setdefault(int(round_id), {})[int(part)] = values

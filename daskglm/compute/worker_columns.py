@@ -2,16 +2,20 @@
 
 In a sharded L-BFGS fit (:mod:`daskglm.solvers.sharded_lbfgs`) every worker holds one
 :class:`WorkerColumns`, beside its column shard.  Its partitions register their touched
-columns with it once (:func:`register_columns`); :meth:`WorkerColumns.seal` then takes the
-union of them and registers that union, split by shard range, with the shards.  In each
-evaluation round (:func:`sharded_loss_grad`):
+columns with it once (:func:`register_columns`: the partition's
+:class:`~daskglm.compute.column_shards.PartitionColumns` stays in the
+:class:`WorkerColumns`, so the rounds after it carry no partition state through the
+engine).  :meth:`WorkerColumns.seal` then takes the union of them, renumbers every
+partition's ``X`` to the positions of its columns in that union (once) and registers the
+union, split by shard range, with the shards.  In each evaluation round
+(:func:`sharded_loss_grad`):
 
 * the first of the worker's partitions to ask pulls ``x + alpha d`` on the union, one call
-  per shard it reaches; every partition of the worker reads its own columns from that one
-  copy;
-* each partition hands its gradient sums to the :class:`WorkerColumns`; the last of them
-  sums all of them in partition order (bit for bit the same sum for a fixed layout,
-  whichever thread arrives first) and pushes the sum, one call per shard.
+  per shard it reaches; every partition of the worker computes on that one copy (its
+  ``X`` is numbered in the union: nothing is gathered per partition);
+* each partition hands its gradient sums (on the union) to the :class:`WorkerColumns`;
+  the last of them sums all of them in partition order (bit for bit the same sum for a
+  fixed layout, whichever thread arrives first) and pushes the sum, one call per shard.
 
 So the bytes of a round scale with the union of the columns each worker's partitions
 touch, and the calls with the workers, not the partitions.  A partition task reaches the
@@ -22,14 +26,17 @@ handles are duck-typed.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
+import scipy.sparse as sp
 
-from .column_shards import PartitionColumns, mark_columns, touched_columns
+from .column_shards import mark_columns, touched_columns
 from .kernels import partition_offset
 
-__all__ = ["WorkerColumns", "register_columns", "sharded_loss_grad", "TRAFFIC_FIELDS"]
+__all__ = ["WorkerColumns", "UnknownPartition", "register_columns", "sharded_loss_grad",
+           "in_union", "TRAFFIC_FIELDS"]
 
 #: What :func:`sharded_loss_grad` returns, summed over partitions, in this order: the
 #: weight and the loss, then the values pulled from and pushed to the shards and the
@@ -38,9 +45,14 @@ __all__ = ["WorkerColumns", "register_columns", "sharded_loss_grad", "TRAFFIC_FI
 TRAFFIC_FIELDS = ("weight", "loss", "pulled", "pushed", "calls")
 
 
+class UnknownPartition(LookupError):
+    """A partition asked a :class:`WorkerColumns` that does not hold its columns: it runs
+    on another worker than when the shards were made."""
+
+
 class WorkerColumns:
-    """The union of one worker's partitions' touched columns, and their traffic with the
-    shards.
+    """The union of one worker's partitions' touched columns, their states, and their
+    traffic with the shards.
 
     Parameters
     ----------
@@ -53,25 +65,25 @@ class WorkerColumns:
     def __init__(self, hub, shards):
         self.hub = int(hub)
         self.shards = shards
-        self._columns = {}  # partition -> its columns (global parameter indices)
-        self._positions = {}  # partition -> positions of its columns in the union
+        self._states = {}  # partition -> its PartitionColumns (X in the union once sealed)
         self.union = np.zeros(0, dtype=np.int64)
         self._pieces = []  # (shard, slice of the union in its range)
         self._pulled = (None, None)  # (round, x + alpha d on the union)
-        self._pushes = {}  # round -> {partition: gradient sums}
+        self._pushes = {}  # round -> {partition: (gradient sums, intercept's or None)}
         self._lock = threading.Lock()
 
-    def add(self, part, columns):
-        """Remember partition ``part``'s touched columns (sorted parameter indices)."""
+    def add(self, state):
+        """Keep partition ``state.index``'s :class:`PartitionColumns`."""
         with self._lock:
-            self._columns[int(part)] = np.asarray(columns, dtype=np.int64)
+            self._states[int(state.index)] = state
 
     def partitions(self):
         """The partitions registered, in order."""
-        return sorted(self._columns)
+        return sorted(self._states)
 
     def seal(self):
-        """Take the union of the registered columns and register it with the shards.
+        """Take the union of the registered columns, number every partition's ``X`` in it
+        and register the union with the shards.
 
         Returns
         -------
@@ -79,11 +91,12 @@ class WorkerColumns:
             ``[columns in the union, calls made]`` (one call per shard it reaches).
         """
         bounds = self.shards.bounds
-        if self._columns:
-            marked, position = mark_columns(np.concatenate(list(self._columns.values())),
-                                            bounds[-1])
+        if self._states:
+            marked, position = mark_columns(
+                np.concatenate([s.columns for s in self._states.values()]), bounds[-1])
             self.union = np.flatnonzero(marked)
-            self._positions = {p: position[c] for p, c in self._columns.items()}
+            self._states = {p: in_union(s, position[s.columns], self.union.size)
+                            for p, s in self._states.items()}
         splits = np.searchsorted(self.union, bounds)
         self._pieces = [(k, slice(splits[k], splits[k + 1])) for k in range(len(bounds) - 1)
                         if splits[k + 1] > splits[k]]
@@ -92,9 +105,20 @@ class WorkerColumns:
         return np.array([self.union.size, len(self._pieces)], dtype=np.float64)
 
     def pull(self, part, round_id, alpha):
-        """``x + alpha d`` on partition ``part``'s columns, from this worker's one pull of
-        round ``round_id``; with ``[values pulled, calls made]`` (zeros when another
-        partition made the pull)."""
+        """``(X, values, traffic)``: partition ``part``'s ``X`` numbered in the union,
+        ``x + alpha d`` on the union from this worker's one pull of round ``round_id``,
+        and ``[values pulled, calls made]`` (zeros when another partition made the pull).
+
+        Raises
+        ------
+        UnknownPartition
+            When ``part`` did not register here.
+        """
+        state = self._states.get(int(part))
+        if state is None:
+            raise UnknownPartition(
+                f"Partition {part} did not register its columns on this worker (hub "
+                f"{self.hub}): the partitions have moved since the shards were made.")
         with self._lock:
             fresh = self._pulled[0] != round_id
             if fresh:
@@ -104,66 +128,77 @@ class WorkerColumns:
                 self._pulled = (round_id, values)
             values = self._pulled[1]
         traffic = [values.size, len(self._pieces)] if fresh else [0, 0]
-        return values[self._positions[int(part)]], traffic
+        return state.X, values, traffic
 
-    def push(self, part, round_id, values):
-        """Keep partition ``part``'s gradient sums for round ``round_id``; once every
+    def push(self, part, round_id, values, intercept=None):
+        """Keep partition ``part``'s gradient sums for round ``round_id`` (``values`` on
+        the union's columns of ``X``, ``intercept`` the intercept's or None); once every
         registered partition has, push their sum (in partition order) to the shards.
 
         Returns ``[values pushed, calls made]`` (zeros but for the last partition)."""
         part, round_id = int(part), int(round_id)
         with self._lock:
             pending = self._pushes.setdefault(round_id, {})
-            pending[part] = np.asarray(values, dtype=np.float64)
-            if len(pending) < len(self._positions):
+            pending[part] = (values, intercept)
+            if len(pending) < len(self._states):
                 return [0, 0]
             del self._pushes[round_id]
             for stale in [r for r in self._pushes if r < round_id]:
                 del self._pushes[stale]
         total = np.zeros(self.union.size)
         for p in sorted(pending):
-            total[self._positions[p]] += pending[p]
+            grad, of_intercept = pending[p]
+            total[:grad.size] += grad
+            if of_intercept is not None:
+                total[-1] += of_intercept
         self.shards.call_each("push", [(k, (self.hub, round_id, total[s]))
                                        for k, s in self._pieces])
         return [total.size, len(self._pieces)]
 
 
-def register_columns(part, state, shards, fit_intercept):
-    """A partition's registration round: find its touched columns (its state from now
-    on) and give them to the :class:`WorkerColumns` of its worker.  ``state`` is the
-    partition's index.  Returns ``([1, columns], state)``."""
-    hub = shards.local_hub()
-    state = touched_columns(part, state, fit_intercept, hub)
-    shards.call_hub(hub, "add", state.index, state.columns)
-    return np.array([1.0, state.columns.size]), state
-
-
-def sharded_loss_grad(part, state, shards, alpha, round_id, family, fit_intercept):
-    """One partition's part of an evaluation at ``x + alpha d``, the vectors on ``shards``.
-
-    ``state`` is the partition's :class:`PartitionColumns`.  Reads ``x + alpha d`` on its
-    columns from its worker's pull, computes the loss and the gradient sums there, hands
-    those to its worker's :class:`WorkerColumns` for round ``round_id`` and returns
-    ``(traffic, state)`` with ``traffic`` the array of :data:`TRAFFIC_FIELDS`.  A lost
-    state (None) returns NaN traffic.
-    """
-    if state is None:  # lost with its worker: the coordinator sees it in the round's reset
-        return np.full(len(TRAFFIC_FIELDS), np.nan), None
-    if not isinstance(state, PartitionColumns):
-        raise TypeError("The partition's touched columns were not registered.")
-    y, weight, offset = part[1], part[2], partition_offset(part)
-    coef, pulled = shards.call_hub(state.hub, "pull", state.index, round_id, alpha)
+def in_union(state, positions, size):
+    """``state`` with its ``X`` numbered in a union of ``size`` columns, where its column
+    ``j`` is at ``positions[j]`` (sorted, so the union's intercept, if any, is last)."""
     n_coef = state.X.shape[1]
-    eta = np.asarray(state.X @ coef[:n_coef]).ravel()
+    if positions.size == size:  # its columns are the union: numbered in it already
+        return state
+    X = state.X
+    X = sp.csr_matrix((X.data, positions[X.indices].astype(X.indices.dtype), X.indptr),
+                      shape=(X.shape[0], size - (positions.size - n_coef)))
+    return dataclasses.replace(state, X=X)
+
+
+def register_columns(part, index, shards, fit_intercept):
+    """A partition's registration round: find its touched columns and give them, with
+    ``X`` renumbered to them, to the :class:`WorkerColumns` of its worker.  ``index`` is
+    the partition's index.  Returns ``[1, columns]``."""
+    hub = shards.local_hub()
+    state = touched_columns(part, index, fit_intercept, hub)
+    shards.call_hub(hub, "add", state)
+    return np.array([1.0, state.columns.size])
+
+
+def sharded_loss_grad(part, index, shards, alpha, round_id, family, fit_intercept):
+    """Partition ``index``'s part of an evaluation at ``x + alpha d``, the vectors on
+    ``shards``.
+
+    Computes on its worker's pull of ``x + alpha d``, with its ``X`` as registered
+    (numbered in the worker's union), the loss and the gradient sums, hands those to its
+    worker's :class:`WorkerColumns` for round ``round_id`` and returns the array of
+    :data:`TRAFFIC_FIELDS`.
+    """
+    y, weight, offset = part[1], part[2], partition_offset(part)
+    hub = shards.local_hub()
+    X, coef, pulled = shards.call_hub(hub, "pull", index, round_id, alpha)
+    n_coef = X.shape[1]
+    eta = np.asarray(X @ coef[:n_coef]).ravel()
     if fit_intercept:
         eta = eta + coef[-1]
     if offset is not None:
         eta = eta + offset
     loss, r = family.loss_and_dloss(y, eta, weight)
-    grad = np.asarray(state.X.T @ r).ravel()
-    if fit_intercept:
-        grad = np.append(grad, r.sum())
-    pushed = shards.call_hub(state.hub, "push", state.index, round_id, grad)
+    grad = np.asarray(X.T @ r).ravel()
+    pushed = shards.call_hub(hub, "push", index, round_id, grad,
+                             float(r.sum()) if fit_intercept else None)
     total = float(y.shape[0]) if weight is None else float(weight.sum())
-    return np.array([total, float(loss), pulled[0], pushed[0], pulled[1]],
-                    dtype=np.float64), state
+    return np.array([total, float(loss), pulled[0], pushed[0], pulled[1]], dtype=np.float64)

@@ -1,9 +1,9 @@
-"""Column-block model parallelism: tiles of dense ``X`` next to the shards of their columns.
+"""Column-block model parallelism: tiles of ``X`` next to the shards of their columns.
 
 :class:`ColumnBlocks` cuts every row partition of an engine into feature blocks, the
 ranges of the column shards of a :class:`~daskglm.engine.shards.ShardSet`, and keeps
 tile ``(r, b)`` on the worker of shard ``b`` (each tile crosses the network once, at the
-start: one ``block_split`` round).  :meth:`ColumnBlocks.evaluate` is one
+start: one ``block_split`` round; dense tiles, or CSR tiles of CSR partitions).  :meth:`ColumnBlocks.evaluate` is one
 ``block_gradient`` round (kernels in :mod:`daskglm.compute.column_blocks`): predictors
 of the tiles, summed per row partition next to its targets, residuals back to the tiles,
 gradients pushed into the shards.  What crosses the network per round is two vectors of
@@ -20,23 +20,23 @@ from __future__ import annotations
 import uuid
 
 import numpy as np
-import scipy.sparse as sp
 
+from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
 from ..compute.column_blocks import row_loss, take_columns, tile_gradient, tile_predictor
 from .measure import Timer
-from .shards import ShardLostError
+from .shards import LOST_ADVICE, ShardLostError
 
 __all__ = ["ColumnBlocks"]
 
 
 class ColumnBlocks:
-    """Tiles ``X[r, b]`` of an engine's dense row partitions, placed by column shard.
+    """Tiles ``X[r, b]`` of an engine's row partitions, placed by column shard.
 
     Parameters
     ----------
     engine : Engine
-        Its partitions must hold dense ``X`` in memory.
+        Its partitions must hold ``X`` (dense or CSR) in memory.
     shards : ShardSet
         Its ranges are the feature blocks (the last holds the intercept, if fitted).
     n_features : int
@@ -64,28 +64,28 @@ class ColumnBlocks:
         """Make the tiles where they belong; return the bytes of those that moved."""
         parts = self.engine.parts
         if self.client is None:
-            if any(not isinstance(p, tuple) or sp.issparse(p[0]) for p in parts):
-                raise ValueError("Column blocks need dense X held in memory.")
+            if any(not isinstance(p, tuple) for p in parts):
+                raise ValueError("Column blocks need X held in memory.")
             self.tiles = [[take_columns(p, lo, hi) for lo, hi in self.columns] for p in parts]
             return 0
         client = self.client
+        self.engine._recover()  # after a lost worker: its partitions made again first
+        parts = self.engine.parts
         holders = client.who_has(parts)
         self.part_workers = [(holders.get(p.key) or [None])[0] for p in parts]
-        shapes = client.gather([client.submit(_layout, p, pure=False) for p in parts])
-        if any(sparse for _, sparse in shapes):
-            raise ValueError("Column blocks need dense X held in memory.")
         targets = self.shards.clients.addresses
         self.tiles, moved = [], 0
-        for part, holder, (rows, _) in zip(parts, self.part_workers, shapes):
+        for part, holder in zip(parts, self.part_workers):
             tiles = []
             for (lo, hi), target in zip(self.columns, targets):
                 place = {"workers": [holder]} if holder else {}
                 cut = client.submit(take_columns, part, lo, hi, pure=False, **place)
                 if holder != target:  # one copy on the shard's worker, then the cut goes
+                    size = client.submit(nbytes, cut, pure=False, **place)
                     tile = client.submit(_copy, cut, workers=[target], pure=False)
                     tile.result()
                     cut.release()
-                    moved += 8 * rows * (hi - lo)
+                    moved += size.result()
                 else:
                     tile = cut
                 tiles.append(tile)
@@ -102,11 +102,12 @@ class ColumnBlocks:
             except ShardLostError:
                 raise
             except Exception as exc:
-                if self.client is None:
+                lost = "" if self.client is None else self.shards.lost()
+                if not lost and not _worker_loss(exc):
                     raise
                 raise ShardLostError(f"A round of column blocks failed ({type(exc).__name__}: "
-                                     f"{exc}); a worker holding tiles or shards was lost.  "
-                                     f"Fit again.") from exc
+                                     f"{exc}); a worker holding tiles and a shard was lost"
+                                     f"{': ' + lost if lost else ''}.  {LOST_ADVICE}") from exc
         ledger = self.engine.ledger
         tasks = 2 * n_rows * n_blocks + n_rows
         # predictors up to the row task, residuals down to the tiles: one vector each
@@ -153,12 +154,29 @@ class ColumnBlocks:
                                        self.holds_intercept[b], workers=[targets[b]],
                                        pure=False, key=f"daskglm_block_grad-{token}-{r}-{b}")
                          for b, tile in enumerate(row))
-        pushed = sum(client.gather(grads))
-        summaries = client.gather([client.submit(_summary, o, pure=False) for o in rows])
+        pushed = sum(self._gather(grads))
+        summaries = self._gather([client.submit(_summary, o, pure=False) for o in rows])
         stats = np.zeros(2)
         for summary, _ in summaries:
             stats = stats + summary
         return stats, pushed, [length for _, length in summaries]
+
+    def _gather(self, futures):
+        """The results of ``futures``; :class:`ShardLostError` within about a second once
+        a shard's worker has left (its tiles' tasks, pinned there, would wait forever)."""
+        from distributed import wait
+
+        while True:
+            try:
+                wait(futures, timeout=self.shards.clients.poll)
+            except TimeoutError:
+                lost = self.shards.lost()
+                if lost:
+                    self.client.cancel(futures)
+                    raise ShardLostError(f"A round of column blocks cannot finish: {lost}.  "
+                                         f"{LOST_ADVICE}") from None
+                continue
+            return self.client.gather(futures)
 
     def close(self):
         """Release the tiles."""
@@ -169,6 +187,13 @@ class ColumnBlocks:
         self.tiles = []
 
 
+def _worker_loss(exc):
+    from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
+
+    return isinstance(exc, (KilledWorker, FutureCancelledError))
+
+
 def _copy(array):
     return array
 
@@ -176,7 +201,3 @@ def _copy(array):
 def _summary(output):
     return output[0], output[1].shape[0]
 
-
-def _layout(part):
-    """``(rows, whether X is sparse)`` of a row partition."""
-    return part[0].shape[0], sp.issparse(part[0])

@@ -43,7 +43,7 @@ import numpy as np
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
 from ..compute.column_shards import ColumnShard, shard_bounds
-from ..compute.worker_columns import TRAFFIC_FIELDS, WorkerColumns
+from ..compute.worker_columns import TRAFFIC_FIELDS, UnknownPartition, WorkerColumns
 from .asynchronous import HolderLostError
 from .measure import Timer
 
@@ -106,7 +106,8 @@ class ShardClients:
         ShardLostError
             From a task on another worker (its partition moved, or the worker joined
             after the shards were made): the ``WorkerColumns`` of a worker are only
-            reached there, where their calls to the shards cannot wait on each other.
+            reached there, where their calls to the shards cannot wait on each other;
+            and for a partition its ``WorkerColumns`` does not know.
         """
         here = _this_worker()
         if here is not None and self.hub_addresses is not None \
@@ -115,8 +116,11 @@ class ShardClients:
                 f"A partition registered with worker {self.hub_addresses[k]} ran on "
                 f"{here.address}: the partitions have moved since the shards were made.  "
                 f"{LOST_ADVICE}")
-        return self._call_each(self.hubs, self.hub_addresses, method, [(k, args)],
-                               self._hub_lost)[0]
+        try:
+            return self._call_each(self.hubs, self.hub_addresses, method, [(k, args)],
+                                   self._hub_lost)[0]
+        except UnknownPartition as exc:
+            raise ShardLostError(f"{exc}  {LOST_ADVICE}") from exc
 
     def local_hub(self):
         """The ``WorkerColumns`` of the worker running this task (the first in this
@@ -130,24 +134,27 @@ class ShardClients:
     def _call_each(self, targets, addresses, method, calls, lost):
         if addresses is None:
             return [getattr(targets[k], method)(*args) for k, args in calls]
-        pending = []
+        pending, local = {}, []
         here = _this_worker()
-        for k, args in calls:
+        for i, (k, args) in enumerate(calls):
             if here is not None and addresses[k] == here.address:
-                # it lives in this process: a direct call, nothing serialised
-                # (its methods called from tasks are safe alongside each other)
-                local = here.state.actors.get(targets[k].key)
-                if local is not None:
-                    pending.append((k, _Done(getattr(local, method)(*args))))
+                # it lives in this process: a direct call, nothing serialised (its
+                # methods called from tasks are safe alongside each other), made once
+                # the calls to other workers are on their way
+                actor = here.state.actors.get(targets[k].key)
+                if actor is not None:
+                    local.append((i, actor, args))
                     continue
             try:
-                pending.append((k, getattr(targets[k], method)(*args)))
+                pending[i] = getattr(targets[k], method)(*args)
             except _SHARD_CHECKS:
                 raise
             except Exception as exc:
                 raise lost(k, exc) from exc
-        return [self._result(future, addresses[k], lambda exc, k=k: lost(k, exc))
-                for k, future in pending]
+        for i, actor, args in local:
+            pending[i] = _Done(getattr(actor, method)(*args))
+        return [self._result(pending[i], addresses[k], lambda exc, k=k: lost(k, exc))
+                for i, (k, _) in enumerate(calls)]
 
     def _result(self, future, address, lost):
         # a dead worker refuses connections at once but Dask retries them for its connect

@@ -61,7 +61,7 @@ class LBFGS(Solver):
         With ``sharded``: the number of column shards (None: one per worker, or per
         engine thread in this process).
     column_blocks : bool, default False
-        With ``sharded``, for dense ``X`` with many rows and columns: model parallelism.
+        With ``sharded``, for ``X`` (dense or CSR) with many rows and columns: model parallelism.
         ``X`` is cut into feature blocks, the shards' ranges, each kept on its shard's
         worker; the linear predictor is summed over the blocks per row partition and
         only vectors of a row partition's length cross the network

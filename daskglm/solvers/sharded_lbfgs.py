@@ -32,7 +32,6 @@ The whole parameter vector moves twice: onto the shards at the start and back at
 
 from __future__ import annotations
 
-import uuid
 import warnings
 
 import numpy as np
@@ -41,7 +40,7 @@ from ..accounting.kinds import Kind
 from ..compute.vector_free_lbfgs import gram_two_loop, run_lbfgs
 from ..compute.worker_columns import register_columns, sharded_loss_grad
 from ..engine.column_blocks import ColumnBlocks
-from ..engine.shards import LOST_ADVICE, ShardLostError, make_shards
+from ..engine.shards import ShardLostError, make_shards
 from .base import History, SolverResult
 
 __all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded", "MAX_REBUILDS"]
@@ -65,7 +64,6 @@ class ShardedSpace:
         self.memory = int(memory)
         self.gram = np.zeros((2 * self.memory + 1, 2 * self.memory + 1))
         self.order = []  # slots holding pairs, oldest first
-        self.state = f"sharded-lbfgs-{uuid.uuid4().hex}"
         self.round_id = 0
 
     def start(self, params0):
@@ -74,21 +72,16 @@ class ShardedSpace:
         with the shards (``shard_register``)."""
         engine = self.engine
         self.shards.load(params0)
-        engine.put_state(self.state, list(range(engine.n_partitions)))
-        _, reset = engine.reduce_stateful(register_columns, self.state, self.shards.clients,
-                                          self.problem.fit_intercept, kind=Kind.SHARD_COLUMNS)
-        self._check(reset)
+        registered = engine.reduce_each(register_columns, range(engine.n_partitions),
+                                        self.shards.clients, self.problem.fit_intercept,
+                                        kind=Kind.SHARD_COLUMNS)
+        if int(registered[0]) != engine.n_partitions:  # pragma: no cover - a broken engine
+            raise RuntimeError(f"{int(registered[0])} of {engine.n_partitions} partitions "
+                               f"registered their columns.")
         self.shards.seal()
 
-    def _check(self, reset):
-        if reset:
-            lost = self.shards.lost() or "a worker left"
-            raise ShardLostError(
-                f"The states of partitions {list(reset)} of a sharded fit (their touched "
-                f"columns) were lost with their worker ({lost}).  {LOST_ADVICE}")
-
     def close(self):
-        self.engine.drop_state(self.state)
+        """Nothing to release here: the partitions' columns go with the shards."""
 
     def _rows(self):
         """Basis rows of the slots holding pairs: ``s`` rows, then ``y`` rows.  The slots
@@ -99,11 +92,10 @@ class ShardedSpace:
     def evaluate(self, alpha):
         p, engine = self.problem, self.engine
         self.round_id += 1
-        traffic, reset = engine.reduce_stateful(
-            sharded_loss_grad, self.state, self.shards.clients, float(alpha), self.round_id,
-            p.family, p.fit_intercept, kind=Kind.SPARSE_GRADIENT,
+        traffic = engine.reduce_each(
+            sharded_loss_grad, range(engine.n_partitions), self.shards.clients, float(alpha),
+            self.round_id, p.family, p.fit_intercept, kind=Kind.SPARSE_GRADIENT,
         )
-        self._check(reset)
         self.shards.record_traffic(traffic)
         parts = self.shards.command("finish", self.round_id, float(alpha), engine.sum_weight)
         parts = np.asarray(parts)
@@ -143,7 +135,7 @@ class ShardedSpace:
 
 
 class ColumnBlockSpace(ShardedSpace):
-    """:class:`ShardedSpace` whose evaluations run on column blocks of dense ``X``
+    """:class:`ShardedSpace` whose evaluations run on column blocks of ``X`` (dense or CSR)
     (:class:`~daskglm.engine.column_blocks.ColumnBlocks`): the feature blocks are the
     shards' ranges, and each tile lives on its shard's worker."""
 
@@ -170,11 +162,11 @@ def solve_sharded(solver, problem, engine, params0):
     """Run :class:`~daskglm.solvers.lbfgs.LBFGS` ``solver`` on column shards (and on
     column blocks of ``X`` with its ``column_blocks`` option).
 
-    On a cluster, a fit on row partitions survives losing a worker (up to
-    :data:`MAX_REBUILDS` times): the shards and the workers' columns are made again on
-    the workers left, from the iterate the surviving shards hold and, for the lost
-    shard's range, the driver's copy of the starting point; the L-BFGS memory starts
-    afresh and the iterations already run count against ``max_iter``.
+    On a cluster, a fit survives losing a worker (up to :data:`MAX_REBUILDS` times): the
+    shards and the workers' columns (or the column blocks' tiles) are made again on the
+    workers left, from the iterate the surviving shards hold and, for the lost shard's
+    range, the driver's copy of the starting point; the L-BFGS memory starts afresh and
+    the iterations already run count against ``max_iter``.
     """
     memory = int(solver.opts["memory"])
     history = History(engine)
@@ -196,8 +188,7 @@ def solve_sharded(solver, problem, engine, params0):
             params = shards.values()
             break
         except ShardLostError as exc:
-            if (len(rebuilds) == MAX_REBUILDS or space_type is not ShardedSpace
-                    or getattr(engine, "client", None) is None):
+            if len(rebuilds) == MAX_REBUILDS or getattr(engine, "client", None) is None:
                 raise
             rebuilds.append(str(exc))
             params = shards.salvage(start)
