@@ -226,7 +226,7 @@ def test_logistic_regression_cv_on_a_cluster_equals_scikit_learn(client):
 
 def test_bad_folds_and_grids_are_rejected_before_any_work():
     X, y = _regression(n=40)
-    with pytest.raises(ValueError, match="every row exactly once"):
+    with pytest.raises(ValueError, match="every row exactly once"):  # LassoCV takes them
         daskglm.RidgeCV(cv=ShuffleSplit(3, random_state=0)).fit(X, y)
     with pytest.raises(ValueError, match="alphas must be"):
         daskglm.RidgeCV(alphas=[1.0, -1.0]).fit(X, y)
@@ -236,8 +236,10 @@ def test_bad_folds_and_grids_are_rejected_before_any_work():
         daskglm.RidgeCV(scoring="neg_max_error", cv=3).fit(X, y)
     with pytest.raises(ValueError, match="store_cv_results needs cv=None"):
         daskglm.RidgeCV(cv=3, store_cv_results=True).fit(X, y)
-    with pytest.raises(ValueError, match="l1_ratio must be"):
+    with pytest.raises(ValueError, match="not supported for l1_ratio=0"):
         daskglm.ElasticNetCV(l1_ratio=[0.0, 0.5]).fit(X, y)
+    with pytest.raises(ValueError, match="l1_ratio must be"):
+        daskglm.ElasticNetCV(l1_ratio=[-0.1, 0.5]).fit(X, y)
     Xc, yc = _classification(2, n=40)
     with pytest.raises(ValueError, match="Cs must be"):
         daskglm.LogisticRegressionCV(Cs=0).fit(Xc, yc)

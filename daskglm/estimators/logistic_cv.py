@@ -177,7 +177,7 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
                 f"(sklearn.metrics.get_scorer_names()); got {self.scoring!r}."
             )
 
-    def _keep_for_scoring(self, X, y, sample_weight, fold_ids):
+    def _keep_for_scoring(self, X, y, sample_weight, folds):
         """Keep in-memory data for the scorers that are not sums over rows."""
         self.__dict__.pop("_scoring_data", None)  # never a previous fit's rows
         on_driver = not (self.scoring in SUMMED_SCORERS and self.class_weight is None)
@@ -193,14 +193,14 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
             )
         scorer = get_scorer("accuracy" if self.scoring is None else self.scoring)
         weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        self._scoring_data = (X, np.asarray(y), weight, np.asarray(fold_ids),
+        self._scoring_data = (X, np.asarray(y), weight, folds,
                               _scorer_with_labels(scorer, self.classes_))
 
-    def _fold_scores(self, engine, each, fold, coefs, intercepts):
+    def _fold_scores(self, engine, codes, code, fold, coefs, intercepts):
         if "_scoring_data" not in self.__dict__:
-            return super()._fold_scores(engine, each, fold, coefs, intercepts)
-        X, y, weight, fold_ids, scorer = self._scoring_data
-        test = np.flatnonzero(fold_ids == fold)
+            return super()._fold_scores(engine, codes, code, fold, coefs, intercepts)
+        X, y, weight, folds, scorer = self._scoring_data
+        test = folds.test_rows(fold)
         X_test, y_test = X[test], y[test]
         extra = {} if weight is None else {"sample_weight": weight[test]}
         model = _ScoredModel()

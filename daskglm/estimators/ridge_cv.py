@@ -267,7 +267,14 @@ class RidgeCV(Ridge):
 
     def _fit_k_fold(self, data, y, engine_y, sample_weight, alphas, n_features):
         """Every fold's Gram statistics from one round; every path on the driver."""
-        fold_ids, n_folds = _assign_folds(self.cv, y, data.shape[0], classifier=False)
+        splits = _assign_folds(self.cv, y, data.shape[0], classifier=False)
+        if not splits.is_partition:
+            # training sets are sums of the test sets' Gram statistics: k-fold splits only
+            raise ValueError(
+                "RidgeCV's cv must hold out every row exactly once, training on all the "
+                "others (KFold, StratifiedKFold and the like); got overlapping or partial folds."
+            )
+        fold_ids, n_folds = splits.ids, splits.n_folds
         with self._engine(data, engine_y, sample_weight, Gaussian()) as engine:
             each = fold_ids_by_partition(engine, fold_ids)
             grams = engine.reduce_each(fold_grams, each, n_folds, kind=Kind.FOLD_GRAM).folds

@@ -1,0 +1,106 @@
+"""scikit-learn's conventions of LassoCV / ElasticNetCV / LogisticRegression, against
+scikit-learn on the same data and folds.
+
+``positive``, explicit ``alphas`` grids (checks, layout of ``alphas_``, ``l1_ratio=0``) and
+splitters whose test sets do not partition the rows (ShuffleSplit, TimeSeriesSplit).  Path
+fits stop at ``tol=1e-10`` (ours) and ``1e-12`` (scikit-learn's coordinate descent): the
+grids agree to 1e-12 relative, held-out errors to 1e-8 relative, coefficients to 1e-8
+absolute; the chosen alphas are the same grid point.
+"""
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+from sklearn import linear_model as sk
+from sklearn.model_selection import GroupKFold, KFold, ShuffleSplit, TimeSeriesSplit
+
+import daskglm
+
+
+def _regression(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    y = X @ np.array([0.0, 0.0, 1.5, -2.0, 0.5, -0.3]) + 1.0 + rng.normal(size=n)
+    return X, y
+
+
+def _assert_same_path(ours, reference):
+    np.testing.assert_allclose(ours.alphas_, reference.alphas_, rtol=1e-12)
+    np.testing.assert_allclose(ours.alpha_, reference.alpha_, rtol=1e-12)
+    np.testing.assert_allclose(ours.mse_path_, reference.mse_path_, rtol=1e-8)
+    np.testing.assert_allclose(ours.coef_, reference.coef_, atol=1e-8)
+    np.testing.assert_allclose(ours.intercept_, reference.intercept_, atol=1e-8)
+
+
+SPLITTERS = [KFold(4), ShuffleSplit(5, test_size=0.2, random_state=0), TimeSeriesSplit(3)]
+
+
+@pytest.mark.parametrize("cv", SPLITTERS, ids=lambda cv: type(cv).__name__)
+@pytest.mark.parametrize("positive", [False, True], ids=["free", "positive"])
+def test_lasso_cv_equals_scikit_learn_for_any_splitter(cv, positive):
+    X, y = _regression()
+    ours = daskglm.LassoCV(alphas=8, cv=cv, positive=positive, tol=1e-10,
+                           max_iter=100_000).fit(X, y)
+    reference = sk.LassoCV(alphas=8, cv=cv, positive=positive, tol=1e-12,
+                           max_iter=100_000).fit(X, y)
+    _assert_same_path(ours, reference)
+    if positive:
+        assert ours.coef_.min() >= 0
+    else:
+        assert ours.coef_.min() < 0  # the constraint above is not idle on these data
+
+
+def test_splits_that_leave_rows_out_on_a_cluster_equal_in_memory(client):
+    """Test sets that overlap and leave rows out (ShuffleSplit, GroupKFold on a subset of
+    groups' rows): the per-split row codes are cut per partition of a Dask array."""
+    X, y = _regression(n=150)
+    cv = ShuffleSplit(4, train_size=0.6, test_size=0.25, random_state=3)
+    in_memory = daskglm.ElasticNetCV(alphas=6, l1_ratio=[0.3, 0.9], cv=cv, tol=1e-10,
+                                     max_iter=100_000).fit(X, y)
+    chunked = daskglm.ElasticNetCV(alphas=6, l1_ratio=[0.3, 0.9], cv=cv, tol=1e-10,
+                                   max_iter=100_000).fit(da.from_array(X, chunks=(40, 6)),
+                                                         da.from_array(y, chunks=40))
+    reference = sk.ElasticNetCV(alphas=6, l1_ratio=[0.3, 0.9], cv=cv, tol=1e-12,
+                                max_iter=100_000).fit(X, y)
+    _assert_same_path(in_memory, reference)
+    np.testing.assert_allclose(chunked.mse_path_, in_memory.mse_path_, rtol=1e-9)
+    np.testing.assert_allclose(chunked.coef_, in_memory.coef_, atol=1e-9)
+    groups = np.arange(150) % 10
+    folds = [(train, test[: len(test) // 2]) for train, test in GroupKFold(5).split(X, y, groups)]
+    ours = daskglm.LassoCV(alphas=5, cv=folds, tol=1e-10, max_iter=100_000).fit(X, y)
+    reference = sk.LassoCV(alphas=5, cv=folds, tol=1e-12, max_iter=100_000).fit(X, y)
+    _assert_same_path(ours, reference)
+
+
+def test_explicit_alphas_stay_one_grid_for_several_l1_ratios():
+    X, y = _regression()
+    options = dict(alphas=[0.1, 1.0, 0.01], l1_ratio=[0.2, 0.8], cv=KFold(3), max_iter=100_000)
+    ours = daskglm.ElasticNetCV(tol=1e-10, **options).fit(X, y)
+    reference = sk.ElasticNetCV(tol=1e-12, **options).fit(X, y)
+    assert ours.alphas_.shape == reference.alphas_.shape == (3,)
+    _assert_same_path(ours, reference)
+    assert ours.l1_ratio_ == reference.l1_ratio_
+
+
+def test_l1_ratio_zero_needs_and_takes_an_explicit_grid():
+    X, y = _regression()
+    with pytest.raises(ValueError, match="not supported for l1_ratio=0"):
+        daskglm.ElasticNetCV(l1_ratio=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = daskglm.ElasticNetCV(l1_ratio=0, alphas=[0.1, 10], cv=KFold(3), tol=1e-10).fit(X, y)
+    reference = sk.ElasticNetCV(l1_ratio=0, alphas=[0.1, 10], cv=KFold(3), tol=1e-12).fit(X, y)
+    _assert_same_path(ours, reference)
+
+
+@pytest.mark.parametrize("alphas, error, message", [
+    ((0.1, -1.0, -10.0), ValueError, r"alphas\[1\] == -1.0, must be >= 0.0."),
+    ((1, 1.0, "1"), TypeError, r"alphas\[2\] must be an instance of float, not str"),
+])
+def test_alphas_are_checked_with_scikit_learns_messages(alphas, error, message):
+    X, y = _regression(n=20)
+    for cls in (daskglm.LassoCV, sk.LassoCV):
+        with pytest.raises(error, match=message):
+            cls(alphas=alphas).fit(X, y)
