@@ -104,3 +104,28 @@ def test_alphas_are_checked_with_scikit_learns_messages(alphas, error, message):
     for cls in (daskglm.LassoCV, sk.LassoCV):
         with pytest.raises(error, match=message):
             cls(alphas=alphas).fit(X, y)
+
+
+def _user_warnings(estimator, X, y):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(X, y)
+    return sorted(str(w.message) for w in caught if w.category is UserWarning)
+
+
+@pytest.mark.parametrize("params, n_warnings", [
+    (dict(penalty=None, C=4.0), 1), (dict(penalty="l1", l1_ratio=0.5), 2),
+    (dict(penalty="l1", l1_ratio=0.0), 1), (dict(penalty="l2", l1_ratio=1.0), 1),
+    (dict(C=np.inf, l1_ratio=0.5), 1), (dict(C=np.inf), 0), (dict(penalty=None), 0),
+    (dict(l1_ratio=0.5), 0), (dict(penalty="elasticnet", l1_ratio=0.5), 0),
+], ids=str)
+def test_logistic_regression_warns_of_ignored_parameters_as_scikit_learn(params, n_warnings):
+    """The same UserWarnings, word for word (scikit-learn's FutureWarnings for ``penalty``
+    are its own deprecation cycle)."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] + rng.normal(size=60) > 0).astype(int)
+    ours = _user_warnings(daskglm.LogisticRegression(**params), X, y)
+    theirs = _user_warnings(sk.LogisticRegression(solver="saga", max_iter=5000, **params), X, y)
+    assert ours == theirs
+    assert len(ours) == n_warnings
