@@ -129,3 +129,40 @@ def test_logistic_regression_warns_of_ignored_parameters_as_scikit_learn(params,
     theirs = _user_warnings(sk.LogisticRegression(solver="saga", max_iter=5000, **params), X, y)
     assert ours == theirs
     assert len(ours) == n_warnings
+
+
+@pytest.mark.parametrize("requested", [False, True], ids=["unweighted", "weighted"])
+def test_logistic_cv_routes_metadata_as_scikit_learn(requested):
+    """With metadata routing, ``groups`` reach the splitter and ``sample_weight`` reaches
+    the scorer only when it asks for it; held-out accuracies are counts, equal exactly
+    (the fits agree to 1e-8, far from any decision boundary's tie)."""
+    import sklearn
+    from sklearn.metrics import get_scorer
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] - X[:, 1] + rng.normal(size=300) > 0).astype(int)
+    weight = np.where(np.arange(300) < 150, 2.0, 1.0)
+    groups = np.arange(300) % 6
+    with sklearn.config_context(enable_metadata_routing=True):
+        fitted = []
+        for cls, options in [(daskglm.LogisticRegressionCV, dict(tol=1e-10)),
+                             (sk.LogisticRegressionCV, dict(solver="newton-cg", tol=1e-12,
+                                                            use_legacy_attributes=True))]:
+            scorer = get_scorer("accuracy").set_score_request(sample_weight=requested)
+            model = cls(Cs=4, scoring=scorer, cv=GroupKFold(3), **options)
+            fitted.append(model.fit(X, y, sample_weight=weight, groups=groups))
+        ours, reference = fitted
+        np.testing.assert_array_equal(ours.scores_[1], reference.scores_[1])
+        np.testing.assert_array_equal(ours.C_, reference.C_)
+        np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-6)
+        if requested:
+            assert ours.score(X, y, sample_weight=weight) == reference.score(X, y, sample_weight=weight)
+        else:
+            with pytest.raises(TypeError, match="score got unexpected argument"):
+                ours.score(X, y, sample_weight=weight)
+            assert ours.score(X, y) == reference.score(X, y)
+    with pytest.raises(ValueError, match="only supported if enable_metadata_routing=True"):
+        daskglm.LogisticRegressionCV(Cs=2).fit(X, y, extra_param=1.0)
+    with pytest.raises(ValueError, match="only supported if enable_metadata_routing=True"):
+        ours.score(X, y, extra_param=1.0)

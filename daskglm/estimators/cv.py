@@ -89,7 +89,8 @@ class _PathCV:
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
         raw_y = y
         y = self._prepare_target(y)
-        folds = _assign_folds(self.cv, y, X.shape[0], classifier=self._classifier)
+        folds = _assign_folds(self.cv, y, X.shape[0], classifier=self._classifier,
+                              split_params=self.__dict__.get("_split_params"))
         n_folds = folds.n_folds
         self._keep_for_scoring(X, raw_y, sample_weight, folds)
         sample_weight = self._weigh_samples(y, sample_weight)

@@ -70,11 +70,12 @@ class Folds:
                 for fold in range(self.n_folds)]
 
 
-def _assign_folds(cv, y, n_samples, classifier):
+def _assign_folds(cv, y, n_samples, classifier, split_params=None):
     """The splits of ``cv`` on ``n_samples`` rows, as :class:`Folds`.
 
     ``cv`` is anything :func:`sklearn.model_selection.check_cv` takes (None: 5 folds; an
-    int: (stratified for classifiers) k folds; a splitter).
+    int: (stratified for classifiers) k folds; a splitter); ``split_params`` (``groups``)
+    go to its ``split``.
     """
     if is_dask(y):
         if not classifier and (cv is None or isinstance(cv, numbers.Integral)):
@@ -87,7 +88,8 @@ def _assign_folds(cv, y, n_samples, classifier):
             y = y.compute()
     splitter = check_cv(cv, y, classifier=classifier)
     splits = [(np.asarray(train), np.asarray(test))
-              for train, test in splitter.split(np.zeros((n_samples, 1)), y)]
+              for train, test in splitter.split(np.zeros((n_samples, 1)), y,
+                                                **(split_params or {}))]
     if len(splits) < 2:
         raise ValueError(f"cv must make at least 2 splits; got {len(splits)}.")
     for train, test in splits:
