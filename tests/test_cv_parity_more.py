@@ -166,3 +166,47 @@ def test_logistic_cv_routes_metadata_as_scikit_learn(requested):
         daskglm.LogisticRegressionCV(Cs=2).fit(X, y, extra_param=1.0)
     with pytest.raises(ValueError, match="only supported if enable_metadata_routing=True"):
         ours.score(X, y, extra_param=1.0)
+
+
+@pytest.mark.parametrize("cv, alphas, error, message", [
+    (None, (0.0, 1.0, 10.0), ValueError, r"alphas\[0\] == 0.0, must be > 0.0."),
+    (None, (1.0, -1.0, -100.0), ValueError, r"alphas\[1\] == -1.0, must be > 0.0"),
+    (3, (1.0, -1.0), ValueError, r"alphas\[1\] == -1.0, must be >= 0.0"),
+    (None, (1, 1.0, "1"), TypeError, r"alphas\[2\] must be an instance of float, not str"),
+    (None, (-0.5,), ValueError, r"alphas == -0.5, must be > 0.0"),
+])
+def test_ridge_cv_checks_alphas_with_scikit_learns_messages(cv, alphas, error, message):
+    X, y = _regression(n=20)
+    for cls in (daskglm.RidgeCV, sk.RidgeCV):
+        with pytest.raises(error, match=message):
+            cls(alphas=alphas, cv=cv).fit(X, y)
+
+
+@pytest.mark.parametrize("shape", [(30, 4), (6, 10)], ids=["tall", "wide"])
+def test_ridge_cv_takes_alpha_zero_with_k_folds(shape):
+    """alpha 0 with k folds is least squares (minimum-norm on wide training sets), as
+    scikit-learn's Ridge; scores and coefficients to 1e-8 relative."""
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=shape)
+    y = X @ rng.normal(size=shape[1]) + 0.5 * rng.normal(size=shape[0])
+    ours = daskglm.RidgeCV(alphas=(0.0, 1.0, 10.0), cv=KFold(3)).fit(X, y)
+    reference = sk.RidgeCV(alphas=(0.0, 1.0, 10.0), cv=KFold(3)).fit(X, y)
+    assert ours.alpha_ == reference.alpha_
+    np.testing.assert_allclose(ours.best_score_, reference.best_score_, rtol=1e-8)
+    np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-8, atol=1e-10)
+    folds = list(KFold(3).split(X))
+    for fold, (train, test) in enumerate(folds):  # every fold's score at alpha 0
+        fitted = sk.Ridge(alpha=0.0, solver="svd").fit(X[train], y[train])
+        np.testing.assert_allclose(ours.cv_scores_[0, fold], fitted.score(X[test], y[test]),
+                                   rtol=1e-8)
+
+
+@pytest.mark.parametrize("cv", [KFold(4), 10], ids=["4 folds", "one row per fold"])
+def test_ridge_cv_explained_variance_with_k_folds_equals_scikit_learn(cv):
+    X, y = _regression(n=40)
+    alphas = [1e-3, 0.1, 1.0, 10.0, 1e3]
+    ours = daskglm.RidgeCV(alphas=alphas, cv=cv, scoring="explained_variance").fit(X[:, :3], y)
+    reference = sk.RidgeCV(alphas=alphas, cv=cv, scoring="explained_variance").fit(X[:, :3], y)
+    assert ours.alpha_ == reference.alpha_
+    np.testing.assert_allclose(ours.best_score_, reference.best_score_, rtol=1e-10)
+    np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-10)
