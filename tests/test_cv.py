@@ -228,7 +228,7 @@ def test_bad_folds_and_grids_are_rejected_before_any_work():
     X, y = _regression(n=40)
     with pytest.raises(ValueError, match="every row exactly once"):  # LassoCV takes them
         daskglm.RidgeCV(cv=ShuffleSplit(3, random_state=0)).fit(X, y)
-    with pytest.raises(ValueError, match="alphas must be"):
+    with pytest.raises(ValueError, match=r"alphas\[1\] == -1.0, must be > 0.0"):
         daskglm.RidgeCV(alphas=[1.0, -1.0]).fit(X, y)
     with pytest.raises(ValueError, match="scoring must be"):
         daskglm.RidgeCV(scoring="no_such_score").fit(X, y)
