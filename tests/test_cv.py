@@ -140,8 +140,17 @@ def test_lasso_cv_on_dask_chunks_in_process_equals_in_memory():
     np.testing.assert_allclose(chunked.mse_path_, in_memory.mse_path_, rtol=1e-9)
     np.testing.assert_allclose(chunked.coef_, in_memory.coef_, rtol=1e-8, atol=1e-10)
     kinds = [r.kind for r in chunked.comm_.records]
-    assert kinds[:2] == ["validate", "sizes"] and kinds.count("held_out") == 3
-    assert kinds.count("fold_moments") == 3
+    # one round for every fold's Gram statistics; the paths are solved on the driver, the
+    # only other rounds are the final fit's
+    assert kinds[:3] == ["validate", "sizes", "fold_gram"] and kinds.count("fold_gram") == 1
+    assert "held_out" not in kinds and "fold_moments" not in kinds
+    assert set(kinds[3:]) == {"gradient"}  # the final fit on all rows
+    # solver="proximal" keeps every iteration of every fold's path a round on the data
+    iterative = daskglm.LassoCV(solver="proximal", **params)
+    iterative.fit(da.from_array(X, chunks=(50, 6)), da.from_array(y, chunks=50))
+    kinds = [r.kind for r in iterative.comm_.records]
+    assert kinds.count("held_out") == 3 and kinds.count("fold_moments") == 3
+    np.testing.assert_allclose(iterative.mse_path_, in_memory.mse_path_, rtol=1e-8)
 
 
 def test_elastic_net_cv_chooses_alpha_and_l1_ratio_as_scikit_learn():

@@ -26,11 +26,12 @@ from sklearn.utils import check_scalar
 
 from .. import progress
 from ..accounting.kinds import Kind
-from ..compute.folds import held_out_errors
+from ..compute.folds import fold_grams, held_out_errors
 from ..engine.folds import TrainingView
 from ..model.families import Gaussian
 from ..model.penalties import NonNegative, make_penalty
-from ..solvers import get_solver
+from ..solvers import Problem, get_solver
+from ..solvers.proximal import solve_composite_quadratic
 from .base import _COMMON_DOC, _choose_solver
 from .cv_folds import _assign_folds
 from .linear import ElasticNet, Lasso
@@ -103,6 +104,7 @@ class _PathCV:
             # "auto" chooses per l1_ratio: 0 (smooth) and > 0 (non-smooth) need different solvers
             names = [self._path_solver(l1_ratio, values[0], n_features, engine.n_samples)
                      for l1_ratio, values in grid]
+            grams = self._fold_grams(engine, folds, splits, names, n_features)
             scores = np.empty((len(grid), len(grid[0][1]), n_folds))
             paths = [[None] * n_folds for _ in grid]
             unconverged = 0
@@ -110,15 +112,22 @@ class _PathCV:
             with progress.watch(f"{type(self).__name__}({label})", self.max_iter, self.verbose):
                 for i, (l1_ratio, values) in enumerate(grid):
                     for fold, (train_codes, train_fold, test_codes, test_fold) in enumerate(splits):
-                        view = TrainingView(engine, train_codes, train_fold)
-                        models, n_iters, missed = self._fit_path(names[i], view, values, l1_ratio,
-                                                                 n_features)
+                        if grams is not None:
+                            models, n_iters, missed = self._fit_path_on_gram(
+                                grams[fold][0], values, l1_ratio, n_features)
+                        else:
+                            view = TrainingView(engine, train_codes, train_fold)
+                            models, n_iters, missed = self._fit_path(names[i], view, values,
+                                                                     l1_ratio, n_features)
                         unconverged += missed
                         coefs = np.stack([coef for coef, _ in models])
                         intercepts = np.stack([np.asarray(b, dtype=float) for _, b in models])
                         paths[i][fold] = (coefs, intercepts, np.asarray(n_iters, dtype=np.int32))
-                        scores[i, :, fold] = self._fold_scores(engine, test_codes, test_fold,
-                                                               fold, coefs, intercepts)
+                        if grams is not None:
+                            scores[i, :, fold] = _gram_scores(grams[fold][1], coefs, intercepts)
+                        else:
+                            scores[i, :, fold] = self._fold_scores(engine, test_codes, test_fold,
+                                                                   fold, coefs, intercepts)
                 best_l1, best_value = self._best(scores)
                 l1_ratio, values = grid[best_l1]
                 name = names[best_l1]
@@ -157,6 +166,11 @@ class _PathCV:
     def _task_of(self):
         return self._task
 
+    def _fold_grams(self, engine, folds, splits, names, n_features):
+        """Hook: ``[(training rows' GramStats, test rows' GramStats)]`` per split, when the
+        paths are solved on the driver from Gram statistics; None otherwise."""
+        return None
+
     def _start(self, problem):
         params = np.zeros(problem.n_params)
         if problem.fit_intercept and not hasattr(problem, "n_classes"):
@@ -184,6 +198,26 @@ class _PathCV:
 _NO_GRID_FOR_L1_RATIO_0 = (
     "Automatic alpha grid generation is not supported for l1_ratio=0. Please supply a grid "
     "by providing your estimator with the appropriate `alphas=` argument.")
+
+
+#: Most columns for which LassoCV / ElasticNetCV solve the folds' paths from Gram
+#: statistics on the driver (``n_folds`` d x d matrices there).
+GRAM_PATH_MAX_FEATURES = 1000
+
+
+def _sum_stats(stats):
+    total = stats[0]
+    for more in stats[1:]:
+        total = total + more
+    return total
+
+
+def _gram_scores(stats, coefs, intercepts):
+    """Minus the weighted mean squared error of each model on the rows of ``stats``."""
+    shift = stats.mean_y - coefs @ stats.mean_x - intercepts
+    quadratic = np.einsum("ai,ij,aj->a", coefs, stats.sxx, coefs)
+    errors = stats.syy - 2.0 * coefs @ stats.sxy + quadratic + stats.weight * shift**2
+    return -errors / stats.weight
 
 
 def _alpha_grid(engine, n_alphas, eps, l1_ratio, fit_intercept, positive=False):
@@ -218,6 +252,55 @@ def _alpha_values(alphas):
 
 class _RegressionPathCV(_PathCV):
     _task = "regression"
+
+    def _fold_grams(self, engine, folds, splits, names, n_features):
+        """Squared loss: every split's training and test Gram statistics, from one
+        ``fold_gram`` round for k folds (a training set is the sum of the other folds)
+        or two per split otherwise; the paths are then solved on the driver, no round per
+        iteration.  Only with ``solver="auto"`` and at most :data:`GRAM_PATH_MAX_FEATURES`
+        columns (``n_folds`` Gram matrices on the driver)."""
+        if self.solver != "auto" or n_features > GRAM_PATH_MAX_FEATURES:
+            return None
+        if folds.is_partition:
+            each = splits[0][0]
+            grams = engine.reduce_each(fold_grams, each, folds.n_folds,
+                                       kind=Kind.FOLD_GRAM).folds
+            return [(_sum_stats([g for other, g in enumerate(grams) if other != fold]),
+                     grams[fold]) for fold in range(folds.n_folds)]
+        pairs = []
+        for train_codes, _, test_codes, _ in splits:
+            # codes: training rows 0 (the others 1); test rows 1 (the others 0)
+            training = engine.reduce_each(fold_grams, train_codes, 1, kind=Kind.FOLD_GRAM)
+            test = engine.reduce_each(fold_grams, test_codes, 2, kind=Kind.FOLD_GRAM)
+            pairs.append((training.folds[0], test.folds[1]))
+        return pairs
+
+    def _fit_path_on_gram(self, stats, values, l1_ratio, n_features):
+        """The path on one training set's Gram statistics, on the driver: the same
+        objective, penalty and optimality rule (``tol``) as the fits through the engine,
+        each fit started from the previous one."""
+        weight = stats.weight
+        if not weight > 0:
+            raise ValueError("A training set of cv has no weight.")
+        if self.fit_intercept:
+            hess, xty = stats.sxx / weight, stats.sxy / weight
+        else:
+            xtx, xty = stats.uncentred()
+            hess, xty = xtx / weight, xty / weight
+        models, n_iters, missed = [], [], 0
+        coef = np.zeros(n_features)
+        for value in values:
+            problem = Problem(Gaussian(), self._path_penalty(value, l1_ratio, weight), False,
+                              n_features)
+            coef, converged, n_iter = solve_composite_quadratic(
+                hess, hess @ coef - xty, coef, problem, tol=self.tol, max_iter=self.max_iter,
+                return_n_iter=True)
+            coef = np.asarray(coef, dtype=float)
+            intercept = float(stats.mean_y - stats.mean_x @ coef) if self.fit_intercept else 0.0
+            missed += not converged
+            n_iters.append(int(n_iter))
+            models.append((coef, intercept))
+        return models, n_iters, missed
 
     def _check_grid(self):
         if isinstance(self.alphas, (int, np.integer)) and not isinstance(self.alphas, bool):
