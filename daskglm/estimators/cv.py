@@ -12,7 +12,10 @@ engine, validated once, serves every fold, and nothing is copied.
   ("compute once, solve many").
 - The others fit each fold's path from the strongest penalty to the weakest, each fit
   starting from the previous solution, then score the path on the held-out rows in one
-  round per fold, and refit on all rows with the best setting.
+  round per fold, and refit on all rows with the best setting.  :class:`LassoCV` and
+  :class:`ElasticNetCV` (squared loss, ``solver="auto"``, at most
+  :data:`GRAM_PATH_MAX_FEATURES` columns) take every fold's Gram statistics from one
+  round instead, as :class:`RidgeCV`, and solve and score every path on the driver.
 """
 
 from __future__ import annotations
@@ -104,7 +107,7 @@ class _PathCV:
             # "auto" chooses per l1_ratio: 0 (smooth) and > 0 (non-smooth) need different solvers
             names = [self._path_solver(l1_ratio, values[0], n_features, engine.n_samples)
                      for l1_ratio, values in grid]
-            grams = self._fold_grams(engine, folds, splits, names, n_features)
+            grams = self._fold_grams(engine, folds, splits, n_features)
             scores = np.empty((len(grid), len(grid[0][1]), n_folds))
             paths = [[None] * n_folds for _ in grid]
             unconverged = 0
@@ -166,7 +169,7 @@ class _PathCV:
     def _task_of(self):
         return self._task
 
-    def _fold_grams(self, engine, folds, splits, names, n_features):
+    def _fold_grams(self, engine, folds, splits, n_features):
         """Hook: ``[(training rows' GramStats, test rows' GramStats)]`` per split, when the
         paths are solved on the driver from Gram statistics; None otherwise."""
         return None
@@ -253,7 +256,7 @@ def _alpha_values(alphas):
 class _RegressionPathCV(_PathCV):
     _task = "regression"
 
-    def _fold_grams(self, engine, folds, splits, names, n_features):
+    def _fold_grams(self, engine, folds, splits, n_features):
         """Squared loss: every split's training and test Gram statistics, from one
         ``fold_gram`` round for k folds (a training set is the sum of the other folds)
         or two per split otherwise; the paths are then solved on the driver, no round per
