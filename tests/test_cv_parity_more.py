@@ -218,3 +218,26 @@ def test_ridge_cv_explained_variance_with_k_folds_equals_scikit_learn(cv):
     assert ours.alpha_ == reference.alpha_
     np.testing.assert_allclose(ours.best_score_, reference.best_score_, rtol=1e-10)
     np.testing.assert_allclose(ours.coef_, reference.coef_, rtol=1e-10)
+
+
+def test_lasso_cv_routes_groups_to_the_splitter_as_scikit_learn():
+    import sklearn
+
+    X, y = _regression()
+    groups = np.arange(120) % 8
+    with sklearn.config_context(enable_metadata_routing=True):
+        ours = daskglm.LassoCV(alphas=6, cv=GroupKFold(4), tol=1e-10,
+                               max_iter=100_000).fit(X, y, groups=groups)
+        reference = sk.LassoCV(alphas=6, cv=GroupKFold(4), tol=1e-12,
+                               max_iter=100_000).fit(X, y, groups=groups)
+    _assert_same_path(ours, reference)
+    with pytest.raises(ValueError, match="only supported if enable_metadata_routing=True"):
+        daskglm.LassoCV().fit(X, y, groups=groups)
+
+
+def test_eps_one_is_a_grid_of_alpha_max_as_scikit_learn():
+    X, y = _regression()
+    ours = daskglm.ElasticNetCV(alphas=3, eps=1, cv=KFold(3)).fit(X, y)
+    reference = sk.ElasticNetCV(alphas=3, eps=1, cv=KFold(3)).fit(X, y)
+    np.testing.assert_allclose(ours.alphas_, reference.alphas_, rtol=1e-12)
+    np.testing.assert_allclose(ours.coef_, 0.0)  # alpha_max zeroes every coefficient

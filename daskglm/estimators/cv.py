@@ -25,7 +25,15 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import check_cv
 from sklearn.utils import check_scalar
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _raise_for_params,
+    _routing_enabled,
+    process_routing,
+)
 
 from .. import progress
 from ..accounting.kinds import Kind
@@ -311,8 +319,8 @@ class _RegressionPathCV(_PathCV):
                 raise ValueError(f"alphas must be >= 1 when an integer; got {self.alphas}.")
         else:
             _alpha_values(self.alphas)
-        if not (isinstance(self.eps, (int, float)) and 0 < self.eps < 1):
-            raise ValueError(f"eps must be in (0, 1); got {self.eps!r}.")
+        if not (isinstance(self.eps, (int, float)) and self.eps > 0):
+            raise ValueError(f"eps must be > 0; got {self.eps!r}.")
 
     def _l1_ratios(self):
         ratios = np.atleast_1d(np.asarray(self.l1_ratio, dtype=np.float64))
@@ -340,7 +348,19 @@ class _RegressionPathCV(_PathCV):
     def _scores(self, held):
         return -held.loss / held.weight
 
-    def fit(self, X, y, sample_weight=None):
+    def get_metadata_routing(self):
+        """scikit-learn's metadata routing: ``fit``'s metadata (``groups``) to the
+        splitter's ``split``.
+
+        Returns
+        -------
+        sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return (MetadataRouter(owner=self).add_self_request(self)
+                .add(splitter=check_cv(self.cv),
+                     method_mapping=MethodMapping().add(caller="fit", callee="split")))
+
+    def fit(self, X, y, sample_weight=None, **params):
         """Fit every fold's path, choose the penalty, refit on all rows.
 
         Parameters
@@ -348,11 +368,25 @@ class _RegressionPathCV(_PathCV):
         X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
         y : array-like or Dask array of shape (n_samples,)
         sample_weight : array-like or Dask array of shape (n_samples,), optional
+        **params : dict
+            Metadata for the splitter (``groups``), routed as scikit-learn routes them;
+            only with ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self
         """
+        _raise_for_params(params, self, "fit")
+        self.__dict__.pop("_split_params", None)
+        if _routing_enabled():
+            routed = process_routing(self, "fit", sample_weight=sample_weight, **params)
+            self._split_params = dict(routed.splitter.split)
+        try:
+            return self._fit(X, y, sample_weight)
+        finally:
+            self.__dict__.pop("_split_params", None)
+
+    def _fit(self, X, y, sample_weight):
         self._check_grid()
         self._l1_ratios()
         scores, grid, (best_l1, best_alpha), _ = self._path_fit(X, y, sample_weight)
