@@ -444,7 +444,9 @@ class LassoCV(_RegressionPathCV, Lasso):
 
     Each fold's path is fitted on its training rows (held-out rows weighing zero, no data
     copied) from the largest alpha down, each fit starting from the previous one; one
-    round per fold scores the whole path on its held-out rows.
+    round per fold scores the whole path on its held-out rows.  With ``solver="auto"``
+    and at most 1000 columns every fold's Gram statistics come from one round instead and
+    the paths are solved and scored on the driver (no round per iteration).
 
     Parameters
     ----------"""
