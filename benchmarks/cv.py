@@ -5,7 +5,9 @@ anything is timed):
 
 1. ``RidgeCV`` (every fold's Gram statistics in one round, every alpha and fold solved on
    the driver) against scikit-learn's ``GridSearchCV`` over ``daskglm.Ridge`` on the same
-   folds (one fit per fold and alpha, each reading its training rows).
+   folds (one fit per fold and alpha, each reading its training rows); ``LassoCV``'s paths
+   solved the same way (``solver="auto"``) against fitting them through the engine
+   (``solver="proximal"``: every iteration of every fold's fit a round).
 2. The multinomial ``LogisticRegression`` (all classes' gradients from one read of ``X``
    per evaluation) against ``OneVsRestClassifier(LogisticRegression)`` (one binary fit
    per class).
@@ -52,6 +54,23 @@ def _ridge(client, X, y, folds, n_alphas):
           f"| alpha={search.best_params_['alpha']:.4g} |")
 
 
+def _lasso(client, X, y, folds, n_alphas):
+    from sklearn.model_selection import KFold
+
+    import daskglm
+
+    rows = []
+    for label, solver in (("LassoCV, paths from one fold_gram round", "auto"),
+                          ("LassoCV(solver='proximal'), a round per iteration", "proximal")):
+        start = time.perf_counter()
+        model = daskglm.LassoCV(alphas=n_alphas, cv=KFold(folds), solver=solver).fit(X, y)
+        seconds = time.perf_counter() - start
+        rounds = len(model.comm_.records)
+        rows.append(f"| {label} | {seconds:.2f} | {rounds} | {rounds} | "
+                    f"alpha_={model.alpha_:.4g} |")
+    print("\n".join(rows))
+
+
 def _multinomial(client, X, labels):
     from sklearn.multiclass import OneVsRestClassifier
 
@@ -96,5 +115,6 @@ def main(args):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             _ridge(client, X, y, args.folds, args.alphas)
+            _lasso(client, X, y, args.folds, args.alphas)
             _multinomial(client, X, labels)
     return 0

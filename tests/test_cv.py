@@ -140,8 +140,17 @@ def test_lasso_cv_on_dask_chunks_in_process_equals_in_memory():
     np.testing.assert_allclose(chunked.mse_path_, in_memory.mse_path_, rtol=1e-9)
     np.testing.assert_allclose(chunked.coef_, in_memory.coef_, rtol=1e-8, atol=1e-10)
     kinds = [r.kind for r in chunked.comm_.records]
-    assert kinds[:2] == ["validate", "sizes"] and kinds.count("held_out") == 3
-    assert kinds.count("fold_moments") == 3
+    # one round for every fold's Gram statistics; the paths are solved on the driver, the
+    # only other rounds are the final fit's
+    assert kinds[:3] == ["validate", "sizes", "fold_gram"] and kinds.count("fold_gram") == 1
+    assert "held_out" not in kinds and "fold_moments" not in kinds
+    assert set(kinds[3:]) == {"gradient"}  # the final fit on all rows
+    # solver="proximal" keeps every iteration of every fold's path a round on the data
+    iterative = daskglm.LassoCV(solver="proximal", **params)
+    iterative.fit(da.from_array(X, chunks=(50, 6)), da.from_array(y, chunks=50))
+    kinds = [r.kind for r in iterative.comm_.records]
+    assert kinds.count("held_out") == 3 and kinds.count("fold_moments") == 3
+    np.testing.assert_allclose(iterative.mse_path_, in_memory.mse_path_, rtol=1e-8)
 
 
 def test_elastic_net_cv_chooses_alpha_and_l1_ratio_as_scikit_learn():
@@ -226,9 +235,9 @@ def test_logistic_regression_cv_on_a_cluster_equals_scikit_learn(client):
 
 def test_bad_folds_and_grids_are_rejected_before_any_work():
     X, y = _regression(n=40)
-    with pytest.raises(ValueError, match="every row exactly once"):
+    with pytest.raises(ValueError, match="every row exactly once"):  # LassoCV takes them
         daskglm.RidgeCV(cv=ShuffleSplit(3, random_state=0)).fit(X, y)
-    with pytest.raises(ValueError, match="alphas must be"):
+    with pytest.raises(ValueError, match=r"alphas\[1\] == -1.0, must be > 0.0"):
         daskglm.RidgeCV(alphas=[1.0, -1.0]).fit(X, y)
     with pytest.raises(ValueError, match="scoring must be"):
         daskglm.RidgeCV(scoring="no_such_score").fit(X, y)
@@ -236,8 +245,10 @@ def test_bad_folds_and_grids_are_rejected_before_any_work():
         daskglm.RidgeCV(scoring="neg_max_error", cv=3).fit(X, y)
     with pytest.raises(ValueError, match="store_cv_results needs cv=None"):
         daskglm.RidgeCV(cv=3, store_cv_results=True).fit(X, y)
-    with pytest.raises(ValueError, match="l1_ratio must be"):
+    with pytest.raises(ValueError, match="not supported for l1_ratio=0"):
         daskglm.ElasticNetCV(l1_ratio=[0.0, 0.5]).fit(X, y)
+    with pytest.raises(ValueError, match="l1_ratio must be"):
+        daskglm.ElasticNetCV(l1_ratio=[-0.1, 0.5]).fit(X, y)
     Xc, yc = _classification(2, n=40)
     with pytest.raises(ValueError, match="Cs must be"):
         daskglm.LogisticRegressionCV(Cs=0).fit(Xc, yc)

@@ -336,8 +336,9 @@ def test_ridge_leave_one_out_with_any_scorer_equals_scikit_learn(scoring, alpha_
     with pytest.raises(ValueError, match="needs in-memory"):
         daskglm.RidgeCV(**options).fit(da.from_array(X, chunks=(20, 5)),
                                        da.from_array(Y, chunks=(20, 3)))
-    with pytest.raises(ValueError, match="with k folds"):
-        daskglm.RidgeCV(cv=3, scoring=scoring).fit(X, Y)
+    if scoring != "explained_variance":  # which k folds score from their Gram statistics
+        with pytest.raises(ValueError, match="with k folds"):
+            daskglm.RidgeCV(cv=3, scoring=scoring).fit(X, Y)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])

@@ -12,25 +12,39 @@ engine, validated once, serves every fold, and nothing is copied.
   ("compute once, solve many").
 - The others fit each fold's path from the strongest penalty to the weakest, each fit
   starting from the previous solution, then score the path on the held-out rows in one
-  round per fold, and refit on all rows with the best setting.
+  round per fold, and refit on all rows with the best setting.  :class:`LassoCV` and
+  :class:`ElasticNetCV` (squared loss, ``solver="auto"``, at most
+  :data:`GRAM_PATH_MAX_FEATURES` columns) take every fold's Gram statistics from one
+  round instead, as :class:`RidgeCV`, and solve and score every path on the driver.
 """
 
 from __future__ import annotations
 
+import numbers
 import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import check_cv
+from sklearn.utils import check_scalar
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _raise_for_params,
+    _routing_enabled,
+    process_routing,
+)
 
 from .. import progress
 from ..accounting.kinds import Kind
-from ..compute.folds import held_out_errors
-from ..engine.folds import TrainingView, fold_ids_by_partition
+from ..compute.folds import fold_grams, held_out_errors
+from ..engine.folds import TrainingView
 from ..model.families import Gaussian
-from ..model.penalties import make_penalty
-from ..solvers import get_solver
+from ..model.penalties import NonNegative, make_penalty
+from ..solvers import Problem, get_solver
+from ..solvers.proximal import solve_composite_quadratic
 from .base import _COMMON_DOC, _choose_solver
-from .cv_folds import _assign_folds, _positive_grid
+from .cv_folds import _assign_folds
 from .linear import ElasticNet, Lasso
 from .ridge_cv import RidgeCV
 
@@ -59,12 +73,13 @@ class _PathCV:
     def _rescalable(self):
         return False
 
-    def _keep_for_scoring(self, X, y, sample_weight, fold_ids):
+    def _keep_for_scoring(self, X, y, sample_weight, folds):
         """Hook: the validated data, for estimators that score on the driver."""
 
-    def _fold_scores(self, engine, each, fold, coefs, intercepts):
-        """Held-out scores of the models ``coefs``/``intercepts`` of one fold: one round."""
-        held = engine.reduce_each(held_out_errors, each, fold, coefs, intercepts,
+    def _fold_scores(self, engine, codes, code, fold, coefs, intercepts):
+        """Held-out scores of the models ``coefs``/``intercepts`` on the test rows of split
+        ``fold`` (the rows whose ``codes`` equal ``code``): one round."""
+        held = engine.reduce_each(held_out_errors, codes, code, coefs, intercepts,
                                   self._task_of(), kind=Kind.HELD_OUT)
         return self._scores(held)
 
@@ -86,34 +101,44 @@ class _PathCV:
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
         raw_y = y
         y = self._prepare_target(y)
-        fold_ids, n_folds = _assign_folds(self.cv, y, X.shape[0], classifier=self._classifier)
-        self._keep_for_scoring(X, raw_y, sample_weight, fold_ids)
+        folds = _assign_folds(self.cv, y, X.shape[0], classifier=self._classifier,
+                              split_params=self.__dict__.get("_split_params"))
+        n_folds = folds.n_folds
+        self._keep_for_scoring(X, raw_y, sample_weight, folds)
         sample_weight = self._weigh_samples(y, sample_weight)
         n_features = int(X.shape[1])
         refit = getattr(self, "refit", True)
         result = None
         with self._engine(X, y, sample_weight, self._family()) as engine:
-            each = fold_ids_by_partition(engine, fold_ids)
+            splits = folds.on(engine)
             grid = self._grid(engine)
             # "auto" chooses per l1_ratio: 0 (smooth) and > 0 (non-smooth) need different solvers
             names = [self._path_solver(l1_ratio, values[0], n_features, engine.n_samples)
                      for l1_ratio, values in grid]
+            grams = self._fold_grams(engine, folds, splits, n_features)
             scores = np.empty((len(grid), len(grid[0][1]), n_folds))
             paths = [[None] * n_folds for _ in grid]
             unconverged = 0
             label = "/".join(dict.fromkeys(names))
             with progress.watch(f"{type(self).__name__}({label})", self.max_iter, self.verbose):
                 for i, (l1_ratio, values) in enumerate(grid):
-                    for fold in range(n_folds):
-                        view = TrainingView(engine, each, fold)
-                        models, n_iters, missed = self._fit_path(names[i], view, values, l1_ratio,
-                                                                 n_features)
+                    for fold, (train_codes, train_fold, test_codes, test_fold) in enumerate(splits):
+                        if grams is not None:
+                            models, n_iters, missed = self._fit_path_on_gram(
+                                grams[fold][0], values, l1_ratio, n_features)
+                        else:
+                            view = TrainingView(engine, train_codes, train_fold)
+                            models, n_iters, missed = self._fit_path(names[i], view, values,
+                                                                     l1_ratio, n_features)
                         unconverged += missed
                         coefs = np.stack([coef for coef, _ in models])
                         intercepts = np.stack([np.asarray(b, dtype=float) for _, b in models])
                         paths[i][fold] = (coefs, intercepts, np.asarray(n_iters, dtype=np.int32))
-                        scores[i, :, fold] = self._fold_scores(engine, each, fold, coefs,
-                                                               intercepts)
+                        if grams is not None:
+                            scores[i, :, fold] = _gram_scores(grams[fold][1], coefs, intercepts)
+                        else:
+                            scores[i, :, fold] = self._fold_scores(engine, test_codes, test_fold,
+                                                                   fold, coefs, intercepts)
                 best_l1, best_value = self._best(scores)
                 l1_ratio, values = grid[best_l1]
                 name = names[best_l1]
@@ -152,6 +177,11 @@ class _PathCV:
     def _task_of(self):
         return self._task
 
+    def _fold_grams(self, engine, folds, splits, n_features):
+        """Hook: ``[(training rows' GramStats, test rows' GramStats)]`` per split, when the
+        paths are solved on the driver from Gram statistics; None otherwise."""
+        return None
+
     def _start(self, problem):
         params = np.zeros(problem.n_params)
         if problem.fit_intercept and not hasattr(problem, "n_classes"):
@@ -176,39 +206,128 @@ class _PathCV:
         return models, n_iters, missed
 
 
-def _alpha_grid(engine, n_alphas, eps, l1_ratio, fit_intercept):
+_NO_GRID_FOR_L1_RATIO_0 = (
+    "Automatic alpha grid generation is not supported for l1_ratio=0. Please supply a grid "
+    "by providing your estimator with the appropriate `alphas=` argument.")
+
+
+#: Most columns for which LassoCV / ElasticNetCV solve the folds' paths from Gram
+#: statistics on the driver (``n_folds`` d x d matrices there).
+GRAM_PATH_MAX_FEATURES = 1000
+
+
+def _sum_stats(stats):
+    total = stats[0]
+    for more in stats[1:]:
+        total = total + more
+    return total
+
+
+def _gram_scores(stats, coefs, intercepts):
+    """Minus the weighted mean squared error of each model on the rows of ``stats``."""
+    shift = stats.mean_y - coefs @ stats.mean_x - intercepts
+    quadratic = np.einsum("ai,ij,aj->a", coefs, stats.sxx, coefs)
+    errors = stats.syy - 2.0 * coefs @ stats.sxy + quadratic + stats.weight * shift**2
+    return -errors / stats.weight
+
+
+def _alpha_grid(engine, n_alphas, eps, l1_ratio, fit_intercept, positive=False):
     """scikit-learn's grid: ``n_alphas`` values from ``alpha_max`` down to ``eps alpha_max``,
-    ``alpha_max = max |X_c^T W y_c| / (sum(w) l1_ratio)``; one gradient round at zero."""
+    ``alpha_max = max |X_c^T W y_c| / (sum(w) l1_ratio)`` (``max(0, max X_c^T W y_c)`` when
+    ``positive``); one gradient round at zero."""
     from ..compute.kernels import loss_grad
 
+    if l1_ratio == 0:
+        raise ValueError(_NO_GRID_FOR_L1_RATIO_0)
     d = engine.n_features
     stats = engine.reduce(loss_grad, np.zeros(d + 1), Gaussian(), True, kind=Kind.GRADIENT)
     xty = -stats.grad[:d]  # X^T W y
     if fit_intercept:
         mean_y = -stats.grad[-1] / engine.sum_weight
         xty = xty - mean_y * engine.column_moments.sums
-    alpha_max = np.max(np.abs(xty)) / (engine.sum_weight * max(l1_ratio, 1e-3))
+    largest = max(0.0, np.max(xty)) if positive else np.max(np.abs(xty))
+    alpha_max = largest / (engine.sum_weight * l1_ratio)
     if alpha_max <= np.finfo(float).resolution:
         return np.full(n_alphas, np.finfo(float).resolution)
     return np.geomspace(alpha_max, alpha_max * eps, num=n_alphas)
 
 
+def _alpha_values(alphas):
+    """An explicit ``alphas`` grid checked as scikit-learn checks it (each a real >= 0),
+    from the largest down."""
+    for index, alpha in enumerate(alphas):
+        check_scalar(alpha, f"alphas[{index}]", target_type=numbers.Real, min_val=0.0,
+                     include_boundaries="left")
+    return np.sort(np.asarray(alphas, dtype=np.float64))[::-1]
+
+
 class _RegressionPathCV(_PathCV):
     _task = "regression"
+
+    def _fold_grams(self, engine, folds, splits, n_features):
+        """Squared loss: every split's training and test Gram statistics, from one
+        ``fold_gram`` round for k folds (a training set is the sum of the other folds)
+        or two per split otherwise; the paths are then solved on the driver, no round per
+        iteration.  Only with ``solver="auto"`` and at most :data:`GRAM_PATH_MAX_FEATURES`
+        columns (``n_folds`` Gram matrices on the driver)."""
+        if self.solver != "auto" or n_features > GRAM_PATH_MAX_FEATURES:
+            return None
+        if folds.is_partition:
+            each = splits[0][0]
+            grams = engine.reduce_each(fold_grams, each, folds.n_folds,
+                                       kind=Kind.FOLD_GRAM).folds
+            return [(_sum_stats([g for other, g in enumerate(grams) if other != fold]),
+                     grams[fold]) for fold in range(folds.n_folds)]
+        pairs = []
+        for train_codes, _, test_codes, _ in splits:
+            # codes: training rows 0 (the others 1); test rows 1 (the others 0)
+            training = engine.reduce_each(fold_grams, train_codes, 1, kind=Kind.FOLD_GRAM)
+            test = engine.reduce_each(fold_grams, test_codes, 2, kind=Kind.FOLD_GRAM)
+            pairs.append((training.folds[0], test.folds[1]))
+        return pairs
+
+    def _fit_path_on_gram(self, stats, values, l1_ratio, n_features):
+        """The path on one training set's Gram statistics, on the driver: the same
+        objective, penalty and optimality rule (``tol``) as the fits through the engine,
+        each fit started from the previous one."""
+        weight = stats.weight
+        if not weight > 0:
+            raise ValueError("A training set of cv has no weight.")
+        if self.fit_intercept:
+            hess, xty = stats.sxx / weight, stats.sxy / weight
+        else:
+            xtx, xty = stats.uncentred()
+            hess, xty = xtx / weight, xty / weight
+        models, n_iters, missed = [], [], 0
+        coef = np.zeros(n_features)
+        for value in values:
+            problem = Problem(Gaussian(), self._path_penalty(value, l1_ratio, weight), False,
+                              n_features)
+            coef, converged, n_iter = solve_composite_quadratic(
+                hess, hess @ coef - xty, coef, problem, tol=self.tol, max_iter=self.max_iter,
+                return_n_iter=True)
+            coef = np.asarray(coef, dtype=float)
+            intercept = float(stats.mean_y - stats.mean_x @ coef) if self.fit_intercept else 0.0
+            missed += not converged
+            n_iters.append(int(n_iter))
+            models.append((coef, intercept))
+        return models, n_iters, missed
 
     def _check_grid(self):
         if isinstance(self.alphas, (int, np.integer)) and not isinstance(self.alphas, bool):
             if self.alphas < 1:
                 raise ValueError(f"alphas must be >= 1 when an integer; got {self.alphas}.")
         else:
-            _positive_grid(self.alphas, "alphas")
-        if not (isinstance(self.eps, (int, float)) and 0 < self.eps < 1):
-            raise ValueError(f"eps must be in (0, 1); got {self.eps!r}.")
+            _alpha_values(self.alphas)
+        if not (isinstance(self.eps, (int, float)) and self.eps > 0):
+            raise ValueError(f"eps must be > 0; got {self.eps!r}.")
 
     def _l1_ratios(self):
         ratios = np.atleast_1d(np.asarray(self.l1_ratio, dtype=np.float64))
-        if ratios.ndim != 1 or ratios.size == 0 or np.any((ratios <= 0) | (ratios > 1)):
-            raise ValueError(f"l1_ratio must be in (0, 1]; got {self.l1_ratio!r}.")
+        if ratios.ndim != 1 or ratios.size == 0 or np.any((ratios < 0) | (ratios > 1)):
+            raise ValueError(f"l1_ratio must be in [0, 1]; got {self.l1_ratio!r}.")
+        if np.any(ratios == 0) and isinstance(self.alphas, (int, np.integer)):
+            raise ValueError(_NO_GRID_FOR_L1_RATIO_0)
         return ratios
 
     def _grid(self, engine):
@@ -216,19 +335,32 @@ class _RegressionPathCV(_PathCV):
         for l1_ratio in self._l1_ratios():
             if isinstance(self.alphas, (int, np.integer)):
                 values = _alpha_grid(engine, int(self.alphas), self.eps, l1_ratio,
-                                     self.fit_intercept)
+                                     self.fit_intercept, self.positive)
             else:
-                values = np.sort(_positive_grid(self.alphas, "alphas"))[::-1]
+                values = _alpha_values(self.alphas)
             grid.append((float(l1_ratio), values))
         return grid
 
     def _path_penalty(self, value, l1_ratio, total_weight):
-        return make_penalty("l1" if l1_ratio == 1 else "elasticnet", value, l1_ratio)
+        penalty = make_penalty("l1" if l1_ratio == 1 else "elasticnet", value, l1_ratio)
+        return NonNegative(penalty) if self.positive else penalty
 
     def _scores(self, held):
         return -held.loss / held.weight
 
-    def fit(self, X, y, sample_weight=None):
+    def get_metadata_routing(self):
+        """scikit-learn's metadata routing: ``fit``'s metadata (``groups``) to the
+        splitter's ``split``.
+
+        Returns
+        -------
+        sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return (MetadataRouter(owner=self).add_self_request(self)
+                .add(splitter=check_cv(self.cv),
+                     method_mapping=MethodMapping().add(caller="fit", callee="split")))
+
+    def fit(self, X, y, sample_weight=None, **params):
         """Fit every fold's path, choose the penalty, refit on all rows.
 
         Parameters
@@ -236,11 +368,25 @@ class _RegressionPathCV(_PathCV):
         X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
         y : array-like or Dask array of shape (n_samples,)
         sample_weight : array-like or Dask array of shape (n_samples,), optional
+        **params : dict
+            Metadata for the splitter (``groups``), routed as scikit-learn routes them;
+            only with ``sklearn.set_config(enable_metadata_routing=True)``.
 
         Returns
         -------
         self
         """
+        _raise_for_params(params, self, "fit")
+        self.__dict__.pop("_split_params", None)
+        if _routing_enabled():
+            routed = process_routing(self, "fit", sample_weight=sample_weight, **params)
+            self._split_params = dict(routed.splitter.split)
+        try:
+            return self._fit(X, y, sample_weight)
+        finally:
+            self.__dict__.pop("_split_params", None)
+
+    def _fit(self, X, y, sample_weight):
         self._check_grid()
         self._l1_ratios()
         scores, grid, (best_l1, best_alpha), _ = self._path_fit(X, y, sample_weight)
@@ -251,7 +397,9 @@ class _RegressionPathCV(_PathCV):
         alphas = np.stack([values for _, values in grid])
         single = np.ndim(self.l1_ratio) == 0
         self.mse_path_ = mse[0] if single else mse
-        self.alphas_ = alphas[0] if single else alphas
+        # an explicit grid is the same for every l1_ratio: scikit-learn keeps it 1-D
+        explicit = not isinstance(self.alphas, (int, np.integer))
+        self.alphas_ = alphas[0] if single or explicit else alphas
         return self
 
     def __sklearn_tags__(self):
@@ -266,9 +414,14 @@ _PATH_DOC = """
         that zeroes every coefficient, from one gradient round) down to ``eps *
         alpha_max``, log-spaced, as scikit-learn.
     alphas : int or array-like, default=100
-        Number of alphas on that grid, or the alphas themselves (fitted from the largest).
+        Number of alphas on that grid, or the alphas themselves (each >= 0, fitted from
+        the largest).
     cv : int, cross-validation splitter or None, default=None
-        Folds on the rows (None: ``KFold(5)``).  Every row must be held out exactly once.
+        Folds on the rows (None: ``KFold(5)``); any splitter, each split scored on its
+        own test rows.
+    positive : bool, default=False
+        Constrain the coefficients to be >= 0 (the grid's ``alpha_max`` then looks at
+        the positive correlations only, as scikit-learn).
 """ + _COMMON_DOC + """
     Attributes
     ----------
@@ -276,6 +429,7 @@ _PATH_DOC = """
         The alpha of the smallest mean held-out squared error (weighted by
         ``sample_weight``, as scikit-learn).
     alphas_ : ndarray of shape (n_alphas,) or (n_l1_ratio, n_alphas)
+        The grid; 1-D when ``alphas`` is given (the same for every ``l1_ratio``).
     mse_path_ : ndarray of shape (n_alphas, n_folds) or (n_l1_ratio, n_alphas, n_folds)
         Held-out mean squared error of every alpha on every fold.
     coef_, intercept_, n_iter_, converged_, history_, comm_, solver_, n_features_in_
@@ -290,7 +444,9 @@ class LassoCV(_RegressionPathCV, Lasso):
 
     Each fold's path is fitted on its training rows (held-out rows weighing zero, no data
     copied) from the largest alpha down, each fit starting from the previous one; one
-    round per fold scores the whole path on its held-out rows.
+    round per fold scores the whole path on its held-out rows.  With ``solver="auto"``
+    and at most 1000 columns every fold's Gram statistics come from one round instead and
+    the paths are solved and scored on the driver (no round per iteration).
 
     Parameters
     ----------"""
@@ -300,7 +456,8 @@ class LassoCV(_RegressionPathCV, Lasso):
     l1_ratio = 1.0
 
     def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, cv=None, solver="auto",
-                 tol=1e-4, max_iter=1000, solver_options=None, cache="auto", verbose=0):
+                 tol=1e-4, max_iter=1000, solver_options=None, cache="auto", verbose=0,
+                 positive=False):
         self.eps = eps
         self.alphas = alphas
         self.fit_intercept = fit_intercept
@@ -311,6 +468,7 @@ class LassoCV(_RegressionPathCV, Lasso):
         self.solver_options = solver_options
         self.cache = cache
         self.verbose = verbose
+        self.positive = positive
 
 
 class ElasticNetCV(_RegressionPathCV, ElasticNet):
@@ -323,13 +481,14 @@ class ElasticNetCV(_RegressionPathCV, ElasticNet):
     Parameters
     ----------
     l1_ratio : float or array-like of float, default=0.5
-        Mixings in (0, 1] to try; ``l1_ratio_`` is the chosen one."""
+        Mixings in [0, 1] to try (0 only with an explicit ``alphas`` grid, as
+        scikit-learn); ``l1_ratio_`` is the chosen one."""
         + _PATH_DOC
     )
 
     def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True, cv=None,
                  solver="auto", tol=1e-4, max_iter=1000, solver_options=None, cache="auto",
-                 verbose=0):
+                 verbose=0, positive=False):
         self.l1_ratio = l1_ratio
         self.eps = eps
         self.alphas = alphas
@@ -341,6 +500,7 @@ class ElasticNetCV(_RegressionPathCV, ElasticNet):
         self.solver_options = solver_options
         self.cache = cache
         self.verbose = verbose
+        self.positive = positive
 
 
 from .logistic_cv import LogisticRegressionCV  # noqa: E402  (it subclasses _PathCV)

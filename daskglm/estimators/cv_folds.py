@@ -1,5 +1,5 @@
-"""Folds on the rows for the cross-validated estimators: which fold holds out each row,
-and the checks of penalty grids."""
+"""Folds on the rows for the cross-validated estimators: which rows each split trains on
+and holds out, and the checks of penalty grids."""
 
 from __future__ import annotations
 
@@ -9,16 +9,73 @@ import numpy as np
 from sklearn.model_selection import check_cv
 
 from ..engine import is_dask
+from ..engine.folds import fold_ids_by_partition
 
-__all__ = ["_assign_folds", "_positive_grid"]
+__all__ = ["Folds", "_assign_folds", "_positive_grid"]
 
 
-def _assign_folds(cv, y, n_samples, classifier):
-    """The fold holding out each row, and the number of folds.
+class Folds:
+    """The splits of a cross-validation, as row codes sent with each round.
+
+    When the test sets partition the rows and each training set is the other rows
+    (k-fold splitters), one small integer per row says which fold holds it out
+    (``ids``).  Otherwise (ShuffleSplit, GroupShuffleSplit, TimeSeriesSplit...) each
+    split has two codes per row: training rows 0 in its training codes, test rows 1 in
+    its test codes; the verbs that take ``(codes, fold)`` then see exactly that split.
+    """
+
+    def __init__(self, n_samples, splits):
+        self.n_folds = len(splits)
+        ids = np.full(n_samples, -1, dtype=np.int16)
+        partition = True
+        for fold, (train, test) in enumerate(splits):
+            if np.any(ids[test] >= 0) or len(train) + len(test) != n_samples:
+                partition = False
+                break
+            ids[test] = fold
+        if partition and np.all(ids >= 0):
+            self.ids = ids.astype(np.int8) if self.n_folds < 128 else ids
+            self._codes = None
+            return
+        self.ids = None
+        # column 2k: split k's training codes (0 train, 1 not), column 2k+1: its test codes
+        codes = np.zeros((n_samples, 2 * self.n_folds), dtype=np.int8)
+        for fold, (train, test) in enumerate(splits):
+            codes[:, 2 * fold] = 1
+            codes[train, 2 * fold] = 0
+            codes[test, 2 * fold + 1] = 1
+        self._codes = codes
+        self._test = [np.sort(np.asarray(test)) for _, test in splits]
+
+    @property
+    def is_partition(self):
+        """Whether every row is held out exactly once, training on all the others."""
+        return self.ids is not None
+
+    def test_rows(self, fold):
+        """The row positions held out in split ``fold``."""
+        if self.is_partition:
+            return np.flatnonzero(self.ids == fold)
+        return self._test[fold]
+
+    def on(self, engine):
+        """Per split, ``(training codes, code held out, test codes, code tested)``, the
+        codes cut into one array per partition of ``engine`` (one ``sizes`` round)."""
+        if self.is_partition:
+            each = fold_ids_by_partition(engine, self.ids)
+            return [(each, fold, each, fold) for fold in range(self.n_folds)]
+        blocks = fold_ids_by_partition(engine, self._codes)
+        return [([block[:, 2 * fold].copy() for block in blocks], 1,
+                 [block[:, 2 * fold + 1].copy() for block in blocks], 1)
+                for fold in range(self.n_folds)]
+
+
+def _assign_folds(cv, y, n_samples, classifier, split_params=None):
+    """The splits of ``cv`` on ``n_samples`` rows, as :class:`Folds`.
 
     ``cv`` is anything :func:`sklearn.model_selection.check_cv` takes (None: 5 folds; an
-    int: (stratified for classifiers) k folds; a splitter).  The test sets must be
-    disjoint, cover every row and have the other rows as training sets (k-fold splitters).
+    int: (stratified for classifiers) k folds; a splitter); ``split_params`` (``groups``)
+    go to its ``split``.
     """
     if is_dask(y):
         if not classifier and (cv is None or isinstance(cv, numbers.Integral)):
@@ -30,19 +87,15 @@ def _assign_folds(cv, y, n_samples, classifier):
             # classes and their counts come from the engine's validation round).
             y = y.compute()
     splitter = check_cv(cv, y, classifier=classifier)
-    fold_ids = np.full(n_samples, -1, dtype=np.int16)
-    n_folds = 0
-    for fold, (train, test) in enumerate(splitter.split(np.zeros((n_samples, 1)), y)):
-        if np.any(fold_ids[test] >= 0) or len(train) + len(test) != n_samples:
-            raise ValueError(
-                "cv must hold out every row exactly once, training on all the others "
-                "(KFold, StratifiedKFold and the like); got overlapping or partial folds."
-            )
-        fold_ids[test] = fold
-        n_folds += 1
-    if n_folds < 2 or np.any(fold_ids < 0):
-        raise ValueError("cv must hold out every row exactly once, in at least 2 folds.")
-    return (fold_ids.astype(np.int8) if n_folds < 128 else fold_ids), n_folds
+    splits = [(np.asarray(train), np.asarray(test))
+              for train, test in splitter.split(np.zeros((n_samples, 1)), y,
+                                                **(split_params or {}))]
+    if len(splits) < 2:
+        raise ValueError(f"cv must make at least 2 splits; got {len(splits)}.")
+    for train, test in splits:
+        if len(train) == 0 or len(test) == 0:
+            raise ValueError("Every split of cv needs training rows and test rows.")
+    return Folds(n_samples, splits)
 
 
 def _positive_grid(values, name):

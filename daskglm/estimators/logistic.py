@@ -10,6 +10,7 @@ predictions of :class:`LogisticRegression`, and :func:`_encode_binary` for ``par
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import sklearn
@@ -136,10 +137,31 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         self
         """
         self._init = (coef_init, intercept_init)
+        self._warn_ignored_parameters()
         try:
             return super().fit(X, y, sample_weight, offset, exposure)
         finally:
             del self._init
+
+    def _warn_ignored_parameters(self):
+        """scikit-learn's UserWarnings for a ``C`` or ``l1_ratio`` the penalty ignores."""
+        penalty, l1_ratio = self._penalty_name(), self.l1_ratio
+        if not isinstance(l1_ratio, (int, float, np.number)):
+            l1_ratio = None  # None, or a bad value the penalty's check refuses
+        if self.penalty in ("auto", "deprecated") \
+                and isinstance(self.C, (int, float, np.number)) and math.isinf(self.C):
+            penalty = None  # C=inf: no penalty
+        if penalty != "elasticnet" and l1_ratio is not None and 0 < l1_ratio < 1:
+            warnings.warn("l1_ratio parameter is only used when penalty is 'elasticnet'. "
+                          f"Got (penalty={penalty})", UserWarning, stacklevel=3)
+        if l1_ratio is not None and ((self.penalty == "l2" and l1_ratio != 0)
+                                     or (self.penalty == "l1" and l1_ratio != 1)):
+            warnings.warn(f"Inconsistent values: penalty={self.penalty} with "
+                          f"l1_ratio={l1_ratio}. penalty is deprecated. Please use "
+                          f"l1_ratio only.", UserWarning, stacklevel=3)
+        if self.penalty in (None, "none") and self.C != 1.0:
+            warnings.warn("Setting penalty=None will ignore the C and l1_ratio parameters",
+                          UserWarning, stacklevel=3)
 
     def _record_fit(self, problem, result):
         """The fitted attributes; ``n_iter_`` of shape (1,), as scikit-learn's."""

@@ -15,6 +15,16 @@ import inspect
 import numpy as np
 from sklearn.linear_model import LogisticRegression as _ScoredModel
 from sklearn.metrics import get_scorer, get_scorer_names, make_scorer
+from sklearn.model_selection import check_cv
+from sklearn.utils import metadata_routing
+from sklearn.utils.metadata_routing import (
+    MetadataRouter,
+    MethodMapping,
+    _raise_for_params,
+    _routing_enabled,
+    process_routing,
+)
+from sklearn.utils.validation import _check_method_params
 
 from ..engine import is_dask
 from ..model.penalties import L1, L2, make_penalty
@@ -136,6 +146,8 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         self.verbose = verbose
 
     warm_start = False
+    # score's sample_weight goes to the scorer (metadata routing), not to score itself
+    __metadata_request__score = {"sample_weight": metadata_routing.UNUSED}
 
     # the grid ------------------------------------------------------------------------
     def _Cs(self):
@@ -177,32 +189,35 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
                 f"(sklearn.metrics.get_scorer_names()); got {self.scoring!r}."
             )
 
-    def _keep_for_scoring(self, X, y, sample_weight, fold_ids):
+    def _keep_for_scoring(self, X, y, sample_weight, folds):
         """Keep in-memory data for the scorers that are not sums over rows."""
         self.__dict__.pop("_scoring_data", None)  # never a previous fit's rows
-        on_driver = not (self.scoring in SUMMED_SCORERS and self.class_weight is None)
+        routed = self.__dict__.get("_scorer_params")
+        on_driver = not (self.scoring in SUMMED_SCORERS and self.class_weight is None
+                         and routed is None)
         if not on_driver:
             return
         if is_dask(X) or is_dask(y) or is_dask(sample_weight):
-            if self.scoring in SUMMED_SCORERS:  # class weights: the held-out round weighs them
-                return
+            if self.scoring in SUMMED_SCORERS and routed is None:
+                return  # class weights: the held-out round weighs them
             raise ValueError(
                 f"scoring={self.scoring!r} is evaluated on the driver and needs in-memory "
                 f"(numpy or sparse) data; on Dask data use one of the scorers computed "
                 f"where the data live: {', '.join(repr(s) for s in SUMMED_SCORERS)}."
             )
         scorer = get_scorer("accuracy" if self.scoring is None else self.scoring)
-        weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-        self._scoring_data = (X, np.asarray(y), weight, np.asarray(fold_ids),
+        if routed is None:  # without metadata routing the scorer gets sample_weight
+            routed = {} if sample_weight is None else {"sample_weight": sample_weight}
+        self._scoring_data = (X, np.asarray(y), routed, folds,
                               _scorer_with_labels(scorer, self.classes_))
 
-    def _fold_scores(self, engine, each, fold, coefs, intercepts):
+    def _fold_scores(self, engine, codes, code, fold, coefs, intercepts):
         if "_scoring_data" not in self.__dict__:
-            return super()._fold_scores(engine, each, fold, coefs, intercepts)
-        X, y, weight, fold_ids, scorer = self._scoring_data
-        test = np.flatnonzero(fold_ids == fold)
+            return super()._fold_scores(engine, codes, code, fold, coefs, intercepts)
+        X, y, params, folds, scorer = self._scoring_data
+        test = folds.test_rows(fold)
         X_test, y_test = X[test], y[test]
-        extra = {} if weight is None else {"sample_weight": weight[test]}
+        extra = _check_method_params(X, params, test)
         model = _ScoredModel()
         model.classes_ = self.classes_
         model.n_features_in_ = X.shape[1]
@@ -225,9 +240,40 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         best_c, best_l1 = np.unravel_index(np.argmax(by_c), by_c.shape)
         return int(best_l1), int(best_c)
 
-    def score(self, X, y, sample_weight=None):
+    def get_metadata_routing(self):
+        """scikit-learn's metadata routing: ``fit``'s metadata to the splitter's ``split``
+        and the scorer, ``score``'s to the scorer.
+
+        Returns
+        -------
+        sklearn.utils.metadata_routing.MetadataRouter
+        """
+        return (MetadataRouter(owner=self).add_self_request(self)
+                .add(splitter=check_cv(self.cv),
+                     method_mapping=MethodMapping().add(caller="fit", callee="split"))
+                .add(scorer=get_scorer("accuracy" if self.scoring is None else self.scoring),
+                     method_mapping=MethodMapping().add(caller="score", callee="score")
+                     .add(caller="fit", callee="score")))
+
+    def score(self, X, y, sample_weight=None, **params):
         """The ``scoring`` score of the fitted model on ``X``, ``y`` (accuracy for None),
-        as scikit-learn; on Dask data accuracy and log-loss only (computed lazily)."""
+        as scikit-learn; on Dask data accuracy and log-loss only (computed lazily).
+
+        ``params`` (and ``sample_weight``) reach the scorer through scikit-learn's
+        metadata routing when it is enabled; without it ``sample_weight`` is passed on
+        and other ``params`` are refused, as scikit-learn."""
+        _raise_for_params(params, self, "score")
+        if _routing_enabled():
+            if sample_weight is not None:
+                params["sample_weight"] = sample_weight
+            routed = process_routing(self, "score", **params)
+            extra = dict(routed.scorer.score)
+            if not any(is_dask(a) for a in (X, y, *extra.values())):
+                scorer = get_scorer("accuracy" if self.scoring is None else self.scoring)
+                return float(scorer(self, X, y, **extra))
+            sample_weight = extra.pop("sample_weight", None)
+            if extra:
+                raise ValueError("metadata other than sample_weight needs in-memory data.")
         if self.scoring in (None, "accuracy"):
             return super().score(X, y, sample_weight)
         extra = {} if sample_weight is None else {"sample_weight": sample_weight}
@@ -239,7 +285,7 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         return _dask_neg_log_loss(self, X, y, sample_weight)
 
     # fit -----------------------------------------------------------------------------
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, **params):
         """Fit every fold's path, choose C (and l1_ratio), refit on all rows.
 
         Parameters
@@ -247,11 +293,31 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
         y : array-like or Dask array of shape (n_samples,)
         sample_weight : array-like or Dask array of shape (n_samples,), optional
+        **params : dict
+            Metadata for the splitter (``groups``) and the scorer, routed as scikit-learn
+            routes them; only with ``sklearn.set_config(enable_metadata_routing=True)``.
+            Routed scorer metadata are scored on the driver (in-memory data).
 
         Returns
         -------
         self
         """
+        _raise_for_params(params, self, "fit")
+        self.__dict__.pop("_scorer_params", None)
+        self.__dict__.pop("_split_params", None)
+        if _routing_enabled():
+            routed = process_routing(self, "fit", sample_weight=sample_weight, **params)
+            self._split_params = dict(routed.splitter.split)
+            scorer_params = dict(routed.scorer.score)
+            if scorer_params.keys() != ({"sample_weight"} if sample_weight is not None else set()):
+                self._scorer_params = scorer_params  # not what the held-out round weighs
+        try:
+            return self._fit(X, y, sample_weight)
+        finally:
+            self.__dict__.pop("_scorer_params", None)
+            self.__dict__.pop("_split_params", None)
+
+    def _fit(self, X, y, sample_weight):
         self._check_scoring()
         self._Cs()
         ratios = self._l1_ratio_grid()

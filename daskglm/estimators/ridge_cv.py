@@ -8,6 +8,7 @@ error at every alpha).  Re-exported by :mod:`daskglm.estimators.cv`.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass
 from functools import reduce as fold_left
@@ -16,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import get_scorer, get_scorer_names
+from sklearn.utils import check_scalar
 
 from ..accounting.kinds import Kind
 from ..compute.folds import fold_grams, leave_one_out_errors
@@ -23,7 +25,7 @@ from ..compute.kernels import gram
 from ..engine import is_dask
 from ..engine.folds import fold_ids_by_partition
 from ..model.families import Gaussian
-from .cv_folds import _assign_folds, _positive_grid
+from .cv_folds import _assign_folds
 from .linear import Ridge
 from .multi_output import _join_targets, _two_dimensional
 
@@ -31,6 +33,8 @@ __all__ = ["RidgeCV"]
 
 #: Scorers computed from Gram statistics and sums over rows (any data, k folds too).
 SUMMED_SCORERS = (None, "r2", "neg_mean_squared_error")
+#: With k folds, explained variance too: each fold's residual mean is in its statistics.
+K_FOLD_SCORERS = SUMMED_SCORERS + ("explained_variance",)
 
 
 @dataclass
@@ -84,11 +88,29 @@ def _ridge_path(stats, alphas, fit_intercept):
     statistics ``stats`` for every alpha and target, from one eigendecomposition."""
     eigenvalues, vectors, xty = _ridge_eigen(stats, fit_intercept)
     projected = vectors.T @ xty  # (d, k)
+    # alpha 0 (k folds only) is least squares, minimum-norm: the negligible eigenvalues are inf
     shrunk = projected[None, :, :] / (eigenvalues[None, :, None] + alphas[:, None, None])
     coefs = np.einsum("ij,ajk->aki", vectors, shrunk)
     intercepts = (stats.mean_y[None, :] - coefs @ stats.mean_x if fit_intercept
                   else np.zeros((alphas.size, stats.mean_y.size)))
     return coefs, intercepts
+
+
+def _ridge_alphas(alphas, leave_one_out):
+    """``alphas`` checked as scikit-learn checks them: each a real, > 0 for leave-one-out,
+    >= 0 with k folds."""
+    bounds = dict(target_type=numbers.Real, min_val=0.0,
+                  include_boundaries="neither" if leave_one_out else "left")
+    if np.ndim(alphas) == 0:
+        return np.atleast_1d(np.float64(check_scalar(alphas, "alphas", **bounds)))
+    if len(alphas) == 0:
+        raise ValueError("alphas must not be empty.")
+    if len(alphas) == 1:
+        check_scalar(alphas[0], "alphas", **bounds)
+    else:
+        for index, alpha in enumerate(alphas):
+            check_scalar(alpha, f"alphas[{index}]", **bounds)
+    return np.asarray(alphas, dtype=np.float64)
 
 
 def _ridge_errors(stats, coefs, intercepts):
@@ -97,6 +119,19 @@ def _ridge_errors(stats, coefs, intercepts):
     quadratic = np.einsum("aki,ij,akj->ak", coefs, stats.sxx, coefs)
     cross = np.einsum("aki,ik->ak", coefs, stats.sxy)
     return stats.syy[None, :] - 2.0 * cross + quadratic + stats.weight * shift**2
+
+
+def _explained_variance(stats, errors, coefs, intercepts):
+    """scikit-learn's explained variance ``(n_alphas,)`` on the rows of ``stats`` (the mean
+    over targets; 1 where both variances are 0, 0 where only the targets' is)."""
+    mean_residual = stats.mean_y[None, :] - coefs @ stats.mean_x - intercepts
+    numerator = errors - stats.weight * mean_residual**2  # the residuals' centred sum of squares
+    denominator = np.broadcast_to(stats.syy[None, :], numerator.shape)
+    score = np.ones_like(numerator)
+    valid = (numerator != 0) & (denominator != 0)
+    score[valid] = 1.0 - numerator[valid] / denominator[valid]
+    score[(numerator != 0) & (denominator == 0)] = 0.0
+    return score.mean(axis=1)
 
 
 def _sum(stats):
@@ -211,10 +246,10 @@ class RidgeCV(Ridge):
         if self.cv is not None and self.alpha_per_target:
             raise ValueError("cv!=None and alpha_per_target=True are incompatible "
                              "(alpha_per_target needs cv=None, leave-one-out).")
-        if self.scoring not in SUMMED_SCORERS and self.cv is not None:
+        if self.scoring not in K_FOLD_SCORERS and self.cv is not None:
             raise ValueError(
                 f"scoring={self.scoring!r} with k folds: use one of the scorers computed "
-                f"from the folds' Gram statistics ({', '.join(map(repr, SUMMED_SCORERS))}), "
+                f"from the folds' Gram statistics ({', '.join(map(repr, K_FOLD_SCORERS))}), "
                 f"or cv=None (leave-one-out) for any scorer on in-memory data."
             )
 
@@ -232,7 +267,7 @@ class RidgeCV(Ridge):
         self
         """
         self._check_params()
-        alphas = _positive_grid(self.alphas, "alphas")
+        alphas = _ridge_alphas(self.alphas, leave_one_out=self.cv is None)
         self._check_cv_params()
         several = _two_dimensional(y)
         if several:
@@ -249,7 +284,8 @@ class RidgeCV(Ridge):
             warnings.warn("The 'svd' mode is not supported for sparse X, we fallback to "
                           "`gcv_mode='eigen'` (every mode is the Gram eigendecomposition "
                           "here).", FutureWarning, stacklevel=2)
-        if self.scoring not in SUMMED_SCORERS and any(map(is_dask, (data, y, sample_weight))):
+        on_driver = self.scoring not in (SUMMED_SCORERS if self.cv is None else K_FOLD_SCORERS)
+        if on_driver and any(map(is_dask, (data, y, sample_weight))):
             raise ValueError(
                 f"scoring={self.scoring!r} is evaluated on the driver and needs in-memory "
                 f"(numpy or sparse) data; on Dask data use one of "
@@ -267,7 +303,14 @@ class RidgeCV(Ridge):
 
     def _fit_k_fold(self, data, y, engine_y, sample_weight, alphas, n_features):
         """Every fold's Gram statistics from one round; every path on the driver."""
-        fold_ids, n_folds = _assign_folds(self.cv, y, data.shape[0], classifier=False)
+        splits = _assign_folds(self.cv, y, data.shape[0], classifier=False)
+        if not splits.is_partition:
+            # training sets are sums of the test sets' Gram statistics: k-fold splits only
+            raise ValueError(
+                "RidgeCV's cv must hold out every row exactly once, training on all the "
+                "others (KFold, StratifiedKFold and the like); got overlapping or partial folds."
+            )
+        fold_ids, n_folds = splits.ids, splits.n_folds
         with self._engine(data, engine_y, sample_weight, Gaussian()) as engine:
             each = fold_ids_by_partition(engine, fold_ids)
             grams = engine.reduce_each(fold_grams, each, n_folds, kind=Kind.FOLD_GRAM).folds
@@ -282,8 +325,12 @@ class RidgeCV(Ridge):
             coefs, intercepts = _ridge_path(training, alphas, self.fit_intercept)
             errors = _ridge_errors(folds[fold], coefs, intercepts)  # (n_alphas, k)
             mse[:, fold] = (errors / folds[fold].weight).mean(axis=1)
-            scores[:, fold] = (-mse[:, fold] if self.scoring == "neg_mean_squared_error"
-                               else (1.0 - errors / folds[fold].syy[None, :]).mean(axis=1))
+            if self.scoring == "neg_mean_squared_error":
+                scores[:, fold] = -mse[:, fold]
+            elif self.scoring == "explained_variance":
+                scores[:, fold] = _explained_variance(folds[fold], errors, coefs, intercepts)
+            else:
+                scores[:, fold] = (1.0 - errors / folds[fold].syy[None, :]).mean(axis=1)
         best = int(np.argmax(scores.mean(axis=1)))
         coef, intercept = _ridge_path(_Targets.of(_sum(grams), n_features, self._fit_dtype),
                                       alphas[best:best + 1], self.fit_intercept)

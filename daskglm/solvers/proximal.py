@@ -268,7 +268,8 @@ def _observe_scale_at_zero(objective, duality, params, n_features):
     duality.observe_scale(zero, value, grad)
 
 
-def solve_composite_quadratic(hess, grad, center, problem, *, tol=1e-12, max_iter=100_000):
+def solve_composite_quadratic(hess, grad, center, problem, *, tol=1e-12, max_iter=100_000,
+                              return_n_iter=False):
     """Minimise ``grad.(x - center) + (x - center).hess.(x - center) / 2 + penalty(coef)``.
 
     Runs on the driver, without any round: the proximal Newton step of a model built from
@@ -280,6 +281,8 @@ def solve_composite_quadratic(hess, grad, center, problem, *, tol=1e-12, max_ite
     -------
     params : ndarray
     converged : bool
+    n_iter : int
+        Only with ``return_n_iter``.
     """
     penalty, n_features = problem.penalty, problem.n_features
     optimality_of = Objective(problem, None).optimality
@@ -298,10 +301,12 @@ def solve_composite_quadratic(hess, grad, center, problem, *, tol=1e-12, max_ite
         return loss, coordinates.grad_to_theta(model_grad), optimality_of(params, smooth_grad)
 
     largest = float(np.linalg.eigvalsh(theta_hess)[-1]) if hess.size else 0.0
-    theta, _, converged, _ = accelerated_proximal_gradient(
+    theta, n_iter, converged, _ = accelerated_proximal_gradient(
         evaluate, lambda theta, step: coordinates.prox(penalty, theta, step),
         lambda theta: penalty.value(coordinates.to_params(theta)[:n_features]),
         coordinates.to_theta(center),
         step=1.0 / largest if largest > 0 else 1.0, tol=tol, max_iter=max_iter,
     )
+    if return_n_iter:
+        return coordinates.to_params(theta), converged, n_iter
     return coordinates.to_params(theta), converged
