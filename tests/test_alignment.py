@@ -182,18 +182,22 @@ def _packed_x_is_a_held_chunk(dask_worker):
     return [any(part[0] is chunk for chunk in held) for part in parts]
 
 
-def test_an_engine_does_not_copy_a_persisted_dask_array(client):
-    from distributed import wait
+def test_an_engine_does_not_copy_a_persisted_dask_array():
+    from distributed import Client, LocalCluster, wait
 
     from daskglm.engine import make_engine
 
-    rng = da.random.default_rng(0)
-    X = rng.random((4000, 6), chunks=(500, 6))
-    y = (rng.random(4000, chunks=500) > 0.5).astype(float)
-    X, y = client.persist([X, y])
-    wait([X, y])
-    with make_engine(X, y, family=Binomial(), client=client) as engine:
-        wait(engine.parts)
-        found = [flag for flags in client.run(_packed_x_is_a_held_chunk).values()
-                 for flag in flags]
+    # one worker: no chunk can be moved by the scheduler, so any copy would be the engine's
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None, worker_dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        rng = da.random.default_rng(0)
+        X = rng.random((4000, 6), chunks=(500, 6))
+        y = (rng.random(4000, chunks=500) > 0.5).astype(float)
+        X, y = client.persist([X, y])
+        wait([X, y])
+        with make_engine(X, y, family=Binomial(), client=client) as engine:
+            wait(engine.parts)
+            found = [flag for flags in client.run(_packed_x_is_a_held_chunk).values()
+                     for flag in flags]
     assert found == [True] * 8
