@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["DataSpec", "Data", "make_data", "TARGETS", "memory_needed"]
+__all__ = ["DataSpec", "Data", "make_data", "TARGETS", "memory_needed", "choose_storage"]
 
 #: Kinds of target every data set carries, and the daskglm maker (and intercept) of each.
 TARGETS = {
@@ -33,6 +33,10 @@ TARGETS = {
 #: arrays.  At 3, the 8 GB 1,000,000 x 1,000 dense set was attempted with 23.6 GiB
 #: available and its copy killed the workers.
 MEMORY_FACTOR = 4.0
+
+#: Partitions of ``X`` a run on a zarr store holds in memory at once, over all workers:
+#: the one each worker thread reads and decodes, its packed copy, and the next one read.
+ZARR_PARTITIONS_IN_FLIGHT = 8
 
 
 @dataclass(frozen=True)
@@ -50,6 +54,10 @@ class DataSpec:
     density : float or None
         None for dense ``X``; else the fraction of entries drawn per row (CSR chunks, see
         :func:`daskglm.datasets.make_classification`).
+    storage : {"memory", "zarr", "auto"}
+        ``"memory"``: the arrays are persisted on the workers.  ``"zarr"``: they are written
+        to a zarr store, which the methods read (as a user whose data do not fit in memory
+        would).  ``"auto"``: memory where the set fits (:func:`memory_needed`), else zarr.
     """
 
     n_samples: int
@@ -57,6 +65,7 @@ class DataSpec:
     n_partitions: int
     seed: int = 0
     density: float | None = None
+    storage: str = "memory"
 
     @property
     def sparse(self):
@@ -87,10 +96,28 @@ class DataSpec:
         return {**asdict(self), "label": self.label, "X_bytes": self.nbytes}
 
 
-def memory_needed(spec: DataSpec):
-    """Bytes of memory a run on ``spec`` is expected to need (see :data:`MEMORY_FACTOR`)."""
+def memory_needed(spec: DataSpec, storage="memory"):
+    """Bytes of memory a run on ``spec`` is expected to need, stored as ``storage``.
+
+    In memory, :data:`MEMORY_FACTOR` times ``X``.  In a zarr store, the targets and, per
+    worker, a few partitions in flight (:data:`ZARR_PARTITIONS_IN_FLIGHT`); the
+    reference's copy of ``X`` is a memory-mapped file, paged in and out by the system.
+    """
     targets = 8 * spec.n_samples * len(TARGETS) * 2
+    if storage == "zarr":
+        partition = spec.nbytes / spec.n_partitions
+        return int(ZARR_PARTITIONS_IN_FLIGHT * partition + targets)
     return int(MEMORY_FACTOR * spec.nbytes + targets)
+
+
+def choose_storage(spec: DataSpec, available):
+    """Where ``spec``'s arrays are kept: ``"memory"``, ``"zarr"``, or None where neither
+    fits in ``available`` bytes."""
+    candidates = ("memory", "zarr") if spec.storage == "auto" else (spec.storage,)
+    for storage in candidates:
+        if memory_needed(spec, storage) <= available:
+            return storage
+    return None
 
 
 @dataclass
@@ -111,6 +138,12 @@ class Data:
         The coefficients the targets were drawn with.
     seconds : float
         Time taken to generate, persist and copy the data set.
+    storage : {"memory", "zarr"}
+        Where ``X`` and the targets are: persisted on the workers, or read from a zarr
+        store (``X_local`` is then a read-only memory-mapped ``.npy`` file).
+    directory : str or None
+        The temporary directory of the zarr store and the ``.npy`` file, removed by
+        :meth:`close`.
     """
 
     spec: DataSpec
@@ -120,6 +153,17 @@ class Data:
     targets_local: dict
     true_coef: np.ndarray
     seconds: float = 0.0
+    storage: str = "memory"
+    directory: str | None = None
+
+    def close(self):
+        """Remove the zarr store and the memory-mapped file, if any."""
+        if self.directory is not None:
+            import shutil
+
+            self.X_local = None
+            shutil.rmtree(self.directory, ignore_errors=True)
+            self.directory = None
 
     def target(self, kind):
         """The persisted Dask target of one kind (a key of :data:`TARGETS`)."""
@@ -148,8 +192,9 @@ def _draw(spec: DataSpec):
     return X, targets, coef
 
 
-def make_data(spec: DataSpec, client, local=None):
-    """Generate ``spec``'s arrays, persist them on ``client``'s workers and wait.
+def make_data(spec: DataSpec, client, local=None, storage="memory", directory=None):
+    """Generate ``spec``'s arrays, persist them on ``client``'s workers and wait; or, with
+    ``storage="zarr"``, write them to a zarr store that the returned arrays read.
 
     Parameters
     ----------
@@ -157,7 +202,10 @@ def make_data(spec: DataSpec, client, local=None):
     client : distributed.Client
     local : Data, optional
         A data set of the same spec made earlier (on another cluster) whose in-memory
-        copies are reused instead of gathering new ones.
+        copies (and store) are reused instead of making new ones.
+    storage : {"memory", "zarr"}
+    directory : str, optional
+        Where the zarr store's temporary directory is made (the system's default).
 
     Returns
     -------
@@ -168,6 +216,8 @@ def make_data(spec: DataSpec, client, local=None):
     from distributed import wait
 
     start = time.perf_counter()
+    if storage == "zarr":
+        return _make_zarr(spec, client, local, directory, start)
     X, targets, coef = _draw(spec)
     names = list(targets)
     persisted = client.persist([X, *(targets[k] for k in names)])
@@ -184,6 +234,47 @@ def make_data(spec: DataSpec, client, local=None):
                          strict=True)}
     return Data(spec, X, targets, X_local, targets_local, coef,
                 seconds=time.perf_counter() - start)
+
+
+def _make_zarr(spec, client, local, directory, start):
+    """:func:`make_data` for data read from a zarr store."""
+    import tempfile
+    import time
+
+    import dask.array as da
+
+    if spec.sparse:
+        raise ValueError("zarr storage is for dense data sets.")
+    if local is not None and local.directory is not None:
+        directory = local.directory
+        coef = local.true_coef
+    else:
+        directory = tempfile.mkdtemp(prefix="daskglm-bench-", dir=directory)
+        X, targets, coef = _draw(spec)
+        arrays = {"X": X, **targets}
+        client.compute([da.to_zarr(a, f"{directory}/{name}.zarr", compute=False)
+                        for name, a in arrays.items()], sync=True)
+        _write_npy(f"{directory}/X.npy", f"{directory}/X.zarr")
+    X = da.from_zarr(f"{directory}/X.zarr")
+    targets = {kind: da.from_zarr(f"{directory}/{kind}.zarr") for kind in TARGETS}
+    X_local = np.load(f"{directory}/X.npy", mmap_mode="r")
+    targets_local = {kind: np.asarray(targets[kind].compute()) for kind in TARGETS}
+    return Data(spec, X, targets, X_local, targets_local, coef,
+                seconds=time.perf_counter() - start, storage="zarr", directory=directory)
+
+
+def _write_npy(path, store):
+    """Copy the zarr array at ``store`` into the ``.npy`` file ``path``, a chunk at a time."""
+    import zarr
+
+    source = zarr.open_array(store, mode="r")
+    target = np.lib.format.open_memmap(path, mode="w+", dtype=source.dtype,
+                                       shape=source.shape)
+    rows = source.chunks[0]
+    for begin in range(0, source.shape[0], rows):
+        target[begin:begin + rows] = source[begin:begin + rows]
+    target.flush()
+    del target
 
 
 def _owned(a):
