@@ -452,6 +452,37 @@ def scale_ratios():
     )
 
 
+#: The scale suite's 10^7 x 50 problems at a size a small machine runs in minutes:
+#: 3 x 10^6 x 50 (1.2 GB) in the same 16 partitions.
+MID = DataSpec(n_samples=3_000_000, n_features=50, n_partitions=16, seed=0)
+
+
+def _mid_cases():
+    """The 10^7 x 50 cases of :func:`_scale_cases` on :data:`MID`."""
+    return (
+        Case("logistic-l2/3e6x50", MID, LogisticL2(C=1.0, fit_intercept=False),
+             ("daskglm-lbfgs", "daskglm-newton", "daskglm-averaging-newton", "dask-glm-lbfgs",
+              "sklearn-lbfgs-1thread")),
+        Case("ols/3e6x50", MID, LeastSquares(fit_intercept=True),
+             ("daskglm-normal", "sklearn-linear-1thread", "numpy-gram-1thread")),
+    )
+
+
+def mid_ratios():
+    """The ratios of :func:`scale_ratios` at 3 x 10^6 rows, measured without targets."""
+    case = "logistic-l2/3e6x50"
+    return (
+        Ratio("dask-glm / daskglm, lbfgs (3e6 x 50)", (case, "dask-glm-lbfgs"),
+              (case, "daskglm-lbfgs"), goal="at least"),
+        Ratio("sklearn lbfgs on 1 thread / daskglm lbfgs (3e6 x 50)",
+              (case, "sklearn-lbfgs-1thread"), (case, "daskglm-lbfgs"), goal="at least"),
+        Ratio("dask-glm lbfgs / daskglm averaging + newton (3e6 x 50)", (case, "dask-glm-lbfgs"),
+              (case, "daskglm-averaging-newton")),
+        Ratio("daskglm normal / numpy X.T@X on 1 thread (ols, 3e6 x 50)",
+              ("ols/3e6x50", "daskglm-normal"), ("ols/3e6x50", "numpy-gram-1thread")),
+    )
+
+
 def _smoke_cases():
     return (
         Case("logistic-l2", TINY, LogisticL2(C=1.0, fit_intercept=False),
@@ -482,6 +513,9 @@ SUITES = {
                    scaling=Scaling(entries=(("logistic-l2/1e7x50", "daskglm-lbfgs"),
                                             ("ols/1e7x50", "daskglm-normal")),
                                    workers=(1, 2), project_case="logistic-l2/1e7x50")),
+    "mid": Suite("mid", _mid_cases(), mid_ratios(),
+                 repeats=3, repeat_budget_s=30.0, warmup=0, ladder_stride=4, time_cap_s=300.0,
+                 limits_data=MID),
     "smoke": Suite("smoke", _smoke_cases(), (), repeats=1, repeat_budget_s=1.0, warmup=0,
                    ladder_stride=4, time_cap_s=30.0, limits_data=TINY,
                    scaling=Scaling(entries=(("logistic-l2", "daskglm-lbfgs"),),

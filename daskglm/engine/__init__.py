@@ -78,7 +78,6 @@ _EXPORTS = {
     "active_client": "distributed",
     "LocalEngine": "local",
     "StreamingLocalEngine": "local",
-    "ALIGNMENT": "partitions",
     "PARTITION_BYTES": "partitions",
     "default_partitions": "partitions",
     "StateRound": "state",

@@ -21,40 +21,35 @@ from ..compute.summaries import stored_bytes
 PARTITION_BYTES = 32 << 20
 
 
-#: Partition buffers start on this boundary (a cache line, the widest SIMD load).
-ALIGNMENT = 64
-
-
 def is_dask(obj) -> bool:
     """True for Dask collections (arrays, dataframes, series)."""
     return hasattr(obj, "__dask_graph__") and hasattr(obj, "__dask_keys__")
 
 
-def _aligned(a):
-    """``a`` as a C-contiguous array starting on an :data:`ALIGNMENT`-byte boundary
-    (copied only if it is not one already).
+def _usable(a):
+    """``a`` as the kernels read it: C-contiguous and naturally aligned (each element at a
+    multiple of its size), copied only when it is not already.
 
-    Buffers deserialised on a worker can be misaligned, which makes numpy skip BLAS; and
-    SIMD kernels round differently depending on a buffer's offset from that boundary, so
-    the same partition must always start on it for fits to be reproducible bit for bit.
+    A partition is used as it arrives: the user's array, a persisted Dask chunk or a
+    deserialised buffer is not copied when it is C-contiguous and naturally aligned.  The
+    kernels' results do not depend on where such a buffer starts (``tests/test_alignment.py``
+    checks every kernel the engine runs at each 8-byte offset modulo 64), so no copy to a
+    cache-line boundary is needed.  Buffers deserialised on a worker can lie at any byte
+    offset inside a network frame; numpy hands those to no BLAS routine and reads them
+    element by element, so they (alone) are copied.
     """
-    if a is None or sp.issparse(a) or is_device(a):  # device buffers are allocated aligned
+    if a is None or sp.issparse(a) or is_device(a):
         return a
-    a = np.require(a, requirements=["C", "A"])
-    if a.ctypes.data % ALIGNMENT == 0 or a.nbytes == 0:
-        return a
-    raw = np.empty(a.nbytes + ALIGNMENT, dtype=np.uint8)
-    offset = -raw.ctypes.data % ALIGNMENT
-    copy = raw[offset : offset + a.nbytes].view(a.dtype).reshape(a.shape)
-    copy[...] = a
-    return copy
+    return np.require(a, requirements=["C", "A"])
 
 
 def _as_partition(X, y, weight, offset=None):
     """Normalise one row block to the kernels' layout: ``(X, float64 y, float64 weight|None)``,
     and ``float64 offset`` after them when there is one.
 
-    ``X`` becomes a CSR matrix (any sparse input) or an aligned C-contiguous array.
+    ``X`` becomes a CSR matrix (any sparse input) or a C-contiguous array.  Nothing is
+    copied that is already in that layout: a float64 or float32 C-contiguous ``X`` and a
+    float64 ``y`` are the partition's arrays (:func:`_usable`).
     """
     X = as_csr_or_dense(X)
     _warm_up_for(X)
@@ -62,16 +57,16 @@ def _as_partition(X, y, weight, offset=None):
     y = xp.asarray(y, dtype=np.float64).ravel()
     if weight is not None:
         weight = xp.asarray(weight, dtype=np.float64).ravel()
-    part = (_aligned(X), _aligned(y), _aligned(weight))
+    part = (_usable(X), _usable(y), _usable(weight))
     if offset is None:
         return part
-    return (*part, _aligned(xp.asarray(offset, dtype=np.float64).ravel()))
+    return (*part, _usable(xp.asarray(offset, dtype=np.float64).ravel()))
 
 
 def _realign(part):
-    """Run on a worker after a scatter: the partition with aligned buffers."""
+    """Run on a worker after a scatter: the partition with naturally aligned buffers."""
     _warm_up_for(part[0])
-    return tuple(_aligned(a) for a in part)
+    return tuple(_usable(a) for a in part)
 
 
 def _warm_up_for(X):
@@ -84,7 +79,7 @@ def _scatter_in_order(client, parts):
     """Scatter ``parts`` in contiguous runs, one run per worker (in proportion to its
     threads), so that each worker thread's partitions are neighbours in the reduction tree.
 
-    Returns futures of the partitions with aligned buffers.
+    Returns futures of the partitions with naturally aligned buffers.
     """
     nthreads = client.nthreads()
     workers = sorted(nthreads)
