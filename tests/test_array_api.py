@@ -269,9 +269,6 @@ def test_as_csr_or_dense_keeps_the_library():
 # a whole fit
 
 
-@pytest.mark.xfail(strict=True, raises=(AttributeError, IndexError, TypeError),
-                   reason="the engine's validation round (compute/summaries.py: "
-                          "column_moments, stored_bytes) is written for numpy and CuPy only")
 @pytest.mark.parametrize("solver", ["lbfgs", "newton", "normal"])
 def test_a_fit_on_strict_partitions_in_process(solver):
     """Every round of an in-process fit on strict partitions: the coefficients of numpy's."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .backend import array_module, to_host
+from .backend import is_numpy_namespace, namespace, to_host
 from .kernels import GramStats, _row_blocks, _scratch, _transpose_product, gram
 
 __all__ = [
@@ -44,21 +44,26 @@ class ColumnMoments:
 def column_moments(part):
     """Weighted first and second column moments (as sums) of one partition: one read of ``X``."""
     X, weight = part[0], part[2]
-    xp = array_module(X)
-    weight = xp.ones(X.shape[0]) if weight is None else weight
-    sums = xp.zeros(X.shape[1])
-    squares = xp.zeros(X.shape[1])
-    scratch = _scratch(X)
-    for start, stop in _row_blocks(X):
-        X_b, w_b = X[start:stop], weight[start:stop]
-        sums += _transpose_product(X_b, w_b)
-        if sp.issparse(X_b):
-            squared = type(X_b)((np.square(X_b.data, dtype=np.float64), X_b.indices, X_b.indptr),
-                                shape=X_b.shape)
-        else:
-            squared = np.square(X_b, out=scratch[: stop - start], dtype=np.float64)
-        squares += _transpose_product(squared, w_b)
-    return ColumnMoments(float(weight.sum()), to_host(sums), to_host(squares))
+    xp = namespace(X)
+    fast = is_numpy_namespace(xp)
+    weight = xp.ones(X.shape[0], dtype=xp.float64) if weight is None else weight
+    sums = xp.zeros(X.shape[1], dtype=xp.float64)
+    squares = xp.zeros(X.shape[1], dtype=xp.float64)
+    scratch = _scratch(X) if fast else None
+    # squares of columns beyond 1e154 overflow to inf, which the scale check then reports
+    with np.errstate(over="ignore"):
+        for start, stop in _row_blocks(X):
+            X_b, w_b = X[start:stop, ...], weight[start:stop]
+            sums += _transpose_product(X_b, w_b)
+            if sp.issparse(X_b):
+                squared = type(X_b)((np.square(X_b.data, dtype=np.float64), X_b.indices,
+                                     X_b.indptr), shape=X_b.shape)
+            elif fast:
+                squared = np.square(X_b, out=scratch[: stop - start], dtype=np.float64)
+            else:
+                squared = xp.astype(X_b, xp.float64) ** 2
+            squares += _transpose_product(squared, w_b)
+    return ColumnMoments(float(xp.sum(weight)), to_host(sums), to_host(squares))
 
 
 @dataclass
@@ -131,7 +136,21 @@ def stored_bytes(a):
         return 0
     if sp.issparse(a):
         return int(a.data.nbytes + a.indices.nbytes + a.indptr.nbytes)
-    return int(a.nbytes)
+    if hasattr(a, "nbytes"):
+        return int(a.nbytes)
+    return int(a.size) * _itemsize(a)  # a standard array: no nbytes
+
+
+def _itemsize(a):
+    """Bytes of one element of a standard array, from its namespace's dtype information."""
+    xp = namespace(a)
+    if a.dtype == xp.bool:
+        return 1
+    if xp.isdtype(a.dtype, "complex floating"):
+        return 2 * xp.finfo(a.dtype).bits // 8
+    if xp.isdtype(a.dtype, "real floating"):
+        return xp.finfo(a.dtype).bits // 8
+    return xp.iinfo(a.dtype).bits // 8
 
 
 #: Distinct labels a summary keeps: every class of a classification problem of up to
