@@ -190,7 +190,9 @@ def solve_sharded(solver, problem, engine, params0):
         except ShardLostError as exc:
             if len(rebuilds) == MAX_REBUILDS or getattr(engine, "client", None) is None:
                 raise
-            rebuilds.append(str(exc))
+            # the error may come from a moved partition, not from the lost shard itself
+            lost = shards.lost()
+            rebuilds.append(str(exc) if not lost or lost in str(exc) else f"{lost}. {exc}")
             params = shards.salvage(start)
         finally:
             space.close()
