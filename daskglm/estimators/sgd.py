@@ -429,6 +429,9 @@ default="%(learning_rate)s"
         are left.  Synchronous SGD costs one communication round per step, so on a
         cluster a larger batch (with a larger ``eta0``), or ``sync_every``, is usually
         worth it; small batches make more progress per epoch, which ``tol`` measures.
+        scikit-learn steps once per row: ``batch_size=1`` follows its trajectory (as many
+        steps per epoch, so ``max_iter`` means the same), at about 14 times the time per
+        epoch of the default in memory.
     sync_every : int or None, default=None
         Local SGD: every partition takes ``sync_every`` steps on its own rows between two
         averaging rounds.  None (or 1, up to round-off) is synchronous mini-batch SGD.
