@@ -6,7 +6,7 @@ it by :mod:`daskglm.datasets`: ``"binary"`` (``make_classification``, no interce
 ``"continuous"`` (``make_regression``) and ``"counts"`` (``make_poisson``).  The makers
 derive ``X`` from the seed and the chunking alone, so every target of a spec is drawn from
 the very same ``X`` (the Dask graphs even share their keys).  :func:`make_data` persists
-the Dask arrays on the workers and keeps an in-memory copy (numpy, or a CSR matrix) for
+the Dask arrays on the workers (spread by ``client.rebalance``) and keeps an in-memory copy (numpy, or a CSR matrix) for
 the in-memory peers and for the shared objective.
 """
 
@@ -144,6 +144,9 @@ class Data:
     directory : str or None
         The temporary directory of the zarr store and the ``.npy`` file, removed by
         :meth:`close`.
+    placement : list of int or None
+        Chunks of the persisted ``X`` per worker, most first, after
+        ``client.rebalance`` (None for a zarr store, whose chunks are read by the fits).
     """
 
     spec: DataSpec
@@ -155,6 +158,7 @@ class Data:
     seconds: float = 0.0
     storage: str = "memory"
     directory: str | None = None
+    placement: list | None = None
 
     def close(self):
         """Remove the zarr store and the memory-mapped file, if any."""
@@ -222,18 +226,31 @@ def make_data(spec: DataSpec, client, local=None, storage="memory", directory=No
     names = list(targets)
     persisted = client.persist([X, *(targets[k] for k in names)])
     wait(persisted)
+    # the scheduler may put every chunk on one worker (seen with 16 chunks of 1e7 x 50);
+    # a fit would then move half of them first, as data read by many tasks are not
+    client.rebalance(persisted)
     X, targets = persisted[0], dict(zip(names, persisted[1:], strict=True))
+    placement = chunks_per_worker(client, X)
     if local is not None:
         if local.spec != spec:
             raise ValueError(f"local copies of {local.spec.label} do not match {spec.label}.")
         return Data(spec, X, targets, local.X_local, local.targets_local, coef,
-                    seconds=time.perf_counter() - start)
+                    seconds=time.perf_counter() - start, placement=placement)
     X_local = _owned(client.compute(X, sync=True))
     targets_local = {k: _owned(v) for k, v in
                      zip(names, client.compute([targets[k] for k in names], sync=True),
                          strict=True)}
     return Data(spec, X, targets, X_local, targets_local, coef,
-                seconds=time.perf_counter() - start)
+                seconds=time.perf_counter() - start, placement=placement)
+
+
+def chunks_per_worker(client, X):
+    """How many of the persisted ``X``'s chunks each worker holds, most first."""
+    counts = {}
+    for holders in client.who_has(X).values():
+        for worker in holders[:1]:
+            counts[worker] = counts.get(worker, 0) + 1
+    return sorted(counts.values(), reverse=True)
 
 
 def _make_zarr(spec, client, local, directory, start):

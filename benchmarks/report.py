@@ -132,7 +132,9 @@ def _case_table(case, limits):
                          f"{load.get('session_start_s') or 0:.1f} s).")
     title = (f"### {case['case']}: {case['problem']['description'] if case['problem'] else 'kernels'}"
              f" on {case['data']['label']}"
-             + (", read from a zarr store" if case["data"].get("storage") == "zarr" else ""))
+             + (", read from a zarr store" if case["data"].get("storage") == "zarr" else "")
+             + (f" (chunks per worker: {case['data']['placement']})"
+                if case["data"].get("placement") else ""))
     reference = case.get("reference")
     lines = [title]
     if reference:

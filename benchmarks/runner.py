@@ -380,6 +380,7 @@ def run_suite(suite, log=_silent, only=()):
                 result = run_case(case, data, runner, log)
                 result["data_seconds"] = data.seconds
                 result["data"]["storage"] = data.storage
+                result["data"]["placement"] = data.placement
                 case_results.append(result)
                 if case.name in scaling_cases:
                     kept[case.name] = (data, result)

@@ -12,6 +12,7 @@ def test_a_zarr_data_set_holds_the_persisted_one_and_is_removed_on_close(client,
     spec = DataSpec(n_samples=3000, n_features=5, n_partitions=3, seed=4)
     persisted = make_data(spec, client)
     stored = make_data(spec, client, storage="zarr", directory=tmp_path)
+    assert sum(persisted.placement) == 3 and stored.placement is None
     assert stored.storage == "zarr" and os.path.isdir(stored.directory)
     assert stored.X.chunks == persisted.X.chunks
     np.testing.assert_array_equal(stored.X.compute(), persisted.X_local)
