@@ -424,12 +424,7 @@ def _scale_cases():
     where the set does not fit in memory: daskglm's L-BFGS caching the partitions as it
     chooses (``cache="auto"``) and reading them every round (``cache="none"``), against
     dask-glm's L-BFGS, which reads them every round."""
-    return (
-        Case("logistic-l2/1e7x50", LARGE, LogisticL2(C=1.0, fit_intercept=False),
-             ("daskglm-lbfgs", "daskglm-newton", "daskglm-averaging-newton", "dask-glm-lbfgs",
-              "sklearn-lbfgs-1thread")),
-        Case("ols/1e7x50", LARGE, LeastSquares(fit_intercept=True),
-             ("daskglm-normal", "sklearn-linear-1thread", "numpy-gram-1thread")),
+    return _large_cases(LARGE, "1e7x50") + (
         Case("logistic-l2/1e7x100", LARGE_WIDE, LogisticL2(C=1.0, fit_intercept=False),
              ("daskglm-lbfgs", "daskglm-lbfgs-stream", "dask-glm-lbfgs",
               "sklearn-lbfgs-1thread")),
@@ -459,11 +454,17 @@ MID = DataSpec(n_samples=3_000_000, n_features=50, n_partitions=16, seed=0)
 
 def _mid_cases():
     """The 10^7 x 50 cases of :func:`_scale_cases` on :data:`MID`."""
+    return _large_cases(MID, "3e6x50")
+
+
+def _large_cases(data, size):
+    """L2-logistic by daskglm's fewest-round methods, dask-glm's L-BFGS and one-thread
+    scikit-learn, and OLS by the normal equations, on ``data`` (``size`` names the cases)."""
     return (
-        Case("logistic-l2/3e6x50", MID, LogisticL2(C=1.0, fit_intercept=False),
+        Case(f"logistic-l2/{size}", data, LogisticL2(C=1.0, fit_intercept=False),
              ("daskglm-lbfgs", "daskglm-newton", "daskglm-averaging-newton", "dask-glm-lbfgs",
               "sklearn-lbfgs-1thread")),
-        Case("ols/3e6x50", MID, LeastSquares(fit_intercept=True),
+        Case(f"ols/{size}", data, LeastSquares(fit_intercept=True),
              ("daskglm-normal", "sklearn-linear-1thread", "numpy-gram-1thread")),
     )
 
