@@ -293,5 +293,9 @@ def test_a_fit_on_strict_partitions_in_process(solver):
 
     got, expected = fit(xs.asarray), fit(np.asarray)
     assert got.converged and expected.converged
+    # Newton and the normal equations land on the optimum to round-off; L-BFGS stops at a
+    # gradient of 1e-10, where summation orders of other libraries (seen with numpy 2.5)
+    # can move its last step by a few 1e-10.
+    agreement = 1e-8 if solver == "lbfgs" else 1e-10
     np.testing.assert_allclose(got.params, expected.params, rtol=0,
-                               atol=1e-10 * np.abs(expected.params).max())
+                               atol=agreement * np.abs(expected.params).max())

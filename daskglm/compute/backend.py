@@ -29,7 +29,7 @@ else:  # pragma: no cover - older numpy, through array-api-compat's wrappers
 
 __all__ = [
     "array_module", "is_device", "to_host", "namespace", "is_numpy_namespace",
-    "is_device_sparse", "from_host", "numpy_namespace",
+    "is_device_sparse", "is_sparse", "from_host", "numpy_namespace",
 ]
 
 
@@ -41,6 +41,12 @@ def is_device(array) -> bool:
 def is_device_sparse(array) -> bool:
     """Whether ``array`` is a ``cupyx.scipy.sparse`` matrix."""
     return type(array).__module__.startswith("cupyx.scipy.sparse")
+
+
+def is_sparse(array) -> bool:
+    """Whether ``array`` is a scipy or ``cupyx.scipy.sparse`` matrix (their CSR matrices
+    share ``data``, ``indices``, ``indptr``, ``multiply`` and ``toarray``)."""
+    return sp.issparse(array) or is_device_sparse(array)
 
 
 def array_module(array):

@@ -101,10 +101,10 @@ def _class_moments(X, index, weight, n_labels):
     n = X.shape[0]
     values = np.ones(n) if weight is None else weight
     by_class = sp.csr_matrix((values, (index, np.arange(n))), shape=(n_labels, n))
+    X = to_host(X)
     if sp.issparse(X):
         squared = X.multiply(X)
         return (np.asarray((by_class @ X).todense()), np.asarray((by_class @ squared).todense()))
-    X = to_host(X)
     return np.asarray(by_class @ X, dtype=np.float64), np.asarray(
         by_class @ np.square(X, dtype=np.float64))
 

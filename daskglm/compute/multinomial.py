@@ -210,4 +210,6 @@ class PerClassCoordinates:
 def class_indices(part, classes):
     """The partition with its labels ``y`` replaced by their indices in sorted ``classes``."""
     X, y, weight = part
-    return X, np.searchsorted(classes, y).astype(np.float64), weight
+    xp = namespace(y)
+    indices = xp.searchsorted(from_host(np.asarray(classes, dtype=np.float64), y), y)
+    return X, xp.astype(indices, xp.float64), weight

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from ..model.families import Binomial, Gaussian
 from ..model.penalties import L2, NoPenalty
+from .backend import from_host, to_host
 from .kernels import linear_predictor
 from .sampling import partition_size
 from .sparse_vectors import _smaller, column_gradient
@@ -119,8 +120,9 @@ def _minibatch_step(part, rows, local, config, scale, rule_state, step):
     """One SGD step on ``rows`` from ``local``: ``(change, loss, weight, penalty,
     rule_state, touched columns or None)``."""
     X, y, weight = part
-    X_b, y_b = X[rows], y[rows]
-    w_b = None if weight is None else weight[rows]
+    rows_here = from_host(rows, X)
+    X_b, y_b = X[rows_here], y[rows_here]
+    w_b = None if weight is None else weight[rows_here]
     loss, r = config.family.loss_and_dloss(y_b, linear_predictor(X_b, local, config.fit_intercept),
                                            w_b)
     n = config.n_features
@@ -131,9 +133,9 @@ def _minibatch_step(part, rows, local, config, scale, rule_state, step):
         touched, values = column_gradient(X_b, r)
         grad[touched] = values
     else:
-        grad[:n] = np.asarray(X_b.T @ r).ravel()
+        grad[:n] = np.asarray(to_host(X_b.T @ r)).ravel()
     if config.fit_intercept:
-        grad[n] = r.sum()
+        grad[n] = float(r.sum())
     grad *= scale / rows.shape[0]
     grad[:n] += config.penalty.grad(local[:n])
     rate, rule_state = config.rule.update(grad, rule_state, step)
@@ -147,13 +149,15 @@ def _hogwild_pass(part, rows, local, config, scale, step, threads, seed):
 
     X, y, weight = part
     n = config.n_features
-    w_b = np.ones(rows.shape[0]) if weight is None else weight[rows]
+    # Hogwild's threads run on the CPU: a device partition sends them its rows
+    X_rows, y_rows = to_host(X[rows]), to_host(y[rows])
+    w_b = np.ones(rows.shape[0]) if weight is None else to_host(weight[rows])
     rate, _ = config.rule.update(None, config.rule.init(local), step)
     alpha = config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
-    eta = linear_predictor(X[rows], local, config.fit_intercept)
-    loss, _ = config.family.loss_and_dloss(y[rows], eta, w_b)
+    eta = linear_predictor(X_rows, local, config.fit_intercept)
+    loss, _ = config.family.loss_and_dloss(y_rows, eta, w_b)
     coef, intercept, _ = hogwild_epochs(
-        X[rows], y[rows], w_b * scale, local[:n], local[n] if config.fit_intercept else 0.0,
+        X_rows, y_rows, w_b * scale, local[:n], local[n] if config.fit_intercept else 0.0,
         loss=hogwild_loss(config.family), alpha=alpha, eta0=float(rate), schedule="constant",
         epochs=1, threads=threads, seed=seed, fit_intercept=config.fit_intercept,
     )

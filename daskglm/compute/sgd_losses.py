@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.numerics import _scale, _weighted_sum
+from ..model.numerics import _float, _scale, _weighted_sum
 
 __all__ = [
     "SGDLoss", "Hinge", "SquaredHinge", "ModifiedHuber", "Huber", "EpsilonInsensitive",
@@ -79,7 +79,7 @@ class SGDLoss:
 
 def _sign(y):
     """Labels 0/1 as scikit-learn's -1/+1."""
-    return 2.0 * np.asarray(y, dtype=float) - 1.0
+    return 2.0 * _float(y) - 1.0
 
 
 @dataclass(frozen=True)

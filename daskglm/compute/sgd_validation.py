@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .backend import namespace
 from .kernels import linear_predictor
 
 __all__ = ["validation_sums", "score_of_sums"]
@@ -27,16 +28,19 @@ def validation_sums(part, params, fit_intercept, classification):
         sum w y, sum w y^2, sum w (y - prediction)^2]`` for a regressor.
     """
     X, y, weight = part[:3]
-    w = np.ones(X.shape[0]) if weight is None else np.asarray(weight, dtype=float)
     if X.shape[0] == 0:
         return np.zeros(4)
     eta = linear_predictor(X, params, fit_intercept)
+    xp = namespace(eta)
+    w = xp.ones(X.shape[0], dtype=xp.float64) if weight is None else xp.astype(weight, xp.float64)
     if classification:
-        correct = (eta > 0) == (np.asarray(y) > 0.5)
-        return np.array([w.sum(), w @ correct, 0.0, 0.0])
-    y = np.asarray(y, dtype=float)
-    residual = y - eta
-    return np.array([w.sum(), w @ y, w @ (y * y), w @ (residual * residual)])
+        correct = xp.astype((eta > 0) == (y > 0.5), xp.float64)
+        sums = (xp.sum(w), w @ correct, 0.0, 0.0)
+    else:
+        y = xp.astype(y, xp.float64)
+        residual = y - eta
+        sums = (xp.sum(w), w @ y, w @ (y * y), w @ (residual * residual))
+    return np.array([float(value) for value in sums])
 
 
 def score_of_sums(sums, classification):

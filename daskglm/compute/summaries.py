@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.sparse as sp
 
-from .backend import is_numpy_namespace, namespace, to_host
+from .backend import from_host, is_numpy_namespace, is_sparse, namespace, to_host
 from .kernels import GramStats, _row_blocks, _scratch, _transpose_product, gram
 
 __all__ = [
@@ -55,8 +54,8 @@ def column_moments(part):
         for start, stop in _row_blocks(X):
             X_b, w_b = X[start:stop, ...], weight[start:stop]
             sums += _transpose_product(X_b, w_b)
-            if sp.issparse(X_b):
-                squared = type(X_b)((np.square(X_b.data, dtype=np.float64), X_b.indices,
+            if is_sparse(X_b):  # scipy's CSR or cupyx's
+                squared = type(X_b)((X_b.data.astype(np.float64) ** 2, X_b.indices,
                                      X_b.indptr), shape=X_b.shape)
             elif fast:
                 squared = np.square(X_b, out=scratch[: stop - start], dtype=np.float64)
@@ -81,19 +80,21 @@ def column_max_abs(part):
     X = part[0]
     if X.shape[0] == 0:
         return ColumnMaxima(np.zeros(X.shape[1]))
-    if sp.issparse(X):
-        return ColumnMaxima(np.asarray(abs(X).max(axis=0).todense(), dtype=float).ravel())
+    if is_sparse(X):
+        return ColumnMaxima(np.asarray(to_host(abs(X).max(axis=0).toarray()),
+                                       dtype=float).ravel())
     return ColumnMaxima(to_host(abs(X).max(axis=0).astype(float)))
 
 
 def scale_columns(part, scale):
     """The partition with column ``j`` of ``X`` multiplied by ``scale[j]``."""
     X = part[0]
-    if sp.issparse(X):
+    scale = from_host(np.asarray(scale).astype(X.dtype), X)
+    if is_sparse(X):
         X = X.copy()
-        X.data *= scale.astype(X.dtype)[X.indices]
+        X.data *= scale[X.indices]
     else:
-        X = X * scale.astype(X.dtype)
+        X = X * scale
     return (X, *part[1:])
 
 
@@ -134,7 +135,7 @@ def stored_bytes(a):
     """Bytes an array takes in memory: ``nbytes``, or the three arrays of a CSR matrix."""
     if a is None:
         return 0
-    if sp.issparse(a):
+    if is_sparse(a):
         return int(a.data.nbytes + a.indices.nbytes + a.indptr.nbytes)
     if hasattr(a, "nbytes"):
         return int(a.nbytes)
@@ -177,9 +178,9 @@ def encode_positive(part, positive):
 
 def all_finite(a):
     """Whether a dense or sparse array holds no NaN or infinity."""
-    if sp.issparse(a):
+    if is_sparse(a):
         a = a.data
-    return bool(np.isfinite(a).all())
+    return bool(namespace(a).all(namespace(a).isfinite(a)))
 
 
 def summarize(part, family, labels=False, sums_finite=None):

@@ -22,6 +22,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from .. import progress
 from ..accounting.choice import SHARDED_FEATURES, choose_method
+from ..compute.backend import array_module, from_host, is_device
 from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
@@ -372,7 +373,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         coef, intercept = self._coef_vector()
         if is_dask(X):
             return X.map_blocks(_block_predictor, coef, intercept, drop_axis=1,
-                                dtype=coef.dtype)
+                                dtype=coef.dtype, meta=_dense_meta(X, 1, coef.dtype))
         return np.asarray(X @ coef).ravel() + intercept
 
     def _linear_predictors(self, X):
@@ -382,7 +383,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         intercept = np.asarray(self.intercept_, dtype=coef.dtype)
         if is_dask(X):
             return X.map_blocks(_block_predictors, coef, intercept,
-                                chunks=(X.chunks[0], (coef.shape[0],)), dtype=coef.dtype)
+                                chunks=(X.chunks[0], (coef.shape[0],)), dtype=coef.dtype,
+                                meta=_dense_meta(X, 2, coef.dtype))
         return np.asarray(X @ coef.T) + intercept
 
 
@@ -440,10 +442,16 @@ def _n_coef(problem):
 
 
 # prediction and scoring helpers ---------------------------------------------------------
+def _dense_meta(X, ndim, dtype):
+    """An empty dense array of the library of ``X``'s blocks (CuPy for CuPy or cupyx
+    blocks, numpy otherwise): the type of the predictions of those blocks."""
+    return array_module(X._meta).empty((0,) * ndim, dtype=dtype)
+
+
 def _apply_rowwise(fn, values):
     """``fn(values)``, lazily block by block for a Dask array."""
-    if is_dask(values):
-        return values.map_blocks(fn, dtype=values.dtype)
+    if is_dask(values):  # the blocks' own type (CuPy's too), not one inferred from fn
+        return values.map_blocks(fn, dtype=values.dtype, meta=values._meta)
     return fn(values)
 
 
@@ -461,7 +469,10 @@ def _block_predictors(X_block, coef, intercept):
     """The linear predictors ``X_block @ coef.T + intercept`` of one row block, with the
     NaN/infinity check of :func:`_block_predictor`."""
     X_block = as_csr_or_dense(X_block)
-    eta = (np.asarray(X_block @ coef.T) + intercept).astype(coef.dtype)
+    product = X_block @ from_host(coef.T, X_block)
+    if not is_device(product):
+        product = np.asarray(product)
+    eta = (product + from_host(intercept, X_block)).astype(coef.dtype)
     if not np.isfinite(eta).all() and not all_finite(X_block):
         raise ValueError("Input X contains NaN or infinity.")
     return eta

@@ -14,7 +14,6 @@ import warnings
 
 import numpy as np
 import sklearn
-from scipy.special import softmax
 from sklearn.base import ClassifierMixin
 from sklearn.linear_model._base import SparseCoefMixin
 from sklearn.utils.class_weight import compute_class_weight
@@ -22,12 +21,13 @@ from sklearn.utils.fixes import parse_version
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from ..compute.backend import array_module, is_device, to_host
+from ..compute.backend import array_module, is_device, namespace, to_host
 from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
 from ..engine.labels import encode_and_weigh_classes, encode_class_indices
 from ..model.families import Binomial
 from ..model.multinomial import Multinomial, MultinomialProblem
+from ..model.numerics import softmax
 from ..model.penalties import L1, L2, NoPenalty, make_penalty
 from .base import (
     _COMMON_DOC,
@@ -408,7 +408,11 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
 def _class_labels(positive, classes):
     """``classes[1]`` where ``positive``, else ``classes[0]``; on the GPU for CuPy blocks of
     numeric labels."""
-    index = positive.astype(int)
+    return _labels_at(positive.astype(int), classes)
+
+
+def _labels_at(index, classes):
+    """``classes[index]``; on the GPU for CuPy ``index`` and numeric labels."""
     if is_device(index) and classes.dtype.kind in "biuf":
         return array_module(index).asarray(classes)[index]
     return classes[to_host(index)]
@@ -443,7 +447,7 @@ def _softmax_rows(eta):
 
 def _most_likely(eta, classes):
     """The label of the largest predictor of each row."""
-    return classes[np.argmax(np.asarray(eta), axis=1)]
+    return _labels_at(namespace(eta).argmax(eta, axis=1), classes)
 
 
 def _weights_of_rows(y_index, weights):
