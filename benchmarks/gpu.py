@@ -9,7 +9,8 @@ and CuPy.  It prints, for L2-logistic regression on the same data:
 * the in-memory GPU baseline: scipy's L-BFGS-B on one CuPy array, loss and gradient in
   two matrix-vector products (the least a GPU fit can cost);
 * daskglm on numpy chunks on the machine's CPU cores (the in-process engine, one thread
-  per partition), the same solvers.
+  per partition, as many partitions as cores or ``--partitions``, whichever is more), the
+  same solvers.
 
 Every GPU fit is timed after one untimed run of the same fit (CUDA kernels compiled,
 cuBLAS handles made); every CPU fit after one untimed fit of the first 100,000 rows (numba
@@ -19,6 +20,7 @@ the GPU, to the lowest objective any fit reached.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 
@@ -95,8 +97,9 @@ def main(args):
         table.append((f"daskglm {solver}, CuPy chunks", fits[solver], model.comm_.rounds,
                       _objective(Xg, yg, alpha, model)))
     X_cpu, y_cpu = cp.asnumpy(Xg), cp.asnumpy(yg)
-    X_host = da.from_array(X_cpu, chunks=(rows, d)).persist()
-    y_host = da.from_array(y_cpu, chunks=rows).persist()
+    cpu_rows = -(-n // max(chunks, os.cpu_count() or 1))
+    X_host = da.from_array(X_cpu, chunks=(cpu_rows, d)).persist()
+    y_host = da.from_array(y_cpu, chunks=cpu_rows).persist()
     for solver in args.solvers:
         model = daskglm.LogisticRegression(C=C, solver=solver, tol=tol, max_iter=1000)
         with warnings.catch_warnings():
@@ -105,8 +108,8 @@ def main(args):
             start = time.perf_counter()
             model.fit(X_host, y_host)
         seconds = time.perf_counter() - start
-        table.append((f"daskglm {solver}, numpy chunks, CPU threads", seconds,
-                      model.comm_.rounds, _objective(Xg, yg, alpha, model)))
+        table.append((f"daskglm {solver}, numpy chunks, {X_host.numblocks[0]} CPU threads",
+                      seconds, model.comm_.rounds, _objective(Xg, yg, alpha, model)))
     optimum = min(row[3] for row in table if np.isfinite(row[3]))
     print(f"L2-logistic (C={C}), {n} x {d} float64 ({8 * n * d / 1e9:.1f} GB) in {chunks} "
           f"partitions, tol {tol:g}; {cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
