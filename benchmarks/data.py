@@ -236,10 +236,8 @@ def make_data(spec: DataSpec, client, local=None, storage="memory", directory=No
             raise ValueError(f"local copies of {local.spec.label} do not match {spec.label}.")
         return Data(spec, X, targets, local.X_local, local.targets_local, coef,
                     seconds=time.perf_counter() - start, placement=placement)
-    X_local = _owned(client.compute(X, sync=True))
-    targets_local = {k: _owned(v) for k, v in
-                     zip(names, client.compute([targets[k] for k in names], sync=True),
-                         strict=True)}
+    X_local = _owned(_gathered(client, X))
+    targets_local = {k: _owned(_gathered(client, targets[k])) for k in names}
     return Data(spec, X, targets, X_local, targets_local, coef,
                 seconds=time.perf_counter() - start, placement=placement)
 
@@ -292,6 +290,28 @@ def _write_npy(path, store):
         target[begin:begin + rows] = source[begin:begin + rows]
     target.flush()
     del target
+
+
+def _gathered(client, array):
+    """The persisted Dask ``array`` (chunked over rows) in this process, its chunks fetched
+    one by one and joined here.
+
+    ``client.compute(array)`` would join them in a task on one worker: every chunk is
+    copied there, and Dask's memory manager then drops the other workers' copies, so that
+    all the data sit on one worker and the next fit moves half of them back.
+    """
+    from distributed import futures_of
+    from toolz import concat
+
+    by_key = {future.key: future for future in futures_of(array)}
+    keys = list(concat(array.__dask_keys__())) if array.ndim == 2 \
+        else list(array.__dask_keys__())
+    blocks = client.gather([by_key[key] for key in keys])
+    if array.ndim == 2 and array.numblocks[1] != 1:
+        raise ValueError("expected an array chunked over rows only")
+    if sp.issparse(blocks[0]):
+        return sp.vstack(blocks, format="csr")
+    return np.concatenate(blocks)
 
 
 def _owned(a):
