@@ -14,11 +14,12 @@ Two loops, both reading each row of ``X`` from memory once:
   summing block) at a time: the chunk's predictors, then its losses and derivatives in
   loops the compiler vectorises (:mod:`.vector_math`'s ``exp`` and ``log1p`` instead of
   one C library call per row), then the products with the rows, read again from the
-  cache.  The binomial and Poisson gradients use it: one read of a 5e5 x 50 float64
-  partition costing 1.0, the binomial gradient costs about 1.2 here against 1.5 to 1.8
-  in :func:`rows_one_pass`, and the Poisson gradient about the same at 50 columns and
-  1.7 against 2.7 at 5 columns (``python -m benchmarks fused-kernel``).  The Gaussian
-  gradient, with no transcendental function, is faster in one pass (1.1 against 1.25).
+  cache.  The binomial and Poisson gradients use it.  On one 5e5 x 50 float64 partition,
+  with one read (``X @ v``) costing 1, the binomial gradient costs 1.4 here against 1.8
+  in :func:`rows_one_pass`; Poisson 1.3 in both at 50 columns, 1.5 against 3.1 at 5
+  (``python -m benchmarks fused-kernel``; ``benchmarks/README.md``).  The Gaussian
+  gradient, with no transcendental function, is faster in one pass at 50 columns (1.1
+  against 1.3).
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ BLOCK_ROWS = 128
 
 #: Bytes of ``X`` per chunk of :func:`rows_in_chunks` (at most :data:`BLOCK_ROWS` rows):
 #: the chunk is read again from the cache for its products.  128 KiB fits the second-level
-#: cache of current CPUs; 16 KiB to 256 KiB measured alike at 50 and 500 columns.
+#: cache of current CPUs; 16 KiB to 256 KiB measured alike at 50 and 500 columns (within
+#: the noise of a loaded machine).
 CHUNK_BYTES = 1 << 17
 
 
