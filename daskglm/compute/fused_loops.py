@@ -156,6 +156,27 @@ def _pointwise_chunk(family, y, eta, count, loss, residual, scratch, rounded, sc
             residual[i] = value
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
+def _add_products(X, first, count, residual, grad):
+    """Add ``residual[i] * X[first + i]`` to ``grad`` for ``i < count``, four rows at a
+    time: ``grad`` is loaded and stored once per four rows (about 10% of the chunked
+    gradient at 50 columns)."""
+    d = X.shape[1]
+    i = 0
+    while i + 4 <= count:
+        row0, row1, row2, row3 = X[first + i], X[first + i + 1], X[first + i + 2], X[first + i + 3]
+        r0, r1, r2, r3 = residual[i], residual[i + 1], residual[i + 2], residual[i + 3]
+        for j in range(d):
+            grad[j] += (r0 * row0[j] + r1 * row1[j]) + (r2 * row2[j] + r3 * row3[j])
+        i += 4
+    while i < count:
+        row = X[first + i]
+        r = residual[i]
+        for j in range(d):
+            grad[j] += r * row[j]
+        i += 1
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")
 def rows_in_chunks(X, y, weight, offset, coef, intercept, family, grad):
     """:func:`fused_rows` a chunk of rows at a time: predictors, then losses, then products."""
@@ -192,11 +213,7 @@ def rows_in_chunks(X, y, weight, offset, coef, intercept, family, grad):
             for i in range(count):
                 block_loss += row_loss[i]
                 block_intercept += residual[i]
-            for i in range(count):
-                row = X[first + i]
-                r = residual[i]
-                for j in range(d):
-                    block_grad[j] += r * row[j]
+            _add_products(X, first, count, residual, block_grad)
         loss += block_loss
         intercept_grad += block_intercept
         for j in range(d):
