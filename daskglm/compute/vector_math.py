@@ -21,6 +21,11 @@ the compiler rewrite ``(t - 1.5 * 2^52) * ln2_hi`` into a difference of two prod
 size ``2^52``, which loses the reduction (it did, by a factor of ``exp(-1/4)``).  The
 loops that call them may be compiled with more freedom: numba sets the flags per
 instruction, so inlining keeps these.
+
+numba's on-disk cache keys each function on its own file only: the cached loops of
+:mod:`.fused_loops` contain these functions compiled in, and are not rebuilt when this
+file alone changes.  A change here must touch ``fused_loops.py`` too (or clear its
+``__pycache__``).
 """
 
 from __future__ import annotations
