@@ -31,6 +31,9 @@ parity
 async
     Time and bytes to a gap of synchronous, local, stale-synchronous, asynchronous and
     gossip SGD, with and without a straggler (see :mod:`benchmarks.asynchronous`).
+fused-kernel
+    The fused gradient loops on one partition against one read of it, single-threaded
+    (see :mod:`benchmarks.fused_kernel`).
 bigd
     L-BFGS with the whole vector against L-BFGS on column shards (see :mod:`benchmarks.bigd`).
 docs
@@ -268,6 +271,9 @@ def build_parser():
     from benchmarks.asynchronous import add_parser as add_async_parser
 
     add_async_parser(commands)
+    from benchmarks.fused_kernel import add_parser as add_fused_kernel_parser
+
+    add_fused_kernel_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")

@@ -3,9 +3,11 @@
 A gradient round needs ``eta = X @ coef``, the family's loss and derivative ``r`` at
 ``eta``, and ``X.T @ r``.  Done as three whole-partition steps, ``X`` is read from memory
 twice and the family's elementwise work makes several passes over ``n`` temporaries.  Here
-each row is used while it is in registers: :func:`fused_loss_grad` is a compiled loop that
-forms the row's ``eta``, its loss and derivative, and adds ``r * x`` to the gradient, so
-``X`` is read once and nothing of length ``n`` is allocated.  It runs for the families
+each row is read from memory once: :func:`fused_loss_grad` is a compiled loop that forms
+the row's ``eta``, its loss and derivative, and adds ``r * x`` to the gradient while the
+row is in registers (Gaussian) or in the cache (Binomial and Poisson, a chunk of rows at a
+time so that their ``exp`` and ``log1p`` vectorise; :mod:`.fused_loops`), and nothing of
+length ``n`` is allocated.  It runs for the families
 with a compiled pointwise loss (:data:`_POINTWISE`: canonical Gaussian, Binomial and
 Poisson); the others keep the cache-blocked path of :mod:`daskglm.compute.kernels`.
 
