@@ -142,8 +142,9 @@ def test_an_interrupted_fit_leaves_nothing_on_the_cluster(client):
     stop = threading.Event()
 
     def interrupt_until_stopped():
-        # again each second: Python ignores a KeyboardInterrupt raised while a finaliser
-        # runs (a Future's __del__), and the fit below would then never end
+        # again each second: Python ignores a KeyboardInterrupt raised in a finaliser or a
+        # gc callback (a Future's __del__, distributed's GC diagnosis), and the fit below
+        # would then never end
         while not stop.wait(1.0):
             _thread.interrupt_main()
 
