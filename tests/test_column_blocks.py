@@ -108,7 +108,7 @@ def test_sparse_column_blocks_in_process_with_three_blocks():
 def test_column_block_worker_killed_mid_fit_is_survived(own_client):
     """A worker holding a shard and tiles is killed while it runs one of the fit's tasks:
     the fit cuts the tiles again for the worker left and reaches the reference."""
-    X, y = sparse_data(n=8000)
+    X, y = sparse_data(n=2000)
     Xd, yd = chunked(X, y, rows=500)
     model, caught, victim = fit_killing_a_worker(own_client, Xd, yd, BLOCKS)
     assert model.converged_

@@ -66,7 +66,8 @@ def test_stochastic_is_unbiased(vector):
     np.testing.assert_array_less(np.abs(mean - vector), SIGMAS * standard_error + 1e-12)
 
 
-@pytest.mark.parametrize("bits", [2, 4, 8])
+@pytest.mark.parametrize("bits", [2, pytest.param(4, marks=pytest.mark.slow),
+                                  pytest.param(8, marks=pytest.mark.slow)])
 def test_qsgd_is_unbiased(vector, bits):
     codec = QSGD(bits)
     scaled = codec.levels * np.abs(vector) / np.linalg.norm(vector)

@@ -207,7 +207,8 @@ def test_every_pass_over_y_is_a_recorded_round(client, tmp_path, estimator, n_cl
     make = {
         "logistic": lambda: daskglm.LogisticRegression(class_weight="balanced", cache="memory"),
         "sgd": lambda: daskglm.SGDClassifier(class_weight="balanced", random_state=0,
-                                             max_iter=3, tol=None, cache="memory"),
+                                             max_iter=3, tol=None, batch_size=150,  # 4 steps
+                                             cache="memory"),  # an epoch, each one round
         "logistic_cv": lambda: daskglm.LogisticRegressionCV(Cs=2, cv=3, class_weight="balanced",
                                                             cache="memory"),
     }[estimator]

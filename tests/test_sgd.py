@@ -482,7 +482,11 @@ SKLEARN_EPOCHS_DATA = {
 }
 
 
-@pytest.mark.parametrize("case", SKLEARN_EPOCHS_DATA)
+@pytest.mark.parametrize("case", [
+    "classification",
+    "regression",
+    pytest.param("regression-batch-size-1", marks=pytest.mark.slow),  # 1000 steps an epoch
+])
 def test_early_stopping_runs_as_many_epochs_as_scikit_learn(case):
     """With default parameters, the stopping rule ends ``fit`` after as many epochs as
     scikit-learn's, within a factor of 3 (summed over ``random_state`` values).

@@ -148,8 +148,13 @@ ESTIMATORS = {
 FAMILY_OF = {"normal": "gaussian", "poisson-lbfgs": "poisson"}
 
 
-@pytest.mark.parametrize("input_kind", ["scipy-csr", "dask-csr-chunks"])
-@pytest.mark.parametrize("name", list(ESTIMATORS))
+# ADMM on three Dask chunks (about 4 s, over half the parametrisation's time) runs with -m slow;
+# ADMM on one scipy matrix and every other method on Dask chunks run by default
+@pytest.mark.parametrize("name, input_kind", [
+    pytest.param(name, kind, marks=pytest.mark.slow) if (name, kind) == ("admm", "dask-csr-chunks")
+    else (name, kind)
+    for name in ESTIMATORS for kind in ("scipy-csr", "dask-csr-chunks")
+])
 def test_estimators_fit_sparse_as_dense(name, input_kind):
     X, y, w = sparse_data(FAMILY_OF.get(name, "binomial"), weights=True)
     if input_kind == "scipy-csr":
