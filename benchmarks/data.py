@@ -6,8 +6,9 @@ it by :mod:`daskglm.datasets`: ``"binary"`` (``make_classification``, no interce
 ``"continuous"`` (``make_regression``) and ``"counts"`` (``make_poisson``).  The makers
 derive ``X`` from the seed and the chunking alone, so every target of a spec is drawn from
 the very same ``X`` (the Dask graphs even share their keys).  :func:`make_data` persists
-the Dask arrays on the workers (spread by ``client.rebalance``) and keeps an in-memory copy (numpy, or a CSR matrix) for
-the in-memory peers and for the shared objective.
+the Dask arrays on the workers (spread by ``client.rebalance``) and keeps an in-memory
+copy (numpy, or a CSR matrix, fetched chunk by chunk) for the in-memory peers and for the
+shared objective.
 """
 
 from __future__ import annotations
@@ -300,15 +301,13 @@ def _gathered(client, array):
     copied there, and Dask's memory manager then drops the other workers' copies, so that
     all the data sit on one worker and the next fit moves half of them back.
     """
+    from dask.core import flatten
     from distributed import futures_of
-    from toolz import concat
 
-    by_key = {future.key: future for future in futures_of(array)}
-    keys = list(concat(array.__dask_keys__())) if array.ndim == 2 \
-        else list(array.__dask_keys__())
-    blocks = client.gather([by_key[key] for key in keys])
     if array.ndim == 2 and array.numblocks[1] != 1:
         raise ValueError("expected an array chunked over rows only")
+    by_key = {future.key: future for future in futures_of(array)}
+    blocks = client.gather([by_key[key] for key in flatten(array.__dask_keys__())])
     if sp.issparse(blocks[0]):
         return sp.vstack(blocks, format="csr")
     return np.concatenate(blocks)

@@ -156,7 +156,7 @@ def test_an_interrupted_fit_leaves_nothing_on_the_cluster(client):
             warnings.simplefilter("ignore")
             daskglm.SGDClassifier(tol=None, max_iter=100_000, batch_size=4).fit(Xd, y)
     except KeyboardInterrupt as exc:
-        stop.set()
+        stop.set()  # first: no second interrupt while the exception is kept
         held = exc  # keeps the traceback's frames alive
     finally:
         stop.set()

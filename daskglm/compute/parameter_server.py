@@ -31,9 +31,9 @@ import scipy.sparse as sp
 
 from ..model.families import Binomial, Gaussian
 from ..model.penalties import L2, NoPenalty
-from .backend import from_host, to_host
+from .backend import to_host
 from .kernels import linear_predictor
-from .sampling import partition_size
+from .sampling import partition_size, take_rows, take_rows_to_host
 from .sparse_vectors import _smaller, column_gradient
 
 __all__ = ["ParameterServerConfig", "TaskReport", "parameter_server_task", "hogwild_loss"]
@@ -119,10 +119,7 @@ class _Batches:
 def _minibatch_step(part, rows, local, config, scale, rule_state, step):
     """One SGD step on ``rows`` from ``local``: ``(change, loss, weight, penalty,
     rule_state, touched columns or None)``."""
-    X, y, weight = part
-    rows_here = from_host(rows, X)
-    X_b, y_b = X[rows_here], y[rows_here]
-    w_b = None if weight is None else weight[rows_here]
+    X_b, y_b, w_b = take_rows(part, rows)
     loss, r = config.family.loss_and_dloss(y_b, linear_predictor(X_b, local, config.fit_intercept),
                                            w_b)
     n = config.n_features
@@ -147,11 +144,9 @@ def _hogwild_pass(part, rows, local, config, scale, step, threads, seed):
     """One Hogwild pass over ``rows`` from ``local`` (see the module docstring)."""
     from .hogwild import hogwild_epochs
 
-    X, y, weight = part
     n = config.n_features
-    # Hogwild's threads run on the CPU: a device partition sends them its rows
-    X_rows, y_rows = to_host(X[rows]), to_host(y[rows])
-    w_b = np.ones(rows.shape[0]) if weight is None else to_host(weight[rows])
+    X_rows, y_rows, w_b = take_rows_to_host(part, rows)
+    w_b = np.ones(rows.shape[0]) if w_b is None else w_b
     rate, _ = config.rule.update(None, config.rule.init(local), step)
     alpha = config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
     eta = linear_predictor(X_rows, local, config.fit_intercept)

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["partition_size", "epoch_counts", "batch_rows", "draw_rows"]
+from .backend import from_host, to_host
+
+__all__ = ["partition_size", "epoch_counts", "batch_rows", "draw_rows", "take_rows",
+           "take_rows_to_host"]
 
 
 def _rng(seed, *key):
@@ -96,3 +99,17 @@ def draw_rows(n_rows, count, seed, epoch, index, offset=0):
     """
     rows = np.sort(_epoch_order(int(n_rows), seed, epoch, index)[offset : offset + count])
     return rows
+
+
+def take_rows(part, rows):
+    """``(X, y, weight)`` of a partition at the row numbers ``rows`` (a numpy array), where
+    the partition lives: the numbers go to the partition's device first."""
+    X, y, weight = part[:3]
+    rows = from_host(rows, X)
+    return X[rows], y[rows], None if weight is None else weight[rows]
+
+
+def take_rows_to_host(part, rows):
+    """:func:`take_rows` as numpy (for code that runs on the CPU, such as Hogwild's
+    threads): a device partition's rows are copied to the host."""
+    return tuple(to_host(a) for a in take_rows(part, rows))

@@ -28,9 +28,8 @@ import scipy.sparse as sp
 
 from ..model.families import Family
 from ..model.penalties import L2, NoPenalty, Penalty
-from .backend import from_host, to_host
 from .kernels import Stats, linear_predictor, loss_grad
-from .sampling import batch_rows, draw_rows, partition_size
+from .sampling import batch_rows, draw_rows, partition_size, take_rows, take_rows_to_host
 from .schedules import Chain, OptimalDecay, PolynomialDecay, Scale, add_states, scale_state
 from .sparse_vectors import ScaledVector, SparseGradient, _smaller, column_gradient, dense_gradient
 
@@ -127,8 +126,8 @@ def batch_loss_grad(part, draw, params, config, epoch):
         if sp.issparse(X):
             return Stats(0.0, 0.0, SparseGradient.zeros(params.shape[0]))
         return Stats(0.0, 0.0, np.zeros(params.shape[0]))
-    rows = from_host(draw_rows(X.shape[0], int(count), config.seed, epoch, index, offset), X)
-    batch = (X[rows], y[rows], None if weight is None else weight[rows])
+    rows = draw_rows(X.shape[0], int(count), config.seed, epoch, index, offset)
+    batch = take_rows(part, rows)
     if sp.issparse(X):
         return _sparse_batch_loss_grad(batch, params, config)
     return loss_grad(batch, params, config.family, config.fit_intercept)
@@ -399,7 +398,7 @@ def _hogwild_local_steps(part, index, first_step, counts, params, rule_state, we
     from .hogwild import hogwild_epochs
     from .parameter_server import hogwild_loss
 
-    X, y, weight_rows = part
+    X = part[0]
     n = config.n_features
     total = int(np.sum(counts))
     rate, _ = config.rule.update(None, rule_state, first_step)
@@ -407,9 +406,8 @@ def _hogwild_local_steps(part, index, first_step, counts, params, rule_state, we
         return LocalSGDStats(fraction * params, fraction * rate, scale_state(rule_state, fraction),
                              None, 0.0, 0.0, 0.0)
     rows = draw_rows(X.shape[0], total, config.seed, epoch, index, offset)
-    # Hogwild's threads run on the CPU: a device partition sends them its rows
-    w_b = np.ones(total) if weight_rows is None else to_host(weight_rows[rows])
-    X_b, y_b = to_host(X[rows]), to_host(y[rows])
+    X_b, y_b, w_b = take_rows_to_host(part, rows)
+    w_b = np.ones(total) if w_b is None else w_b
     loss, _ = config.family.loss_and_dloss(y_b, linear_predictor(X_b, params, config.fit_intercept),
                                            w_b)
     alpha = config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
