@@ -134,7 +134,9 @@ def test_cluster_report_has_timings_and_identifies_the_cluster(client):
     assert "Dask counters" in report.measurement
     for record in report.records:
         assert record.seconds_compute > 0 and record.seconds_waiting >= 0
-        assert record.seconds_span is not None and record.seconds_tree is not None
+        # two groups of partitions, one per worker: the driver sums them, no combine task
+        assert record.seconds_span is not None and record.seconds_tree is None
+        assert record.tasks == 2 and record.depth == 0
     assert report.seconds_waiting == pytest.approx(sum(r.seconds_waiting for r in report.records))
 
 
@@ -153,9 +155,12 @@ def test_split_every_is_recorded_and_a_smaller_fan_in_runs_more_tasks(client):
         gradient = [r for r in report.records if r.kind == "gradient"]
         tasks[split_every] = gradient[0].tasks
         measured[split_every] = np.mean([r.bytes_measured for r in gradient])
-        assert gradient[0].depth == {2: 4, 8: 2}[split_every]
-    assert tasks[2] == 16 + tree_tasks(16, 2) == 31
-    assert tasks[8] == 16 + tree_tasks(16, 8) == 19
+        # combine levels on the workers until at most split_every partials are left,
+        # which the driver sums: 16 -> 8 -> 4 -> 2 (then the driver), 16 -> 2 (the driver)
+        assert gradient[0].depth == {2: 3, 8: 1}[split_every]
+        assert all(r.seconds_tree is not None for r in gradient)
+    assert tasks[2] == 16 + tree_tasks(16, 2) == 30
+    assert tasks[8] == 16 + tree_tasks(16, 8) == 18
     assert measured[2] > measured[8]  # more combine tasks, more messages
 
 
@@ -192,9 +197,10 @@ def test_compare_plot_writes_a_figure(tmp_path):
 
 
 # the cost model ------------------------------------------------------------------------------
-def synthetic_report(kind, rounds, seconds, partitions=8, split_every=8, compute=0.001):
+def synthetic_report(kind, rounds, seconds, partitions=16, split_every=8, compute=0.001):
     """A report of identical rounds on 2 single-threaded workers, for the cost model's
-    arithmetic: balanced partitions, 1 ms transfer round trips, 4 ms tree levels."""
+    arithmetic: balanced partitions, 1 ms transfer round trips, 4 ms tree levels (one
+    level of combine tasks with 16 partitions and fan-in 8)."""
     report = CommReport()
     report.engine, report.workers, report.cores = "distributed", 2, 2
     tasks = partitions + (tree_tasks(partitions, split_every) if split_every else 0)

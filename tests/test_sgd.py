@@ -198,7 +198,7 @@ def test_reduce_each_is_one_round_summed_like_reduce():
         manual = [batch_loss_grad(p, draw, params, config, 4) for p, draw in zip(parts, draws)]
         record = engine.ledger.records[-1]
     assert sum(rows for rows, _ in sizes) == N
-    assert record.kind == "sgd_batch" and record.tasks == 5 + 1
+    assert record.kind == "sgd_batch" and record.tasks == 5  # the driver sums the 5
     np.testing.assert_allclose(stats.grad, sum(s.grad for s in manual), rtol=1e-12)
     assert stats.weight == pytest.approx(sum(s.weight for s in manual), rel=1e-12)
     with pytest.raises(ValueError, match="one item per partition"):

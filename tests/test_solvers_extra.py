@@ -213,7 +213,7 @@ def test_same_answer_on_1_3_and_8_partitions(method):
         model = PARTITION_CASES[method]().fit(Xd, yd, sample_weight=wd)
         validate = model.comm_.records[0]
         assert validate.kind == "validate"
-        assert validate.tasks == n_parts + (1 if n_parts > 1 else 0)  # partitions + tree root
+        assert validate.tasks == n_parts  # at most 8 partials: the driver sums them
         models[n_parts] = model
     one = models[1]
     for n_parts in (3, 8):

@@ -7,12 +7,15 @@ to the bytes Dask measured.
 worker thread holds in one task, so ``G`` is the number of worker threads on a cluster
 and ``P`` in this process), ``d`` parameters (features, plus one for the intercept), ``p``
 features, ``k`` the fan-in of the reduction tree (``split_every``), ``T`` tasks: ``G``
-plus the ``ceil(G / k) + ceil(G / k^2) + ... + 1`` combine tasks of a tree round, ``G``
-for a gather round.  Payload is 8 bytes per float; scalars (the intercept flag,
-tolerances, counters) 8 bytes each; objects without numeric data (a family, a penalty) 0.
-Down is the broadcast arguments times ``G`` (plus the per-partition items of ``*_each``
-rounds, times ``P``); up is every task's result moving once: each partial to its combine
-task, the root to the driver (a gather round returns one result per partition).  On a
+plus, for a tree round, the combine tasks on the workers, ``ceil(G / k) + ceil(G / k^2) +
+...`` for as long as more than ``k`` partials are left (none when ``G <= k``), ``G`` for a
+gather round.  The driver gathers the last ``k`` or fewer partials and sums the root
+itself, which saves the scheduler round trip of a root task.  Payload is 8 bytes per
+float; scalars (the intercept flag, tolerances, counters) 8 bytes each; objects without
+numeric data (a family, a penalty) 0.  Down is the broadcast arguments times ``G`` (plus
+the per-partition items of ``*_each`` rounds, times ``P``); up is every task's result
+moving once: each partial to its combine task or, at the top, to the driver (a gather
+round returns one result per partition).  On a
 cluster the model subtracts the partials expected to be combined on the worker that made
 them (:func:`~daskglm.accounting.ledger.kept_local`) and adds Dask's per-task control traffic.
 
@@ -175,7 +178,7 @@ from .kinds import Kind
 
 __all__ = [
     "nbytes", "TASK_BYTES", "REF_BYTES", "RESULT_BYTES", "control_bytes", "payload_model",
-    "tree_tasks", "tree_depth",
+    "tree_tasks", "tree_depth", "top_partials",
 ]
 
 #: Dask's control traffic per task, in bytes, counted as part of the modelled bytes of
@@ -223,22 +226,34 @@ def _array_bytes(array):
     return 0
 
 
-def tree_tasks(partitions, split_every):
-    """Combine tasks of a fixed-order tree of fan-in ``split_every`` over ``partitions``."""
-    tasks, n = 0, int(partitions)
-    while n > 1:
+def _tree_levels(partitions, split_every):
+    """Sizes of the levels of combine tasks on the workers, bottom up.
+
+    Combine tasks of fan-in ``split_every`` merge the partials until at most
+    ``split_every`` are left; the driver gathers those and sums the root itself.
+    """
+    levels, n = [], int(partitions)
+    while n > split_every:
         n = -(-n // split_every)
-        tasks += n
-    return tasks
+        levels.append(n)
+    return levels
+
+
+def tree_tasks(partitions, split_every):
+    """Combine tasks on the workers of a fixed-order tree of fan-in ``split_every`` over
+    ``partitions`` (the driver sums the top level: at most ``split_every`` partials)."""
+    return sum(_tree_levels(partitions, split_every))
 
 
 def tree_depth(partitions, split_every):
-    """Levels of combine tasks above the partitions."""
-    depth, n = 0, int(partitions)
-    while n > 1:
-        n = -(-n // split_every)
-        depth += 1
-    return depth
+    """Levels of combine tasks on the workers above the partitions."""
+    return len(_tree_levels(partitions, split_every))
+
+
+def top_partials(partitions, split_every):
+    """Partials the driver gathers and sums into the root: at most ``split_every``."""
+    levels = _tree_levels(partitions, split_every)
+    return levels[-1] if levels else int(partitions)
 
 
 def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,

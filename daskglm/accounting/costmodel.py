@@ -14,21 +14,23 @@ partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
 ``t = (8 + 4 D) (latency + step_overhead) + T scheduler_overhead + span + transfer``
 
 * ``8 + 4 D`` message steps lie on the round's critical path: the submission reaches
-  the scheduler and the tasks their workers (2); each tree level needs the finished
-  partials reported, the combine task dispatched, and its inputs requested and sent
-  (4 per level); the result is reported to the client, which asks for it, and the
-  scheduler fetches it from the worker and forwards it (6).
+  the scheduler and the tasks their workers (2); each level of combine tasks on the
+  workers needs the finished partials reported, the combine task dispatched, and its
+  inputs requested and sent (4 per level); the top level's ``m <= k`` partials
+  (:func:`~daskglm.accounting.bytemodel.top_partials`) are reported to the client,
+  which asks for them, and the scheduler fetches them from the workers and forwards
+  them (6); the client sums the root.
 * ``span = V worker_overhead + S (throughput_measured / throughput) V / P (1 + w)``: each
   thread runs ``V`` tasks in turn; ``S`` is the round's measured compute time
   (thread-seconds) and ``w`` its measured waiting time over ``S``, the imbalance between
   partitions.
-* ``transfer = [G (b_down + TASK_BYTES) + D k f (b_up + TASK_BYTES) + 2 b_up] / bandwidth``
+* ``transfer = [G (b_down + TASK_BYTES) + D k f (b_up + TASK_BYTES) + 2 m b_up] / bandwidth``
   for a tree round (``G`` the round's tasks, one per worker thread holding partitions,
   ``k`` the fan-in, ``f = 1 - 1 / min(W, k)`` the share of a combine's inputs on other
   workers, ``b_down`` a task's arguments, ``b_up`` one task's result): the scheduler
   sends every task message over its own link, each tree level receives ``k f`` partials
-  over one link, the root's result travels to the scheduler and on to the client.  A
-  gather round moves ``2 P b_up`` instead of the last two terms.
+  over one link, the top level's ``m`` partials travel to the scheduler and on to the
+  client.  A gather round moves ``2 P b_up`` instead of the last two terms.
 * Topologies (:mod:`daskglm.engine.topologies`, ``RoundRecord.topology``): a **server**
   round has one level (``D = 1``, ``T = G + 1``) whose ``G (1 - 1 / W)`` remote partials
   all cross the server's link, ``G f (b_up + TASK_BYTES)``; a **ring** has ``D = 2 (G -
@@ -69,9 +71,10 @@ it predicts the wall times of the rounds:
     their transferred bytes, over rounds moving more than 64 KiB per transfer; infinite
     (bytes cost nothing measurable) when no round moved that much.
 ``step_overhead``
-    A quarter of the median time one tree level adds to a round (from the end of the last
-    partition task to the end of the root task, per level, from the tasks' own times),
-    less the latency.  0 when no round had a tree.
+    A quarter of the median time one level of combine tasks adds to a round (from the
+    end of the last partition task to the end of the last combine task, per level, from
+    the tasks' own times), less the latency.  0 when no round had combine tasks (at most
+    ``k`` worker threads: the driver sums the partials).
 ``worker_overhead``
     The median over rounds of the threads' time between the round's first task start and
     its last partition's end that was neither computing nor waiting at the barrier, per
@@ -99,7 +102,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from .bytemodel import TASK_BYTES, tree_depth, tree_tasks
+from .bytemodel import TASK_BYTES, top_partials, tree_depth, tree_tasks
 from .kinds import Kind
 from .layouts import layout_bytes  # the bytes of data layouts for many features
 
@@ -438,7 +441,9 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
     elif tree:
         up = record.bytes_returned / max(1, record.tasks)
         crossing = 1.0 - 1.0 / min(int(cluster.workers), k)
-        moved = G * (down + TASK_BYTES) + D * k * crossing * (up + TASK_BYTES) + 2 * up
+        top = top_partials(G, k)
+        moved = (G * (down + TASK_BYTES) + D * k * crossing * (up + TASK_BYTES)
+                 + 2 * top * up)
     else:
         up = record.bytes_returned / P0
         moved = G * (down + TASK_BYTES) + 2 * P * up

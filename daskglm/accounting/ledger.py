@@ -62,7 +62,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .bytemodel import tree_depth
+from .bytemodel import top_partials, tree_depth
 
 __all__ = ["RoundRecord", "CommReport", "kept_local"]
 
@@ -114,8 +114,9 @@ class RoundRecord:
     seconds_span : float or None
         From the start of the round's first partition task to the end of its last one.
     seconds_tree : float or None
-        From the end of the last partition task to the end of the tree's root task: the
-        time the reduction tree added (distributed tree rounds only).
+        From the end of the last partition task to the end of the last combine task: the
+        time the combine tasks on the workers added (distributed tree rounds with
+        combine tasks only; the driver's sum of the top partials is not in it).
     transfers : int or None
         Data requests the workers answered for the round (0 in this process).
     seconds_transferring : float or None
@@ -175,7 +176,8 @@ class RoundRecord:
 
     @property
     def depth(self) -> int:
-        """Levels of the reduction tree (0 for a gather round)."""
+        """Levels of combine tasks on the workers (0 for a gather round, and for a tree
+        round whose partials the driver sums at once)."""
         tasks = self.groups or self.partitions
         return 0 if self.split_every is None else tree_depth(tasks, self.split_every)
 
@@ -189,14 +191,17 @@ def kept_local(record, workers):
 
     With the partitions spread evenly over ``W`` workers, Dask runs each combine task on
     the worker holding most of its ``k`` inputs, so about ``1 / min(W, k)`` of every
-    combine's inputs are already there.  Every partial but the root's feeds a combine:
-    ``(T - 1) * r / min(W, k)`` bytes stay local, ``r`` being one task's result
+    combine's inputs are already there.  Every partial but the ``m`` the driver gathers
+    (:func:`~daskglm.accounting.bytemodel.top_partials`) feeds a combine task:
+    ``(T - m) * r / min(W, k)`` bytes stay local, ``r`` being one task's result
     (``bytes_returned / T``).  Gather rounds send every result to the driver: 0.
     """
     if record.split_every is None or not workers or record.tasks <= 1:
         return 0
     result = record.bytes_returned / record.tasks
-    return int(round((record.tasks - 1) * result / min(int(workers), record.split_every)))
+    top = top_partials(record.groups or record.partitions, record.split_every)
+    feeding_combines = max(0, record.tasks - top)
+    return int(round(feeding_combines * result / min(int(workers), record.split_every)))
 
 
 def _timing(spans):

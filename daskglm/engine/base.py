@@ -12,9 +12,7 @@ partitions are transformed where they live."""
 
 from __future__ import annotations
 
-import math
-
-from ..accounting.bytemodel import nbytes
+from ..accounting.bytemodel import nbytes, tree_tasks
 from ..accounting.ledger import CommReport
 from .asynchronous import AsyncVerbs
 from .deadline import DeadlineVerbs
@@ -149,11 +147,7 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
 
     # shared --------------------------------------------------------------------------
     def _tree_tasks(self, n):
-        tasks = 0
-        while n > 1:
-            n = math.ceil(n / self.split_every)
-            tasks += n
-        return tasks
+        return tree_tasks(n, self.split_every)
 
     def _probe(self, kind):
         """What measures one round of ``kind`` (see :mod:`daskglm.accounting.ledger`)."""

@@ -46,7 +46,8 @@ class DistributedEngine(Engine):
 
     A round submits one task per group of partitions that share a worker thread
     (broadcast arguments embedded, or scattered once when large), then the combine tasks
-    of the fixed-order reduction tree on the workers, and gathers one small result.  The
+    of the fixed-order reduction tree on the workers while more than ``split_every``
+    partials are left, and gathers the last few to sum them on the driver.  The
     tree depends on partition indices only (:func:`~daskglm.compute.tree.complete_nodes`), so
     results do not depend on where partitions live.
 
@@ -134,11 +135,13 @@ class DistributedEngine(Engine):
         return summed(self, group_futures, probe, created)
 
     def _tree(self, group_futures, probe, created):
-        """Sum the groups' results on the workers; return ``(root sum, combine tasks)``.
+        """Sum the groups' results; return ``(root sum, combine tasks)``.
 
         Each group's task returns the complete subtrees of its partitions; combine tasks
-        of fan-in ``split_every`` merge them (in order of position) until one holds the
-        root.  Which worker holds what changes how much each task sends, never the sum.
+        of fan-in ``split_every`` on the workers merge them (in order of position) until
+        at most ``split_every`` are left, which the driver gathers and sums: a root task
+        would cost one more scheduler round trip and move the same bytes.  Which worker
+        holds what changes how much each task sends, never the sum.
         """
         n = self.n_partitions
         level = sorted(
@@ -147,7 +150,7 @@ class DistributedEngine(Engine):
             key=lambda item: node_start(item[1][0]),
         )
         combines = 0
-        while len(level) > 1:
+        while len(level) > self.split_every:
             merged = []
             for i in range(0, len(level), self.split_every):
                 chunk = level[i : i + self.split_every]
@@ -158,8 +161,8 @@ class DistributedEngine(Engine):
                 merged.append((future, list(complete_nodes(keys, n))))
                 combines += 1
             level = merged
-        root = tree_root(n)
-        return level[0][0].result()[root], combines
+        tops = self.client.gather([future for future, _ in level])
+        return combine_nodes(n, *tops)[tree_root(n)], combines
 
     def collect_measurements(self):
         """Fetch Dask's counters for the rounds not measured yet into their records."""
