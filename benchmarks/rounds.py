@@ -7,7 +7,8 @@ measures, each as the median of several repeats:
   engine's rounds (from the ledger), and the rest (driver work between rounds);
 * the set-up a fit pays before its first solver round: reading the labels
   (``da.unique``) and building the engine (packing partitions plus the validation round);
-* one round on the cluster: an empty round (no work per partition: the fixed cost of
+* one round on the cluster: Dask's own floor (a no-op task per group, gathered, with
+  nothing of daskglm in it), an empty round (no work per partition: the fixed cost of
   scheduling, sending arguments and gathering), a gradient round and a Gram round;
 * the same kernels run on the workers but timed inside the task (pure compute time),
   with every worker busy and with one task alone;
@@ -17,7 +18,8 @@ measures, each as the median of several repeats:
 The ideal round is ``ceil(partitions / workers)`` kernel times; what a round costs above
 that is overhead.  The report ends with the targets of the kernels, as ratios measured in
 the same run: a gradient round against one read of ``X`` per worker (``waves`` reads of a
-partition; target 1.5), a Gram round against numpy's ``X_p.T @ X_p`` per worker (target 2),
+partition; target 1.5; and the same less Dask's floor, the share a faster engine or kernel
+could still cut), a Gram round against numpy's ``X_p.T @ X_p`` per worker (target 2),
 and the same two ratios for one partition in this process, in float64 and float32.  This
 module uses daskglm's engine and kernels directly.
 """
@@ -43,6 +45,20 @@ def _empty(part, n_params):
     return Stats(0.0, 0.0, np.zeros(n_params))
 
 
+def _noop(part):
+    """A task that returns nothing, placed where its partition lives."""
+    return None
+
+
+def _dask_noop_round(engine):
+    """One Dask round trip with nothing of daskglm in it: a no-op task per group (on the
+    worker holding the group's partitions), gathered; Dask's floor for any round."""
+    client = engine.client
+    futures = client.map(_noop, [engine.parts[group[0]] for group in engine.groups],
+                         pure=False)
+    client.gather(futures)
+
+
 def _timed_call(part, function, *args):
     """Seconds ``function(part, *args)`` takes, measured inside the task."""
     start = time.perf_counter()
@@ -64,6 +80,8 @@ def _cluster_rounds(engine, params, family, repeats):
 
     d = params.shape[0]
     rows = {}
+    rows["round: Dask no-op (a task per group, gathered)"] = _median_seconds(
+        lambda: _dask_noop_round(engine), repeats)
     rows["round: empty (no work per partition)"] = _median_seconds(
         lambda: engine.reduce(_empty, d, kind="profile"), repeats)
     rows["round: gradient (loss_grad)"] = _median_seconds(
@@ -90,6 +108,9 @@ def _cluster_rounds(engine, params, family, repeats):
 #: ``(name, numerator row, denominator row, per-worker waves?, target)`` of the report's ratios.
 TARGETS = (
     ("gradient round / one read of X per worker", "round: gradient (loss_grad)",
+     "local: X_p.sum() (one read of the partition)", True, 1.5),
+    ("gradient round less Dask's no-op round / one read of X per worker",
+     "round: gradient less Dask's no-op round",
      "local: X_p.sum() (one read of the partition)", True, 1.5),
     ("gram round / numpy X.T@X per worker", "round: gram", "local:   X_p.T @ X_p", True, 2.0),
     ("local loss_grad / one read", "local: loss_grad(partition)",
@@ -235,6 +256,8 @@ def profile_rounds(data, client, repeats=10, tol=1e-6):
                 misaligned_partitions=len(aligned) - sum(aligned))
     rows["ideal gradient round: waves x local loss_grad"] = waves * rows["local: loss_grad(partition)"]
     rows["ideal gram round: waves x local gram"] = waves * rows["local: gram(partition)"]
+    rows["round: gradient less Dask's no-op round"] = (
+        rows["round: gradient (loss_grad)"] - rows["round: Dask no-op (a task per group, gathered)"])
     info["targets"] = {name: {"ratio": ratio, "target": target}
                        for name, (ratio, target) in target_ratios(rows, waves).items()}
     return {"rows": rows, "info": info}
