@@ -209,7 +209,7 @@ def synthetic_report(kind, rounds, seconds, partitions=16, split_every=8, comput
             kind, tasks, 80 * partitions, 80 * tasks, seconds, partitions, split_every,
             bytes_overhead=TASK_BYTES * tasks, bytes_measured=TASK_BYTES * tasks,
             seconds_compute=compute, seconds_waiting=0.0, seconds_span=compute / 2,
-            seconds_tree=0.004 if split_every else None, bytes_transferred=80 * tasks,
+            seconds_tree=0.004 if tasks > partitions else None, bytes_transferred=80 * tasks,
             transfers=4, seconds_transferring=0.004,
         ))
     return report
@@ -237,6 +237,19 @@ def test_cost_model_arithmetic_and_ranking_changes():
     wide = project(reports, "workers=8", calibration).rows[1]
     assert wide.terms_there["compute"] < predict(few_heavy, here, calibration, here=True)["compute"]
     assert "ranking changes" in repr(projection)
+
+
+def test_cost_model_without_combine_tasks_puts_a_rounds_fixed_cost_in_its_steps():
+    # two partitions, fan-in 8: the driver sums both partials, no round has a tree level
+    report = synthetic_report("gradient", 20, 0.0165, partitions=2)
+    assert {r.tasks for r in report.records} == {2}
+    assert {r.seconds_tree for r in report.records} == {None}
+    here = calibrate(report).cluster
+    # 16 ms beyond the span over 8 message steps, less half of the 1 ms round trips
+    assert here.step_overhead == pytest.approx(0.016 / 8 - 0.0005)
+    assert here.scheduler_overhead == pytest.approx(0.0, abs=1e-12)
+    assert predict(report, here, calibrate(report), here=True)["total"] == pytest.approx(
+        20 * 0.0165, rel=0.05)
 
 
 def replace_cluster(cluster, **changes):

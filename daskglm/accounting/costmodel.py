@@ -73,8 +73,11 @@ it predicts the wall times of the rounds:
 ``step_overhead``
     A quarter of the median time one level of combine tasks adds to a round (from the
     end of the last partition task to the end of the last combine task, per level, from
-    the tasks' own times), less the latency.  0 when no round had combine tasks (at most
-    ``k`` worker threads: the driver sums the partials).
+    the tasks' own times), less the latency.  When no round had combine tasks (at most
+    ``k`` worker threads: the driver sums the partials), an eighth of the median time a
+    round adds to its span (its ``8`` message steps), less the latency; its per-task
+    costs are then in the steps, and ``scheduler_overhead`` keeps what rounds of more
+    tasks add.
 ``worker_overhead``
     The median over rounds of the threads' time between the round's first task start and
     its last partition's end that was neither computing nor waiting at the barrier, per
@@ -325,10 +328,15 @@ def calibrate(reports, data_bytes=None):
         if r.kind not in SETUP_KINDS + FUSED_KINDS:
             by_kind.setdefault(r.kind, []).append(r)
 
-    # one message step: a quarter of a tree level, less the network's latency
+    # one message step: a quarter of a level of combine tasks, less the network's latency;
+    # without combine tasks, an eighth of what a round adds to its span
     level = _robust({kind: [r.seconds_tree / r.depth for r in rs
                             if r.seconds_tree is not None and r.depth]
                      for kind, rs in by_kind.items()})
+    if level is None:
+        level = _robust({kind: [(r.seconds - r.seconds_span) * LEVEL_STEPS / ROUND_STEPS
+                                for r in rs if r.seconds_span is not None]
+                         for kind, rs in by_kind.items()})
     step = max(0.0, level / LEVEL_STEPS - latency) if level is not None else 0.0
 
     # per task on a worker thread: the span's time neither computing nor waiting
