@@ -96,7 +96,7 @@ def _per_round(entry, read_s):
     if entry.get("library") != "daskglm" or not rounds:
         return "", ""
     per_round = entry["median_s"] / rounds
-    ratio = "" if read_s is None else f"{per_round / read_s:.0f}"
+    ratio = "" if read_s is None else f"{per_round / read_s:.1f}"
     return f"{per_round * 1e3:.0f}", ratio
 
 

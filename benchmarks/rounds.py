@@ -17,12 +17,17 @@ measures, each as the median of several repeats:
 
 The ideal round is ``ceil(partitions / workers)`` kernel times; what a round costs above
 that is overhead.  The report ends with the targets of the kernels, as ratios measured in
-the same run: a gradient round against one read of ``X`` per worker (``waves`` reads of a
-partition; target 1.5; and the same less the empty round, which costs what Dask's no-op
-round costs: the kernels' share of a round), a Gram round against numpy's ``X_p.T @ X_p``
-per worker (target 2),
-and the same two ratios for one partition in this process, in float64 and float32.  This
-module uses daskglm's engine and kernels directly.
+the same run:
+
+* a gradient round against one read of ``X`` per worker (``waves`` reads of a partition,
+  alone; target 1.5); against ``X`` read by as many threads as workers at once, each its
+  share (the least a round that reads ``X`` can take on this machine, where the workers
+  share the memory bandwidth); and less the empty round (which costs what Dask's no-op
+  round costs), the kernels' share of a round;
+* a Gram round against numpy's ``X_p.T @ X_p`` per worker (target 2);
+* the same two kernels on one partition in this process, in float64 and float32.
+
+This module uses daskglm's engine and kernels directly.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from benchmarks.limits import read_in_shares
 from benchmarks.timing import measure
 
 __all__ = ["profile_rounds", "main"]
@@ -110,6 +116,8 @@ def _cluster_rounds(engine, params, family, repeats):
 TARGETS = (
     ("gradient round / one read of X per worker", "round: gradient (loss_grad)",
      "local: X_p.sum() (one read of the partition)", True, 1.5),
+    ("gradient round / X read by every worker at once", "round: gradient (loss_grad)",
+     "local: X read by every worker at once (a thread each, its share)", False, 1.5),
     ("gradient round less the empty round / one read of X per worker",
      "round: gradient less the empty round",
      "local: X_p.sum() (one read of the partition)", True, 1.5),
@@ -253,6 +261,8 @@ def profile_rounds(data, client, repeats=10, tol=1e-6):
     rows.update(_local_float32(part, params, family, repeats))
     workers = len(client.scheduler_info()["workers"])
     waves = math.ceil(n_partitions / workers)
+    rows["local: X read by every worker at once (a thread each, its share)"] = _median_seconds(
+        read_in_shares(data.X_local, workers), repeats)
     info.update(partitions=n_partitions, workers=workers, partitions_per_worker=waves,
                 misaligned_partitions=len(aligned) - sum(aligned))
     rows["ideal gradient round: waves x local loss_grad"] = waves * rows["local: loss_grad(partition)"]
