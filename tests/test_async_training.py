@@ -14,6 +14,7 @@ larger steps, and with async, updates that race).
 import sys
 import threading
 import time
+import traceback
 
 import cloudpickle
 import dask.array as da
@@ -23,6 +24,7 @@ import scipy.sparse as sp
 from sklearn import linear_model as sk
 
 import daskglm
+from daskglm import testing
 from daskglm.compute.gossip import metropolis_weights, neighbours_of
 from daskglm.engine import make_engine
 from daskglm.engine.asynchronous import ParameterHolder
@@ -421,20 +423,30 @@ def test_a_worker_killed_mid_fit_does_not_stop_gossip(own_client):
     outcome = {}
 
     def run():
-        outcome["result"], outcome["ledger"] = fit(
-            "gossip", problem, X, y, client=client, batch_size=64, local_steps=2,
-            max_iter=8, tol=None)
+        try:
+            outcome["result"], outcome["ledger"] = fit(
+                "gossip", problem, X, y, client=client, batch_size=64, local_steps=2,
+                max_iter=8, tol=None)
+        except BaseException:
+            outcome["error"] = traceback.format_exc()
 
+    # every kernel task sleeps a little, so that the fit is still running at the kill
+    for worker in client.scheduler_info()["workers"]:
+        client.run(testing._set_delay, worker, 0.05, workers=[worker])
     thread = threading.Thread(target=run)
     thread.start()
+    victim = sorted(client.scheduler_info()["workers"])[-1]
     deadline = time.monotonic() + 60
     while not any(key.startswith("daskglm_gossip") for key in client.who_has()) \
             and time.monotonic() < deadline:
         time.sleep(0.05)
-    time.sleep(1.0)
-    kill_worker(client, sorted(client.scheduler_info()["workers"])[-1])
+    time.sleep(0.5)
+    held = [key for key, holders in client.who_has().items() if victim in holders]
+    assert thread.is_alive(), "the fit ended before the kill"
+    assert held, "the victim holds part of the fit"
+    kill_worker(client, victim)
     thread.join(180)
-    assert not thread.is_alive() and "result" in outcome
+    assert not thread.is_alive() and "error" not in outcome, outcome.get("error")
+    # the victim's states were either restarted (``state_reset``) or recomputed by Dask
+    # from their lineage; either way the fit goes on to the optimum
     assert gap(problem, X, y, outcome["result"].params) <= CLUSTER_GAP
-    assert any(r.state_reset for r in outcome["ledger"].records
-               if r.kind in ("gossip", "gossip_exchange")), "states were lost"

@@ -24,6 +24,7 @@ import numpy as np
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
 from ..compute.column_blocks import row_loss, take_columns, tile_gradient, tile_predictor
+from .distributed import is_worker_loss
 from .measure import Timer
 from .shards import LOST_ADVICE, ShardLostError
 
@@ -103,7 +104,7 @@ class ColumnBlocks:
                 raise
             except Exception as exc:
                 lost = "" if self.client is None else self.shards.lost()
-                if not lost and not _worker_loss(exc):
+                if not lost and not is_worker_loss(exc):
                     raise
                 raise ShardLostError(f"A round of column blocks failed ({type(exc).__name__}: "
                                      f"{exc}); a worker holding tiles and a shard was lost"
@@ -187,11 +188,6 @@ class ColumnBlocks:
         self.tiles = []
 
 
-def _worker_loss(exc):
-    from distributed import KilledWorker
-    from distributed.client import FutureCancelledError
-
-    return isinstance(exc, (KilledWorker, FutureCancelledError))
 
 
 def _copy(array):

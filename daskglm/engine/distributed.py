@@ -346,13 +346,13 @@ class DistributedEngine(Engine):
                     try:
                         value = future.result()[0]
                     except Exception as exc:  # lost between finishing and the gather
-                        if not _worker_loss(exc):
+                        if not is_worker_loss(exc):
                             raise
                         yield i, False, None
                         continue
                     future.release()
                     yield i, True, value
-                elif future.status == "error" and not _worker_loss(future.exception()):
+                elif future.status == "error" and not is_worker_loss(future.exception()):
                     future.result()  # raises the kernel's error
                 else:  # cancelled, lost, or killed with its worker
                     yield i, False, None
@@ -393,9 +393,7 @@ class DistributedEngine(Engine):
             future.release()
 
     def _lost(self, exc):
-        from distributed.client import FutureCancelledError
-
-        return isinstance(exc, FutureCancelledError) and (
+        return isinstance(exc, cancellation_errors()) and (
             self._lost_parts() != []
             or any(self._unrecoverable_states(states) for states in self._states.values())
         )
@@ -450,12 +448,20 @@ class DistributedEngine(Engine):
         self.sources = None
 
 
-def _worker_loss(exc):
+def cancellation_errors():
+    """``distributed``'s errors for cancelled futures: one future's, and several futures'
+    (raised by ``wait``, and by a submission whose arguments hold cancelled futures)."""
+    from distributed import client
+
+    names = ("FutureCancelledError", "FuturesCancelledError")
+    return tuple(getattr(client, name) for name in names if hasattr(client, name))
+
+
+def is_worker_loss(exc):
     """Whether a task's error says it was lost with a worker (not the kernel's own)."""
     from distributed import KilledWorker
-    from distributed.client import FutureCancelledError
 
-    return isinstance(exc, (KilledWorker, FutureCancelledError))
+    return isinstance(exc, (KilledWorker, *cancellation_errors()))
 
 
 def _groups_by_thread(client, parts):
