@@ -188,8 +188,6 @@ class ColumnBlocks:
         self.tiles = []
 
 
-
-
 def _copy(array):
     return array
 
