@@ -271,9 +271,10 @@ class DistributedEngine(Engine):
 
         A loose restriction: Dask may still run the task elsewhere if that worker is gone,
         and its work stealing may hand a straggler's queued task to an idle worker (which
-        copies the partition; the memory manager may then keep only that copy).  Without it, Dask spreads the tasks of a round whose duration it does not know yet
-        over idle workers, moving small partitions (and making a state, or a straggler,
-        land on the wrong worker).
+        copies the partition; the memory manager may then keep only that copy).  Without
+        it, Dask spreads the tasks of a round whose duration it does not know yet over
+        idle workers, moving small partitions (and making a state land on the wrong
+        worker).
         """
         holders = self.client.who_has([self.parts[i] for i in indices])
         places = []
