@@ -43,6 +43,8 @@ class ColumnMoments:
 def column_moments(part):
     """Weighted first and second column moments (as sums) of one partition: one read of ``X``."""
     X, weight = part[0], part[2]
+    if type(X) is np.ndarray and X.ndim == 2 and X.dtype in (np.float32, np.float64):
+        return _dense_column_moments(X, weight)
     xp = namespace(X)
     fast = is_numpy_namespace(xp)
     weight = xp.ones(X.shape[0], dtype=xp.float64) if weight is None else weight
@@ -63,6 +65,19 @@ def column_moments(part):
                 squared = xp.astype(X_b, xp.float64) ** 2
             squares += _transpose_product(squared, w_b)
     return ColumnMoments(float(xp.sum(weight)), to_host(sums), to_host(squares))
+
+
+def _dense_column_moments(X, weight):
+    """:func:`column_moments` of a numpy partition, in one compiled read of ``X``."""
+    from .moment_loops import weighted_moments  # numba, on first use
+
+    sums = np.zeros(X.shape[1])
+    squares = np.zeros(X.shape[1])
+    row_weight = np.empty(0) if weight is None else np.ascontiguousarray(weight,
+                                                                         dtype=np.float64)
+    weighted_moments(X, row_weight, sums, squares)
+    total = float(X.shape[0]) if weight is None else float(np.sum(weight))
+    return ColumnMoments(total, sums, squares)
 
 
 @dataclass

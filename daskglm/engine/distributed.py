@@ -272,10 +272,12 @@ class DistributedEngine(Engine):
     def _placement(self, indices):
         """Submit options that place a task on the worker holding partition ``indices[0]``.
 
-        A loose restriction: Dask may still run the task elsewhere if that worker is gone.
-        Without it, Dask spreads the tasks of a round whose duration it does not know yet
-        over idle workers, moving small partitions (and making a state, or a straggler,
-        land on the wrong worker).
+        A loose restriction: Dask may still run the task elsewhere if that worker is gone,
+        and its work stealing may hand a straggler's queued task to an idle worker (which
+        copies the partition; the memory manager may then keep only that copy).  Without
+        it, Dask spreads the tasks of a round whose duration it does not know yet over
+        idle workers, moving small partitions (and making a state land on the wrong
+        worker).
         """
         holders = self.client.who_has([self.parts[i] for i in indices])
         places = []

@@ -1,0 +1,57 @@
+"""The compiled loop of :func:`daskglm.compute.summaries.column_moments` (numba).
+
+The validation round sums each column of a dense partition and its squares, weighted.
+Written as two transposed products per row block (``X_b.T @ w_b`` and, after squaring the
+block into a buffer, ``(X_b ** 2).T @ w_b``), that reads each block three times and
+writes it once: 2.3 reads of a 625,000 x 50 partition.  :func:`weighted_moments` adds a
+row's weighted values and squares to both sums while the row is in registers: one read.
+
+Imported on the first validation of a dense numpy partition, so that a worker imports
+numba when a kernel needs it; ``cache=True`` lets every new worker process load the
+compiled code from the on-disk cache.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["weighted_moments", "BLOCK_ROWS"]
+
+#: Rows summed into block totals before they are added to the partition's: the error of
+#: the running sums then grows with the number of blocks, not of rows.
+BLOCK_ROWS = 256
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+def weighted_moments(X, weight, sums, squares):
+    """Add the weighted column sums and sums of squares of ``X`` to ``sums`` and ``squares``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32 or float64
+        Each element is converted to float64 as it is read.
+    weight : ndarray of shape (n,) or (0,)
+        float64 row weights; an empty array weighs every row 1.
+    sums, squares : ndarray of shape (d,), float64
+        Updated in place.  Squares beyond 1e154 overflow to infinity, and NaN or infinity
+        in ``X`` carry into the sums, as they would through numpy.
+    """
+    n, d = X.shape
+    unit = weight.shape[0] == 0
+    block_sums = np.zeros(d)
+    block_squares = np.zeros(d)
+    for start in range(0, n, BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, n)
+        block_sums[:] = 0.0
+        block_squares[:] = 0.0
+        for i in range(start, stop):
+            w = 1.0 if unit else weight[i]
+            for j in range(d):
+                value = np.float64(X[i, j])
+                weighted = w * value
+                block_sums[j] += weighted
+                block_squares[j] += weighted * value
+        for j in range(d):
+            sums[j] += block_sums[j]
+            squares[j] += block_squares[j]
