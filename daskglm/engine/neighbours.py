@@ -53,11 +53,16 @@ def exchange_with_neighbours(engine, state, mix, neighbours, each, *, kind, mess
                          f"for {engine.n_partitions} partitions.")
     states = list(engine._states_of(state, must_exist=True))
     n = engine.n_partitions
-    lost = engine._unrecoverable_states(states)
+    lost = set(engine._unrecoverable_states(states))
     with Timer() as timer, engine._probe(kind) as probe:
         if hasattr(engine, "client"):
-            new_states = _exchange_on_cluster(engine, states, lost, mix, neighbours, each,
-                                              probe)
+            def attempt():
+                # a worker lost during the exchange: its states restart, as lost ones do
+                lost.update(engine._unrecoverable_states(states))
+                return _exchange_on_cluster(engine, states, lost, mix, neighbours, each,
+                                            probe)
+
+            new_states = engine._recovering(attempt)
         else:
             run = probe.timed(_mix_task)
             new_states = [run(mix, states[i], [states[j] for j in neighbours[i]], each[i])
