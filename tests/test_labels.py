@@ -13,12 +13,19 @@ computation of ``y``'s chunks happens inside a round the ledger records.
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression as SkLogisticRegression
 from sklearn.utils.class_weight import compute_class_weight
 
 import daskglm
 from daskglm.accounting.kinds import Kind
-from daskglm.compute.label_counts import MAX_MOMENT_CLASSES, count_labels, encode_and_weigh
+from daskglm.compute.kernels import loss_grad
+from daskglm.compute.label_counts import (
+    MAX_MOMENT_CLASSES,
+    count_labels,
+    encode_and_weigh,
+    loss_grad_by_class,
+)
 from daskglm.compute.summaries import column_moments
 from daskglm.engine import make_engine
 from daskglm.engine.labels import encode_and_weigh_classes
@@ -42,10 +49,17 @@ def _dask(*arrays, rows=100):
 
 # kernels ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("n_classes", [1, 2, 5])
-def test_label_counts_of_partitions_add_up_to_numpy(n_classes):
+@pytest.mark.parametrize("layout", ["float64", "float32", "csr", "unweighted"])
+def test_label_counts_of_partitions_add_up_to_numpy(n_classes, layout):
     X, y, weight = _data(n_classes, n=90)
     y = y.astype(float) * 1.5 - 2.0  # labels that are not 0, 1, ...
-    parts = [(X[a:a + 30], y[a:a + 30], weight[a:a + 30]) for a in (0, 30, 60)]
+    if layout == "unweighted":
+        weight = np.ones_like(weight)
+    stored = {"float32": X.astype(np.float32), "csr": sp.csr_matrix(X)}.get(layout, X)
+    if layout == "float32":
+        X = stored.astype(np.float64)
+    parts = [(stored[a:a + 30], y[a:a + 30], None if layout == "unweighted"
+              else weight[a:a + 30]) for a in (0, 30, 60)]
     total = count_labels(parts[0], True)
     for part in parts[1:]:
         total = total + count_labels(part, True)
@@ -57,6 +71,27 @@ def test_label_counts_of_partitions_add_up_to_numpy(n_classes):
         rows = index == k
         np.testing.assert_allclose(total.sums[k], weight[rows] @ X[rows], rtol=1e-13)
         np.testing.assert_allclose(total.squares[k], weight[rows] @ X[rows] ** 2, rtol=1e-13)
+
+
+@pytest.mark.parametrize("class_weights", [None, np.array([2.0, 0.5])])
+@pytest.mark.parametrize("params", [np.zeros(4), np.array([0.0, 0.0, 0.0, 0.0, -0.7])])
+def test_loss_and_gradient_at_zero_coefficients_from_the_class_sums(class_weights, params):
+    X, y, weight = _data(2, n=90)
+    labels = np.array([-1.0, 3.0])
+    y = labels[y]
+    parts = [(X[a:a + 30], y[a:a + 30], weight[a:a + 30]) for a in (0, 30, 60)]
+    counts = sum((count_labels(part, True) for part in parts[1:]), count_labels(parts[0], True))
+    fit_intercept = params.size == 5
+    found = loss_grad_by_class(counts, np.array([0.0, 1.0]), class_weights, params, Binomial(),
+                               fit_intercept)
+    encoded = [encode_and_weigh(part, (labels, np.array([0.0, 1.0]), class_weights))
+               for part in parts]
+    summed = loss_grad(encoded[0], params, Binomial(), fit_intercept)
+    for part in encoded[1:]:
+        summed = summed + loss_grad(part, params, Binomial(), fit_intercept)
+    assert found.weight == pytest.approx(summed.weight, rel=1e-14)
+    assert found.loss == pytest.approx(summed.loss, rel=1e-14)
+    np.testing.assert_allclose(found.grad, summed.grad, rtol=1e-13, atol=1e-13)
 
 
 def test_encode_and_weigh_codes_labels_and_multiplies_weights():

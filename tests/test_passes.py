@@ -175,6 +175,35 @@ def test_warm_start_and_coef_init_are_fused_and_a_mean_start_is_not():
     assert [r.kind for r in gamma.comm_.records][:2] == [Kind.VALIDATE, Kind.TARGET_MEAN]
 
 
+@pytest.mark.parametrize("options", [{}, {"fit_intercept": False},
+                                     {"class_weight": "balanced"}])
+def test_class_labels_on_dask_give_the_first_evaluation_from_their_class_sums(client, options):
+    """Labels found by the engine (Dask ``y``, here -1 and 3) are encoded after validation,
+    so the first evaluation cannot run in that round; at zero coefficients it follows from
+    the classes' column sums the round collects.  One round fewer; the same fit up to the
+    round-off of summing by class (1e-9 on coefficients of order 1)."""
+    X, y, _ = make_data("binomial", n=3000, d=5)
+    X, y = daskglm_dask(X), daskglm_dask(np.where(y > 0, 3, -1))
+
+    def make():
+        return daskglm.LogisticRegression(solver="lbfgs", tol=1e-10, **options)
+
+    by_class = make().fit(X, y)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("daskglm.estimators.base._follows_from_class_sums", lambda *a: False)
+        apart = make().fit(X, y)
+    kinds = [r.kind for r in by_class.comm_.records]
+    assert kinds[:2] == [Kind.VALIDATE, Kind.ENCODE]
+    assert by_class.comm_.rounds == apart.comm_.rounds - 1
+    assert kinds.count(Kind.GRADIENT) == \
+        [r.kind for r in apart.comm_.records].count(Kind.GRADIENT) - 1
+    np.testing.assert_allclose(by_class.coef_, apart.coef_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(by_class.intercept_, apart.intercept_, rtol=0, atol=1e-9)
+    assert by_class.converged_ and apart.converged_
+    assert [h["rounds"] for h in by_class.history_][-1] == \
+        [h["rounds"] for h in apart.history_][-1] - 1
+
+
 def _gamma_data(n=1000, d=4):
     rng = np.random.default_rng(5)
     X = rng.normal(size=(n, d))

@@ -5,7 +5,8 @@ class where the partitions live.
 With ``per_class_moments`` the counts also carry the weighted column sums and sums of
 squares of ``X`` of each class, so that after the rows are weighted by class
 (``class_weight``) the engine's column moments follow exactly, without another read of
-``X``.
+``X``; and so does a solver's first loss and gradient at zero coefficients
+(:func:`loss_grad_by_class`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import scipy.sparse as sp
 
 from .backend import array_module, to_host
 
-__all__ = ["LabelCounts", "count_labels", "encode_and_weigh", "MAX_MOMENT_CLASSES"]
+__all__ = ["LabelCounts", "count_labels", "encode_and_weigh", "loss_grad_by_class",
+           "MAX_MOMENT_CLASSES"]
 
 #: Per-class column moments are kept for at most this many classes (``2 p`` floats per
 #: class and task); with more, the engine recomputes the moments in a round of their own.
@@ -97,8 +99,18 @@ def _distinct(y):
 
 
 def _class_moments(X, index, weight, n_labels):
-    """``(n_labels, p)`` weighted column sums and sums of squares of ``X`` by label."""
+    """``(n_labels, p)`` weighted column sums and sums of squares of ``X`` by label: one
+    compiled read of a dense numpy ``X``."""
     n = X.shape[0]
+    if type(X) is np.ndarray and X.dtype in (np.float32, np.float64):
+        from .moment_loops import class_weighted_moments  # numba, on first use
+
+        sums, squares = np.zeros((n_labels, X.shape[1])), np.zeros((n_labels, X.shape[1]))
+        row_weight = np.empty(0) if weight is None else np.ascontiguousarray(weight,
+                                                                             dtype=np.float64)
+        with np.errstate(over="ignore"):
+            class_weighted_moments(X, row_weight, index, sums, squares)
+        return sums, squares
     values = np.ones(n) if weight is None else weight
     by_class = sp.csr_matrix((values, (index, np.arange(n))), shape=(n_labels, n))
     X = to_host(X)
@@ -125,3 +137,45 @@ def encode_and_weigh(part, encoding):
         row_weight = xp.asarray(np.asarray(class_weights, dtype=np.float64)[index])
         weight = row_weight if weight is None else weight * row_weight
     return (X, y, weight, *part[3:])
+
+
+def loss_grad_by_class(counts, codes, class_weights, params, family, fit_intercept):
+    """The loss and gradient sums at ``params`` with zero coefficients, as
+    :func:`~daskglm.compute.kernels.loss_grad` would sum them over the encoded partitions,
+    from the labels' weighted counts and per-class column sums (``counts``, with moments).
+
+    Every row's linear predictor is then the intercept (0 without one), so the rows of a
+    class share one loss and one derivative ``r_k``, and the gradient of the coefficients
+    is ``sum_k r_k sums_k``.
+
+    Parameters
+    ----------
+    counts : LabelCounts
+        With per-class moments (:meth:`LabelCounts.has_moments`).
+    codes : ndarray
+        Each label's encoded target, in the order of ``counts.labels``.
+    class_weights : ndarray or None
+        Each label's row weight (``class_weight``), in the same order.
+    params : ndarray
+        Coefficients (all zero), then the intercept when ``fit_intercept``.
+    family : Family
+    fit_intercept : bool
+
+    Returns
+    -------
+    Stats
+    """
+    from .kernels import Stats
+
+    weights, sums = counts.weights, counts.sums
+    if class_weights is not None:
+        class_weights = np.asarray(class_weights, dtype=np.float64)
+        weights, sums = weights * class_weights, sums * class_weights[:, None]
+    codes = np.asarray(codes, dtype=np.float64)
+    eta = np.full(codes.size, float(params[-1]) if fit_intercept else 0.0)
+    loss = float(weights @ family.pointwise_loss(codes, eta))
+    derivative = family.dloss(codes, eta)
+    grad = derivative @ sums
+    if fit_intercept:
+        grad = np.append(grad, derivative @ weights)
+    return Stats(float(weights.sum()), loss, grad)

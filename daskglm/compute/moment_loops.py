@@ -6,6 +6,10 @@ block into a buffer, ``(X_b ** 2).T @ w_b``), that reads each block three times 
 writes it once: 2.3 reads of a 625,000 x 50 partition.  :func:`weighted_moments` adds a
 row's weighted values and squares to both sums while the row is in registers: one read.
 
+The validation round of class labels sums them by class instead
+(:func:`class_weighted_moments`, the per-class moments of
+:func:`daskglm.compute.label_counts.count_labels`), in the same one read.
+
 Imported on the first validation of a dense numpy partition, so that a worker imports
 numba when a kernel needs it; ``cache=True`` lets every new worker process load the
 compiled code from the on-disk cache.
@@ -16,7 +20,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["weighted_moments", "BLOCK_ROWS"]
+__all__ = ["weighted_moments", "class_weighted_moments", "BLOCK_ROWS"]
 
 #: Rows summed into block totals before they are added to the partition's: the error of
 #: the running sums then grows with the number of blocks, not of rows.
@@ -55,3 +59,38 @@ def weighted_moments(X, weight, sums, squares):
         for j in range(d):
             sums[j] += block_sums[j]
             squares[j] += block_squares[j]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
+def class_weighted_moments(X, weight, index, sums, squares):
+    """Add the weighted column sums and sums of squares of ``X``'s rows of each class to
+    the class's row of ``sums`` and ``squares``: one read of ``X``.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float32 or float64
+    weight : ndarray of shape (n,) or (0,)
+        As for :func:`weighted_moments`.
+    index : ndarray of shape (n,), integer
+        Each row's class, in ``[0, n_classes)``.
+    sums, squares : ndarray of shape (n_classes, d), float64
+        Updated in place.
+    """
+    n, d = X.shape
+    unit = weight.shape[0] == 0
+    block_sums = np.zeros(sums.shape)
+    block_squares = np.zeros(squares.shape)
+    for start in range(0, n, BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, n)
+        block_sums[:] = 0.0
+        block_squares[:] = 0.0
+        for i in range(start, stop):
+            w = 1.0 if unit else weight[i]
+            k = index[i]
+            for j in range(d):
+                value = np.float64(X[i, j])
+                weighted = w * value
+                block_sums[k, j] += weighted
+                block_squares[k, j] += weighted * value
+        sums += block_sums
+        squares += block_squares

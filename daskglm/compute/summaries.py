@@ -205,7 +205,8 @@ def summarize(part, family, labels=False, sums_finite=None):
     With ``labels``, the distinct target values are collected instead of checking them
     against ``family`` (class labels are encoded after validation); ``labels="counts"``
     also sums the weight of each label, ``"moments"`` also the column moments of each
-    (:func:`~daskglm.compute.label_counts.count_labels`).  ``X`` is read once:
+    (:func:`~daskglm.compute.label_counts.count_labels`), which then sum to the column
+    moments of the partition.  ``X`` is read once:
     its weighted column sums and sums of squares are finite exactly when every entry is
     (with finite weights), unless a square overflows, so only sums that are not finite
     call for an entry-by-entry check.  A caller that has already summed the partition's
@@ -217,22 +218,26 @@ def summarize(part, family, labels=False, sums_finite=None):
     problems = []
     found = None
     moments = None
+    y_finite = all_finite(y)
+    counts = None
+    if labels in ("counts", "moments") and y_finite:
+        from .label_counts import count_labels
+
+        counts = count_labels(part, labels == "moments", MAX_LABELS)
+        if sums_finite is None and counts.has_moments():  # the same read, by class
+            moments = ColumnMoments(partition_weight(part), counts.sums.sum(axis=0),
+                                    counts.squares.sum(axis=0))
     if sums_finite is None:
-        moments = column_moments(part)
+        moments = column_moments(part) if moments is None else moments
         sums_finite = bool(np.isfinite(moments.sums).all()
                            and np.isfinite(moments.squares).all())
     if not sums_finite and not all_finite(X):
         problems.append("Input X contains NaN or infinity.")
-    if not all_finite(y):
+    if not y_finite:
         problems.append("Input y contains NaN or infinity.")
     elif labels:
         found = distinct_labels(y)
-    counts = None
-    if labels in ("counts", "moments") and all_finite(y):
-        from .label_counts import count_labels
-
-        counts = count_labels(part, labels == "moments", MAX_LABELS)
-    else:
+    if counts is None:
         try:
             family.check_target(y)
         except ValueError as exc:

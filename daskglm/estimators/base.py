@@ -23,7 +23,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import progress
 from ..accounting.choice import SHARDED_FEATURES, choose_method
 from ..compute.backend import array_module, from_host, is_device
-from ..compute.kernels import as_csr_or_dense, linear_predictor
+from ..compute.kernels import as_csr_or_dense, linear_predictor, loss_grad
+from ..compute.label_counts import loss_grad_by_class
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
 from ..engine.distributed import active_client
@@ -329,12 +330,17 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         round unless that round collects the class labels."""
         label_dtype = self.__dict__.pop("_labels_from_engine", None)
         labels = False if label_dtype is None else self._label_summary()
+        by_class = bool(labels) and offset is None and _follows_from_class_sums(first, X)
+        if by_class:
+            labels = "moments"  # the first evaluation follows from the classes' column sums
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
                              rescale=self._rescalable(), offset=offset,
                              first=None if labels else first)
         if label_dtype is not None:
             try:
                 self._classes_from_engine(engine, label_dtype)
+                if by_class:
+                    self._first_evaluation_from_classes(engine, first)
             except BaseException:
                 engine.close()
                 raise
@@ -342,6 +348,21 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         logger.info("%s: cache=%r -> %r (%s)", type(self).__name__, self.cache, engine.cache,
                     engine.cache_reason)
         return engine
+
+    def _first_evaluation_from_classes(self, engine, first):
+        """Hand ``first`` to the engine as computed, from the per-class column sums of the
+        validation round (:func:`~daskglm.compute.label_counts.loss_grad_by_class`),
+        when the fit has two classes (the problem ``first`` was made for)."""
+        counts = engine.label_counts
+        if self._n_classes != 2 or counts is None or not counts.has_moments():
+            return
+        class_weights = None
+        if getattr(self, "class_weight", None) is not None:
+            class_weights = self._class_weights_of_counts(counts)
+        params, family, fit_intercept = first.args
+        stats = loss_grad_by_class(counts, np.arange(2.0), class_weights, params, family,
+                                   fit_intercept)
+        engine.first_evaluation = (first.kernel, tuple(first.args), stats)
 
     def _set_coef(self, coef, intercept):
         self.coef_ = coef
@@ -386,6 +407,20 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                                 chunks=(X.chunks[0], (coef.shape[0],)), dtype=coef.dtype,
                                 meta=_dense_meta(X, 2, coef.dtype))
         return np.asarray(X @ coef.T) + intercept
+
+
+def _follows_from_class_sums(first, X):
+    """Whether ``first`` (a solver's first evaluation, or None) is a loss and gradient at
+    zero coefficients, which the validation round's per-class column sums give without a
+    round of their own, on dense numpy ``X`` (where those sums share the validation's
+    one compiled read)."""
+    if first is None or first.kernel is not loss_grad:
+        return False
+    params, _, fit_intercept = first.args
+    coef = params[:-1] if fit_intercept else params
+    meta = X._meta if is_dask(X) else X
+    return type(meta) is np.ndarray and meta.dtype in (np.float32, np.float64) \
+        and not np.any(coef)
 
 
 def _dense(coef):
