@@ -24,6 +24,8 @@ the same run:
   share (the least a round that reads ``X`` can take on this machine, where the workers
   share the memory bandwidth); and less the empty round (which costs what Dask's no-op
   round costs), the kernels' share of a round;
+* a gradient round with the ledger's measurement (its Dask counters fetched afterwards)
+  against the same round unmeasured (target 1.05: measuring costs under 5%);
 * a Gram round against numpy's ``X_p.T @ X_p`` per worker (target 2);
 * the same two kernels on one partition in this process, in float64 and float32.
 
@@ -66,6 +68,52 @@ def _dask_noop_round(engine):
     client.gather(futures)
 
 
+def _unmeasured_probe(engine):
+    """A round's probe that names the round's tasks, as every round needs, and measures
+    nothing: the ledger's counters cost what a round with it saves."""
+    from daskglm.engine.measure import _DaskProbe
+
+    class Unmeasured(_DaskProbe):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return None
+
+        def finish(self, record, report):
+            pass
+
+    return lambda kind: Unmeasured(engine.meter, kind)
+
+
+def _measurement_rows(engine, round_once, repeats, block=20):
+    """Gradient rounds with the ledger's measurement and without, in interleaved blocks of
+    ``block`` rounds (the fastest block of each kept: the least disturbed), and the
+    seconds per round of fetching Dask's counters afterwards (median)."""
+    seconds, fetch = {True: [], False: []}, []
+    engine.collect_measurements()
+    for index in range(2 * max(3, repeats // 2)):
+        for measured in ((True, False) if index % 2 else (False, True)):
+            if measured:
+                engine.__dict__.pop("_probe", None)
+            else:
+                engine._probe = _unmeasured_probe(engine)
+            start = time.perf_counter()
+            for _ in range(block):
+                round_once()
+            seconds[measured].append((time.perf_counter() - start) / block)
+            if measured:
+                start = time.perf_counter()
+                engine.collect_measurements()
+                fetch.append((time.perf_counter() - start) / block)
+    engine.__dict__.pop("_probe", None)
+    return {
+        "round: gradient, measured (fastest block)": min(seconds[True]),
+        "round: gradient, not measured (fastest block)": min(seconds[False]),
+        "round: fetching Dask's counters, per measured round": statistics.median(fetch),
+    }
+
+
 def _timed_call(part, function, *args):
     """Seconds ``function(part, *args)`` takes, measured inside the task."""
     start = time.perf_counter()
@@ -95,6 +143,12 @@ def _cluster_rounds(engine, params, family, repeats):
         lambda: engine.reduce(loss_grad, params, family, False, kind="profile"), repeats)
     rows["round: gram"] = _median_seconds(
         lambda: engine.reduce(gram, kind="profile"), repeats)
+    rows.update(_measurement_rows(
+        engine, lambda: engine.reduce(loss_grad, params, family, False, kind="profile"),
+        repeats))
+    rows["round: gradient, measured, with its counters fetched"] = (
+        rows["round: gradient, measured (fastest block)"]
+        + rows["round: fetching Dask's counters, per measured round"])
     inside = {"loss_grad": [], "gram": []}
     for _ in range(repeats):
         inside["loss_grad"].append(engine.map(_timed_call, loss_grad, params, family, False,
@@ -122,6 +176,9 @@ TARGETS = (
      "round: gradient less the empty round",
      "local: X_p.sum() (one read of the partition)", True, 1.5),
     ("gram round / numpy X.T@X per worker", "round: gram", "local:   X_p.T @ X_p", True, 2.0),
+    ("measured gradient round (counters fetched) / unmeasured",
+     "round: gradient, measured, with its counters fetched",
+     "round: gradient, not measured (fastest block)", False, 1.05),
     ("local loss_grad / one read", "local: loss_grad(partition)",
      "local: X_p.sum() (one read of the partition)", False, 1.5),
     ("local gram / numpy X.T@X", "local: gram(partition)", "local:   X_p.T @ X_p", False, 2.0),

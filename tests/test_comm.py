@@ -15,7 +15,6 @@ from daskglm.accounting.costmodel import Cluster, calibrate, measured_seconds, p
 from daskglm.accounting.ledger import CommReport, RoundRecord, _timing
 from daskglm.accounting.projection import project, ranking_changes
 from daskglm.engine import DistributedEngine, LocalEngine, make_engine
-from daskglm.engine.measure import _DaskProbe
 from daskglm.model.families import Binomial, Gaussian
 from daskglm.model.penalties import L2
 from daskglm.solvers import Problem, get_solver
@@ -338,59 +337,6 @@ def test_a_fitted_model_with_its_report_pickles(client):
     copy = pickle.loads(pickle.dumps(model))
     assert copy.comm_.bytes_measured == model.comm_.bytes_measured > 0
     assert repr(copy.comm_).splitlines()[1:] == repr(model.comm_).splitlines()[1:]
-
-
-class _Unmeasured(_DaskProbe):
-    """A round's probe that names its tasks, as every round needs, and measures nothing."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-    def finish(self, record, report):
-        pass
-
-
-@pytest.mark.slow
-def test_measuring_costs_less_than_five_percent_of_a_round(client):
-    """Blocks of gradient rounds with and without measurement, interleaved; prints the
-    numbers (``pytest tests/test_comm.py -m slow -s``)."""
-    import time
-
-    from daskglm.compute.kernels import loss_grad
-
-    X, y, _ = make_data("binomial", n=40_000, d=20)
-    params, family = np.zeros(21), Binomial()
-    with make_engine(X, y, family=family, client=client, n_partitions=8) as engine:
-        for _ in range(10):
-            engine.reduce(loss_grad, params, family, True, kind="gradient")
-        engine.collect_measurements()
-        seconds, collect = {True: [], False: []}, []
-        for block in range(10):
-            for measured in ((True, False) if block % 2 else (False, True)):
-                if measured:
-                    engine.__dict__.pop("_probe", None)
-                else:
-                    engine._probe = lambda kind: _Unmeasured(engine.meter, kind)
-                start = time.perf_counter()
-                for _ in range(40):
-                    engine.reduce(loss_grad, params, family, True, kind="gradient")
-                seconds[measured].append((time.perf_counter() - start) / 40)
-                if measured:
-                    start = time.perf_counter()
-                    engine.collect_measurements()
-                    collect.append((time.perf_counter() - start) / 40)
-    # the fastest block of each kind is the one least disturbed by the machine's other load
-    on, off = min(seconds[True]), min(seconds[False])
-    fetch = float(np.median(collect))
-    overhead = (on + fetch) / off - 1
-    paired = np.median(np.array(seconds[True]) / np.array(seconds[False])) - 1
-    print(f"round {1e3 * off:.2f} ms without measurement, {1e3 * on:.2f} ms with, "
-          f"+{1e3 * fetch:.2f} ms per round to fetch: overhead {100 * overhead:+.1f}% "
-          f"(median of paired blocks {100 * paired:+.1f}%)")
-    assert overhead < 0.05
 
 
 def test_nbytes_counts_arrays_of_any_library():
