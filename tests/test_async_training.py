@@ -321,6 +321,48 @@ def test_gossip_on_a_cluster_matches_in_process_and_agrees(family, client):
     assert all(r.bytes_measured is not None for r in exchange)
 
 
+def _state_of(part, state):
+    return 0.0, float(part[0].shape[0])
+
+
+def _mixed(own, neighbour_states, item):
+    return {"own": own, "neighbours": neighbour_states}
+
+
+def test_a_state_lost_during_the_exchange_restarts_and_the_exchange_runs_again(
+        client, monkeypatch):
+    """The exchange's own recovery, made to happen: the first attempt finds one state's
+    future cancelled (as when its worker dies mid-exchange) and fails; the second runs
+    with that state as None and lists it in ``state_reset``."""
+    from daskglm.engine import neighbours as module
+    from daskglm.engine.neighbours import exchange_with_neighbours
+
+    X, y = make_problem_data("gaussian")
+    attempts = []
+    real = module._exchange_on_cluster
+
+    def losing_one_state(engine, states, lost, *args):
+        attempts.append(set(lost))
+        if len(attempts) == 1:
+            states[1].cancel()
+        return real(engine, states, lost, *args)
+
+    monkeypatch.setattr(module, "_exchange_on_cluster", losing_one_state)
+    with make_engine(X, y, family=Gaussian(), client=client, n_partitions=4) as engine:
+        engine.map_stateful(_state_of, "model", kind="gossip")
+        links = [[(i - 1) % 4, (i + 1) % 4] for i in range(4)]
+        exchange_with_neighbours(engine, "model", _mixed, links, [None] * 4,
+                                 kind="gossip_exchange")
+        mixed = engine.fetch_state("model")
+        record = engine.ledger.records[-2]
+    assert attempts == [set(), {1}], "one failed attempt, then one without the lost state"
+    assert record.kind == "gossip_exchange" and record.state_reset == (1,)
+    assert mixed[1]["own"] is None
+    assert mixed[0]["neighbours"][1] is None and mixed[2]["neighbours"][0] is None
+    kept = [mixed[3]["own"], *mixed[3]["neighbours"]]  # partition 3 and its neighbours 2, 0
+    assert all(isinstance(value, float) and value > 0 for value in kept)
+
+
 def _holder_address(client):
     def where(dask_scheduler):
         return [ws.address for key, ts in dask_scheduler.tasks.items()
