@@ -25,7 +25,9 @@ from daskglm.compute.label_counts import (
     count_labels,
     encode_and_weigh,
     loss_grad_by_class,
+    softmax_loss_grad_by_class,
 )
+from daskglm.compute.multinomial import multinomial_loss_grad
 from daskglm.compute.summaries import column_moments
 from daskglm.engine import make_engine
 from daskglm.engine.labels import encode_and_weigh_classes
@@ -89,6 +91,27 @@ def test_loss_and_gradient_at_zero_coefficients_from_the_class_sums(class_weight
     summed = loss_grad(encoded[0], params, Binomial(), fit_intercept)
     for part in encoded[1:]:
         summed = summed + loss_grad(part, params, Binomial(), fit_intercept)
+    assert found.weight == pytest.approx(summed.weight, rel=1e-14)
+    assert found.loss == pytest.approx(summed.loss, rel=1e-14)
+    np.testing.assert_allclose(found.grad, summed.grad, rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("class_weights", [None, np.array([2.0, 0.5, 1.5])])
+@pytest.mark.parametrize("intercepts", [None, np.array([0.3, -0.2, 0.0])])
+def test_softmax_loss_and_gradient_at_zero_coefficients_from_the_class_sums(class_weights,
+                                                                           intercepts):
+    X, y, weight = _data(3, n=90)
+    parts = [(X[a:a + 30], y[a:a + 30].astype(float), weight[a:a + 30]) for a in (0, 30, 60)]
+    counts = sum((count_labels(part, True) for part in parts[1:]), count_labels(parts[0], True))
+    params = np.zeros(3 * 4) if intercepts is None else np.concatenate([np.zeros(12),
+                                                                         intercepts])
+    fit_intercept = intercepts is not None
+    found = softmax_loss_grad_by_class(counts, class_weights, params, 3, fit_intercept)
+    encoded = [encode_and_weigh(part, (np.arange(3.0), np.arange(3.0), class_weights))
+               for part in parts]
+    summed = multinomial_loss_grad(encoded[0], params, 3, fit_intercept)
+    for part in encoded[1:]:
+        summed = summed + multinomial_loss_grad(part, params, 3, fit_intercept)
     assert found.weight == pytest.approx(summed.weight, rel=1e-14)
     assert found.loss == pytest.approx(summed.loss, rel=1e-14)
     np.testing.assert_allclose(found.grad, summed.grad, rtol=1e-13, atol=1e-13)

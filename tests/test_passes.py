@@ -43,13 +43,21 @@ FUSED_CASES = {
                       "poisson", Kind.VALIDATE_GRADIENT),
     "newton": (lambda: daskglm.LogisticRegression(solver="newton", tol=1e-8), "binomial",
                Kind.VALIDATE_HESSIAN),
+    "lbfgs-multinomial": (lambda: daskglm.LogisticRegression(solver="lbfgs", tol=1e-8),
+                          "multiclass", Kind.VALIDATE_GRADIENT),
 }
+
+
+def _fused_case_data(family):
+    if family == "multiclass":
+        return _classes_data(3)
+    return make_data(family, n=3000, d=5)[:2]
 
 
 @pytest.mark.parametrize("case", list(FUSED_CASES))
 def test_fused_round_saves_one_round_and_changes_nothing_else(case, client):
     make, family, kind = FUSED_CASES[case]
-    X, y, _ = make_data(family, n=3000, d=5)
+    X, y = _fused_case_data(family)
     fused, unfused = _fit(make, X, y), _fit(make, X, y, fused=False)
     kinds = [r.kind for r in fused.comm_.records]
     assert kinds[0] == kind and Kind.VALIDATE not in kinds
@@ -65,13 +73,16 @@ def test_fused_round_saves_one_round_and_changes_nothing_else(case, client):
 
 def test_fused_rounds_match_the_byte_model_on_a_cluster(client):
     for make, family, kind in FUSED_CASES.values():
-        X, y, _ = make_data(family, n=3000, d=5)
-        record = make().fit(X, y).comm_.records[0]
+        X, y = _fused_case_data(family)
+        model = make().fit(X, y)
+        record = model.comm_.records[0]
         assert record.kind == kind
-        fit_intercept = make().fit_intercept
-        down, up = payload_model(kind, n_params=5 + fit_intercept, n_features=5,
+        n_params = model.coef_.size + (np.size(model.intercept_) if model.fit_intercept else 0)
+        down, up = payload_model(kind, n_params=n_params, n_features=5,
                                  partitions=record.partitions, groups=record.groups,
                                  split_every=record.split_every)
+        if family == "multiclass":  # the multinomial kernel is also sent the class count
+            down += 8 * record.groups
         assert (record.bytes_sent, record.bytes_returned) == (down, up)
         # a one-task round of a few kB: Dask's own messages (up to a few kB per round)
         # are of the payload's size, so the band is the payload's, plus 4 kB
@@ -175,22 +186,35 @@ def test_warm_start_and_coef_init_are_fused_and_a_mean_start_is_not():
     assert [r.kind for r in gamma.comm_.records][:2] == [Kind.VALIDATE, Kind.TARGET_MEAN]
 
 
+def _classes_data(n_classes, n=3000, d=5):
+    """Labels -1 and 3 (two classes), or 5, 7, 9, ... (more)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n, d))
+    scores = X[:, :n_classes] + rng.normal(size=(n, n_classes))
+    if n_classes == 2:
+        return X, np.where(scores[:, 0] > scores[:, 1], 3, -1)
+    return X, 5 + 2 * np.argmax(scores, axis=1)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("options", [{}, {"fit_intercept": False},
                                      {"class_weight": "balanced"}])
-def test_class_labels_on_dask_give_the_first_evaluation_from_their_class_sums(client, options):
-    """Labels found by the engine (Dask ``y``, here -1 and 3) are encoded after validation,
-    so the first evaluation cannot run in that round; at zero coefficients it follows from
-    the classes' column sums the round collects.  One round fewer; the same fit up to the
-    round-off of summing by class (1e-9 on coefficients of order 1)."""
-    X, y, _ = make_data("binomial", n=3000, d=5)
-    X, y = daskglm_dask(X), daskglm_dask(np.where(y > 0, 3, -1))
+def test_class_labels_on_dask_give_the_first_evaluation_from_their_class_sums(
+        client, options, n_classes):
+    """Labels found by the engine (Dask ``y``) are encoded after validation, so the first
+    evaluation cannot run in that round; at zero coefficients it follows from the classes'
+    column sums the round collects (the binomial and the multinomial model).  One round
+    fewer; the same fit up to the round-off of summing by class (1e-9 on coefficients of
+    order 1, at a tolerance the fits reach well above that round-off)."""
+    X, y = _classes_data(n_classes)
+    X, y = daskglm_dask(X), daskglm_dask(y)
 
     def make():
-        return daskglm.LogisticRegression(solver="lbfgs", tol=1e-10, **options)
+        return daskglm.LogisticRegression(solver="lbfgs", tol=1e-8, **options)
 
     by_class = make().fit(X, y)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("daskglm.estimators.base._follows_from_class_sums", lambda *a: False)
+        patch.setattr(_GLMBase, "_first_evaluation_from_classes", lambda *a: None)
         apart = make().fit(X, y)
     kinds = [r.kind for r in by_class.comm_.records]
     assert kinds[:2] == [Kind.VALIDATE, Kind.ENCODE]

@@ -6,7 +6,7 @@ With ``per_class_moments`` the counts also carry the weighted column sums and su
 squares of ``X`` of each class, so that after the rows are weighted by class
 (``class_weight``) the engine's column moments follow exactly, without another read of
 ``X``; and so does a solver's first loss and gradient at zero coefficients
-(:func:`loss_grad_by_class`).
+(:func:`loss_grad_by_class`, :func:`softmax_loss_grad_by_class`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from .backend import array_module, to_host
 
 __all__ = ["LabelCounts", "count_labels", "encode_and_weigh", "loss_grad_by_class",
-           "MAX_MOMENT_CLASSES"]
+           "softmax_loss_grad_by_class", "MAX_MOMENT_CLASSES"]
 
 #: Per-class column moments are kept for at most this many classes (``2 p`` floats per
 #: class and task); with more, the engine recomputes the moments in a round of their own.
@@ -167,10 +167,7 @@ def loss_grad_by_class(counts, codes, class_weights, params, family, fit_interce
     """
     from .kernels import Stats
 
-    weights, sums = counts.weights, counts.sums
-    if class_weights is not None:
-        class_weights = np.asarray(class_weights, dtype=np.float64)
-        weights, sums = weights * class_weights, sums * class_weights[:, None]
+    weights, sums = _weighted_by_class(counts, class_weights)
     codes = np.asarray(codes, dtype=np.float64)
     eta = np.full(codes.size, float(params[-1]) if fit_intercept else 0.0)
     loss = float(weights @ family.pointwise_loss(codes, eta))
@@ -179,3 +176,52 @@ def loss_grad_by_class(counts, codes, class_weights, params, family, fit_interce
     if fit_intercept:
         grad = np.append(grad, derivative @ weights)
     return Stats(float(weights.sum()), loss, grad)
+
+
+def softmax_loss_grad_by_class(counts, class_weights, params, n_classes, fit_intercept):
+    """The softmax loss and gradient sums at ``params`` with zero coefficients, as
+    :func:`~daskglm.compute.multinomial.multinomial_loss_grad` would sum them over the
+    partitions with labels encoded as class indices, from the per-class column sums.
+
+    Every row's predictors are then the intercepts ``b`` (0 without them), with
+    probabilities ``p = softmax(b)``: a row of class ``k`` has loss
+    ``logsumexp(b) - b_k`` and residual ``p - e_k``, so the gradient of class ``c``'s
+    coefficients is ``p_c sum_k sums_k - sums_c``.
+
+    Parameters
+    ----------
+    counts : LabelCounts
+        With per-class moments, one label per class (in class-index order).
+    class_weights : ndarray or None
+        Each class's row weight.
+    params : ndarray
+        Coefficients (all zero) class by class, then the ``n_classes`` intercepts when
+        ``fit_intercept``.
+    n_classes : int
+    fit_intercept : bool
+
+    Returns
+    -------
+    Stats
+    """
+    from .kernels import Stats
+
+    weights, sums = _weighted_by_class(counts, class_weights)
+    intercepts = (np.asarray(params[-n_classes:], dtype=np.float64) if fit_intercept
+                  else np.zeros(n_classes))
+    top = intercepts.max()
+    log_norm = top + np.log(np.sum(np.exp(intercepts - top)))
+    prob = np.exp(intercepts - log_norm)
+    loss = float(weights @ (log_norm - intercepts))
+    grad = (np.outer(prob, sums.sum(axis=0)) - sums).ravel()
+    if fit_intercept:
+        grad = np.concatenate([grad, prob * weights.sum() - weights])
+    return Stats(float(weights.sum()), loss, grad)
+
+
+def _weighted_by_class(counts, class_weights):
+    """The labels' weighted counts and per-class column sums, times ``class_weights``."""
+    if class_weights is None:
+        return counts.weights, counts.sums
+    class_weights = np.asarray(class_weights, dtype=np.float64)
+    return counts.weights * class_weights, counts.sums * class_weights[:, None]

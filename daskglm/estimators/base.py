@@ -24,7 +24,8 @@ from .. import progress
 from ..accounting.choice import SHARDED_FEATURES, choose_method
 from ..compute.backend import array_module, from_host, is_device
 from ..compute.kernels import as_csr_or_dense, linear_predictor, loss_grad
-from ..compute.label_counts import loss_grad_by_class
+from ..compute.label_counts import loss_grad_by_class, softmax_loss_grad_by_class
+from ..compute.multinomial import multinomial_loss_grad
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
 from ..engine.distributed import active_client
@@ -204,6 +205,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             scale = engine.column_scale
             means = _target_moments(engine, problem.family, getattr(self, "inference", False))
             params0 = _start_params(problem, means, previous, scale)
+            if offset is None:
+                self._first_evaluation_from_classes(engine, problem, solver, params0)
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 result = _solve(solver, problem, engine, params0)
             fitted_params = result.params
@@ -332,15 +335,15 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         labels = False if label_dtype is None else self._label_summary()
         by_class = bool(labels) and offset is None and _follows_from_class_sums(first, X)
         if by_class:
-            labels = "moments"  # the first evaluation follows from the classes' column sums
+            # the first evaluation follows from the classes' column sums
+            # (:meth:`_first_evaluation_from_classes`)
+            labels = "moments"
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
                              rescale=self._rescalable(), offset=offset,
                              first=None if labels else first)
         if label_dtype is not None:
             try:
                 self._classes_from_engine(engine, label_dtype)
-                if by_class:
-                    self._first_evaluation_from_classes(engine, first)
             except BaseException:
                 engine.close()
                 raise
@@ -349,19 +352,31 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                     engine.cache_reason)
         return engine
 
-    def _first_evaluation_from_classes(self, engine, first):
-        """Hand ``first`` to the engine as computed, from the per-class column sums of the
-        validation round (:func:`~daskglm.compute.label_counts.loss_grad_by_class`),
-        when the fit has two classes (the problem ``first`` was made for)."""
+    def _first_evaluation_from_classes(self, engine, problem, solver, params0):
+        """Hand the solver's first evaluation to the engine as computed, from the per-class
+        column sums of the validation round, when that round found the classes (so could
+        not run the evaluation) and the coefficients start at zero
+        (:func:`~daskglm.compute.label_counts.loss_grad_by_class`,
+        :func:`~daskglm.compute.label_counts.softmax_loss_grad_by_class`)."""
         counts = engine.label_counts
-        if self._n_classes != 2 or counts is None or not counts.has_moments():
+        if engine.first_evaluation is not None or counts is None or not counts.has_moments():
+            return
+        first = solver.first_evaluation(problem, params0)
+        if first is None or np.any(problem.coef(params0)):
             return
         class_weights = None
         if getattr(self, "class_weight", None) is not None:
             class_weights = self._class_weights_of_counts(counts)
-        params, family, fit_intercept = first.args
-        stats = loss_grad_by_class(counts, np.arange(2.0), class_weights, params, family,
-                                   fit_intercept)
+        if first.kernel is loss_grad and counts.labels.size == 2:
+            params, family, fit_intercept = first.args
+            stats = loss_grad_by_class(counts, np.arange(2.0), class_weights, params, family,
+                                       fit_intercept)
+        elif first.kernel is multinomial_loss_grad:
+            params, n_classes, fit_intercept = first.args
+            stats = softmax_loss_grad_by_class(counts, class_weights, params, n_classes,
+                                               fit_intercept)
+        else:
+            return
         engine.first_evaluation = (first.kernel, tuple(first.args), stats)
 
     def _set_coef(self, coef, intercept):

@@ -72,8 +72,8 @@ class Objective:
         """Smooth objective (mean loss + smooth penalty part) and its gradient: one round."""
         p = self.problem
         if isinstance(p, MultinomialProblem):
-            stats = self.engine.reduce(multinomial_loss_grad, params, p.n_classes, p.fit_intercept,
-                                       kind=Kind.GRADIENT)
+            stats = self._reduce(multinomial_loss_grad, params, p.n_classes, p.fit_intercept,
+                                 kind=Kind.GRADIENT)
         else:
             stats = self._reduce(loss_grad, params, p.family, p.fit_intercept,
                                  kind=Kind.GRADIENT)

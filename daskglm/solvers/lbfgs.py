@@ -6,6 +6,7 @@ import numpy as np
 
 from ..accounting.kinds import Kind
 from ..compute.kernels import loss_grad
+from ..compute.multinomial import multinomial_loss_grad
 from ..compute.restarted_lbfgs import MAX_RESTARTS, MEMORY, minimize_to_tol
 from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
@@ -100,11 +101,15 @@ class LBFGS(Solver):
                              Feature.NON_QUADRATIC_PENALTY})
 
     def first_evaluation(self, problem, params0):
-        """The loss and gradient at ``params0`` (scipy's first evaluation), for binary and
-        single-output problems in the driver's iteration; none for the sharded one."""
-        if self.opts["sharded"] or isinstance(problem, MultinomialProblem):
+        """The loss and gradient at ``params0`` (scipy's first evaluation), in the driver's
+        iteration; none for the sharded one."""
+        if self.opts["sharded"]:
             return None
         params0 = np.array(params0, dtype=float)
+        if isinstance(problem, MultinomialProblem):
+            return FirstEvaluation(multinomial_loss_grad,
+                                   (params0, problem.n_classes, problem.fit_intercept),
+                                   Kind.VALIDATE_GRADIENT)
         return FirstEvaluation(loss_grad, (params0, problem.family, problem.fit_intercept),
                                Kind.VALIDATE_GRADIENT)
 
