@@ -260,6 +260,8 @@ def build_parser():
     passes = commands.add_parser("passes", help="validation fused into the first evaluation")
     passes.add_argument("--rows", type=int, default=1_000_000)
     passes.add_argument("--features", type=int, default=50)
+    passes.add_argument("--repeats", type=int, default=3,
+                        help="timed fits of each kind, alternating (the median is shown)")
     passes.set_defaults(handler=_passes)
     parity = commands.add_parser("parity", help="multi-output, positive=True, one-vs-rest SGD")
     parity.add_argument("--rows", type=int, default=200_000)

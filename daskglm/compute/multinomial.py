@@ -67,6 +67,8 @@ def multinomial_loss_grad(part, params, n_classes, fit_intercept):
         Total weight, loss sum and gradient sum (in the layout of ``params``).
     """
     X, y, weight = part
+    if type(X) is np.ndarray and X.dtype in (np.float32, np.float64):
+        return _dense_loss_grad(X, y, weight, params, n_classes, fit_intercept)
     xp = namespace(X)
     d = X.shape[1]
     coef, intercept = _unpack(params, X, n_classes, fit_intercept)
@@ -84,6 +86,26 @@ def multinomial_loss_grad(part, params, n_classes, fit_intercept):
     grad = to_host(_flat(xp, grad_coef))
     if fit_intercept:
         grad = np.concatenate([grad, to_host(grad_intercept)])
+    return Stats(_total_weight(X, weight), float(loss), grad)
+
+
+def _dense_loss_grad(X, y, weight, params, n_classes, fit_intercept):
+    """:func:`multinomial_loss_grad` of a numpy partition, in one compiled read of ``X``
+    (:mod:`.softmax_loops`)."""
+    from .softmax_loops import softmax_rows  # numba, on first use
+
+    d = X.shape[1]
+    params = np.asarray(params, dtype=np.float64)
+    coef = np.ascontiguousarray(params[: n_classes * d].reshape(n_classes, d))
+    intercept = params[n_classes * d:] if fit_intercept else np.zeros(n_classes)
+    grad_coef, grad_intercept = np.zeros((n_classes, d)), np.zeros(n_classes)
+    row_weight = np.empty(0) if weight is None else np.ascontiguousarray(weight,
+                                                                         dtype=np.float64)
+    loss = softmax_rows(X, np.ascontiguousarray(y, dtype=np.float64), row_weight, coef,
+                        np.ascontiguousarray(intercept), grad_coef, grad_intercept)
+    grad = grad_coef.ravel()
+    if fit_intercept:
+        grad = np.concatenate([grad, grad_intercept])
     return Stats(_total_weight(X, weight), float(loss), grad)
 
 
