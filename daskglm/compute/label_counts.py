@@ -103,13 +103,13 @@ def _class_moments(X, index, weight, n_labels):
     compiled read of a dense numpy ``X``."""
     n = X.shape[0]
     if type(X) is np.ndarray and X.dtype in (np.float32, np.float64):
-        from .moment_loops import class_weighted_moments  # numba, on first use
+        from .moment_loops import weighted_moments  # numba, on first use
 
         sums, squares = np.zeros((n_labels, X.shape[1])), np.zeros((n_labels, X.shape[1]))
         row_weight = np.empty(0) if weight is None else np.ascontiguousarray(weight,
                                                                              dtype=np.float64)
         with np.errstate(over="ignore"):
-            class_weighted_moments(X, row_weight, index, sums, squares)
+            weighted_moments(X, row_weight, index, sums, squares)
         return sums, squares
     values = np.ones(n) if weight is None else weight
     by_class = sp.csr_matrix((values, (index, np.arange(n))), shape=(n_labels, n))

@@ -6,9 +6,8 @@ block into a buffer, ``(X_b ** 2).T @ w_b``), that reads each block three times 
 writes it once: 2.3 reads of a 625,000 x 50 partition.  :func:`weighted_moments` adds a
 row's weighted values and squares to both sums while the row is in registers: one read.
 
-The validation round of class labels sums them by class instead
-(:func:`class_weighted_moments`, the per-class moments of
-:func:`daskglm.compute.label_counts.count_labels`), in the same one read.
+The validation round of class labels sums them by class instead (the per-class moments
+of :func:`daskglm.compute.label_counts.count_labels`), in the same one read.
 
 Imported on the first validation of a dense numpy partition, so that a worker imports
 numba when a kernel needs it; ``cache=True`` lets every new worker process load the
@@ -20,7 +19,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["weighted_moments", "class_weighted_moments", "BLOCK_ROWS"]
+__all__ = ["weighted_moments", "BLOCK_ROWS"]
 
 #: Rows summed into block totals before they are added to the partition's: the error of
 #: the running sums then grows with the number of blocks, not of rows.
@@ -28,8 +27,9 @@ BLOCK_ROWS = 256
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
-def weighted_moments(X, weight, sums, squares):
-    """Add the weighted column sums and sums of squares of ``X`` to ``sums`` and ``squares``.
+def weighted_moments(X, weight, index, sums, squares):
+    """Add the weighted column sums and sums of squares of ``X``'s rows to ``sums`` and
+    ``squares``, each row to its class's row of them: one read of ``X``.
 
     Parameters
     ----------
@@ -37,47 +37,15 @@ def weighted_moments(X, weight, sums, squares):
         Each element is converted to float64 as it is read.
     weight : ndarray of shape (n,) or (0,)
         float64 row weights; an empty array weighs every row 1.
-    sums, squares : ndarray of shape (d,), float64
+    index : ndarray of shape (n,) or (0,), integer
+        Each row's class, in ``[0, n_classes)``; an empty array puts every row in class 0.
+    sums, squares : ndarray of shape (n_classes, d), float64
         Updated in place.  Squares beyond 1e154 overflow to infinity, and NaN or infinity
         in ``X`` carry into the sums, as they would through numpy.
     """
     n, d = X.shape
     unit = weight.shape[0] == 0
-    block_sums = np.zeros(d)
-    block_squares = np.zeros(d)
-    for start in range(0, n, BLOCK_ROWS):
-        stop = min(start + BLOCK_ROWS, n)
-        block_sums[:] = 0.0
-        block_squares[:] = 0.0
-        for i in range(start, stop):
-            w = 1.0 if unit else weight[i]
-            for j in range(d):
-                value = np.float64(X[i, j])
-                weighted = w * value
-                block_sums[j] += weighted
-                block_squares[j] += weighted * value
-        for j in range(d):
-            sums[j] += block_sums[j]
-            squares[j] += block_squares[j]
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"contract"})
-def class_weighted_moments(X, weight, index, sums, squares):
-    """Add the weighted column sums and sums of squares of ``X``'s rows of each class to
-    the class's row of ``sums`` and ``squares``: one read of ``X``.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d), float32 or float64
-    weight : ndarray of shape (n,) or (0,)
-        As for :func:`weighted_moments`.
-    index : ndarray of shape (n,), integer
-        Each row's class, in ``[0, n_classes)``.
-    sums, squares : ndarray of shape (n_classes, d), float64
-        Updated in place.
-    """
-    n, d = X.shape
-    unit = weight.shape[0] == 0
+    one_class = index.shape[0] == 0
     block_sums = np.zeros(sums.shape)
     block_squares = np.zeros(squares.shape)
     for start in range(0, n, BLOCK_ROWS):
@@ -86,7 +54,7 @@ def class_weighted_moments(X, weight, index, sums, squares):
         block_squares[:] = 0.0
         for i in range(start, stop):
             w = 1.0 if unit else weight[i]
-            k = index[i]
+            k = 0 if one_class else index[i]
             for j in range(d):
                 value = np.float64(X[i, j])
                 weighted = w * value

@@ -75,7 +75,7 @@ def _dense_column_moments(X, weight):
     squares = np.zeros(X.shape[1])
     row_weight = np.empty(0) if weight is None else np.ascontiguousarray(weight,
                                                                          dtype=np.float64)
-    weighted_moments(X, row_weight, sums, squares)
+    weighted_moments(X, row_weight, np.empty(0, dtype=np.intp), sums[None], squares[None])
     total = float(X.shape[0]) if weight is None else float(np.sum(weight))
     return ColumnMoments(total, sums, squares)
 
