@@ -175,6 +175,13 @@ def test_compiled_dense_gradient_equals_the_block_products(dtype, weighted, fit_
                                atol=1e-12 * np.abs(blocks.grad).max())
 
 
+@pytest.mark.parametrize("bad", [3.0, -1.0, 0.5, np.nan])
+def test_compiled_gradient_refuses_targets_that_are_not_class_indices(bad):
+    X, y = np.ones((5, 2)), np.array([0.0, 1.0, 2.0, 1.0, bad])
+    with pytest.raises(ValueError, match="not a class index"):
+        multinomial_loss_grad((X, y, None), np.zeros(6), 3, False)
+
+
 def test_labels_and_solvers_are_checked_before_any_work():
     X, y, _ = _data(3)
     with pytest.raises(ValueError, match="only one class"):

@@ -40,7 +40,7 @@ def softmax_rows(X, y, weight, coef, intercept, grad_coef, grad_intercept):
     X : ndarray of shape (n, d), float32 or float64
         Each element is converted to float64 as it is read.
     y : ndarray of shape (n,)
-        Class indices (floats).
+        Class indices (floats); any other value is a ValueError.
     weight : ndarray of shape (n,) or (0,)
         float64 row weights; an empty array weighs every row 1.
     coef : ndarray of shape (K, d), float64
@@ -84,6 +84,8 @@ def softmax_rows(X, y, weight, coef, intercept, grad_coef, grad_intercept):
                 norm += math.exp(eta[k] - top)
             log_norm = top + math.log(norm)
             label = int(y[i])
+            if label < 0 or label >= n_classes or label != y[i]:
+                raise ValueError("y holds a value that is not a class index.")
             w = 1.0 if unit else weight[i]
             block_loss += w * (log_norm - eta[label])
             for k in range(n_classes):
