@@ -183,7 +183,36 @@ def test_warm_start_and_coef_init_are_fused_and_a_mean_start_is_not():
     # Gamma starts its intercept at g(mean y), known only after validation
     Xg, yg = _gamma_data()
     gamma = daskglm.GammaRegressor(solver="lbfgs").fit(Xg, yg)
-    assert [r.kind for r in gamma.comm_.records][:2] == [Kind.VALIDATE, Kind.TARGET_MEAN]
+    assert [r.kind for r in gamma.comm_.records][:2] == [Kind.VALIDATE, Kind.GRADIENT]
+
+
+@pytest.mark.parametrize("make", [lambda: daskglm.GammaRegressor(solver="lbfgs"),
+                                  lambda: daskglm.TweedieRegressor(power=1.5, solver="lbfgs"),
+                                  lambda: daskglm.PoissonRegressor(alpha=0, inference=True)])
+def test_the_mean_target_comes_from_the_validation_round(make, monkeypatch):
+    """The families that start at the mean target, and the null model of inference, take
+    ``sum w y`` and ``sum w offset`` from the validation round: no ``target_mean`` round,
+    and the same fit bit for bit as with that round (the same sums in the same tree)."""
+    from daskglm.engine.validation import ValidationVerbs
+
+    X, y = _gamma_data()
+    X, y = daskglm_dask(X), daskglm_dask(y)
+    offset = daskglm_dask(np.linspace(-0.2, 0.2, y.shape[0]))
+    shared = make().fit(X, y, offset=offset)
+    validate = ValidationVerbs.validate
+
+    def without_sums(self, *args, **kwargs):
+        summary = validate(self, *args, **kwargs)
+        self.target_sums = None
+        return summary
+
+    monkeypatch.setattr(ValidationVerbs, "validate", without_sums)
+    apart = make().fit(X, y, offset=offset)
+    assert Kind.TARGET_MEAN not in [r.kind for r in shared.comm_.records]
+    assert [r.kind for r in apart.comm_.records].count(Kind.TARGET_MEAN) == 1
+    assert shared.comm_.rounds == apart.comm_.rounds - 1
+    np.testing.assert_array_equal(shared.coef_, apart.coef_)
+    np.testing.assert_array_equal(shared.intercept_, apart.intercept_)
 
 
 def _classes_data(n_classes, n=3000, d=5):

@@ -22,17 +22,17 @@ them (:func:`~daskglm.accounting.ledger.kept_local`) and adds Dask's per-task co
 ============  ==================  ==============================  ============================
 kind          verb (method)       down (bytes)                    up (bytes)
 ============  ==================  ==============================  ============================
-validate      reduce (every fit)  ``8 G``                         ``8 (2 p + 4) T``
+validate      reduce (every fit)  ``8 G``                         ``8 (2 p + 6) T``
 gradient      reduce (gd, lbfgs,  ``8 (d + 1) G``                 ``8 (d + 2) T``
               proximal, newton)
 hessian       reduce (newton,     ``8 (d + 1) G``                 ``8 (d^2 + d + 2) T``
               averaging+newton)
 gram          reduce (normal)     ``0``                           ``8 (p^2 + 2 p + 3) T``
-validate_     reduce (normal: the ``0``                           ``8 (p^2 + 2 p + 6) T``
+validate_     reduce (normal: the ``0``                           ``8 (p^2 + 2 p + 8) T``
 gram          validation fused)
-validate_     reduce (lbfgs'      ``8 (d + 1) G``                 ``8 (2 p + d + 6) T``
+validate_     reduce (lbfgs'      ``8 (d + 1) G``                 ``8 (2 p + d + 8) T``
 gradient      first evaluation)
-validate_     reduce (newton's    ``8 (d + 1) G``                 ``8 (2 p + d^2 + d + 6) T``
+validate_     reduce (newton's    ``8 (d + 1) G``                 ``8 (2 p + d^2 + d + 8) T``
 hessian       first evaluation)
 local_solve   map (averaging)     ``8 (d + 3) G``                 ``8 (d + 4) P`` (once)
 local_solve   map_each (admm)     ``16 d P + 8 (d + 2 p + 5) G``  ``8 (2 d + 4) P`` per iteration
@@ -56,8 +56,10 @@ gradient      with compression)
 deadline_     deadline round      ``8 (d + 1) P``                 ``8 (d + 2)`` per partition
 gradient      (gd, deadline)                                      arrived
 target_mean   reduce (Gamma,      ``0``                           ``8 * 3 T``
-              Tweedie, ..., or
-              ``inference``)
+              Tweedie, ...,
+              ``inference``, on
+              labels encoded
+              after validation)
 inference     reduce (after a     ``8 (d + 2) G``                 ``8 (3 d^2 + 9) T``
               fit, ``inference``)
 null_model    reduce (the same,   ``8 G``                         ``8 * 3 T``
@@ -315,13 +317,13 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     p = d if n_features is None else int(n_features)
     T = G + tree_tasks(G, split_every)
     table = {
-        Kind.VALIDATE: (8 * G, 8 * (2 * p + 4) * T),
+        Kind.VALIDATE: (8 * G, 8 * (2 * p + 6) * T),
         Kind.GRADIENT: (8 * (d + 1) * G, 8 * (d + 2) * T),
         Kind.HESSIAN: (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
         Kind.GRAM: (0, 8 * (p * p + 2 * p + 3) * T),
-        Kind.VALIDATE_GRAM: (0, 8 * (p * p + 2 * p + 6) * T),
-        Kind.VALIDATE_GRADIENT: (8 * (d + 1) * G, 8 * (2 * p + 4 + d + 2) * T),
-        Kind.VALIDATE_HESSIAN: (8 * (d + 1) * G, 8 * (2 * p + 4 + d * d + d + 2) * T),
+        Kind.VALIDATE_GRAM: (0, 8 * (p * p + 2 * p + 8) * T),
+        Kind.VALIDATE_GRADIENT: (8 * (d + 1) * G, 8 * (2 * p + 6 + d + 2) * T),
+        Kind.VALIDATE_HESSIAN: (8 * (d + 1) * G, 8 * (2 * p + 6 + d * d + d + 2) * T),
         "averaging": (8 * (d + 3) * G, 8 * (d + 4) * P),
         "admm": (8 * 2 * d * P + 8 * (d + 2 * p + 5) * G, 8 * (2 * d + 4) * P),
         Kind.SIZES: (0, 16 * P),

@@ -129,6 +129,10 @@ class PartitionSummary:
     #: The labels' weighted counts (:class:`~daskglm.compute.label_counts.LabelCounts`),
     #: with ``labels="counts"`` or ``"moments"``.
     label_counts: object = None
+    #: ``sum w y`` and ``sum w offset`` (:func:`~daskglm.compute.inference.target_moments`;
+    #: 0 where ``y`` is not finite): the start and the null model of some families.
+    target: float = 0.0
+    offset: float = 0.0
 
     def __add__(self, other):
         labels = None
@@ -143,6 +147,7 @@ class PartitionSummary:
         return PartitionSummary(
             self.rows + other.rows, self.weight + other.weight, self.problems + other.problems,
             labels, self.nbytes + other.nbytes, moments, label_counts,
+            self.target + other.target, self.offset + other.offset,
         )
 
 
@@ -252,7 +257,14 @@ def summarize(part, family, labels=False, sums_finite=None):
     if offset is not None and not all_finite(offset):
         problems.append("offset contains NaN or infinity.")
     size = stored_bytes(X) + stored_bytes(y) + stored_bytes(weight) + stored_bytes(offset)
-    return PartitionSummary(int(X.shape[0]), total, problems, found, size, moments, counts)
+    target = offset_sum = 0.0
+    if y_finite:
+        from .inference import target_moments
+
+        sums = target_moments(part)
+        target, offset_sum = sums.target, sums.offset
+    return PartitionSummary(int(X.shape[0]), total, problems, found, size, moments, counts,
+                            target, offset_sum)
 
 
 def partition_weight(part):

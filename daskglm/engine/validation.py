@@ -1,7 +1,7 @@
 """The validation round and the transformations of the partitions where they live.
 
 Every fit begins with one read of the data (:meth:`ValidationVerbs.validate`): sizes,
-weights, NaN/inf, labels and column moments.  Columns of extreme scale are rescaled by
+weights, NaN/inf, labels, column moments and the weighted sums of the target and offset.  Columns of extreme scale are rescaled by
 powers of two where they live, and class labels are encoded as 0/1 there
 (:meth:`ValidationVerbs.relabel`).
 
@@ -44,6 +44,10 @@ class ValidationVerbs:
     #: until the solver takes it (:meth:`take_first_evaluation`).
     first_evaluation = None
 
+    #: ``(sum w y, sum w offset)`` from the validation round, while no transformation has
+    #: changed the targets or weights since (the mean target without a round of its own).
+    target_sums = None
+
     def validate(self, family, labels=False, rescale=False, first=None):
         """One round over the data: row count, total weight, NaN/inf, labels, weights.
 
@@ -85,6 +89,8 @@ class ValidationVerbs:
             summary, moments = fused.summary, fused.summary.moments
         self.labels = summary.labels
         self.label_counts = summary.label_counts
+        # the targets as the solvers see them: not once labels are to be encoded
+        self.target_sums = None if labels else (summary.target, summary.offset)
         self.column_moments = moments
         self.data_bytes = summary.nbytes
         if self.reads_source:  # this round read the data from their source
@@ -144,6 +150,7 @@ class ValidationVerbs:
 
     def _transform(self, fn, arg, kind):
         """One round: ``parts[i] = fn(parts[i], arg)`` where the partitions live."""
+        self.target_sums = None
         with Timer() as timer, self._probe(kind) as probe:
             self._replace_parts(fn, arg, probe)
         n = self.n_partitions

@@ -100,11 +100,15 @@ def _positive_block(block):
 
 
 def _target_moments(engine, family, inference):
-    """Weighted mean target and offset (one ``Kind.TARGET_MEAN`` round), when the fit
-    starts from it (:class:`~daskglm.model.families._StartAtTypicalMean` families) or its
-    null model needs it; else None."""
+    """Weighted mean target and offset, when the fit starts from it
+    (:class:`~daskglm.model.families._StartAtTypicalMean` families) or its null model needs
+    it; else None.  From the validation round's sums, or one ``Kind.TARGET_MEAN`` round
+    when the targets were encoded after it (class labels)."""
     if not (inference or isinstance(family, _StartAtTypicalMean)):
         return None
+    sums = getattr(engine, "target_sums", None)
+    if sums is not None:  # summed by the validation round
+        return sums[0] / engine.sum_weight, sums[1] / engine.sum_weight
     moments = engine.reduce(target_moments, kind=Kind.TARGET_MEAN)
     return moments.target / moments.weight, moments.offset / moments.weight
 
