@@ -70,7 +70,7 @@ def _dask_noop_round(engine):
 
 def _unmeasured_probe(engine):
     """A round's probe that names the round's tasks, as every round needs, and measures
-    nothing: the ledger's counters cost what a round with it saves."""
+    nothing: a round with it costs what a round would cost without the ledger."""
     from daskglm.engine.measure import _DaskProbe
 
     class Unmeasured(_DaskProbe):
