@@ -74,7 +74,10 @@ def main(args):
     y_binary = (rng.uniform(size=n) < 1 / (1 + np.exp(-(X @ coef)))).astype(float)
     scores = X[:, :3] + rng.gumbel(size=(n, 3))
     y_classes = np.argmax(scores, axis=1).astype(float)
-    lbfgs = lambda: daskglm.LogisticRegression(solver="lbfgs")  # noqa: E731
+
+    def lbfgs():
+        return daskglm.LogisticRegression(solver="lbfgs")
+
     cases = [
         ("LinearRegression", lambda: daskglm.LinearRegression(), "linear"),
         ("LogisticRegression lbfgs", lbfgs, "binary"),

@@ -104,7 +104,7 @@ class ValidationVerbs:
         self.n_samples = summary.rows
         self.sum_weight = summary.weight
         if first is not None:
-            self.first_evaluation = (first.kernel, tuple(first.args), fused.result)
+            self.keep_first_evaluation(first, fused.result)
         unsafe = self._unsafe_columns()
         if unsafe.any():
             maxima = self.reduce(column_max_abs, kind=Kind.MAXIMA).values
@@ -118,6 +118,13 @@ class ValidationVerbs:
             summary = self.validate(family, labels)
             self.column_scale = scale
         return summary
+
+    def keep_first_evaluation(self, first, result):
+        """Keep ``result`` as the value of ``first`` (a solver's first evaluation, computed
+        in the validation round or from what it gathered) for
+        :meth:`take_first_evaluation`."""
+        self.first_evaluation = None if result is None else (first.kernel, tuple(first.args),
+                                                             result)
 
     def take_first_evaluation(self, kernel, *args):
         """The result of ``kernel(part, *args)`` summed over the partitions if the

@@ -377,7 +377,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                                                fit_intercept)
         else:
             return
-        engine.first_evaluation = (first.kernel, tuple(first.args), stats)
+        engine.keep_first_evaluation(first, stats)
 
     def _set_coef(self, coef, intercept):
         self.coef_ = coef
@@ -425,10 +425,11 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
 
 def _follows_from_class_sums(first, X):
-    """Whether ``first`` (a solver's first evaluation, or None) is a loss and gradient at
-    zero coefficients, which the validation round's per-class column sums give without a
-    round of their own, on dense numpy ``X`` (where those sums share the validation's
-    one compiled read)."""
+    """Whether ``first`` (a solver's first evaluation, made before the classes are known:
+    for two classes, or None) is a loss and gradient at zero coefficients, which the
+    validation round's per-class column sums give without a round of their own, for two
+    classes or more (:meth:`_GLMBase._first_evaluation_from_classes`), on dense numpy
+    ``X`` (where those sums share the validation's one compiled read)."""
     if first is None or first.kernel is not loss_grad:
         return False
     params, _, fit_intercept = first.args
