@@ -35,8 +35,9 @@ def slow_worker(client, worker_address, seconds):
     """Make every daskglm kernel task on one worker sleep ``seconds`` before it runs.
 
     Kernel tasks are the tasks that run a kernel on partitions (those of every engine
-    verb); the combine tasks of the reduction tree and the tasks that fetch results are
-    not slowed.  The delay is a module-level setting in the worker's process, set with
+    verb, and each group of partitions a direct round runs on that worker: see
+    :mod:`daskglm.engine.direct`); the combine tasks of the reduction tree and the tasks
+    that fetch results are not slowed.  The delay is a module-level setting in the worker's process, set with
     ``client.run`` on entry and removed on exit (also when the block raises); while no
     worker is slowed, a task's check of it costs one test of an empty dict.
 

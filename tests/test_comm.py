@@ -101,7 +101,7 @@ def test_the_model_table_is_what_the_engine_counts(method):
 
 # measured against modelled on a real cluster ------------------------------------------------
 def test_measured_bytes_stay_within_half_and_twice_the_model(client):
-    kinds = {}
+    kinds, routes = {}, {}
     cases = [("binomial", 6, 8, ["lbfgs", "newton", "admm", "averaging"]),
              ("gaussian", 6, 4, ["normal"]),
              ("binomial", 120, 8, ["newton", "averaging"])]  # payload-dominated rounds
@@ -116,12 +116,18 @@ def test_measured_bytes_stay_within_half_and_twice_the_model(client):
                 assert record.bytes_measured is not None, record
                 ratio = record.bytes_measured / record.bytes_modelled
                 kinds.setdefault(record.kind, []).append(ratio)
+                routes[record.route] = record
                 assert 0.5 <= ratio <= 2.0, (method, d, record)
     assert {"validate", "gradient", "hessian", "gram", "local_solve"} <= set(kinds)
-    # the measurement is made of Dask's counters, every one of them non-zero here
-    record = engine.ledger.records[-1]
+    # a task round's measurement is made of Dask's counters, every one of them non-zero
+    # here; a direct round's of the calls and answers, none through the scheduler
+    assert set(routes) == {"tasks", "direct"}
+    record = routes["tasks"]
     assert record.bytes_submitted > 0 and record.bytes_dispatched > 0
     assert record.bytes_transferred > 0 and record.transfers > 0
+    record = routes["direct"]
+    assert record.bytes_submitted > 0 and record.bytes_dispatched == 0
+    assert record.bytes_transferred > 0 and record.transfers is None
 
 
 def test_cluster_report_has_timings_and_identifies_the_cluster(client):

@@ -12,6 +12,7 @@ import threading
 import time
 import warnings
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -160,7 +161,9 @@ def fit_killing_a_worker(client, Xd, yd, options):
     def fit():
         token = progress._listener.set(lambda entry: started.set())
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            # every round as tasks: the kill waits until the victim runs one
+            with warnings.catch_warnings(record=True) as caught, \
+                    dask.config.set({"daskglm.direct-rounds": False}):
                 warnings.simplefilter("always")
                 outcome["model"] = daskglm.LogisticRegression(
                     C=C, solver="lbfgs", solver_options=options, **TIGHT).fit(Xd, yd)

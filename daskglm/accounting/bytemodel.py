@@ -180,6 +180,7 @@ from .kinds import Kind
 
 __all__ = [
     "nbytes", "TASK_BYTES", "REF_BYTES", "RESULT_BYTES", "control_bytes", "payload_model",
+    "CALL_BYTES", "ITEM_BYTES", "direct_control_bytes", "holders_control_bytes",
     "tree_tasks", "tree_depth", "top_partials",
 ]
 
@@ -193,6 +194,28 @@ TASK_BYTES = 1900
 #: ``distributed`` 2026.x at 330-670 and 550-700 bytes.
 REF_BYTES = 450
 RESULT_BYTES = 600
+
+
+#: Framing of one direct round's call and answer (:mod:`daskglm.engine.direct`), as
+#: daskglm pickles them: the kernel's reference, the arguments without numeric data, the
+#: answer's tree nodes and timings.  Measured at 370 to 800 bytes per call.
+CALL_BYTES = 600
+
+#: Framing of each result beyond one per call in a direct gather round's answer (and of
+#: its per-partition item, if any): measured at 60 to 200 bytes.
+ITEM_BYTES = 100
+
+
+def holders_control_bytes(holders, partitions):
+    """Modelled Dask control traffic of making ``holders`` partition holders that
+    reference ``partitions`` partitions: a task each, naming its partitions."""
+    return TASK_BYTES * holders + REF_BYTES * max(0, partitions - holders)
+
+
+def direct_control_bytes(record, calls):
+    """Modelled framing of a direct round of ``calls`` calls (see :data:`CALL_BYTES`)."""
+    extra = max(0, record.partitions - calls) if record.split_every is None else 0
+    return CALL_BYTES * calls + ITEM_BYTES * extra
 
 
 def control_bytes(record):

@@ -138,6 +138,14 @@ class RoundRecord:
     seconds_blocked : float or None
         ``push`` records of parameter-server SGD: seconds tasks waited at the staleness
         bound, summed over tasks; None otherwise.
+    route : str or None
+        How a cluster round reached the workers: ``"tasks"`` (scheduler tasks) or
+        ``"direct"`` (one call per worker to its partition holder, past the scheduler:
+        :mod:`daskglm.engine.direct`); None in this process.
+    holders : int
+        Partition holders the round started making on the workers, for the direct rounds
+        after it (their tasks are measured with the round, and modelled in
+        ``bytes_overhead``); 0 for most rounds.
     """
 
     kind: str
@@ -167,6 +175,8 @@ class RoundRecord:
     topology: str | None = None
     clock_staleness: dict | None = None
     seconds_blocked: float | None = None
+    route: str | None = None
+    holders: int = 0
 
     @property
     def bytes_modelled(self) -> int:

@@ -111,7 +111,8 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
             futures = _scatter_in_order(client, sources)
             d = X.shape[1]
         engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every,
-                                   group_partitions=group_partitions, sources=sources)
+                                   group_partitions=group_partitions, sources=sources,
+                                   direct_rounds=direct_rounds_enabled())
     engine.reads_source = dask_input
     engine.cache_reason = reason
     engine.topology = topology
@@ -121,6 +122,16 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         engine.close()
         raise
     return engine
+
+
+def direct_rounds_enabled():
+    """Whether cluster engines may run rounds on partition holders, past the scheduler
+    (:mod:`daskglm.engine.direct`): Dask's config key ``daskglm.direct-rounds``
+    (default True; ``dask.config.set({"daskglm.direct-rounds": False})`` keeps every
+    round on scheduler tasks)."""
+    import dask
+
+    return bool(dask.config.get("daskglm.direct-rounds", True))
 
 
 def stream_engines(X, y, sample_weight=None, *, family, client="auto", ledger=None):

@@ -12,6 +12,7 @@ from ..compute.tree import (
     tree_root,
 )
 from .base import Engine
+from .direct import DirectRoundFailed, DirectRounds
 from .measure import DaskMeter
 from .partitions import _realign
 from .tasks import (
@@ -23,6 +24,9 @@ from .tasks import (
     _run_task,
 )
 from .topologies import RING_KINDS, ring_sum, server_sum
+
+#: Failed direct rounds after which an engine runs every round as tasks.
+MAX_DIRECT_FAILURES = 2
 
 #: Broadcast arguments larger than this are scattered to the workers once per round
 #: instead of being embedded in every task.
@@ -51,6 +55,12 @@ class DistributedEngine(Engine):
     tree depends on partition indices only (:func:`~daskglm.compute.tree.complete_nodes`), so
     results do not depend on where partitions live.
 
+    With ``direct_rounds`` (the default), the stateless rounds of tree topology run as
+    one call per worker to a partition holder once the holders are ready, past the
+    scheduler (:mod:`daskglm.engine.direct`): the same results, without a scheduler round
+    trip per round.  Only with grouped partitions on at most ``split_every`` workers (the
+    driver then gathers as many answers as a task round's tree leaves it partials).
+
     Partitions computed from Dask collections are recomputed by Dask when a worker is
     lost.  In-memory input has no such lineage: the engine keeps its partitions on the
     driver (``sources``, views of the caller's arrays where no conversion was needed) and
@@ -58,7 +68,7 @@ class DistributedEngine(Engine):
     """
 
     def __init__(self, client, part_futures, n_features, ledger=None, split_every=8,
-                 group_partitions=True, sources=None):
+                 group_partitions=True, sources=None, direct_rounds=True):
         super().__init__(n_features, ledger, split_every)
         self.client = client
         self.parts = list(part_futures)
@@ -70,6 +80,11 @@ class DistributedEngine(Engine):
         self._holder_futures = {}
         #: how tree rounds sum their partials (:mod:`daskglm.engine.topologies`)
         self.topology = "tree"
+        #: whether stateless rounds may run on partition holders
+        self.direct_rounds = bool(direct_rounds)
+        self._direct = None
+        self._direct_failures = 0
+        self._task_rounds = 0
         self._regroup()
 
     def _regroup(self):
@@ -91,6 +106,19 @@ class DistributedEngine(Engine):
         return tuple(sent)
 
     def _execute(self, fn, args, each, tree, probe):
+        failures = self._direct_failures
+        direct = self._ready_direct()
+        if direct is not None:
+            try:
+                result, probe.direct = direct.run(fn, args, each, tree)
+                return result, 0
+            except DirectRoundFailed:
+                self._give_up_direct()
+        # from the second task round (a fit of one round after its validation makes none),
+        # and not in a round whose holders just failed (its partitions may be lost)
+        if self._task_rounds and failures == self._direct_failures:
+            self._request_direct(probe)  # made while this round runs, used from the next
+        self._task_rounds += 1
         created = []  # released at once if the round fails or is interrupted
         try:
             return self._submit(fn, args, each, tree, probe, created)
@@ -98,6 +126,54 @@ class DistributedEngine(Engine):
             for future in created:
                 future.release()
             raise
+
+    # direct rounds ------------------------------------------------------------------
+    def _direct_applies(self):
+        return (self.direct_rounds and self.group_partitions and self.cache == "memory"
+                and self.topology == "tree")
+
+    def _ready_direct(self):
+        """The partition holders, when they are made for the current partitions; else None."""
+        direct = self._direct
+        if direct is None or not self._direct_applies():
+            return None
+        if direct.engine_groups != self.groups:  # regrouped: holders for the new groups
+            self._drop_direct()
+            return None
+        try:
+            ready = direct.ready()
+        except DirectRoundFailed:
+            self._give_up_direct()
+            return None
+        return direct if ready else None
+
+    def _request_direct(self, probe):
+        """Start making partition holders for the current partitions (without waiting),
+        grouped by where the partitions are now, as part of ``probe``'s round."""
+        if self._direct is not None or not self._direct_applies():
+            return
+        try:
+            if self._direct_failures:  # partitions lost may have been recomputed elsewhere
+                self._regroup()
+            self._direct = DirectRounds(self.client, self.parts, self.groups,
+                                        probe.holder_keys, max_holders=self.split_every)
+        except Exception:  # e.g. a group whose worker is unknown: stay on tasks
+            self.direct_rounds = False
+            return
+        probe.holders = len(self._direct.workers)
+
+    def _drop_direct(self):
+        if self._direct is not None:
+            self._direct.close()
+            self._direct = None
+
+    def _give_up_direct(self):
+        """Drop the holders; after :data:`MAX_DIRECT_FAILURES` failures, run every later
+        round as tasks (else holders are made again after the next task round)."""
+        self._drop_direct()
+        self._direct_failures += 1
+        if self._direct_failures >= MAX_DIRECT_FAILURES:
+            self.direct_rounds = False
 
     def _submit(self, fn, args, each, tree, probe, created):
         sent = self._broadcast(args, created)
@@ -425,11 +501,13 @@ class DistributedEngine(Engine):
         scattered = self.client.scatter(parts, hash=False)
         for i, future in zip(lost, self.client.map(_realign, scattered, pure=False)):
             self.parts[i] = future
+        self._drop_direct()
         self._regroup()
 
     def _replace_parts(self, fn, arg, probe):
         new = self.client.map(fn, self.parts, [arg] * self.n_partitions,
                               key=probe.keys(self.n_partitions), pure=False)
+        self._drop_direct()
         for future in self.parts:
             future.release()
         self.parts = new
@@ -439,6 +517,7 @@ class DistributedEngine(Engine):
 
     def close(self):
         self._close_holders()
+        self._drop_direct()
         self.collect_measurements()
         for states in self._states.values():
             self._release_states(states)

@@ -15,7 +15,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 
-from ..accounting.bytemodel import control_bytes
+from ..accounting.bytemodel import control_bytes, holders_control_bytes
 from ..accounting.ledger import _timing, kept_local
 
 try:  # the scheduler plugin needs distributed's base class
@@ -33,6 +33,11 @@ COLLECT_EVERY_TASKS = 400
 #: Prefix of the keys of every task the engine submits; combine tasks use ``SUM_PREFIX``.
 KEY_PREFIX = "daskglm_"
 SUM_PREFIX = KEY_PREFIX + "sum"
+#: Keys of the tasks that make a round's partition holders (:mod:`daskglm.engine.direct`):
+#: measured with the round, not timed as its partition tasks.
+HOLDER_PREFIX = KEY_PREFIX + "holders"
+#: How the ledger describes the measurement of direct rounds (:mod:`daskglm.engine.direct`).
+DIRECT_MEASUREMENT = "; direct rounds: their calls and answers, as pickled by daskglm"
 #: Keys of the small tasks of a stateful round that split a group's output on its worker
 #: (timed with the combine tasks, not as partition tasks).
 PICK_PREFIX = SUM_PREFIX + "_pick"
@@ -150,6 +155,8 @@ class RoundsPlugin(_SchedulerPlugin):
         # times are shifted onto it by an estimate that can be off by more than the
         # waits being measured.  Durations come from the worker's clock.
         received = time.time()
+        if key.startswith(HOLDER_PREFIX):
+            return
         is_partition = not key.startswith(SUM_PREFIX)
         thread = (kwargs.get("worker"), kwargs.get("thread"))
         for startstop in kwargs.get("startstops") or ():
@@ -203,10 +210,19 @@ class _DaskProbe:
         #: set by the backend when a tree round summed its partials otherwise
         #: (:mod:`daskglm.engine.topologies`)
         self.topology = None
+        #: set by the backend when the round ran on the partition holders
+        #: (:class:`~daskglm.engine.direct.DirectMeasurement`), measured as it ran
+        self.direct = None
+        #: partition holders the round started making (:meth:`holder_keys`)
+        self.holders = 0
 
     def keys(self, n):
         """Keys for the round's ``n`` partition tasks."""
         return [f"{self.prefix}{i}" for i in range(n)]
+
+    def holder_keys(self, n):
+        """Keys for ``n`` partition holders made during the round (measured with it)."""
+        return [f"{HOLDER_PREFIX}-{self.token}-{i}" for i in range(n)]
 
     def combine_key(self):
         """A key for one more combine task of the round's tree."""
@@ -225,16 +241,24 @@ class _DaskProbe:
         return None
 
     def finish(self, record, report):
-        if self.topology is not None:
-            _mark_topology(record, self.topology, self.meter.workers)
-        record.bytes_overhead = control_bytes(record)
-        if record.topology in (None, "tree"):
-            record.bytes_kept_local = kept_local(record, self.meter.workers)
-        record.bytes_submitted = self.submitted
         report.engine = "distributed"
         report.workers = report.workers or self.meter.workers
         report.cores = report.cores or self.meter.cores
-        report.measurement = self.meter.description
+        record.bytes_overhead = control_bytes(record)
+        if self.holders:
+            record.holders = self.holders
+            record.bytes_overhead += holders_control_bytes(self.holders, record.partitions)
+        direct = self.direct is not None or DIRECT_MEASUREMENT in (report.measurement or "")
+        report.measurement = self.meter.description + (DIRECT_MEASUREMENT if direct else "")
+        if self.direct is not None:
+            self.direct.fill(record)
+            return
+        record.route = "tasks"
+        if self.topology is not None:
+            _mark_topology(record, self.topology, self.meter.workers)
+        if record.topology in (None, "tree"):
+            record.bytes_kept_local = kept_local(record, self.meter.workers)
+        record.bytes_submitted = self.submitted
         self.meter.add(record, self.token, report)
 
 
@@ -254,6 +278,18 @@ def _mark_topology(record, topology, workers):
     record.bytes_returned = int(round(returned_bytes(topology, result, groups)))
     record.bytes_kept_local = (int(round(groups * result / max(1, workers or 1)))
                                if topology == "server" else 0)
+
+
+def _interval_ends(starts, now):
+    """Where each round's share of the scheduler's stream bytes ends: at the next round's
+    start in the order the scheduler saw them (stream bytes only grow, so that is the
+    order of the snapshots, whatever the order the rounds were recorded in), or ``now``.
+    None for a round not seen."""
+    seen = sorted((start, i) for i, start in enumerate(starts) if start is not None)
+    ends = [None] * len(starts)
+    for (_, i), following in zip(seen, seen[1:] + [(now, None)]):
+        ends[i] = following[0]
+    return ends
 
 
 class DaskMeter:
@@ -339,14 +375,12 @@ class DaskMeter:
                 for i, value in enumerate(row):
                     total[i] += value
         rounds = scheduler["rounds"] if scheduler else {}
-        snapshots = [rounds.get(token, {}).get("snapshot") for token in tokens]
-        snapshots.append(scheduler["now"] if scheduler else None)
+        starts = [rounds.get(token, {}).get("snapshot") for token in tokens]
+        ends = _interval_ends(starts, scheduler["now"] if scheduler else None)
         for i, (record, token, report) in enumerate(pending):
             if self.cores:
                 report.cores, report.workers = self.cores, self.workers
-            start, end = snapshots[i], snapshots[i + 1]
-            if start is not None and end is None:  # next round not seen: use the next known
-                end = next((s for s in snapshots[i + 2:] if s is not None), None)
+            start, end = starts[i], ends[i]
             record.bytes_dispatched = (
                 max(0, end - start) if start is not None and end is not None else None
             )

@@ -1,0 +1,326 @@
+"""Direct rounds: a round's calls sent straight to the workers, past the scheduler.
+
+Every task round costs a scheduler round trip (13 to 17 ms for two tasks on a two-core
+machine, as much as reading a 100 MB partition).  A *partition holder* is a Dask actor
+pinned to each worker that holds partitions: it keeps references to that worker's
+persisted partitions (no copy), and a direct round sends each holder one call.  The
+holder runs its worker's groups of partitions on the worker's own threads, as the round's
+tasks would (:func:`~daskglm.compute.tree.run_group`), merges their complete subtrees
+(:func:`~daskglm.compute.tree.combine_nodes`) and answers; the driver sums the answers in
+the same fixed-order tree, so a direct round's result is bit-identical to the task
+round's.
+
+The engine (:class:`~daskglm.engine.distributed.DistributedEngine`) makes the holders
+without waiting, while a task round runs, and uses them from the next round.  They are
+dropped whenever the partitions change (a transformation, a recovery after a lost worker,
+a regrouping) and when a call fails: that round runs again as tasks, where Dask's lineage
+and the engine's recovery rebuild what was lost.  A kernel's own error is raised as it
+would be from a task.
+
+Measurement: the engine pickles each call itself, and the holder its answer, so the bytes
+every direct round moves are counted as sent (``bytes_submitted``: the calls;
+``bytes_transferred``: the answers; Dask's message envelope, a few hundred bytes per
+call, is not in them).  Compute times are timed on the workers and placed on the
+driver's clock when each answer arrives, as the scheduler plugin does for tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import pickle
+import threading
+import time
+
+from ..compute.tree import combine_nodes, run_group, tree_root
+from . import tasks
+
+__all__ = ["PartitionHolder", "DirectRounds", "DirectRoundFailed"]
+
+#: Seconds a direct call waits to connect to a worker before its round runs as tasks.
+CONNECT_SECONDS = 5.0
+
+#: Seconds a round waits for the holders being made before it runs as tasks.
+MAKE_SECONDS = 2.0
+
+
+class DirectRoundFailed(Exception):
+    """A holder could not be reached or answered outside the kernel: run the round as tasks."""
+
+
+def _dumps(value):
+    import cloudpickle  # kernels may be closures, as in a task's graph
+
+    return cloudpickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _loads(payload):
+    return pickle.loads(payload)
+
+
+class PartitionHolder:
+    """A Dask actor holding one worker's persisted partitions for direct rounds.
+
+    Parameters
+    ----------
+    groups : list of list of int
+        The worker's groups of partition indices, one per worker thread.
+    *parts
+        The partitions of ``groups``, in order (Dask hands the actor the objects in the
+        worker's memory).
+    """
+
+    def __init__(self, groups, *parts):
+        from distributed import get_worker
+
+        self.groups = [list(group) for group in groups]
+        indices = [i for group in self.groups for i in group]
+        self.parts = dict(zip(indices, parts))
+        worker = get_worker()
+        self.address = worker.address
+        self.executor = worker.executors["default"]
+
+    def _run_group(self, fn, group, items, args, reduce_args):
+        start = time.perf_counter()
+        if tasks._TASK_DELAYS:  # slowed as its tasks would be (daskglm.testing.slow_worker)
+            time.sleep(tasks._TASK_DELAYS.get(self.address, 0.0))
+        result = run_group(fn, [self.parts[i] for i in group], items, args, *reduce_args)
+        stop = time.perf_counter()
+        return result, (threading.get_ident(), stop - start, stop)
+
+    async def run(self, payload):
+        """Run one round's call: ``payload`` is the pickled ``(fn, args, items, n_leaves)``,
+        ``items`` None or one list per group, ``n_leaves`` None for a gather round.
+
+        Returns the pickled ``(True, answer, timings)``, ``answer`` the merged complete
+        nodes (tree round) or ``{index: result}``; ``(False, error, None)`` when the kernel
+        raised.
+        """
+        fn, args, items, n_leaves = _loads(payload)
+        loop = asyncio.get_running_loop()
+        jobs = []
+        for g, group in enumerate(self.groups):
+            reduce_args = () if n_leaves is None else (group, n_leaves)
+            # in a copy of this call's context, where get_worker() finds the worker
+            jobs.append(loop.run_in_executor(
+                self.executor, contextvars.copy_context().run, self._run_group, fn, group,
+                None if items is None else items[g], args, reduce_args))
+        try:
+            outputs = await asyncio.gather(*jobs)
+        except Exception as exc:  # the kernel's error, raised on the driver
+            return _dumps((False, _picklable(exc), None))
+        answered = time.perf_counter()
+        timings = [(thread, seconds, answered - stop) for _, (thread, seconds, stop) in outputs]
+        if n_leaves is None:
+            answer = {i: r for group, (results, _) in zip(self.groups, outputs)
+                      for i, r in zip(group, results)}
+        else:
+            answer = combine_nodes(n_leaves, *(nodes for nodes, _ in outputs))
+        return _dumps((True, answer, timings))
+
+
+def _on_this_machine(address):
+    """Whether a worker's address is on the loopback interface (or in this process)."""
+    from distributed.comm import get_address_host, parse_address
+
+    try:
+        if parse_address(address)[0] == "inproc":
+            return True
+        host = get_address_host(address)
+    except Exception:  # a scheme this process cannot parse: go through the scheduler
+        return False
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _picklable(exc):
+    try:
+        pickle.dumps(exc)
+        return exc
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+class DirectMeasurement:
+    """What a direct round moved and how long its groups computed."""
+
+    def __init__(self, sent, returned, calls, groups, spans):
+        self.sent, self.returned, self.calls = sent, returned, calls
+        self.groups, self.spans = groups, spans
+
+    def fill(self, record):
+        """Write the measured fields of ``record``."""
+        from ..accounting.bytemodel import direct_control_bytes
+        from ..accounting.ledger import _timing
+
+        record.route = "direct"
+        record.bytes_overhead = direct_control_bytes(record, self.calls)
+        record.bytes_submitted = self.sent
+        record.bytes_dispatched = 0
+        record.bytes_transferred = self.returned
+        record.bytes_measured = self.sent + self.returned
+        record.transfers = record.seconds_transferring = None  # no data requests: calls
+        tasks = max(1, record.tasks)
+        record.bytes_kept_local = (int(round((self.groups - self.calls) * record.bytes_returned
+                                             / tasks)) if record.split_every else 0)
+        for name, value in _timing(self.spans).items():
+            setattr(record, name, value)
+
+
+class DirectRounds:
+    """The partition holders of one set of persisted partitions, and the rounds run on them.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    parts : list of Future
+        The engine's partitions.
+    groups : list of list of int
+        The engine's groups (one per worker thread), each on one worker.
+    keys : callable
+        ``keys(n)``: the keys of the ``n`` holders' tasks (named for the round that makes
+        them, which the ledger measures with them).
+    max_holders : int
+        The most holders (workers) allowed: the driver sums one answer from each.
+
+    Raises
+    ------
+    DirectRoundFailed
+        A group's partitions are not on one known worker, or there are more workers than
+        ``max_holders``.
+    """
+
+    def __init__(self, client, parts, groups, keys, max_holders):
+        self.client = client
+        self.engine_groups = [list(group) for group in groups]
+        self._made = False
+        self.n_partitions = len(parts)
+        self.n_groups = len(groups)
+        holders = client.who_has(parts)
+        by_worker = {}
+        for group in self.engine_groups:
+            where = {(holders.get(parts[i].key) or (None,))[0] for i in group}
+            if len(where) != 1 or None in where:  # a holder must not pull partitions over
+                raise DirectRoundFailed(f"partitions {group} are not on one known worker")
+            by_worker.setdefault(where.pop(), []).append(group)
+        if len(by_worker) > max_holders:
+            raise DirectRoundFailed(f"{len(by_worker)} workers: more than {max_holders} "
+                                    "answers for the driver to sum")
+        self.workers = sorted(by_worker)
+        self.groups = [by_worker[w] for w in self.workers]
+        names = keys(len(self.workers))
+        # pinned: a holder must never be made again, empty-handed, on another worker
+        self.futures = [
+            client.submit(PartitionHolder, worker_groups,
+                          *(parts[i] for group in worker_groups for i in group),
+                          actor=True, workers=[worker], allow_other_workers=False, pure=False,
+                          key=name)
+            for worker, worker_groups, name in zip(self.workers, self.groups, names)
+        ]
+
+    def ready(self):
+        """Whether every holder has been made, waiting up to :data:`MAKE_SECONDS` for
+        those still being made (a round trip they started before this round).
+
+        Raises
+        ------
+        DirectRoundFailed
+            A holder failed, or was lost with its worker.
+        """
+        from distributed import wait
+
+        if not self._made:
+            try:
+                wait(self.futures, timeout=MAKE_SECONDS)
+            except TimeoutError:
+                pass
+        statuses = {future.status for future in self.futures}
+        if statuses == {"finished"}:
+            self._made = True
+            return True
+        if self._made or statuses & {"error", "cancelled", "lost"}:
+            raise DirectRoundFailed(f"partition holders are {sorted(statuses)}")
+        return False
+
+    def run(self, fn, args, each, tree):
+        """One round on the holders: ``(tree sum or per-partition results, measurement)``.
+
+        Raises
+        ------
+        DirectRoundFailed
+            A holder could not be reached or failed outside the kernel.
+        """
+        n_leaves = self.n_partitions if tree else None
+        if each is None:  # the same call to every holder: pickled once
+            payloads = [_dumps((fn, args, None, n_leaves))] * len(self.groups)
+        else:
+            payloads = [_dumps((fn, args, [[each[i] for i in group] for group in worker_groups],
+                                n_leaves))
+                        for worker_groups in self.groups]
+        try:
+            answers = self.client.sync(self._call_all, payloads)
+        except Exception as exc:
+            raise DirectRoundFailed(f"{type(exc).__name__}: {exc}") from exc
+        outputs, spans, returned = [], [], 0
+        for worker, (answer, received) in zip(self.workers, answers):
+            returned += len(answer)
+            ok, value, timings = _loads(answer)
+            if not ok:
+                raise value
+            outputs.append(value)
+            for thread, seconds, before_answer in timings:
+                stop = received - before_answer
+                spans.append((True, (worker, thread), stop - seconds, stop))
+        measurement = DirectMeasurement(sum(len(p) for p in payloads), returned,
+                                        len(payloads), self.n_groups, spans)
+        if tree:
+            return combine_nodes(self.n_partitions, *outputs)[tree_root(self.n_partitions)], \
+                measurement
+        results = [None] * self.n_partitions
+        for answer in outputs:
+            for i, item in answer.items():
+                results[i] = item
+        return results, measurement
+
+    def _reaches_workers(self):
+        """Whether calls go straight to the workers: as the client says, and by default
+        when every holder's worker listens on this machine (else through the scheduler,
+        which any client reaches)."""
+        direct = self.client.direct_to_workers
+        if direct is not None:
+            return bool(direct)
+        return all(_on_this_machine(worker) for worker in self.workers)
+
+    async def _call_all(self, payloads):
+        from distributed.actor import ProxyRPC
+        from distributed.core import send_recv
+        from distributed.protocol import to_serialize
+
+        client = self.client
+        straight = self._reaches_workers()
+
+        async def call(future, worker, payload):
+            message = {"function": "run", "actor": future.key,
+                       "args": [to_serialize(payload)], "kwargs": {}}
+            if straight:
+                # a short connect timeout: a worker that does not answer ends the direct
+                # rounds (its round runs as tasks) instead of retrying for 30 s
+                comm = await client.rpc.connect(worker, timeout=CONNECT_SECONDS)
+                try:
+                    response = await send_recv(comm=comm, op="actor_execute", **message)
+                finally:
+                    client.rpc.reuse(worker, comm)
+            else:
+                response = await ProxyRPC(client.scheduler, worker).actor_execute(**message)
+            received = time.perf_counter()
+            if response.get("status") != "OK":
+                raise DirectRoundFailed(f"holder on {worker}: {response.get('exception')!r}")
+            return response["result"], received
+
+        return await asyncio.gather(*(call(f, w, p) for f, w, p
+                                      in zip(self.futures, self.workers, payloads)))
+
+    def close(self):
+        """Release the holders (and their references to the partitions)."""
+        for future in self.futures:
+            future.release()
+        self.futures = []

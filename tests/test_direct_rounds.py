@@ -1,0 +1,245 @@
+"""Direct rounds: stateless rounds sent to per-worker partition holders, past the scheduler.
+
+Every test runs on a real two-process LocalCluster.  A direct round must give the task
+round's result to the last bit, be measured (bytes as sent, compute times), raise a
+kernel's error as a task would, hold the workers' partitions without copying them, and
+step aside (the round runs as tasks) when partitions change or a worker is lost.
+"""
+
+import threading
+import time
+
+import dask
+import numpy as np
+import pytest
+
+from daskglm.accounting.bytemodel import CALL_BYTES
+from daskglm.compute.kernels import loss_grad
+from daskglm.engine import make_engine
+from daskglm.engine.direct import DirectRoundFailed, DirectRounds, PartitionHolder
+from daskglm.model.families import Binomial, Gaussian
+from daskglm.testing import slow_worker
+from tests.conftest import kill_worker, make_data
+
+
+def gradient(part, params):
+    return loss_grad(part, params, Binomial(), True)
+
+
+def rows(part):
+    return part[0].shape[0]
+
+
+def scaled_column_sums(part, scale):
+    return scale * part[0].sum(axis=0)
+
+
+def fails_on_short_partitions(part, limit):
+    if part[0].shape[0] < limit:
+        raise ValueError(f"only {part[0].shape[0]} rows")
+    return part[0].shape[0]
+
+
+def _same_stats(a, b):
+    assert a.weight == b.weight and a.loss == b.loss
+    np.testing.assert_array_equal(a.grad, b.grad)
+
+
+def _rounds(engine, params, each):
+    return (engine.reduce(gradient, params, kind="gradient"),
+            engine.map(rows, kind="rows"),
+            engine.map_each(scaled_column_sums, each, kind="scaled"),
+            engine.reduce_each(scaled_column_sums, each, kind="scaled_sum"))
+
+
+def _routes(engine):
+    return [record.route for record in engine.ledger.records]
+
+
+@pytest.fixture
+def data():
+    return make_data("binomial", n=3000, d=5, weights=True)
+
+
+def test_direct_rounds_give_the_task_rounds_results_to_the_bit(data, client):
+    """reduce, map, map_each and reduce_each: the same results on holders as on tasks
+    (exact equality), every round after the validation round direct, and measured."""
+    X, y, w = data
+    params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+    each = [float(i + 1) for i in range(7)]
+    with dask.config.set({"daskglm.direct-rounds": False}):
+        with make_engine(X, y, w, family=Binomial(), n_partitions=7) as engine:
+            expected = _rounds(engine, params, each)
+            assert set(_routes(engine)) == {"tasks"}
+    with make_engine(X, y, w, family=Binomial(), n_partitions=7) as engine:
+        got = _rounds(engine, params, each)
+        got_again = _rounds(engine, params, each)
+        # the holders are made while the second round runs as tasks, used from the third
+        assert _routes(engine) == ["tasks", "tasks"] + ["direct"] * 7
+        assert [r.holders for r in engine.ledger.records] == [0, 2] + [0] * 7
+        records = engine.ledger.records[2:]
+    for result in (got, got_again):
+        _same_stats(result[0], expected[0])
+        assert result[1] == expected[1]
+        for a, b in zip(result[2], expected[2]):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(result[3], expected[3])
+    for record in records:
+        assert record.bytes_dispatched == 0  # nothing went through the scheduler
+        assert record.transfers is None  # no data requests: one call per worker
+        assert record.bytes_submitted > 0 and record.bytes_transferred > 0
+        assert record.bytes_measured == record.bytes_submitted + record.bytes_transferred
+        assert record.seconds_compute > 0 and record.seconds_span > 0
+    # a map round's answers carry every partition's result
+    maps = [r for r in records if r.kind == "rows"]
+    assert all(r.bytes_transferred > 7 * 8 for r in maps)
+    assert "direct rounds" in engine.ledger.measurement
+
+
+def test_the_config_key_keeps_every_round_on_tasks(data, client):
+    X, y, w = data
+    with dask.config.set({"daskglm.direct-rounds": False}):
+        with make_engine(X, y, w, family=Binomial(), n_partitions=4) as engine:
+            for _ in range(3):
+                engine.map(rows, kind="rows")
+            assert engine._direct is None
+            assert set(_routes(engine)) == {"tasks"}
+
+
+def test_a_kernel_error_is_raised_as_is_and_direct_rounds_go_on(data, client):
+    X, y, w = data
+    with make_engine(X, y, w, family=Binomial(), n_partitions=4) as engine:
+        engine.map(rows, kind="rows")
+        engine.map(rows, kind="rows")
+        with pytest.raises(ValueError, match="only 750 rows"):
+            engine.map(fails_on_short_partitions, 751, kind="check")
+        assert engine.map(fails_on_short_partitions, 750, kind="check") == [750] * 4
+        assert _routes(engine)[-1] == "direct"
+
+
+def _holders_on(dask_worker, keys):
+    """For each PartitionHolder on this worker: whether each partition it holds is the
+    very object in the worker's memory."""
+    found = []
+    for actor in dask_worker.state.actors.values():
+        if isinstance(actor, PartitionHolder):
+            found.append([actor.parts[i] is dask_worker.data[keys[i]] for i in actor.parts])
+    return found
+
+
+def test_holders_keep_references_to_the_partitions_and_are_released(data, client):
+    X, y, w = data
+    with make_engine(X, y, w, family=Binomial(), n_partitions=6) as engine:
+        for _ in range(3):
+            engine.map(rows, kind="rows")
+        assert _routes(engine)[-1] == "direct"
+        keys = [part.key for part in engine.parts]
+        held = client.run(_holders_on, keys=keys)
+        assert sorted(len(found) for found in held.values()) == [1, 1]  # one per worker
+        assert sorted(len(parts) for found in held.values() for parts in found) == [3, 3]
+        assert all(all(parts) for found in held.values() for parts in found)
+    deadline = time.monotonic() + 10
+    while any(client.run(_holders_on, keys=keys).values()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(client.run(_holders_on, keys=keys).values())
+
+
+def test_a_worker_with_two_threads_runs_its_groups_in_one_call(data):
+    from distributed import Client, LocalCluster
+
+    X, y, w = data
+    params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as own:
+        with make_engine(X, y, w, family=Binomial(), client=own, n_partitions=4) as engine:
+            first = engine.reduce(gradient, params, kind="gradient")
+            second = [engine.reduce(gradient, params, kind="gradient") for _ in range(2)][-1]
+            record = engine.ledger.records[-1]
+    assert (record.route, record.groups) == ("direct", 2)
+    # one call: the framing of one call, where two task rounds' groups would send two
+    assert record.bytes_overhead == CALL_BYTES
+    _same_stats(first, second)
+
+
+def test_a_transformation_drops_the_holders_and_new_ones_are_made(data, client):
+    X, y, w = data
+    labels = np.where(y > 0, 5.0, 3.0)  # collected, then encoded as 0/1 where they live
+    with make_engine(X, labels, w, family=Gaussian(), n_partitions=4, labels=True) as engine:
+        engine.map(rows, kind="rows")
+        old = engine._direct
+        assert old is not None
+        engine.relabel(5.0)
+        assert engine._direct is None and old.futures == []
+        params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+        got = [engine.reduce(gradient, params, kind="gradient") for _ in range(2)]
+        assert _routes(engine)[-2:] == ["tasks", "direct"]
+    with make_engine(X, y, w, family=Binomial(), client=None, n_partitions=4) as local:
+        expected = local.reduce(gradient, params, kind="gradient")
+    for result in got:
+        _same_stats(result, expected)
+
+
+def test_a_lost_worker_ends_the_direct_round_and_it_runs_as_tasks(data, own_client):
+    """The holder on a killed worker is lost: that round runs as tasks (its lost
+    partitions scattered again from the driver), with the same result to the last bit;
+    holders are made again for the rebuilt partitions."""
+    client = own_client
+    X, y, w = data
+    params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        before = [engine.reduce(gradient, params, kind="gradient") for _ in range(2)]
+        assert _routes(engine)[-1] == "direct"
+        kill_worker(client, sorted(client.scheduler_info()["workers"])[0])
+        after = [engine.reduce(gradient, params, kind="gradient") for _ in range(2)]
+        routes = _routes(engine)
+    assert routes[-2:] == ["tasks", "direct"]
+    for result in before + after:
+        _same_stats(result, before[0])
+
+
+def test_a_worker_killed_during_a_direct_call_is_survived(data, own_client):
+    """The victim dies while its holder computes (slowed): the call fails, and the round
+    runs again as tasks with the same result."""
+    client = own_client
+    X, y, w = data
+    params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        before = [engine.reduce(gradient, params, kind="gradient") for _ in range(2)][0]
+        assert _routes(engine)[-1] == "direct"
+        with slow_worker(client, victim, 3.0):
+            killer = threading.Timer(1.0, kill_worker, (client, victim))
+            killer.start()
+            try:
+                after = engine.reduce(gradient, params, kind="gradient")
+            finally:
+                killer.join()
+        record = engine.ledger.records[-1]
+    assert record.route == "tasks"
+    _same_stats(after, before)
+
+
+def test_direct_rounds_through_the_schedulers_proxy(data, cluster):
+    """A client that cannot reach the workers (``direct_to_workers=False``) calls the
+    holders through the scheduler: the same results."""
+    from distributed import Client
+
+    X, y, w = data
+    params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+    with Client(cluster, direct_to_workers=False) as proxied:
+        with make_engine(X, y, w, family=Binomial(), client=proxied, n_partitions=4) as engine:
+            got = [engine.reduce(gradient, params, kind="gradient") for _ in range(3)]
+            assert not engine._direct._reaches_workers()
+            assert _routes(engine) == ["tasks", "tasks", "direct", "direct"]
+    for result in got[1:]:
+        _same_stats(result, got[0])
+
+
+def test_no_more_holders_than_split_every(data, client):
+    """Direct rounds have no combine tasks: with more workers than ``split_every`` the
+    driver would sum more answers than a task round's tree leaves it, so none is made."""
+    X, y, w = data
+    with make_engine(X, y, w, family=Binomial(), n_partitions=4) as engine:
+        with pytest.raises(DirectRoundFailed, match="2 workers: more than 1"):
+            DirectRounds(client, engine.parts, engine.groups, lambda n: [None] * n,
+                         max_holders=1)
