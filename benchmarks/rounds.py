@@ -9,7 +9,9 @@ measures, each as the median of several repeats:
   (``da.unique``) and building the engine (packing partitions plus the validation round);
 * one round on the cluster: Dask's own floor (a no-op task per group, gathered, with
   nothing of daskglm in it), an empty round (no work per partition: the fixed cost of
-  scheduling, sending arguments and gathering), a gradient round and a Gram round;
+  sending arguments and gathering), a gradient round and a Gram round, all direct rounds
+  (calls to the partition holders, :mod:`daskglm.engine.direct`), and the empty and
+  gradient rounds again as scheduler tasks (and the fit with every round as tasks);
 * the same kernels run on the workers but timed inside the task (pure compute time),
   with every worker busy and with one task alone;
 * the same kernels on one partition in this process, single-threaded, broken into
@@ -135,6 +137,8 @@ def _cluster_rounds(engine, params, family, repeats):
 
     d = params.shape[0]
     rows = {}
+    for _ in range(2):  # a task round that makes the holders, then one that waits for them
+        engine.reduce(_empty, d, kind="profile")
     rows["round: empty (no work per partition)"] = _median_seconds(
         lambda: engine.reduce(_empty, d, kind="profile"), repeats)
     rows["round: Dask no-op (a task per group, gathered)"] = _median_seconds(
@@ -143,6 +147,16 @@ def _cluster_rounds(engine, params, family, repeats):
         lambda: engine.reduce(loss_grad, params, family, False, kind="profile"), repeats)
     rows["round: gram"] = _median_seconds(
         lambda: engine.reduce(gram, kind="profile"), repeats)
+    # the same rounds as scheduler tasks (the engine's direct rounds off, then on again)
+    engine.direct_rounds = False
+    engine._drop_direct()
+    rows["round: empty, as tasks (direct rounds off)"] = _median_seconds(
+        lambda: engine.reduce(_empty, d, kind="profile"), repeats)
+    rows["round: gradient, as tasks (direct rounds off)"] = _median_seconds(
+        lambda: engine.reduce(loss_grad, params, family, False, kind="profile"), repeats)
+    engine.direct_rounds = True
+    for _ in range(2):  # a task round that makes the holders, then one that waits for them
+        engine.reduce(_empty, d, kind="profile")
     rows.update(_measurement_rows(
         engine, lambda: engine.reduce(loss_grad, params, family, False, kind="profile"),
         repeats))
@@ -257,6 +271,7 @@ def _fit_rows(label, model, X, y, repeats):
 
 
 def _fit_phases(data, tol, repeats):
+    import dask
     import dask.array as da
 
     import daskglm
@@ -267,6 +282,10 @@ def _fit_phases(data, tol, repeats):
     logistic = daskglm.LogisticRegression(C=1.0, solver="lbfgs", fit_intercept=False, tol=tol,
                                           max_iter=10_000)
     rows, rounds, n_iter = _fit_rows("LogisticRegression(lbfgs)", logistic, data.X, y, repeats)
+    with dask.config.set({"daskglm.direct-rounds": False}):
+        tasks_rows, _, _ = _fit_rows("LogisticRegression(lbfgs)", logistic, data.X, y, repeats)
+    rows["fit: LogisticRegression(lbfgs), total, every round as tasks"] = tasks_rows[
+        "fit: LogisticRegression(lbfgs), total"]
     ols_rows, _, _ = _fit_rows("LinearRegression(normal)", daskglm.LinearRegression(
         solver="normal"), data.X, data.target("continuous"), repeats)
     rows.update({name.replace("fit:   ", "fit (ols):   "): value

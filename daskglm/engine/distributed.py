@@ -84,7 +84,6 @@ class DistributedEngine(Engine):
         self.direct_rounds = bool(direct_rounds)
         self._direct = None
         self._direct_failures = 0
-        self._task_rounds = 0
         self._regroup()
 
     def _regroup(self):
@@ -114,11 +113,9 @@ class DistributedEngine(Engine):
                 return result, 0
             except DirectRoundFailed:
                 self._give_up_direct()
-        # from the second task round (a fit of one round after its validation makes none),
-        # and not in a round whose holders just failed (its partitions may be lost)
-        if self._task_rounds and failures == self._direct_failures:
+        # not in a round whose holders just failed (its partitions may be lost)
+        if failures == self._direct_failures:
             self._request_direct(probe)  # made while this round runs, used from the next
-        self._task_rounds += 1
         created = []  # released at once if the round fails or is interrupted
         try:
             return self._submit(fn, args, each, tree, probe, created)
