@@ -40,7 +40,7 @@ __all__ = ["PartitionHolder", "DirectRounds", "DirectRoundFailed"]
 #: Seconds a direct call waits to connect to a worker before its round runs as tasks.
 CONNECT_SECONDS = 5.0
 
-#: Seconds a round waits for the holders being made before it runs as tasks.
+#: Seconds a round waits for the holders being made; longer, and they have failed.
 MAKE_SECONDS = 2.0
 
 
@@ -217,14 +217,15 @@ class DirectRounds:
             for worker, worker_groups, name in zip(self.workers, self.groups, names)
         ]
 
-    def ready(self):
-        """Whether every holder has been made, waiting up to :data:`MAKE_SECONDS` for
-        those still being made (a round trip they started before this round).
+    def check(self):
+        """Make sure every holder is there: wait for them the first time (they were
+        submitted a round before), then only look at their futures.
 
         Raises
         ------
         DirectRoundFailed
-            A holder failed, or was lost with its worker.
+            A holder failed, was not made within :data:`MAKE_SECONDS`, or was lost with
+            its worker.
         """
         from distributed import wait
 
@@ -232,14 +233,12 @@ class DirectRounds:
             try:
                 wait(self.futures, timeout=MAKE_SECONDS)
             except TimeoutError:
-                pass
+                raise DirectRoundFailed(
+                    f"partition holders not made within {MAKE_SECONDS} s") from None
         statuses = {future.status for future in self.futures}
-        if statuses == {"finished"}:
-            self._made = True
-            return True
-        if self._made or statuses & {"error", "cancelled", "lost"}:
+        if statuses != {"finished"}:
             raise DirectRoundFailed(f"partition holders are {sorted(statuses)}")
-        return False
+        self._made = True
 
     def run(self, fn, args, each, tree):
         """One round on the holders: ``(tree sum or per-partition results, measurement)``.

@@ -130,7 +130,8 @@ class DistributedEngine(Engine):
                 and self.topology == "tree")
 
     def _ready_direct(self):
-        """The partition holders, when they are made for the current partitions; else None."""
+        """The partition holders, when they are there for the current partitions; else
+        None (after dropping holders that failed or are for other groups)."""
         direct = self._direct
         if direct is None or not self._direct_applies():
             return None
@@ -138,11 +139,11 @@ class DistributedEngine(Engine):
             self._drop_direct()
             return None
         try:
-            ready = direct.ready()
+            direct.check()
         except DirectRoundFailed:
             self._give_up_direct()
             return None
-        return direct if ready else None
+        return direct
 
     def _request_direct(self, probe):
         """Start making partition holders for the current partitions (without waiting),
@@ -166,7 +167,7 @@ class DistributedEngine(Engine):
 
     def _give_up_direct(self):
         """Drop the holders; after :data:`MAX_DIRECT_FAILURES` failures, run every later
-        round as tasks (else holders are made again after the next task round)."""
+        round as tasks (else the next task round makes new ones)."""
         self._drop_direct()
         self._direct_failures += 1
         if self._direct_failures >= MAX_DIRECT_FAILURES:

@@ -149,14 +149,12 @@ class RoundsPlugin(_SchedulerPlugin):
             return
         token = _round_token(key)
         entry = None if token is None else self.rounds.get(token)
-        if entry is None:
+        if entry is None or key.startswith(HOLDER_PREFIX):  # holders: not the round's work
             return
         # End times on the scheduler's clock, when it hears of them: the workers' own
         # times are shifted onto it by an estimate that can be off by more than the
         # waits being measured.  Durations come from the worker's clock.
         received = time.time()
-        if key.startswith(HOLDER_PREFIX):
-            return
         is_partition = not key.startswith(SUM_PREFIX)
         thread = (kwargs.get("worker"), kwargs.get("thread"))
         for startstop in kwargs.get("startstops") or ():
