@@ -241,3 +241,22 @@ def test_no_more_holders_than_split_every(data, client):
         with pytest.raises(DirectRoundFailed, match="2 workers: more than 1"):
             DirectRounds(client, engine.parts, engine.groups, lambda n: [None] * n,
                          max_holders=1)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "newton", "admm"])
+def test_a_fit_gives_the_same_bits_with_and_without_direct_rounds(client, solver):
+    """An estimator's fit on a cluster: the same coefficients to the last bit, its rounds
+    after the validation round direct."""
+    import daskglm
+
+    X, y, _ = make_data("binomial", n=4000)
+    fits = {}
+    for direct in (False, True):
+        with dask.config.set({"daskglm.direct-rounds": direct}):
+            fits[direct] = daskglm.LogisticRegression(solver=solver, tol=1e-8,
+                                                      max_iter=20).fit(X, y)
+    np.testing.assert_array_equal(fits[True].coef_, fits[False].coef_)
+    np.testing.assert_array_equal(fits[True].intercept_, fits[False].intercept_)
+    assert {r.route for r in fits[False].comm_.records} == {"tasks"}
+    assert [r.route for r in fits[True].comm_.records][1:] == \
+        ["direct"] * (fits[True].comm_.rounds - 1)
