@@ -2,6 +2,7 @@
 time, the tree's fan-in, method comparison and the cost model."""
 
 import warnings
+from dataclasses import replace
 
 import dask.array as da
 import numpy as np
@@ -307,6 +308,25 @@ def test_cost_model_predicts_the_measured_cluster_within_30_percent(client):
     print("cost model error on the measured cluster:",
           {m: f"{100 * e:+.0f}%" for m, e in errors.items()}, calibration.describe())
     assert all(abs(e) <= 0.3 for e in errors.values()), errors
+
+
+def test_a_direct_round_is_priced_as_calls_where_the_engine_would_run_it_direct():
+    """Up to ``split_every`` workers a direct round costs two messages and the calibrated
+    call overhead, no scheduler; beyond, the engine runs tasks and the model prices it as
+    a task round (eight message steps, more per tree level, the scheduler per task)."""
+    from daskglm.accounting.costmodel import round_seconds
+
+    record = RoundRecord("gradient", 2, 16 * 7, 16 * 8, 0.03, partitions=8, split_every=8,
+                         groups=2, seconds_compute=0.04, seconds_waiting=0.0,
+                         seconds_span=0.022, route="direct")
+    overheads = dict(step_overhead=0.002, worker_overhead=0.0, scheduler_overhead=0.001,
+                     call_overhead=0.003)
+    near = round_seconds(record, Cluster(2, latency=1e-4, **overheads))
+    assert near["latency"] == pytest.approx(2e-4) and near["overhead"] == pytest.approx(0.003)
+    far = round_seconds(record, Cluster(64, latency=1e-4, **overheads))
+    tasks = round_seconds(replace(record, route="tasks"), Cluster(64, latency=1e-4,
+                                                                  **overheads))
+    assert far == tasks and far["latency"] > 8 * 1e-4 and far["overhead"] >= 64 * 0.001
 
 
 # the command line ----------------------------------------------------------------------------

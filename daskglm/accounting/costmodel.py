@@ -39,6 +39,14 @@ partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
   levels), the ring on bytes per link when ``b_up`` is large, the server in between;
   :func:`as_topology` re-prices a recorded round under another topology.
 
+A direct round (``route="direct"``: one call per worker to its partition holder, past the
+scheduler; :mod:`daskglm.engine.direct`) is priced as what it is, wherever the engine would
+run it direct (at most the round's ``split_every`` workers, 8 for a gather):
+``t = 2 latency + call_overhead + V worker_overhead + compute V / P (1 + w) + transfer /
+bandwidth``, with one call and one answer per worker (``CALL_BYTES`` each on top of the
+payload).  On more workers the engine runs it as tasks, and so does the model, with the
+task overheads calibrated on the task rounds.
+
 A parameter holder's ``push`` and ``pull`` records (one each per holder, ``calls`` the
 updates or reads, no scheduler involved) are priced as direct messages to the holder's
 worker: ``t = 2 calls latency / C + bytes / bandwidth``: each call is a round trip, the
@@ -85,6 +93,13 @@ it predicts the wall times of the rounds:
 ``scheduler_overhead``
     The median over rounds of what remains of the wall time after the span, the tree and
     ``8`` message steps, per task.
+``call_overhead``
+    The median over direct rounds of what remains of the wall time after the span and
+    the ``2`` messages.  The three overheads above come from the task rounds alone, or,
+    when every solver round ran direct, from the validation rounds that carried a first
+    evaluation (:data:`FUSED_KINDS`); with neither they are 0, and projections onto more
+    workers than ``split_every`` (where the engine runs tasks) are optimistic by a
+    scheduler round trip per round.
 ``throughput``
     Data bytes (``8 n p``, given by the caller) over the median compute time of the
     one-pass rounds (``gradient``, else ``validate``).  Without the data size the model
@@ -105,7 +120,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from .bytemodel import TASK_BYTES, top_partials, tree_depth, tree_tasks
+from .bytemodel import CALL_BYTES, TASK_BYTES, top_partials, tree_depth, tree_tasks
 from .kinds import Kind
 from .layouts import layout_bytes  # the bytes of data layouts for many features
 
@@ -143,6 +158,13 @@ IN_ROUND_KINDS = (Kind.SHARD_REGISTER, Kind.SHARD_PULL, Kind.SHARD_PUSH)
 #: Message steps of a round besides its tree levels, and per tree level.
 ROUND_STEPS, LEVEL_STEPS = 8, 4
 
+#: Message steps of a direct round: the calls out, the answers back.
+DIRECT_STEPS = 2
+
+#: The engine's default fan-in: a direct gather round (which records none) runs direct
+#: on at most this many workers.
+DEFAULT_SPLIT_EVERY = 8
+
 
 @dataclass(frozen=True)
 class Cluster:
@@ -162,6 +184,9 @@ class Cluster:
         fast as the cores of the calibration run.
     step_overhead, worker_overhead, scheduler_overhead : float, optional
         Dask's software costs (see the module docstring); None uses the calibrated ones.
+    call_overhead : float, optional
+        Seconds a direct round (calls to partition holders, past the scheduler) adds
+        besides its compute and two messages; None uses the calibrated one.
     partitions : int, optional
         Partitions of the data on this cluster; None keeps the run's partitions, or one
         per core when there are more cores.
@@ -176,6 +201,7 @@ class Cluster:
     worker_overhead: float | None = None
     scheduler_overhead: float | None = None
     partitions: int | None = None
+    call_overhead: float | None = None
 
     def __post_init__(self):
         if int(self.workers) < 1 or int(self.threads_per_worker) < 1:
@@ -235,7 +261,8 @@ class Cluster:
                 f"{bandwidth}, latency {self.latency:.3g} s, throughput {throughput}/core; "
                 f"overhead per step {seconds(self.step_overhead)}, per task on a worker "
                 f"{seconds(self.worker_overhead)}, per task on the scheduler "
-                f"{seconds(self.scheduler_overhead)}")
+                f"{seconds(self.scheduler_overhead)}, per direct round "
+                f"{seconds(self.call_overhead)}")
 
 
 @dataclass
@@ -323,10 +350,15 @@ def calibrate(reports, data_bytes=None):
                 throughput = float(data_bytes) / float(np.median(seconds))
                 break
 
-    by_kind = {}
+    by_kind, direct_by_kind, fused_by_kind = {}, {}, {}
     for r in records:
-        if r.kind not in SETUP_KINDS + FUSED_KINDS:
-            by_kind.setdefault(r.kind, []).append(r)
+        if r.kind in FUSED_KINDS:
+            fused_by_kind.setdefault(r.kind, []).append(r)
+        elif r.kind not in SETUP_KINDS:
+            rounds = direct_by_kind if r.route == "direct" else by_kind
+            rounds.setdefault(r.kind, []).append(r)
+    if not by_kind:  # every solver round ran direct: the task rounds they fused with
+        by_kind = fused_by_kind
 
     # one message step: a quarter of a level of combine tasks, less the network's latency;
     # without combine tasks, an eighth of what a round adds to its span
@@ -358,21 +390,29 @@ def calibrate(reports, data_bytes=None):
 
     scheduler = _robust({kind: [left(r) for r in rs] for kind, rs in by_kind.items()})
     scheduler = max(0.0, scheduler) if scheduler is not None else 0.0
+
+    # per direct round: the wall time left after the span and the call's two messages
+    call = _robust({kind: [r.seconds - _known(r.seconds_span) - DIRECT_STEPS * latency
+                           for r in rs]
+                    for kind, rs in direct_by_kind.items()})
+    call = max(0.0, call) if call is not None else 0.0
     cluster = Cluster(workers, max(1, cores // workers), bandwidth, latency, throughput,
-                      step_overhead=step, worker_overhead=worker, scheduler_overhead=scheduler)
+                      step_overhead=step, worker_overhead=worker, scheduler_overhead=scheduler,
+                      call_overhead=call)
     return Calibration(cluster, engine, len(records), data_bytes)
 
 
 def _overheads(cluster, calibration, here):
-    """``(step, worker, scheduler)`` overheads for ``cluster``, filled from the calibration."""
+    """``(step, worker, scheduler, call)`` overheads for ``cluster``, filled from the
+    calibration."""
     calibrated = calibration.cluster if calibration is not None else Cluster(1)
     local = calibration is not None and calibration.engine == "local" and not here
     values = []
-    for name in ("step_overhead", "worker_overhead", "scheduler_overhead"):
+    for name in ("step_overhead", "worker_overhead", "scheduler_overhead", "call_overhead"):
         value = getattr(cluster, name)
         if value is None:
-            value = DEFAULT_TASK_OVERHEAD if local and name != "step_overhead" else \
-                (getattr(calibrated, name) or 0.0)
+            value = DEFAULT_TASK_OVERHEAD if local and name in (
+                "worker_overhead", "scheduler_overhead") else (getattr(calibrated, name) or 0.0)
         values.append(float(value))
     return values
 
@@ -422,7 +462,9 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
         T, D = 3 * G + 2 * G * (G - 1) + 1, 2 * (G - 1)
     waves = math.ceil(P / cluster.cores)
     task_waves = math.ceil(G / cluster.cores)
-    step, worker, scheduler = _overheads(cluster, calibration, here)
+    step, worker, scheduler, call = _overheads(cluster, calibration, here)
+    direct = record.route == "direct" and (
+        here or int(cluster.workers) <= (k or DEFAULT_SPLIT_EVERY))
 
     # compute: measured work, rescaled to the cores' speed, spread in waves
     work = _known(record.seconds_compute)
@@ -439,6 +481,16 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
 
     # transfer: task messages out, partials up the tree, the result to the client
     down = record.bytes_sent / G0
+    if direct:  # one call per worker and its answer: the worker's partials merged there
+        holders = min(int(cluster.workers), G)
+        up = record.bytes_returned / max(1, record.tasks)
+        moved = holders * (down + CALL_BYTES) + holders * (up + CALL_BYTES)
+        return {
+            "latency": DIRECT_STEPS * cluster.latency,
+            "overhead": call + task_waves * worker,
+            "compute": compute,
+            "transfer": 0.0 if math.isinf(cluster.bandwidth) else moved / cluster.bandwidth,
+        }
     if topology == "server":  # every partial over the server's one link
         up = result_bytes(record)
         crossing = 1.0 - 1.0 / min(int(cluster.workers), G)
