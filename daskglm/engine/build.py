@@ -175,7 +175,8 @@ def stream_engines(X, y, sample_weight=None, *, family, client="auto", ledger=No
         if client is None:
             engine = LocalEngine([delayed_part.compute(scheduler="threads")], d, ledger=ledger)
         else:
-            engine = DistributedEngine(client, [client.compute(delayed_part)], d, ledger=ledger)
+            engine = DistributedEngine(client, [client.compute(delayed_part)], d, ledger=ledger,
+                                       direct_rounds=direct_rounds_enabled())
         yield from _validated(engine, family)
 
 
