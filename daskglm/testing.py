@@ -64,10 +64,12 @@ def slow_worker(client, worker_address, seconds):
     try:
         yield
     finally:
-        # the worker may be gone by now (a test that kills it): nothing left to undo there
-        try:
-            client.run(_set_delay, worker_address, 0.0, workers=[worker_address],
-                       on_error="ignore")
-        except Exception:
-            if worker_address in client.scheduler_info(n_workers=-1)["workers"]:
-                raise
+        # the worker may be gone by now (a test that kills it): nothing left to undo there,
+        # and no call to wait on while Dask tries to connect to it
+        if worker_address in client.scheduler_info(n_workers=-1)["workers"]:
+            try:
+                client.run(_set_delay, worker_address, 0.0, workers=[worker_address],
+                           on_error="ignore")
+            except Exception:
+                if worker_address in client.scheduler_info(n_workers=-1)["workers"]:
+                    raise

@@ -112,7 +112,7 @@ def test_column_block_worker_killed_mid_fit_is_survived(own_client):
     Xd, yd = chunked(X, y, rows=500)
     model, caught, victim = fit_killing_a_worker(own_client, Xd, yd, BLOCKS)
     assert model.converged_
-    assert any("rebuilt" in w and victim in w for w in caught)
+    assert any("rebuilt" in w and victim in w for w in caught), (victim, caught)
     assert model.comm_.count(Kind.SHARD_LOAD) == model.comm_.count(Kind.BLOCK_SPLIT) == 2
     expected, _ = reference(X, y)
     np.testing.assert_allclose(params_of(model), expected, rtol=0, atol=1e-6)

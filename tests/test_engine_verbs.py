@@ -239,6 +239,32 @@ def test_state_survives_regrouping(data, client):
             np.testing.assert_array_equal(state["grad_sum"], single.grad * 3)
 
 
+def worker_address(part):
+    from distributed import get_worker
+
+    return get_worker().address
+
+
+def test_task_rounds_run_each_group_on_its_own_worker(data, client):
+    """With a copy of every partition on every worker (as work stealing under load leaves
+    them), a task round still runs each group on the worker it was grouped on, where a
+    sharded fit registered the group's columns."""
+    import dask
+
+    X, y, w = data
+    Xd, yd = (da.from_array(a, chunks=(250,) + a.shape[1:]) for a in (X, y))
+    with dask.config.set({"daskglm.direct-rounds": False}), \
+            make_engine(Xd, yd, family=Binomial(), client=client) as engine:
+        holders = client.who_has(engine.parts)
+        expected = [holders[part.key][0] for part in engine.parts]
+        assert len(set(expected)) == 2  # both workers hold groups
+        client.replicate(engine.parts)
+        holders = client.who_has(engine.parts)
+        assert all(len(holders[part.key]) == 2 for part in engine.parts)
+        for _ in range(5):
+            assert engine.map(worker_address, kind="where") == expected
+
+
 @pytest.mark.parametrize("dask_input", [False, True], ids=["numpy", "dask"])
 def test_a_killed_workers_state_is_reset_or_recomputed(data, own_client, dask_input):
     """Scattered partitions have no lineage: their states are reported lost and start

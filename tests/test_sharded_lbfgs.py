@@ -25,6 +25,7 @@ from daskglm import progress
 from daskglm.accounting.kinds import Kind
 from daskglm.compute.vector_free_lbfgs import gram_two_loop, plain_lbfgs
 from daskglm.engine.shards import ShardLostError
+from daskglm.testing import slow_worker
 from tests.conftest import kill_worker, make_data
 
 C = 0.05
@@ -176,13 +177,18 @@ def fit_killing_a_worker(client, Xd, yd, options):
     thread = threading.Thread(target=fit)
     thread.start()
     deadline = time.monotonic() + 120
-    assert started.wait(120)  # an iteration is done: the shards hold progress
-    # mid-fit: kill the victim while it runs one of the fit's tasks, whatever the timing
-    while not client.processing([victim]).get(victim) and time.monotonic() < deadline \
-            and thread.is_alive():
-        time.sleep(0.01)
-    assert thread.is_alive()
-    kill_worker(client, victim)
+    # an iteration is done (the shards hold progress), or the fit has stopped
+    while not started.wait(0.1) and thread.is_alive() and time.monotonic() < deadline:
+        pass
+    assert started.is_set(), outcome.get("error")
+    # mid-fit, whatever the machine's load: the victim's kernel tasks now take a second
+    # each, so the fit cannot end before the kill, which lands while one of them runs
+    with slow_worker(client, victim, 1.0):
+        while not client.processing([victim]).get(victim) and time.monotonic() < deadline \
+                and thread.is_alive():
+            time.sleep(0.01)
+        assert thread.is_alive()
+        kill_worker(client, victim)
     thread.join(180)
     assert not thread.is_alive() and "error" not in outcome, outcome.get("error")
     return outcome["model"], outcome["warnings"], victim
@@ -195,7 +201,7 @@ def test_shard_worker_killed_mid_fit_is_survived(own_client):
     Xd, yd = chunked(X, y, rows=500)
     model, caught, victim = fit_killing_a_worker(own_client, Xd, yd, SHARDED)
     assert model.converged_
-    assert any("rebuilt" in w and victim in w for w in caught)
+    assert any("rebuilt" in w and victim in w for w in caught), (victim, caught)
     assert model.comm_.count(Kind.SHARD_LOAD) == 2  # the start and one rebuild
     reference, _ = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])),
                                np.zeros(X.shape[1] + 1), **TIGHT)

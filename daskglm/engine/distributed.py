@@ -87,10 +87,14 @@ class DistributedEngine(Engine):
         self._regroup()
 
     def _regroup(self):
-        self.groups = (
-            _groups_by_thread(self.client, self.parts) if self.group_partitions
-            else [[i] for i in range(self.n_partitions)]
-        )
+        if self.group_partitions:
+            self.groups, workers = _groups_by_thread(self.client, self.parts)
+        else:  # one task per partition, placed by Dask (partitions may not exist yet)
+            self.groups, workers = [[i] for i in range(self.n_partitions)], []
+        #: The worker holding each group's partitions when grouped (by the group's
+        #: indices); a group not in it runs where Dask places it.
+        self.group_workers = {tuple(group): worker for group, worker in zip(self.groups, workers)
+                              if worker is not None}
 
     def _probe(self, kind):
         return self.meter.round(kind)
@@ -178,16 +182,29 @@ class DistributedEngine(Engine):
         groups = self.groups
         reduce_args = [(group, self.n_partitions) for group in groups] if tree \
             else [()] * len(groups)
-        futures = self.client.map(
-            _run_task,
-            [fn] * len(groups),
-            [[self.parts[i] for i in group] for group in groups],
-            [None if each is None else [each[i] for i in group] for group in groups],
-            [sent] * len(groups),
-            reduce_args,
-            key=probe.keys(len(groups)),
-            pure=False,
-        )
+        keys = probe.keys(len(groups))
+        futures = [None] * len(groups)
+        # each group's task restricted (loosely: anywhere if that worker is gone) to the
+        # worker holding its partitions, where the sharded fits' per-worker state expects
+        # it: unrestricted, Dask may run it on another worker holding a copy of them
+        by_worker = {}
+        for g, group in enumerate(groups):
+            by_worker.setdefault(self.group_workers.get(tuple(group)), []).append(g)
+        for worker, indices in by_worker.items():
+            place = {} if worker is None else {"workers": [worker], "allow_other_workers": True}
+            mapped = self.client.map(
+                _run_task,
+                [fn] * len(indices),
+                [[self.parts[i] for i in groups[g]] for g in indices],
+                [None if each is None else [each[i] for i in groups[g]] for g in indices],
+                [sent] * len(indices),
+                [reduce_args[g] for g in indices],
+                key=[keys[g] for g in indices],
+                pure=False,
+                **place,
+            )
+            for g, future in zip(indices, mapped):
+                futures[g] = future
         created.extend(futures)
         if tree:
             return self._sum_groups(futures, probe, created)
@@ -544,24 +561,28 @@ def is_worker_loss(exc):
 
 
 def _groups_by_thread(client, parts):
-    """Partition indices grouped by the worker thread that will run them.
+    """Partition indices grouped by the worker thread that will run them, and the worker
+    of each group: ``(groups, workers)``, sorted by the groups' first index.
 
     Each worker's partitions (in index order) are split into as many contiguous groups as
-    it has threads.  Partitions whose holder is unknown get a group of their own.
+    it has threads.  Partitions whose holder is unknown get a group of their own, with
+    worker None.
     """
     from distributed import wait
 
     wait(parts)
     holders = client.who_has(parts)
     nthreads = client.nthreads()
-    by_worker, groups = {}, []
+    by_worker, placed = {}, []
     for index, future in enumerate(parts):
         workers = holders.get(future.key) or ()
         if workers:
             by_worker.setdefault(workers[0], []).append(index)
         else:
-            groups.append([index])
+            placed.append(([index], None))
     for worker, indices in by_worker.items():
         slots = max(1, min(nthreads.get(worker, 1), len(indices)))
-        groups.extend(chunk.tolist() for chunk in np.array_split(np.array(indices), slots))
-    return sorted(groups)
+        placed.extend((chunk.tolist(), worker)
+                      for chunk in np.array_split(np.array(indices), slots))
+    placed.sort(key=lambda item: item[0])
+    return [group for group, _ in placed], [worker for _, worker in placed]
