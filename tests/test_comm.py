@@ -312,8 +312,9 @@ def test_cost_model_predicts_the_measured_cluster_within_30_percent(client):
 
 def test_a_direct_round_is_priced_as_calls_where_the_engine_would_run_it_direct():
     """Up to ``split_every`` workers a direct round costs two messages and the calibrated
-    call overhead, no scheduler; beyond, the engine runs tasks and the model prices it as
-    a task round (eight message steps, more per tree level, the scheduler per task)."""
+    call overhead, no scheduler; up to ``split_every ** 2`` (teams of holders) twice that;
+    beyond, the engine runs tasks and the model prices it as a task round (eight message
+    steps, more per tree level, the scheduler per task)."""
     from daskglm.accounting.costmodel import round_seconds
 
     record = RoundRecord("gradient", 2, 16 * 7, 16 * 8, 0.03, partitions=8, split_every=8,
@@ -323,8 +324,10 @@ def test_a_direct_round_is_priced_as_calls_where_the_engine_would_run_it_direct(
                      call_overhead=0.003)
     near = round_seconds(record, Cluster(2, latency=1e-4, **overheads))
     assert near["latency"] == pytest.approx(2e-4) and near["overhead"] == pytest.approx(0.003)
-    far = round_seconds(record, Cluster(64, latency=1e-4, **overheads))
-    tasks = round_seconds(replace(record, route="tasks"), Cluster(64, latency=1e-4,
+    teams = round_seconds(record, Cluster(16, latency=1e-4, **overheads))
+    assert teams["latency"] == pytest.approx(4e-4) and teams["overhead"] == pytest.approx(0.006)
+    far = round_seconds(record, Cluster(65, latency=1e-4, **overheads))
+    tasks = round_seconds(replace(record, route="tasks"), Cluster(65, latency=1e-4,
                                                                   **overheads))
     assert far == tasks and far["latency"] > 8 * 1e-4 and far["overhead"] >= 64 * 0.001
 

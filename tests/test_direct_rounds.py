@@ -40,6 +40,14 @@ def fails_on_short_partitions(part, limit):
     return part[0].shape[0]
 
 
+def fails_on_worker(part, address):
+    from distributed import get_worker
+
+    if get_worker().address == address:
+        raise ValueError(f"fails on {address}")
+    return 0.0
+
+
 def _same_stats(a, b):
     assert a.weight == b.weight and a.loss == b.loss
     np.testing.assert_array_equal(a.grad, b.grad)
@@ -233,14 +241,62 @@ def test_direct_rounds_through_the_schedulers_proxy(data, cluster):
         _same_stats(result, got[0])
 
 
-def test_no_more_holders_than_split_every(data, client):
-    """Direct rounds have no combine tasks: with more workers than ``split_every`` the
-    driver would sum more answers than a task round's tree leaves it, so none is made."""
+@pytest.fixture(scope="module")
+def three_workers():
+    """A LocalCluster of 3 single-threaded worker processes."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+                      worker_dashboard_address=None) as cluster, Client(cluster) as client:
+        yield client
+
+
+def test_teams_of_holders_beyond_split_every_workers(data, three_workers):
+    """3 workers, ``split_every=2``: the driver calls two teams' first holders, one of
+    which calls the third holder for it.  The same bits as task rounds for the four verbs,
+    every worker's compute timed, the relayed calls and answers counted, and a kernel's
+    error on the relayed holder raised as it is."""
+    client = three_workers
+    X, y, w = data
+    params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+    each = [float(i + 1) for i in range(9)]
+    options = dict(family=Binomial(), client=client, n_partitions=9, split_every=2)
+    with dask.config.set({"daskglm.direct-rounds": False}):
+        with make_engine(X, y, w, **options) as engine:
+            expected = _rounds(engine, params, each)
+    with make_engine(X, y, w, **options) as engine:
+        got = _rounds(engine, params, each)
+        assert _routes(engine) == ["tasks"] + ["direct"] * 4
+        assert engine.ledger.records[0].holders == 3
+        assert [len(team) for team in engine._direct.teams] == [2, 1]
+        records = engine.ledger.records[1:]
+        relayed = engine._direct.workers[1]  # called by the first team's first holder
+        with pytest.raises(ValueError, match=f"fails on {relayed}"):
+            engine.reduce(fails_on_worker, relayed, kind="fails")
+        again = engine.reduce(gradient, params, kind="gradient")
+        assert _routes(engine)[-2:] == ["direct", "direct"]
+        _, measurement = engine._direct.run(gradient, (params,), None, True)
+        assert {thread[0] for _, thread, _, _ in measurement.spans} == set(client.nthreads())
+    for result in (got[0], again):
+        _same_stats(result, expected[0])
+    assert got[1] == expected[1]
+    for a, b in zip(got[2], expected[2]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got[3], expected[3])
+    for record in records:
+        assert record.seconds_compute > 0
+        # two answers reach the driver; the relayed call and answer are counted too
+        assert record.bytes_transferred > record.bytes_submitted / 3
+
+
+def test_no_more_holders_than_split_every_squared(data, client):
+    """With more workers than ``split_every ** 2``, teams of ``split_every`` would leave
+    the driver more answers to sum than a task round's tree leaves it: no holder is made."""
     X, y, w = data
     with make_engine(X, y, w, family=Binomial(), n_partitions=4) as engine:
-        with pytest.raises(DirectRoundFailed, match="2 workers: more than 1"):
+        with pytest.raises(DirectRoundFailed, match="2 workers: more than 1 holders"):
             DirectRounds(client, engine.parts, engine.groups, lambda n: [None] * n,
-                         max_holders=1)
+                         fan_in=1)
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "newton", "admm"])

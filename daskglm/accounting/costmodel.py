@@ -41,11 +41,13 @@ partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
 
 A direct round (``route="direct"``: one call per worker to its partition holder, past the
 scheduler; :mod:`daskglm.engine.direct`) is priced as what it is, wherever the engine would
-run it direct (at most the round's ``split_every`` workers, 8 for a gather):
-``t = 2 latency + call_overhead + V worker_overhead + compute V / P (1 + w) + transfer /
-bandwidth``, with one call and one answer per worker (``CALL_BYTES`` each on top of the
-payload).  On more workers the engine runs it as tasks, and so does the model, with the
-task overheads calibrated on the task rounds.
+run it direct (at most the square of the round's ``split_every`` workers, 8 for a gather):
+``t = 2 L latency + L call_overhead + V worker_overhead + compute V / P (1 + w) + transfer /
+bandwidth``, with ``L`` the levels of calls (:func:`direct_levels`: 1 up to ``split_every``
+workers, 2 beyond, where the first holder of each team calls the rest of its team) and
+one call and one answer per worker (``CALL_BYTES`` each on top of the payload; a relayed
+call crosses twice).  On more workers the engine runs it as tasks, and so does the model,
+with the task overheads calibrated on the task rounds.
 
 A parameter holder's ``push`` and ``pull`` records (one each per holder, ``calls`` the
 updates or reads, no scheduler involved) are priced as direct messages to the holder's
@@ -98,7 +100,7 @@ it predicts the wall times of the rounds:
     the ``2`` messages.  The three overheads above come from the task rounds alone, or,
     when every solver round ran direct, from the validation rounds that carried a first
     evaluation (:data:`FUSED_KINDS`); with neither they are 0, and projections onto more
-    workers than ``split_every`` (where the engine runs tasks) are optimistic by a
+    workers than ``split_every ** 2`` (where the engine runs tasks) are optimistic by a
     scheduler round trip per round.
 ``throughput``
     Data bytes (``8 n p``, given by the caller) over the median compute time of the
@@ -162,8 +164,23 @@ ROUND_STEPS, LEVEL_STEPS = 8, 4
 DIRECT_STEPS = 2
 
 #: The engine's default fan-in: a direct gather round (which records none) runs direct
-#: on at most this many workers.
+#: on at most its square of workers.
 DEFAULT_SPLIT_EVERY = 8
+
+
+def direct_levels(workers, split_every):
+    """Levels of calls of a direct round on ``workers`` (see
+    :class:`~daskglm.engine.direct.DirectRounds`): 1 when the driver calls every holder
+    (at most ``split_every`` workers), 2 when it calls teams' first holders, which call
+    the rest (at most ``split_every ** 2``), 0 beyond (the engine runs tasks)."""
+    k = split_every or DEFAULT_SPLIT_EVERY
+    return 1 if workers <= k else 2 if workers <= k * k else 0
+
+
+def direct_teams(workers, split_every):
+    """Teams of holders (answers the driver sums) of a direct round on ``workers``."""
+    k = split_every or DEFAULT_SPLIT_EVERY
+    return math.ceil(workers / math.ceil(workers / k))
 
 
 @dataclass(frozen=True)
@@ -392,9 +409,11 @@ def calibrate(reports, data_bytes=None):
     scheduler = max(0.0, scheduler) if scheduler is not None else 0.0
 
     # per direct round: the wall time left after the span and the call's two messages
-    call = _robust({kind: [r.seconds - _known(r.seconds_span) - DIRECT_STEPS * latency
-                           for r in rs]
-                    for kind, rs in direct_by_kind.items()})
+    def call_left(r):
+        levels = max(1, direct_levels(workers, r.split_every))
+        return (r.seconds - _known(r.seconds_span) - DIRECT_STEPS * levels * latency) / levels
+
+    call = _robust({kind: [call_left(r) for r in rs] for kind, rs in direct_by_kind.items()})
     call = max(0.0, call) if call is not None else 0.0
     cluster = Cluster(workers, max(1, cores // workers), bandwidth, latency, throughput,
                       step_overhead=step, worker_overhead=worker, scheduler_overhead=scheduler,
@@ -463,8 +482,10 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
     waves = math.ceil(P / cluster.cores)
     task_waves = math.ceil(G / cluster.cores)
     step, worker, scheduler, call = _overheads(cluster, calibration, here)
-    direct = record.route == "direct" and (
-        here or int(cluster.workers) <= (k or DEFAULT_SPLIT_EVERY))
+    levels = direct_levels(int(cluster.workers), k) if record.route == "direct" else 0
+    if here and record.route == "direct":
+        levels = max(1, levels)
+    direct = levels > 0
 
     # compute: measured work, rescaled to the cores' speed, spread in waves
     work = _known(record.seconds_compute)
@@ -484,10 +505,12 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
     if direct:  # one call per worker and its answer: the worker's partials merged there
         holders = min(int(cluster.workers), G)
         up = record.bytes_returned / max(1, record.tasks)
-        moved = holders * (down + CALL_BYTES) + holders * (up + CALL_BYTES)
+        # the calls of the holders a team's first one relays cross twice
+        relayed = holders - direct_teams(holders, k) if levels == 2 else 0
+        moved = (holders + relayed) * (down + CALL_BYTES) + holders * (up + CALL_BYTES)
         return {
-            "latency": DIRECT_STEPS * cluster.latency,
-            "overhead": call + task_waves * worker,
+            "latency": DIRECT_STEPS * levels * cluster.latency,
+            "overhead": levels * call + task_waves * worker,
             "compute": compute,
             "transfer": 0.0 if math.isinf(cluster.bandwidth) else moved / cluster.bandwidth,
         }

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import math
 import pickle
 import threading
 import time
@@ -76,9 +77,9 @@ class PartitionHolder:
         self.groups = [list(group) for group in groups]
         indices = [i for group in self.groups for i in group]
         self.parts = dict(zip(indices, parts))
-        worker = get_worker()
-        self.address = worker.address
-        self.executor = worker.executors["default"]
+        self.worker = get_worker()
+        self.address = self.worker.address
+        self.executor = self.worker.executors["default"]
 
     def _run_group(self, fn, group, items, args, reduce_args):
         start = time.perf_counter()
@@ -88,14 +89,59 @@ class PartitionHolder:
         stop = time.perf_counter()
         return result, (threading.get_ident(), stop - start, stop)
 
-    async def run(self, payload):
+    async def run(self, payload, relay=()):
         """Run one round's call: ``payload`` is the pickled ``(fn, args, items, n_leaves)``,
         ``items`` None or one list per group, ``n_leaves`` None for a gather round.
+        ``relay``: ``(holder key, worker address, payload)`` of the holders this one
+        calls for the driver (see :class:`DirectRounds`), whose answers it merges with
+        its own.
 
-        Returns the pickled ``(True, answer, timings)``, ``answer`` the merged complete
-        nodes (tree round) or ``{index: result}``; ``(False, error, None)`` when the kernel
-        raised.
+        Returns the pickled ``(True, answer, timings, relayed)``, ``answer`` the merged
+        complete nodes (tree round) or ``{index: result}``, ``timings`` one ``(worker,
+        thread, seconds, seconds before the answer)`` per group, ``relayed`` the bytes of
+        the relayed calls and their answers; ``(False, error, None, 0)`` when a kernel
+        raised (here or on a relayed holder).
+
+        Raises
+        ------
+        DirectRoundFailed
+            A relayed holder could not be reached or failed outside its kernel.
         """
+        relayed = [asyncio.ensure_future(_call_holder(self.worker.rpc, key, address, call))
+                   for key, address, call in relay]
+        try:
+            own = await self._run_own(payload)
+        finally:
+            answers = await asyncio.gather(*relayed, return_exceptions=True)
+        for answer in answers:
+            if isinstance(answer, BaseException):
+                raise DirectRoundFailed(f"{type(answer).__name__}: {answer}")
+        ok, value, stops, n_leaves = own  # stops: (worker, thread, seconds, stop here)
+        if not ok:
+            return _dumps((False, value, None, 0))
+        moved = sum(len(call) for _, _, call in relay)
+        merged = [value]
+        for answer, received in answers:
+            moved += len(answer)
+            ok, other, other_timings, other_moved = _loads(answer)
+            if not ok:
+                return _dumps((False, other, None, 0))
+            merged.append(other)
+            moved += other_moved
+            stops.extend((worker, thread, seconds, received - before)
+                         for worker, thread, seconds, before in other_timings)
+        if n_leaves is None:
+            answer = {i: r for part in merged for i, r in part.items()}
+        else:
+            answer = combine_nodes(n_leaves, *merged)
+        answered = time.perf_counter()
+        timings = [(worker, thread, seconds, answered - stop)
+                   for worker, thread, seconds, stop in stops]
+        return _dumps((True, answer, timings, moved))
+
+    async def _run_own(self, payload):
+        """This worker's groups: ``(ok, answer or error, stops, n_leaves)``, ``stops`` one
+        ``(worker, thread, seconds, end on this process's clock)`` per group."""
         fn, args, items, n_leaves = _loads(payload)
         loop = asyncio.get_running_loop()
         jobs = []
@@ -108,15 +154,45 @@ class PartitionHolder:
         try:
             outputs = await asyncio.gather(*jobs)
         except Exception as exc:  # the kernel's error, raised on the driver
-            return _dumps((False, _picklable(exc), None))
-        answered = time.perf_counter()
-        timings = [(thread, seconds, answered - stop) for _, (thread, seconds, stop) in outputs]
+            return False, _picklable(exc), None, n_leaves
+        stops = [(self.address, thread, seconds, stop) for _, (thread, seconds, stop) in outputs]
         if n_leaves is None:
             answer = {i: r for group, (results, _) in zip(self.groups, outputs)
                       for i, r in zip(group, results)}
         else:
             answer = combine_nodes(n_leaves, *(nodes for nodes, _ in outputs))
-        return _dumps((True, answer, timings))
+        return True, answer, stops, n_leaves
+
+
+async def _call_holder(pool, key, address, payload, relay=(), straight=True, scheduler=None):
+    """Call holder ``key`` on ``address`` with ``payload``: ``(pickled answer, time
+    received)``.  Straight to the worker through the connection ``pool`` (with a short
+    connect timeout: a worker that does not answer ends the direct rounds, instead of
+    Dask's 30 s of retries), or through the ``scheduler``'s proxy.
+
+    Raises
+    ------
+    DirectRoundFailed
+        The holder answered outside its kernel (it was lost, or a relay failed).
+    """
+    from distributed.actor import ProxyRPC
+    from distributed.core import send_recv
+    from distributed.protocol import to_serialize
+
+    message = {"function": "run", "actor": key, "args": [to_serialize(payload)],
+               "kwargs": {"relay": list(relay)} if relay else {}}
+    if straight:
+        comm = await pool.connect(address, timeout=CONNECT_SECONDS)
+        try:
+            response = await send_recv(comm=comm, op="actor_execute", **message)
+        finally:
+            pool.reuse(address, comm)
+    else:
+        response = await ProxyRPC(scheduler, address).actor_execute(**message)
+    received = time.perf_counter()
+    if response.get("status") != "OK":
+        raise DirectRoundFailed(f"holder on {address}: {response.get('exception')!r}")
+    return response["result"], received
 
 
 def _on_this_machine(address):
@@ -179,17 +255,22 @@ class DirectRounds:
     keys : callable
         ``keys(n)``: the keys of the ``n`` holders' tasks (named for the round that makes
         them, which the ledger measures with them).
-    max_holders : int
-        The most holders (workers) allowed: the driver sums one answer from each.
+    fan_in : int
+        The most answers one summer takes (the engine's ``split_every``).  With at most
+        ``fan_in`` holders the driver calls each and sums their answers; with more (at most
+        ``fan_in ** 2``) it calls one holder of each *team* of at most ``fan_in``
+        consecutive holders, which calls the others of its team for it (one message each
+        way between workers) and answers with the team's merged sum: the driver still
+        sums at most ``fan_in`` answers, as it does the top of a task round's tree.
 
     Raises
     ------
     DirectRoundFailed
         A group's partitions are not on one known worker, or there are more workers than
-        ``max_holders``.
+        ``fan_in ** 2``.
     """
 
-    def __init__(self, client, parts, groups, keys, max_holders):
+    def __init__(self, client, parts, groups, keys, fan_in):
         self.client = client
         self.engine_groups = [list(group) for group in groups]
         self._made = False
@@ -202,11 +283,15 @@ class DirectRounds:
             if len(where) != 1 or None in where:  # a holder must not pull partitions over
                 raise DirectRoundFailed(f"partitions {group} are not on one known worker")
             by_worker.setdefault(where.pop(), []).append(group)
-        if len(by_worker) > max_holders:
-            raise DirectRoundFailed(f"{len(by_worker)} workers: more than {max_holders} "
-                                    "answers for the driver to sum")
+        n_holders = len(by_worker)
+        if n_holders > fan_in ** 2:
+            raise DirectRoundFailed(f"{n_holders} workers: more than {fan_in ** 2} holders "
+                                    f"for teams of at most {fan_in} to sum")
         self.workers = sorted(by_worker)
         self.groups = [by_worker[w] for w in self.workers]
+        size = math.ceil(n_holders / fan_in)  # holders per team, its caller included
+        self.teams = [list(range(start, min(start + size, n_holders)))
+                      for start in range(0, n_holders, size)]
         names = keys(len(self.workers))
         # pinned: a holder must never be made again, empty-handed, on another worker
         self.futures = [
@@ -260,13 +345,13 @@ class DirectRounds:
         except Exception as exc:
             raise DirectRoundFailed(f"{type(exc).__name__}: {exc}") from exc
         outputs, spans, returned = [], [], 0
-        for worker, (answer, received) in zip(self.workers, answers):
-            returned += len(answer)
-            ok, value, timings = _loads(answer)
+        for answer, received in answers:
+            ok, value, timings, relayed = _loads(answer)
             if not ok:
                 raise value
+            returned += len(answer) + relayed  # to the driver, and within the team
             outputs.append(value)
-            for thread, seconds, before_answer in timings:
+            for worker, thread, seconds, before_answer in timings:
                 stop = received - before_answer
                 spans.append((True, (worker, thread), stop - seconds, stop))
         measurement = DirectMeasurement(sum(len(p) for p in payloads), returned,
@@ -290,33 +375,17 @@ class DirectRounds:
         return all(_on_this_machine(worker) for worker in self.workers)
 
     async def _call_all(self, payloads):
-        from distributed.actor import ProxyRPC
-        from distributed.core import send_recv
-        from distributed.protocol import to_serialize
-
+        """Call the first holder of every team, which calls the rest of its team."""
         client = self.client
         straight = self._reaches_workers()
-
-        async def call(future, worker, payload):
-            message = {"function": "run", "actor": future.key,
-                       "args": [to_serialize(payload)], "kwargs": {}}
-            if straight:
-                # a short connect timeout: a worker that does not answer ends the direct
-                # rounds (its round runs as tasks) instead of retrying for 30 s
-                comm = await client.rpc.connect(worker, timeout=CONNECT_SECONDS)
-                try:
-                    response = await send_recv(comm=comm, op="actor_execute", **message)
-                finally:
-                    client.rpc.reuse(worker, comm)
-            else:
-                response = await ProxyRPC(client.scheduler, worker).actor_execute(**message)
-            received = time.perf_counter()
-            if response.get("status") != "OK":
-                raise DirectRoundFailed(f"holder on {worker}: {response.get('exception')!r}")
-            return response["result"], received
-
-        return await asyncio.gather(*(call(f, w, p) for f, w, p
-                                      in zip(self.futures, self.workers, payloads)))
+        keys = [future.key for future in self.futures]
+        calls = []
+        for team in self.teams:
+            first, rest = team[0], team[1:]
+            relay = [(keys[j], self.workers[j], payloads[j]) for j in rest]
+            calls.append(_call_holder(client.rpc, keys[first], self.workers[first],
+                                      payloads[first], relay, straight, client.scheduler))
+        return await asyncio.gather(*calls)
 
     def close(self):
         """Release the holders (and their references to the partitions)."""

@@ -58,8 +58,9 @@ class DistributedEngine(Engine):
     With ``direct_rounds`` (the default), the stateless rounds of tree topology run as
     one call per worker to a partition holder once the holders are ready, past the
     scheduler (:mod:`daskglm.engine.direct`): the same results, without a scheduler round
-    trip per round.  Only with grouped partitions on at most ``split_every`` workers (the
-    driver then gathers as many answers as a task round's tree leaves it partials).
+    trip per round.  Only with grouped partitions on at most ``split_every ** 2`` workers
+    (beyond ``split_every``, the holders answer in teams, so that the driver gathers as
+    many answers as a task round's tree leaves it partials).
 
     Partitions computed from Dask collections are recomputed by Dask when a worker is
     lost.  In-memory input has no such lineage: the engine keeps its partitions on the
@@ -158,7 +159,7 @@ class DistributedEngine(Engine):
             if self._direct_failures:  # partitions lost may have been recomputed elsewhere
                 self._regroup()
             self._direct = DirectRounds(self.client, self.parts, self.groups,
-                                        probe.holder_keys, max_holders=self.split_every)
+                                        probe.holder_keys, fan_in=self.split_every)
         except Exception:  # e.g. a group whose worker is unknown: stay on tasks
             self.direct_rounds = False
             return
