@@ -289,6 +289,33 @@ def test_teams_of_holders_beyond_split_every_workers(data, three_workers):
         assert record.bytes_transferred > record.bytes_submitted / 3
 
 
+def test_a_relayed_holders_lost_worker_ends_the_direct_round(data):
+    """The worker of a holder its team's first holder calls is killed while it computes
+    (slowed): the relayed call fails, so does the team's, and the round runs as tasks
+    with the same result."""
+    from distributed import Client, LocalCluster
+
+    X, y, w = data
+    params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=True, dashboard_address=None,
+                      worker_dashboard_address=None) as cluster, Client(cluster) as client:
+        with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=9,
+                         split_every=2) as engine:
+            before = [engine.reduce(gradient, params, kind="gradient") for _ in range(2)]
+            assert _routes(engine)[-1] == "direct"
+            victim = engine._direct.workers[1]
+            with slow_worker(client, victim, 3.0):
+                killer = threading.Timer(1.0, kill_worker, (client, victim))
+                killer.start()
+                try:
+                    after = engine.reduce(gradient, params, kind="gradient")
+                finally:
+                    killer.join()
+            assert _routes(engine)[-1] == "tasks"
+    for result in before[1:] + [after]:
+        _same_stats(result, before[0])
+
+
 def test_no_more_holders_than_split_every_squared(data, client):
     """With more workers than ``split_every ** 2``, teams of ``split_every`` would leave
     the driver more answers to sum than a task round's tree leaves it: no holder is made."""

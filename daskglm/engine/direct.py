@@ -8,7 +8,10 @@ holder runs its worker's groups of partitions on the worker's own threads, as th
 tasks would (:func:`~daskglm.compute.tree.run_group`), merges their complete subtrees
 (:func:`~daskglm.compute.tree.combine_nodes`) and answers; the driver sums the answers in
 the same fixed-order tree, so a direct round's result is bit-identical to the task
-round's.
+round's.  On more workers than the engine's ``split_every``, the holders answer in teams:
+the driver calls the first holder of each team, which calls the rest of its team and
+answers for it (:class:`DirectRounds`), so the driver sums no more answers than a task
+round's tree leaves it.
 
 The engine (:class:`~daskglm.engine.distributed.DistributedEngine`) makes the holders
 without waiting, while a task round runs, and uses them from the next round.  They are
