@@ -41,7 +41,7 @@ partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
 
 A direct round (``route="direct"``: one call per worker to its partition holder, past the
 scheduler; :mod:`daskglm.engine.direct`) is priced as what it is, wherever the engine would
-run it direct (at most the square of the round's ``split_every`` workers, 8 for a gather):
+run it direct (on at most ``split_every ** 2`` workers, ``split_every`` being 8 for a gather):
 ``t = 2 L latency + L call_overhead + V worker_overhead + compute V / P (1 + w) + transfer /
 bandwidth``, with ``L`` the levels of calls (:func:`direct_levels`: 1 up to ``split_every``
 workers, 2 beyond, where the first holder of each team calls the rest of its team) and
