@@ -65,6 +65,18 @@ def _rounds(engine, params, each):
             engine.reduce_each(scaled_column_sums, each, kind="scaled_sum"))
 
 
+def _gradient_while_killing(engine, client, victim, params):
+    """A gradient round during which ``victim`` is killed, one second into its (slowed)
+    work."""
+    with slow_worker(client, victim, 3.0):
+        killer = threading.Timer(1.0, kill_worker, (client, victim))
+        killer.start()
+        try:
+            return engine.reduce(gradient, params, kind="gradient")
+        finally:
+            killer.join()
+
+
 def _routes(engine):
     return [record.route for record in engine.ledger.records]
 
@@ -218,13 +230,7 @@ def test_a_worker_killed_during_a_direct_call_is_survived(data, own_client):
     with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
         before = engine.reduce(gradient, params, kind="gradient")
         assert _routes(engine)[-1] == "direct"
-        with slow_worker(client, victim, 3.0):
-            killer = threading.Timer(1.0, kill_worker, (client, victim))
-            killer.start()
-            try:
-                after = engine.reduce(gradient, params, kind="gradient")
-            finally:
-                killer.join()
+        after = _gradient_while_killing(engine, client, victim, params)
         record = engine.ledger.records[-1]
     assert record.route == "tasks"
     _same_stats(after, before)
@@ -313,13 +319,7 @@ def test_a_relayed_holders_lost_worker_ends_the_direct_round(data):
             before = [engine.reduce(gradient, params, kind="gradient") for _ in range(2)]
             assert _routes(engine)[-1] == "direct"
             victim = engine._direct.workers[1]
-            with slow_worker(client, victim, 3.0):
-                killer = threading.Timer(1.0, kill_worker, (client, victim))
-                killer.start()
-                try:
-                    after = engine.reduce(gradient, params, kind="gradient")
-                finally:
-                    killer.join()
+            after = _gradient_while_killing(engine, client, victim, params)
             assert _routes(engine)[-1] == "tasks"
     for result in before[1:] + [after]:
         _same_stats(result, before[0])
