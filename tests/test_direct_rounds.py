@@ -288,11 +288,12 @@ def test_teams_of_holders_beyond_split_every_workers(data, three_workers):
         assert _routes(engine)[-2:] == ["direct", "direct"]
         _, measurement = engine._direct.run(gradient, (params,), None, True)
         assert {thread[0] for _, thread, _, _ in measurement.spans} == set(client.nthreads())
-        # a 100 kB argument: the relayed call carries it once more, between workers
+        # a 100 kB argument: the driver sends it once per team (2), the team's first
+        # holder once more to the holder it relays to, between workers
         blob = np.zeros(12_500)
         assert engine.reduce(rows_ignoring, blob, kind="blob") == X.shape[0]
         heavy = engine.ledger.records[-1]
-        assert heavy.route == "direct" and heavy.bytes_submitted > 3 * blob.nbytes
+        assert heavy.route == "direct" and 2 * blob.nbytes < heavy.bytes_submitted < 3 * blob.nbytes
         assert blob.nbytes < heavy.bytes_transferred < 2 * blob.nbytes
     for result in (got[0], again):
         _same_stats(result, expected[0])

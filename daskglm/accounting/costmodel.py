@@ -46,7 +46,7 @@ run it direct (on at most ``split_every ** 2`` workers, ``split_every`` being 8 
 bandwidth``, with ``L`` the levels of calls (:func:`direct_levels`: 1 up to ``split_every``
 workers, 2 beyond, where the first holder of each team calls the rest of its team) and
 one call and one answer per worker (``CALL_BYTES`` each on top of the payload; a relayed
-call crosses twice).  On more workers the engine runs it as tasks, and so does the model,
+call goes from the team's first holder, not from the driver).  On more workers the engine runs it as tasks, and so does the model,
 with the task overheads calibrated on the task rounds.
 
 A parameter holder's ``push`` and ``pull`` records (one each per holder, ``calls`` the
@@ -175,12 +175,6 @@ def direct_levels(workers, split_every):
     the rest (at most ``split_every ** 2``), 0 beyond (the engine runs tasks)."""
     k = split_every or DEFAULT_SPLIT_EVERY
     return 1 if workers <= k else 2 if workers <= k * k else 0
-
-
-def direct_teams(workers, split_every):
-    """Teams of holders (answers the driver sums) of a direct round on ``workers``."""
-    k = split_every or DEFAULT_SPLIT_EVERY
-    return math.ceil(workers / math.ceil(workers / k))
 
 
 @dataclass(frozen=True)
@@ -505,9 +499,7 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
     if direct:  # one call per worker and its answer: the worker's partials merged there
         holders = min(int(cluster.workers), G)
         up = record.bytes_returned / max(1, record.tasks)
-        # the calls of the holders a team's first one relays cross twice
-        relayed = holders - direct_teams(holders, k) if levels == 2 else 0
-        moved = (holders + relayed) * (down + CALL_BYTES) + holders * (up + CALL_BYTES)
+        moved = holders * (down + CALL_BYTES) + holders * (up + CALL_BYTES)
         return {
             "latency": DIRECT_STEPS * levels * cluster.latency,
             "overhead": levels * call + task_waves * worker,

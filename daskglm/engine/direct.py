@@ -97,7 +97,8 @@ class PartitionHolder:
         ``items`` None or one list per group, ``n_leaves`` None for a gather round.
         ``relay``: ``(holder key, worker address, payload)`` of the holders this one
         calls for the driver (see :class:`DirectRounds`), whose answers it merges with
-        its own.
+        its own; a payload None is this holder's own (a call the same for every holder
+        crosses from the driver once per team).
 
         Returns the pickled ``(True, answer, timings, relayed)``, ``answer`` the merged
         complete nodes (tree round) or ``{index: result}``, ``timings`` one ``(worker,
@@ -110,6 +111,8 @@ class PartitionHolder:
         DirectRoundFailed
             A relayed holder could not be reached or failed outside its kernel.
         """
+        relay = [(key, address, payload if call is None else call)
+                 for key, address, call in relay]
         relayed = [asyncio.ensure_future(_call_holder(self.worker.rpc, key, address, call))
                    for key, address, call in relay]
         try:
@@ -357,8 +360,9 @@ class DirectRounds:
             for worker, thread, seconds, before_answer in timings:
                 stop = received - before_answer
                 spans.append((True, (worker, thread), stop - seconds, stop))
-        measurement = DirectMeasurement(sum(len(p) for p in payloads), returned,
-                                        len(payloads), self.n_groups, spans)
+        sent = sum(len(payloads[j]) for team in self.teams for j in team
+                   if j == team[0] or payloads[j] is not payloads[team[0]])
+        measurement = DirectMeasurement(sent, returned, len(payloads), self.n_groups, spans)
         if tree:
             return combine_nodes(self.n_partitions, *outputs)[tree_root(self.n_partitions)], \
                 measurement
@@ -385,7 +389,9 @@ class DirectRounds:
         calls = []
         for team in self.teams:
             first, rest = team[0], team[1:]
-            relay = [(keys[j], self.workers[j], payloads[j]) for j in rest]
+            # a call the same for every holder crosses from the driver once per team
+            relay = [(keys[j], self.workers[j],
+                      None if payloads[j] is payloads[first] else payloads[j]) for j in rest]
             calls.append(_call_holder(client.rpc, keys[first], self.workers[first],
                                       payloads[first], relay, straight, client.scheduler))
         return await asyncio.gather(*calls)
