@@ -102,13 +102,17 @@ def test_loss_grad_equals_the_whole_array_formulas(family, dtype, weighted, offs
 
 @pytest.mark.parametrize("family", [Gaussian(), Binomial(), Poisson(), Gamma("log")], ids=repr)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_loss_grad_hess_equals_the_whole_array_formulas(family, dtype):
-    params = _params(True)
+@pytest.mark.parametrize("weighted,offset,fit_intercept",
+                         [(True, True, True), (False, False, False), (False, True, True)])
+def test_loss_grad_hess_equals_the_whole_array_formulas(family, dtype, weighted, offset,
+                                                        fit_intercept):
+    params = _params(fit_intercept)
     for n in ROWS:
-        part = _partition(family, n, dtype, weighted=True, offset=True)
-        stats = loss_grad_hess(part, params, family, True)
-        loss, grad, hess = _reference(part, params, family, True, hessian=True)
+        part = _partition(family, n, dtype, weighted=weighted, offset=offset)
+        stats = loss_grad_hess(part, params, family, fit_intercept)
+        loss, grad, hess = _reference(part, params, family, fit_intercept, hessian=True)
         rtol = _tolerance(dtype)
+        assert stats.grad.dtype == stats.hess.dtype == np.float64
         np.testing.assert_allclose(stats.loss, loss, rtol=rtol)
         np.testing.assert_allclose(stats.grad, grad, rtol=rtol, atol=rtol * np.abs(grad).max())
         np.testing.assert_allclose(stats.hess, hess, rtol=rtol, atol=rtol * np.abs(hess).max())
@@ -119,6 +123,21 @@ def test_fused_gradient_covers_the_common_families_and_only_them():
         assert blocked.pointwise_for(family) is not None
     for family in (Binomial("probit"), Poisson("identity"), Gamma(), Tweedie(power=1.5)):
         assert blocked.pointwise_for(family) is None
+
+
+@pytest.mark.parametrize("family", [Binomial(), Poisson()], ids=repr)
+def test_fused_hessian_at_extreme_predictors(family):
+    # predictors from -800 to 800: exp underflows (Binomial's curvature is then 0, not
+    # NaN) and passes Poisson's quadratic continuation at 500
+    X = np.linspace(-2.0, 2.0, 41)[:, None] * np.ones((1, 3))
+    y = (np.arange(41) % 2).astype(float)
+    params = np.array([400.0, -100.0, 100.0, 0.5])
+    stats = loss_grad_hess((X, y, None), params, family, True)
+    loss, grad, hess = _reference((X, y, None), params, family, True, hessian=True)
+    assert np.all(np.isfinite(stats.hess))
+    np.testing.assert_allclose(stats.loss, loss, rtol=1e-12)
+    np.testing.assert_allclose(stats.grad, grad, rtol=1e-12, atol=1e-12 * np.abs(grad).max())
+    np.testing.assert_allclose(stats.hess, hess, rtol=1e-12, atol=1e-12 * np.abs(hess).max())
 
 
 def test_poisson_fused_gradient_continues_exp_above_the_safe_limit():
@@ -213,6 +232,8 @@ def test_fused_kernels_are_reproducible_bit_for_bit():
     params = _params(True)
     first, second = (loss_grad(part, params, family, True) for _ in range(2))
     assert first.loss == second.loss and np.array_equal(first.grad, second.grad)
+    first, second = (loss_grad_hess(part, params, family, True) for _ in range(2))
+    assert np.array_equal(first.hess, second.hess) and np.array_equal(first.grad, second.grad)
     grams = [gram(part[:3]) for _ in range(2)]
     assert np.array_equal(grams[0].sxx, grams[1].sxx)
 

@@ -7,7 +7,10 @@ each row is read from memory once: :func:`fused_loss_grad` is a compiled loop th
 the row's ``eta``, its loss and derivative, and adds ``r * x`` to the gradient while the
 row is in registers (Gaussian) or in the cache (Binomial and Poisson, a chunk of rows at a
 time so that their ``exp`` and ``log1p`` vectorise; :mod:`.fused_loops`), and nothing of
-length ``n`` is allocated.  It runs for the families
+length ``n`` is allocated.  :func:`fused_loss_grad_hess` adds the Hessian: per row block,
+the same compiled loop also writes the rows scaled by the square roots of their curvatures
+to a cache-sized buffer, and BLAS's symmetric product of that buffer is the block's
+``X^T diag(h) X``.  Both run for the families
 with a compiled pointwise loss (:data:`_POINTWISE`: canonical Gaussian, Binomial and
 Poisson); the others keep the cache-blocked path of :mod:`daskglm.compute.kernels`.
 
@@ -32,8 +35,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["fused_loss_grad", "pointwise_for", "augmented_gram", "gram_block_rows",
-           "warm_up"]
+__all__ = ["fused_loss_grad", "fused_loss_grad_hess", "pointwise_for", "augmented_gram",
+           "gram_block_rows", "warm_up"]
 
 #: Bytes of the augmented block of :func:`augmented_gram` (at 8 bytes per element): large
 #: enough for BLAS's symmetric product to run near its full rate, small enough for the
@@ -124,6 +127,65 @@ def fused_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
         X, y, _NONE if weight is None else weight, _NONE if offset is None else offset,
         np.ascontiguousarray(coef, dtype=np.float64), float(intercept), pointwise, grad)
     return float(loss), grad, float(intercept_grad)
+
+
+def fused_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise, block_rows,
+                         scaled):
+    """Loss, gradient and Hessian sums of a dense partition in one read of ``X``.
+
+    Each block of ``block_rows`` rows goes through one compiled loop (predictors, losses,
+    derivatives ``r`` and curvatures ``h``, the products ``X_b^T r`` and ``X_b^T h``, and
+    ``S_b = diag(sqrt(h)) X_b`` written to ``scaled``) and one symmetric product
+    ``S_b^T S_b``, in ``X``'s dtype, added to a float64 accumulator.
+
+    Parameters
+    ----------
+    X, y, weight, offset, coef, intercept, pointwise
+        As :func:`fused_loss_grad`.
+    block_rows : int
+        Rows per block: at least the number of columns (a smaller product runs below
+        BLAS's speed).
+    scaled : ndarray of shape (block_rows, d), ``X``'s dtype
+        A buffer for the scaled block.
+
+    Returns
+    -------
+    loss : float
+    grad : ndarray of shape (d,), float64
+        ``X.T @ r``.
+    intercept_grad : float
+        ``sum(r)``.
+    hess : ndarray of shape (d, d), float64
+        ``X.T @ diag(h) @ X``.
+    curvature_grad : ndarray of shape (d,), float64
+        ``X.T @ h``.
+    curvature : float
+        ``sum(h)``.
+    """
+    from .fused_loops import hessian_rows
+
+    n, d = X.shape
+    coef = np.ascontiguousarray(coef, dtype=np.float64)
+    grad, curvature_grad = np.zeros(d), np.zeros(d)
+    hess = np.zeros((d, d))
+    loss = intercept_grad = curvature = 0.0
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        block = scaled[: stop - start]
+        block_loss, block_intercept, block_curvature = hessian_rows(
+            X[start:stop], y[start:stop], _rows(weight, start, stop),
+            _rows(offset, start, stop), coef, float(intercept), pointwise, grad,
+            curvature_grad, block)
+        loss += block_loss
+        intercept_grad += block_intercept
+        curvature += block_curvature
+        hess += block.T @ block  # numpy hands a product with its own transpose to syrk
+    return float(loss), grad, float(intercept_grad), hess, curvature_grad, float(curvature)
+
+
+def _rows(values, start, stop):
+    """Rows ``start:stop`` of an optional per-row vector; the empty array for none."""
+    return _NONE if values is None else values[start:stop]
 
 
 def augmented_gram(X, y, weight):

@@ -6,7 +6,7 @@ family is an integer argument (:data:`GAUSSIAN`, :data:`BINOMIAL`, :data:`POISSO
 compiled function passed in: numba then finds its compiled code in the on-disk cache in
 every new worker process instead of compiling it again (about 2 s per process).
 
-Two loops, both reading each row of ``X`` from memory once:
+Three loops, each reading each row of ``X`` from memory once:
 
 * :func:`rows_one_pass` -- each row's predictor, loss and product with the row in turn,
   while the row is in registers.  The Gaussian gradient uses it.
@@ -20,6 +20,10 @@ Two loops, both reading each row of ``X`` from memory once:
   columns 1.6 against 5.2 and 1.4 against 2.8 (``python -m benchmarks fused-kernel``;
   ``benchmarks/README.md``).  The Gaussian gradient, with no transcendental function, is
   as fast or faster in one pass at 20 to 50 float64 columns (1.0 against 1.1 at 50).
+* :func:`hessian_rows` -- :func:`rows_in_chunks` with the rows' curvatures ``h`` (the
+  family's ``d2loss``): it also sums ``h`` and ``h * x`` and writes each row scaled by
+  ``sqrt(h)`` to a buffer, whose symmetric product (BLAS, in
+  :func:`daskglm.compute.blocked.fused_loss_grad_hess`) is the block's ``X^T diag(h) X``.
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ import numpy as np
 from ..model.numerics import _EXP_SAFE
 from .vector_math import exp_into, log1p_unit
 
-__all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "fused_rows", "rows_one_pass", "rows_in_chunks"]
+__all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "fused_rows", "rows_one_pass", "rows_in_chunks",
+           "hessian_rows"]
 
 GAUSSIAN, BINOMIAL, POISSON = 0, 1, 2
 
@@ -129,7 +134,9 @@ def rows_one_pass(X, y, weight, offset, coef, intercept, family, grad):
 @numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy")
 def _pointwise_chunk(family, y, eta, count, loss, residual, scratch, rounded, scale_bits):
     """``loss[:count]`` and ``residual[:count]`` at ``eta[:count]`` with targets ``y``;
-    the formulas of :func:`_pointwise`, in loops that vectorise."""
+    the formulas of :func:`_pointwise`, in loops that vectorise.  ``scratch[:count]`` is
+    left holding the ``exp`` taken (Binomial: ``exp(-|eta|)``; Poisson: ``exp`` of
+    ``eta`` capped at the safe limit), from which :func:`_curvature_chunk` follows."""
     if family == BINOMIAL:
         for i in range(count):
             scratch[i] = -abs(eta[i])
@@ -154,6 +161,40 @@ def _pointwise_chunk(family, y, eta, count, loss, residual, scratch, rounded, sc
             value = eta[i] - y[i]
             loss[i] = 0.5 * value * value
             residual[i] = value
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy")
+def _curvature_chunk(family, count, scratch, curvature):
+    """``curvature[:count]``, the family's ``d2loss`` at the chunk's predictors, from the
+    ``exp`` that :func:`_pointwise_chunk` left in ``scratch``: ``p (1 - p) = s / (1 + s)^2``
+    with ``s = exp(-|eta|)`` (Binomial), the capped ``exp`` (Poisson, as ``Poisson.d2loss``)
+    and 1 (Gaussian)."""
+    if family == BINOMIAL:
+        for i in range(count):
+            shrink = scratch[i]
+            denominator = 1.0 + shrink
+            curvature[i] = shrink / (denominator * denominator)
+    elif family == POISSON:
+        for i in range(count):
+            curvature[i] = scratch[i]
+    else:
+        for i in range(count):
+            curvature[i] = 1.0
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
+def _chunk_predictors(X, first, count, coef, intercept, offset, eta):
+    """``eta[:count]``: the linear predictors of rows ``first`` to ``first + count``."""
+    d = X.shape[1]
+    for i in range(count):
+        row = X[first + i]
+        value = intercept
+        for j in range(d):
+            value += row[j] * coef[j]
+        eta[i] = value
+    if offset.shape[0]:
+        for i in range(count):
+            eta[i] += offset[first + i]
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
@@ -195,15 +236,7 @@ def rows_in_chunks(X, y, weight, offset, coef, intercept, family, grad):
         block_grad[:] = 0.0
         for first in range(start, stop, chunk):
             count = min(first + chunk, stop) - first
-            for i in range(count):
-                row = X[first + i]
-                value = intercept
-                for j in range(d):
-                    value += row[j] * coef[j]
-                eta[i] = value
-            if offset.shape[0]:
-                for i in range(count):
-                    eta[i] += offset[first + i]
+            _chunk_predictors(X, first, count, coef, intercept, offset, eta)
             _pointwise_chunk(family, y[first:first + count], eta, count, row_loss, residual,
                              scratch, rounded, scale_bits)
             if weight.shape[0]:
@@ -219,3 +252,58 @@ def rows_in_chunks(X, y, weight, offset, coef, intercept, family, grad):
         for j in range(d):
             grad[j] += block_grad[j]
     return loss, intercept_grad
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")
+def hessian_rows(X, y, weight, offset, coef, intercept, family, grad, curvature_grad, scaled):
+    """:func:`rows_in_chunks` with the rows' curvatures ``h`` (weighted as the residuals):
+    also add each row's ``h * x`` to ``curvature_grad`` and write ``sqrt(h) * x`` to the
+    same row of ``scaled`` (of ``X``'s dtype, at least as many rows); return the loss,
+    ``sum(r)`` and ``sum(h)``."""
+    n, d = X.shape
+    chunk = max(1, min(BLOCK_ROWS, CHUNK_BYTES // max(1, d * X.itemsize)))
+    eta, row_loss, residual = np.empty(chunk), np.empty(chunk), np.empty(chunk)
+    curvature, scratch, rounded = np.empty(chunk), np.empty(chunk), np.empty(chunk)
+    scale_bits = np.empty(chunk, dtype=np.int64)
+    loss = 0.0
+    intercept_grad = 0.0
+    total_curvature = 0.0
+    block_grad = np.zeros(d)
+    block_curvature_grad = np.zeros(d)
+    for start in range(0, n, BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, n)
+        block_loss = 0.0
+        block_intercept = 0.0
+        block_curvature = 0.0
+        block_grad[:] = 0.0
+        block_curvature_grad[:] = 0.0
+        for first in range(start, stop, chunk):
+            count = min(first + chunk, stop) - first
+            _chunk_predictors(X, first, count, coef, intercept, offset, eta)
+            _pointwise_chunk(family, y[first:first + count], eta, count, row_loss, residual,
+                             scratch, rounded, scale_bits)
+            _curvature_chunk(family, count, scratch, curvature)
+            if weight.shape[0]:
+                for i in range(count):
+                    row_loss[i] *= weight[first + i]
+                    residual[i] *= weight[first + i]
+                    curvature[i] *= weight[first + i]
+            for i in range(count):
+                block_loss += row_loss[i]
+                block_intercept += residual[i]
+                block_curvature += curvature[i]
+            _add_products(X, first, count, residual, block_grad)
+            _add_products(X, first, count, curvature, block_curvature_grad)
+            for i in range(count):
+                root = math.sqrt(curvature[i])
+                row = X[first + i]
+                out = scaled[first + i]
+                for j in range(d):
+                    out[j] = root * row[j]
+        loss += block_loss
+        intercept_grad += block_intercept
+        total_curvature += block_curvature
+        for j in range(d):
+            grad[j] += block_grad[j]
+            curvature_grad[j] += block_curvature_grad[j]
+    return loss, intercept_grad, total_curvature

@@ -8,9 +8,9 @@ partitions, and the estimators refuse their solvers with an offset.  The paramet
 followed, when an intercept is fitted, by the intercept: no column of ones is ever added
 to ``X``.  Dense partitions are processed in cache-sized row blocks so that each row of
 ``X`` is read from memory once per evaluation: ``X_b @ coef`` and ``X_b.T @ r`` run while
-``X_b`` is still in cache.  For the gradient of the common families and for the Gram
-statistics, dense numpy partitions go further: :mod:`daskglm.compute.blocked` fuses each
-row's (or block's) products into one compiled loop or one symmetric product.  A float32
+``X_b`` is still in cache.  For the gradient and the Hessian of the common families and
+for the Gram statistics, dense numpy partitions go further: :mod:`daskglm.compute.blocked`
+fuses each row's (or block's) products into one compiled loop or one symmetric product.  A float32
 ``X`` stays float32: block products run in float32 (the fused loop converts each element
 as it reads it) and every partial sum is accumulated in float64.
 
@@ -46,7 +46,7 @@ from .backend import (
     namespace,
     to_host,
 )
-from .blocked import augmented_gram, fused_loss_grad, pointwise_for
+from .blocked import augmented_gram, fused_loss_grad, fused_loss_grad_hess, pointwise_for
 from .csr_products import csr_weighted_gram
 
 __all__ = [
@@ -278,11 +278,24 @@ def loss_grad_hess(part, params, family, fit_intercept):
     offset = partition_offset(part)
     n_params = params.shape[0]
     n_coef = n_params - 1 if fit_intercept else n_params
+    scratch = _scratch(X, products=True, dtype=X.dtype)
+    pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
+    if pointwise is not None:
+        params = np.asarray(params, dtype=np.float64)
+        coef, intercept = (params[:-1], params[-1]) if fit_intercept else (params, 0.0)
+        loss, grad, intercept_grad, gram_x, col_sums, curvature = fused_loss_grad_hess(
+            X, y, weight, offset, coef, intercept, pointwise, scratch.shape[0], scratch)
+        hess = np.zeros((n_params, n_params))
+        hess[:n_coef, :n_coef] = gram_x
+        if fit_intercept:
+            grad = np.append(grad, intercept_grad)
+            hess[:n_coef, -1] = hess[-1, :n_coef] = col_sums
+            hess[-1, -1] = curvature
+        return Stats(_total_weight(X, weight), loss, grad, hess)
     xp = namespace(X)
     grad = xp.zeros(n_params, dtype=xp.float64)
     hess = xp.zeros((n_params, n_params), dtype=xp.float64)
     loss = 0.0
-    scratch = _scratch(X, products=True, dtype=X.dtype)
     for start, stop in _row_blocks(X, products=True):
         X_b = X[start:stop, :]
         y_b, w_b = y[start:stop], _take(weight, start, stop)
