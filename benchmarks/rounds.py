@@ -9,7 +9,8 @@ measures, each as the median of several repeats:
   (``da.unique``) and building the engine (packing partitions plus the validation round);
 * one round on the cluster: Dask's own floor (a no-op task per group, gathered, with
   nothing of daskglm in it), an empty round (no work per partition: the fixed cost of
-  sending arguments and gathering), a gradient round and a Gram round, all direct rounds
+  sending arguments and gathering), a gradient round, a Hessian round (Newton's: loss,
+  gradient and Hessian) and a Gram round, all direct rounds
   (calls to the partition holders, :mod:`daskglm.engine.direct`), and the empty and
   gradient rounds again as scheduler tasks (and the fit with every round as tasks);
 * the same kernels run on the workers but timed inside the task (pure compute time),
@@ -28,8 +29,9 @@ the same run:
   round costs), the kernels' share of a round;
 * a gradient round with the ledger's measurement (its Dask counters fetched afterwards)
   against the same round unmeasured (target 1.05: measuring costs under 5%);
-* a Gram round against numpy's ``X_p.T @ X_p`` per worker (target 2);
-* the same two kernels on one partition in this process, in float64 and float32.
+* a Gram round against numpy's ``X_p.T @ X_p`` per worker (target 2), and a Hessian round
+  against the same (target 2: the Gram's, for a product of the same size);
+* the same kernels on one partition in this process, in float64 and float32.
 
 This module uses daskglm's engine and kernels directly.
 """
@@ -133,7 +135,7 @@ def _median_seconds(function, repeats):
 
 
 def _cluster_rounds(engine, params, family, repeats):
-    from daskglm.compute.kernels import gram, loss_grad
+    from daskglm.compute.kernels import gram, loss_grad, loss_grad_hess
 
     d = params.shape[0]
     rows = {}
@@ -145,6 +147,8 @@ def _cluster_rounds(engine, params, family, repeats):
         lambda: _dask_noop_round(engine), repeats)
     rows["round: gradient (loss_grad)"] = _median_seconds(
         lambda: engine.reduce(loss_grad, params, family, False, kind="profile"), repeats)
+    rows["round: hessian (loss_grad_hess)"] = _median_seconds(
+        lambda: engine.reduce(loss_grad_hess, params, family, False, kind="profile"), repeats)
     rows["round: gram"] = _median_seconds(
         lambda: engine.reduce(gram, kind="profile"), repeats)
     # the same rounds as scheduler tasks (the engine's direct rounds off, then on again)
@@ -190,12 +194,16 @@ TARGETS = (
      "round: gradient less the empty round",
      "local: X_p.sum() (one read of the partition)", True, 1.5),
     ("gram round / numpy X.T@X per worker", "round: gram", "local:   X_p.T @ X_p", True, 2.0),
+    ("hessian round / numpy X.T@X per worker", "round: hessian (loss_grad_hess)",
+     "local:   X_p.T @ X_p", True, 2.0),
     ("measured gradient round (counters fetched) / unmeasured",
      "round: gradient, measured, with its counters fetched",
      "round: gradient, not measured (fastest block)", False, 1.05),
     ("local loss_grad / one read", "local: loss_grad(partition)",
      "local: X_p.sum() (one read of the partition)", False, 1.5),
     ("local gram / numpy X.T@X", "local: gram(partition)", "local:   X_p.T @ X_p", False, 2.0),
+    ("local loss_grad_hess / numpy X.T@X", "local: loss_grad_hess(partition)",
+     "local:   X_p.T @ X_p", False, 2.0),
     ("local float32 loss_grad / one float32 read", "local f32: loss_grad(partition)",
      "local f32: X_p.sum() (one read of the partition)", False, 1.5),
     ("local float32 gram / numpy float32 X.T@X", "local f32: gram(partition)",
@@ -230,7 +238,7 @@ def _local_float32(part, params, family, repeats):
 
 
 def _local_kernels(part, params, family, repeats):
-    from daskglm.compute.kernels import gram, loss_grad
+    from daskglm.compute.kernels import gram, loss_grad, loss_grad_hess
     from daskglm.compute.summaries import summarize
 
     X, y, _ = part
@@ -243,6 +251,7 @@ def _local_kernels(part, params, family, repeats):
         "local:   family.loss_and_dloss(y, eta)": lambda: family.loss_and_dloss(y, eta),
         "local:   X_p.T @ r": lambda: X.T @ residual,
         "local: gram(partition)": lambda: gram(part),
+        "local: loss_grad_hess(partition)": lambda: loss_grad_hess(part, params, family, False),
         "local:   X_p.T @ X_p": lambda: X.T @ X,
         "local: summarize(partition) (the validate kernel)": lambda: summarize(part, family),
     }

@@ -50,8 +50,9 @@ ROUND_SECONDS = 5e-3
 #: Bytes of ``X`` one worker thread streams through per second in a one-pass kernel.
 READ_BYTES_PER_SECOND = 2e9
 #: Multiply-adds per second of one worker thread in ``X^T H X`` (BLAS rank-k update);
-#: with :data:`READ_BYTES_PER_SECOND`, a Hessian round costs 2.4 gradient rounds at 50
-#: columns and 6.6 at 200, as measured with the package's kernels on one thread.
+#: with :data:`READ_BYTES_PER_SECOND`, a Hessian round costs 2.7 gradient rounds at 50
+#: columns and 4.8 at 200; measured on two one-thread workers at 3e6 x 50, 2.6
+#: (``python -m benchmarks run --suite mid``, the fused Hessian kernel).
 FLOPS = 1.75e10
 #: Multiply-adds per second of the driver's factorisation of a ``p x p`` matrix.
 DRIVER_FLOPS = 2e10
