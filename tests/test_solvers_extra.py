@@ -307,11 +307,70 @@ def test_averaging_newton_correction_with_l1_is_a_proximal_newton_step():
 def test_newton_spends_one_round_per_full_step():
     X, y, w = make_data("binomial", weights=True)
     model = daskglm.LogisticRegression(C=0.5, solver="newton", **TIGHT).fit(X, y, sample_weight=w)
-    assert set(solver_rounds(model)) == {"validate_hessian", "hessian"}
+    assert solver_rounds(model)[0] == "validate_hessian"
     assert all(entry["step"] == 1.0 for entry in model.history_)
-    # the first Hessian is computed in the validation round
-    assert model.comm_.count("hessian") == model.n_iter_
-    assert model.n_iter_ <= 8
+    # the first Hessian is computed in the validation round, and the last point, predicted
+    # to meet tol, is evaluated without its Hessian (which nothing would use)
+    n_iter = int(model.n_iter_[0])
+    assert solver_rounds(model)[1:] == ["hessian"] * (n_iter - 1) + ["gradient"]
+    assert n_iter <= 8
+
+
+@pytest.mark.parametrize("solver_family", ["binomial", "poisson", "multinomial", "probit"])
+def test_newton_stops_at_the_same_point_without_the_last_hessian(monkeypatch, solver_family):
+    from daskglm.solvers import newton
+
+    if solver_family == "multinomial":
+        rng = np.random.default_rng(0)
+        X = rng.normal(size=(600, 4))
+        y = np.argmax(X @ rng.normal(size=(4, 3)) + rng.gumbel(size=(600, 3)), axis=1)
+        make = lambda: daskglm.LogisticRegression(C=2.0, solver="newton", **TIGHT)  # noqa: E731
+    elif solver_family == "probit":
+        X, y, _ = make_data("binomial")
+        make = lambda: daskglm.GLM(family="binomial", link="probit", penalty="l2",  # noqa: E731
+                                   alpha=0.01, solver="newton", **TIGHT)
+    else:
+        X, y, _ = make_data(solver_family)
+        estimator = (daskglm.LogisticRegression if solver_family == "binomial"
+                     else daskglm.PoissonRegressor)
+        kwargs = {"C": 0.5} if solver_family == "binomial" else {"alpha": 0.01}
+        make = lambda: estimator(solver="newton", **kwargs, **TIGHT)  # noqa: E731
+    predicted = make().fit(X, y)
+    monkeypatch.setattr(newton, "_predicts_tol", lambda *args: False)
+    every_hessian = make().fit(X, y)
+    # the same iterates: the last point's value and gradient from a gradient round
+    np.testing.assert_allclose(predicted.coef_, every_hessian.coef_, rtol=0, atol=1e-15)
+    assert np.array_equal(predicted.n_iter_, every_hessian.n_iter_) and predicted.converged_
+    assert solver_rounds(every_hessian)[-1] == "hessian"
+    # Fisher scoring (a non-canonical link) converges linearly: no prediction
+    last = "hessian" if solver_family == "probit" else "gradient"
+    assert solver_rounds(predicted)[-1] == last
+    assert len(solver_rounds(predicted)) == len(solver_rounds(every_hessian))
+
+
+def test_newton_goes_on_when_the_predicted_last_step_falls_short(monkeypatch):
+    from daskglm.solvers import newton
+
+    X, y, w = make_data("binomial", weights=True)
+    reference = daskglm.LogisticRegression(C=0.5, solver="newton", **TIGHT).fit(
+        X, y, sample_weight=w)
+    calls = []
+
+    def predicts_too_early(optimality, previous, tol):
+        calls.append(optimality)
+        return True  # after every full step, all but the last too soon
+
+    monkeypatch.setattr(newton, "_predicts_tol", predicts_too_early)
+    model = daskglm.LogisticRegression(C=0.5, solver="newton", **TIGHT).fit(
+        X, y, sample_weight=w)
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=0, atol=1e-15)
+    n_iter = int(model.n_iter_[0])
+    assert model.converged_ and n_iter == int(reference.n_iter_[0]) and calls
+    rounds = solver_rounds(model)
+    # the first full step costs a Hessian round; each later one a gradient round, and
+    # those short of tol then their Hessian round
+    assert rounds[-1] == "gradient"
+    assert rounds.count("gradient") == rounds.count("hessian") == n_iter - 1
 
 
 def test_newton_solves_least_squares_in_one_step():

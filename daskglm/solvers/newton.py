@@ -33,7 +33,15 @@ class Newton(Solver):
     the expected (Fisher) information, so the method is Fisher scoring (statsmodels' IRLS)
     and its local convergence is linear rather than quadratic.  Near the optimum, where the predicted decrease
     is below what function values resolve, the full step is accepted when it shrinks the
-    gradient instead.  Stops when the largest gradient entry is at most ``tol``.  Stops
+    gradient instead.  Stops when the largest gradient entry is at most ``tol``.
+
+    The Hessian of the point where the fit stops is never used, so with an exact Hessian
+    (a canonical link, or the multinomial model) and the quadratic convergence it brings,
+    the full step that is predicted to meet ``tol`` is first evaluated without its
+    Hessian (a gradient round, a fraction of a Hessian round's cost): after two full
+    steps the largest gradient entries ``g_prev, g`` predict ``g^3 / g_prev^2`` for the
+    next point.  That point ends the fit if its full step is accepted and meets ``tol``;
+    otherwise the iteration goes on as above, the gradient round spent.  Stops
     early, with ``converged`` False and a message starting with "stalled", when the line
     search finds no decrease, the step is below round-off relative to the parameters, or
     for 10 iterations neither the objective nor the largest gradient entry improved beyond
@@ -73,13 +81,20 @@ class Newton(Solver):
         n_iter = 0
         monitor = StallMonitor()
         message = "converged" if converged else "maximum number of iterations reached"
+        exact_hessian = _exact_hessian(problem)
+        previous_optimality, last_step = None, None
         while not converged and n_iter < self.max_iter:
             n_iter += 1
             direction, _ = solve_symmetric(value_and_grad.hess, -grad)
             if not float(grad @ direction) < 0:
                 direction = -grad  # a singular or indefinite system: fall back to the gradient
             search, first_step = None, 1.0
-            if -float(grad @ direction) <= _ROUND_OFF * max(1.0, abs(value)):
+            if exact_hessian and last_step == 1.0 and _predicts_tol(
+                    optimality, previous_optimality, self.tol):
+                search, first_step = self._last_step(objective, value_and_grad, params, value,
+                                                     grad, direction)
+            if search is None and first_step == 1.0 and (
+                    -float(grad @ direction) <= _ROUND_OFF * max(1.0, abs(value))):
                 search = self._full_step(value_and_grad, params, grad, direction)
                 first_step = 0.5  # the full step was just tried
             if search is None:
@@ -93,6 +108,7 @@ class Newton(Solver):
                 break
             step = search.params - params
             params, value, grad = search.params, search.value, search.grad
+            previous_optimality, last_step = optimality, search.step
             optimality = objective.optimality(params, grad)
             history.record(value, optimality, search.step, evaluations=search.evaluations)
             converged = optimality <= self.tol
@@ -103,6 +119,26 @@ class Newton(Solver):
                 if message.startswith("stalled"):
                     break
         return SolverResult(params, n_iter, converged, history.entries, message)
+
+    def _last_step(self, objective, value_and_grad, params, value, grad, direction):
+        """The full step evaluated without its Hessian, as ``(search, first_step)``.
+
+        ``search`` is the accepted full step when it meets ``tol`` (no Hessian needed), or
+        the same point evaluated again with its Hessian when it is accepted short of
+        ``tol``; None when it is not accepted, and the line search then starts at
+        ``first_step = 0.5``.
+        """
+        if -float(grad @ direction) <= _ROUND_OFF * max(1.0, abs(value)):
+            search = self._full_step(objective.value_and_grad, params, grad, direction)
+        else:
+            search = backtracking(objective.value_and_grad, params, value, grad, direction,
+                                  1.0, max_evaluations=1)
+        if search is None or not search.success:
+            return None, 0.5
+        if objective.optimality(search.params, search.grad) <= self.tol:
+            return search, 1.0
+        value, grad = value_and_grad(search.params)
+        return LineSearchResult(1.0, search.params, value, grad, 2, True), 1.0
 
     @staticmethod
     def _full_step(value_and_grad, params, grad, direction):
@@ -129,3 +165,20 @@ class _WithHessian:
     def __call__(self, params):
         value, grad, self.hess = self.objective.value_grad_hess(params)
         return value, grad
+
+
+def _exact_hessian(problem):
+    """Whether Newton's Hessian is the objective's own (canonical link, or the softmax of
+    the multinomial model), so that its steps converge quadratically."""
+    if isinstance(problem, MultinomialProblem):
+        return True
+    return bool(getattr(problem.family, "canonical", False))
+
+
+def _predicts_tol(optimality, previous_optimality, tol):
+    """Whether two full Newton steps' largest gradient entries, ``previous_optimality``
+    then ``optimality``, predict one at most ``tol`` after the next full step:
+    quadratic convergence, ``g_next = C g^2`` with ``C = g / g_prev^2``."""
+    if previous_optimality is None or not 0 < optimality < previous_optimality:
+        return False
+    return optimality * (optimality / previous_optimality) ** 2 <= tol
