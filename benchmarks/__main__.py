@@ -25,6 +25,9 @@ gpu
 passes
     Fits with the validation round fused into the first evaluation against the same fits
     with the rounds apart, and ``solver="auto"``'s pick (see :mod:`benchmarks.passes`).
+newton
+    Newton's fits with and without the fused Hessian and the last step's gradient round,
+    against L-BFGS (see :mod:`benchmarks.newton`).
 parity
     Rounds, bytes and seconds of multi-output, ``positive=True`` and one-vs-rest SGD (see
     :mod:`benchmarks.parity`).
@@ -143,6 +146,13 @@ def _cv(args):
     from benchmarks.cv import main as cv_main
 
     return cv_main(args)
+
+
+def _newton(args):
+    from benchmarks.newton import main as newton_main
+
+    return newton_main(args)
+
 
 def _passes(args):
     from benchmarks.passes import main as passes_main
@@ -263,6 +273,11 @@ def build_parser():
     passes.add_argument("--repeats", type=int, default=3,
                         help="timed fits of each kind, alternating (the median is shown)")
     passes.set_defaults(handler=_passes)
+    newton = commands.add_parser("newton", help="Newton's fused Hessian and last step")
+    newton.add_argument("--rows", type=int, default=3_000_000)
+    newton.add_argument("--features", type=int, default=50)
+    newton.add_argument("--repeats", type=int, default=5, help="timed runs of each fit")
+    newton.set_defaults(handler=_newton)
     parity = commands.add_parser("parity", help="multi-output, positive=True, one-vs-rest SGD")
     parity.add_argument("--rows", type=int, default=200_000)
     parity.add_argument("--features", type=int, default=20)
