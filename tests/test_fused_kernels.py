@@ -118,6 +118,23 @@ def test_loss_grad_hess_equals_the_whole_array_formulas(family, dtype, weighted,
         np.testing.assert_allclose(stats.hess, hess, rtol=rtol, atol=rtol * np.abs(hess).max())
 
 
+@pytest.mark.parametrize("family", [Binomial(), Poisson()], ids=repr)
+def test_fused_hessian_with_more_columns_than_a_chunk_holds_rows(family):
+    # past 128 float64 columns a compiled chunk holds fewer rows than a summing block
+    rng = np.random.default_rng(5)
+    n, d = 700, 300
+    X = rng.uniform(-0.05, 0.05, size=(n, d))
+    y = _target(family, rng.normal(scale=0.3, size=n), rng)
+    part = (X, y, rng.uniform(0.0, 2.0, size=n), rng.uniform(0.0, 0.2, size=n))
+    params = np.append(rng.normal(scale=0.1, size=d), 0.2)
+    stats = loss_grad_hess(part, params, family, True)
+    loss, grad, hess = _reference(part, params, family, True, hessian=True)
+    np.testing.assert_allclose(stats.weight, part[2].sum(), rtol=1e-15)
+    np.testing.assert_allclose(stats.loss, loss, rtol=1e-12)
+    np.testing.assert_allclose(stats.grad, grad, rtol=1e-12, atol=1e-12 * np.abs(grad).max())
+    np.testing.assert_allclose(stats.hess, hess, rtol=1e-12, atol=1e-12 * np.abs(hess).max())
+
+
 def test_fused_gradient_covers_the_common_families_and_only_them():
     for family in (Gaussian(), Binomial(), Poisson()):
         assert blocked.pointwise_for(family) is not None

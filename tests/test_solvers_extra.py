@@ -340,6 +340,13 @@ def test_newton_stops_at_the_same_point_without_the_last_hessian(monkeypatch, so
     every_hessian = make().fit(X, y)
     # the same iterates: the last point's value and gradient from a gradient round
     np.testing.assert_allclose(predicted.coef_, every_hessian.coef_, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(predicted.intercept_, every_hessian.intercept_, rtol=0,
+                               atol=1e-15)
+    # the last point's objective and optimality, from a gradient round instead
+    last, reference = predicted.history_[-1], every_hessian.history_[-1]
+    np.testing.assert_allclose(last["objective"], reference["objective"], rtol=1e-14)
+    np.testing.assert_allclose(last["grad_norm"], reference["grad_norm"], rtol=1e-3,
+                               atol=1e-16)
     assert np.array_equal(predicted.n_iter_, every_hessian.n_iter_) and predicted.converged_
     assert solver_rounds(every_hessian)[-1] == "hessian"
     # Fisher scoring (a non-canonical link) converges linearly: no prediction
@@ -352,27 +359,94 @@ def test_newton_goes_on_when_the_predicted_last_step_falls_short(monkeypatch):
     from daskglm.solvers import newton
 
     X, y, w = make_data("binomial", weights=True)
-    reference = daskglm.LogisticRegression(C=0.5, solver="newton", **TIGHT).fit(
+    tight = {"tol": 1e-13, "max_iter": 100}  # six iterations: a miss, and a hit after it
+    monkeypatch.setattr(newton, "_predicts_tol", lambda *args: False)
+    reference = daskglm.LogisticRegression(C=0.5, solver="newton", **tight).fit(
         X, y, sample_weight=w)
-    calls = []
-
-    def predicts_too_early(optimality, previous, tol):
-        calls.append(optimality)
-        return True  # after every full step, all but the last too soon
-
-    monkeypatch.setattr(newton, "_predicts_tol", predicts_too_early)
-    model = daskglm.LogisticRegression(C=0.5, solver="newton", **TIGHT).fit(
+    # a predictor that says yes whenever it is asked: all but the last prediction miss
+    monkeypatch.setattr(newton, "_predicts_tol", lambda *args: True)
+    model = daskglm.LogisticRegression(C=0.5, solver="newton", **tight).fit(
         X, y, sample_weight=w)
     np.testing.assert_allclose(model.coef_, reference.coef_, rtol=0, atol=1e-15)
-    n_iter = int(model.n_iter_[0])
-    assert model.converged_ and n_iter == int(reference.n_iter_[0]) and calls
-    rounds = solver_rounds(model)
-    # the first two full steps cost a Hessian round each (no prediction before two);
-    # each later one a gradient round, and those short of tol then their Hessian round
-    assert rounds[-1] == "gradient"
-    assert rounds.count("gradient") == n_iter - 2 and rounds.count("hessian") == n_iter - 1
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, rtol=0, atol=1e-15)
+    assert model.converged_ and np.array_equal(model.n_iter_, reference.n_iter_)
+    rounds, every_hessian = solver_rounds(model), solver_rounds(reference)
+    # each miss costs its gradient round, then the same point's Hessian round; the last
+    # prediction's gradient round replaces the last Hessian round
+    misses = rounds.count("gradient") - 1
+    assert misses >= 1 and rounds[-1] == "gradient"
+    assert all(rounds[i + 1] == "hessian" for i, kind in enumerate(rounds[:-1])
+               if kind == "gradient")
+    assert len(rounds) == len(every_hessian) + misses
+    assert sum(entry["evaluations"] for entry in model.history_) == len(rounds) - 1
+    # after a miss, two more full steps before the next prediction
+    iterations = [entry["evaluations"] for entry in model.history_]
+    for i, evaluations in enumerate(iterations):
+        if evaluations == 2:  # a miss
+            assert iterations[i + 1:i + 3] == [1, 1][:len(iterations[i + 1:i + 3])]
 
 
+class _PseudoHuber:
+    """``sum sqrt(1 + x^2)`` as a Newton objective, every evaluation logged; the Hessian
+    of the evaluations in ``shrunk`` (by count) is scaled down so that its full step
+    overshoots."""
+
+    def __init__(self, shrunk):
+        self.calls, self.shrunk, self.hessians = [], shrunk, {}
+
+    def __call__(self, problem, engine):
+        return self
+
+    def _value_grad(self, x):
+        return float(np.sum(np.sqrt(1 + x**2))), x / np.sqrt(1 + x**2)
+
+    def value_and_grad(self, x):
+        self.calls.append("gradient")
+        return self._value_grad(x)
+
+    def value_grad_hess(self, x):
+        self.calls.append("hessian")
+        value, grad = self._value_grad(x)
+        hess = np.diag((1 + x**2) ** -1.5)
+        if len(self.calls) in self.shrunk:
+            hess = 0.2 * hess
+        self.hessians[grad.tobytes()] = hess
+        return value, grad, hess
+
+    def optimality(self, x, grad):
+        return float(np.max(np.abs(grad)))
+
+
+@pytest.mark.parametrize("shrunk", [set(), {3}, {3, 4, 5}])
+def test_newton_backtracks_from_a_rejected_predicted_step(monkeypatch, shrunk):
+    from types import SimpleNamespace
+
+    from daskglm.solvers import newton
+
+    objective = _PseudoHuber(shrunk)
+    solve = newton.solve_symmetric
+
+    def solve_with_the_current_hessian(hess, rhs):
+        # the Hessian solved with is the one evaluated at the current point
+        assert np.array_equal(objective.hessians[(-rhs).tobytes()], hess)
+        return solve(hess, rhs)
+
+    recorded = []
+    monkeypatch.setattr(newton, "Objective", objective)
+    monkeypatch.setattr(newton, "History", lambda engine: SimpleNamespace(
+        entries=recorded, record=lambda value, optimality, step, **extra: recorded.append(
+            (step, extra))))
+    monkeypatch.setattr(newton, "solve_symmetric", solve_with_the_current_hessian)
+    monkeypatch.setattr(newton, "_predicts_tol", lambda *args: True)
+    problem = SimpleNamespace(family=SimpleNamespace(canonical=True))
+    result = newton.Newton(tol=1e-12, max_iter=50).solve(problem, None, np.array([0.9, -0.5]))
+    assert result.converged and result.message == "converged"
+    assert np.max(np.abs(result.params)) <= 1e-12
+    assert objective.calls[-1] == "gradient"
+    # every evaluation is counted by the iteration that made it (the start: none)
+    assert sum(extra["evaluations"] for _, extra in recorded) == len(objective.calls) - 1
+    if shrunk:  # the predicted full step overshot: rejected, then a step of 1/2 or less
+        assert any(step < 1.0 for step, _ in recorded)
 def test_newton_solves_least_squares_in_one_step():
     X, y, w = make_data("gaussian", weights=True)
     model = daskglm.Ridge(alpha=3.0, solver="newton", **TIGHT).fit(X, y, sample_weight=w)

@@ -279,7 +279,9 @@ def loss_grad_hess(part, params, family, fit_intercept):
     n_params = params.shape[0]
     n_coef = n_params - 1 if fit_intercept else n_params
     scratch = _scratch(X, products=True, dtype=X.dtype)
-    pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
+    # the scaled rows are written in X's dtype: floating point only
+    fused = _is_host_dense(X) and X.shape[0] and X.dtype in (np.float32, np.float64)
+    pointwise = pointwise_for(family) if fused else None
     if pointwise is not None:
         params = np.asarray(params, dtype=np.float64)
         coef, intercept = (params[:-1], params[-1]) if fit_intercept else (params, 0.0)

@@ -33,7 +33,11 @@ class Newton(Solver):
     the expected (Fisher) information, so the method is Fisher scoring (statsmodels' IRLS)
     and its local convergence is linear rather than quadratic.  Near the optimum, where the predicted decrease
     is below what function values resolve, the full step is accepted when it shrinks the
-    gradient instead.  Stops when the largest gradient entry is at most ``tol``.
+    gradient instead.  Stops when the largest gradient entry is at most ``tol``.  Stops
+    early, with ``converged`` False and a message starting with "stalled", when the line
+    search finds no decrease, the step is below round-off relative to the parameters, or
+    for 10 iterations neither the objective nor the largest gradient entry improved beyond
+    round-off.  Every family; no penalty or L2 only.
 
     The Hessian of the point where the fit stops is never used, so with an exact Hessian
     (a canonical link, or the multinomial model) and the quadratic convergence it brings,
@@ -45,11 +49,7 @@ class Newton(Solver):
     rarely in the quadratic regime, and its prediction was 0.6 decades optimistic in the
     fits measured, the later ones at most 0.3).  That point ends the fit if its full step
     is accepted and meets ``tol``; otherwise the iteration goes on as above, the gradient
-    round spent.  Stops
-    early, with ``converged`` False and a message starting with "stalled", when the line
-    search finds no decrease, the step is below round-off relative to the parameters, or
-    for 10 iterations neither the objective nor the largest gradient entry improved beyond
-    round-off.  Every family; no penalty or L2 only.
+    round spent, and the next prediction waits for two more full steps.
 
     Options
     -------
@@ -93,8 +93,9 @@ class Newton(Solver):
             if not float(grad @ direction) < 0:
                 direction = -grad  # a singular or indefinite system: fall back to the gradient
             search, first_step = None, 1.0
-            if exact_hessian and full_steps >= 2 and _predicts_tol(
-                    optimality, previous_optimality, self.tol):
+            predicted = exact_hessian and full_steps >= 2 and _predicts_tol(
+                optimality, previous_optimality, self.tol)
+            if predicted:
                 search, first_step = self._last_step(objective, value_and_grad, params, value,
                                                      grad, direction)
             if search is None and first_step == 1.0 and (
@@ -106,6 +107,8 @@ class Newton(Solver):
                     value_and_grad, params, value, grad, direction, first_step,
                     max_evaluations=int(self.opts["max_line_search"]),
                 )
+                if first_step < 1.0:
+                    search.evaluations += 1  # the full step, tried and rejected
             if not search.success:
                 n_iter -= 1
                 message = "stalled: the line search found no decrease"
@@ -117,6 +120,8 @@ class Newton(Solver):
             optimality = objective.optimality(params, grad)
             history.record(value, optimality, search.step, evaluations=search.evaluations)
             converged = optimality <= self.tol
+            if predicted and not converged:
+                full_steps = 0  # no prediction again before two more full steps
             if converged:
                 message = "converged"
             else:
