@@ -155,6 +155,38 @@ def test_multinomial_kernels_match_finite_differences(sparse):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_multinomial_hessian_equals_the_whole_array_formula(dtype, fit_intercept):
+    """Over several row blocks (60 columns: about 1,100 rows a block), weighted:
+    ``H_kl = Z^T diag(w p_k (delta_kl - p_l)) Z`` with ``Z = [X, 1]``; 1e-12 relative
+    (float32 ``X``: its block products run in float32, 2e-6)."""
+    rng = np.random.default_rng(6)
+    n, d, K = 3000, 60, 3
+    X = rng.normal(size=(n, d)).astype(dtype)
+    y = rng.integers(0, K, n).astype(float)
+    weight = rng.uniform(0.1, 2.0, n)
+    params = rng.normal(size=K * d + K * fit_intercept) * 0.1
+    stats = multinomial_loss_grad_hess((X, y, weight), params, K, fit_intercept)
+    Z = X.astype(np.float64)
+    coef = params[:K * d].reshape(K, d)
+    eta = Z @ coef.T + (params[K * d:] if fit_intercept else 0.0)
+    prob = np.exp(eta - eta.max(axis=1, keepdims=True))
+    prob /= prob.sum(axis=1, keepdims=True)
+    if fit_intercept:
+        Z = np.hstack([Z, np.ones((n, 1))])
+    blocks = [[Z.T @ ((weight * prob[:, k] * ((k == j) - prob[:, j]))[:, None] * Z)
+               for j in range(K)] for k in range(K)]
+    expected = np.block(blocks)
+    if fit_intercept:  # the parameters are the classes' coefficients, then the intercepts
+        order = np.concatenate([np.arange(k * (d + 1), k * (d + 1) + d) for k in range(K)]
+                               + [np.arange(K) * (d + 1) + d])
+        expected = expected[np.ix_(order, order)]
+    rtol = 1e-12 if dtype == np.float64 else 2e-6
+    np.testing.assert_allclose(stats.hess, expected, rtol=rtol,
+                               atol=rtol * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("scale", [0.3, 60.0])

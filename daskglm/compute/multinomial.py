@@ -18,7 +18,16 @@ import scipy.sparse as sp
 from ..model.multinomial import softmax_loss_and_residual
 from .backend import from_host, namespace, to_host
 from .coordinates import Standardised
-from .kernels import Stats, _flat, _is_sparse, _row_blocks, _take, _total_weight
+from .kernels import (
+    Stats,
+    _flat,
+    _is_sparse,
+    _row_blocks,
+    _scratch,
+    _take,
+    _total_weight,
+    _weighted_gram,
+)
 
 __all__ = [
     "multinomial_loss_grad", "multinomial_loss_grad_hess", "PerClassCoordinates", "class_indices",
@@ -109,8 +118,10 @@ def _dense_loss_grad(X, y, weight, params, n_classes, fit_intercept):
     return Stats(_total_weight(X, weight), float(loss), grad)
 
 
-def _weighted_products(X_b, h):
-    """``X_b.T @ diag(h) @ X_b`` (``h`` of any sign) and ``X_b.T @ h``."""
+def _weighted_products(X_b, h, negative, scratch):
+    """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for ``h`` all of one sign (all <= 0
+    when ``negative``): for a dense block, minus the symmetric product of the block
+    scaled by ``sqrt(-h)`` (half a general product's work)."""
     xp = namespace(X_b)
     if sp.issparse(X_b):
         scaled = sp.diags(h) @ X_b
@@ -120,7 +131,10 @@ def _weighted_products(X_b, h):
 
         scaled = cupyx.scipy.sparse.diags(h) @ X_b
         return (X_b.T @ scaled).toarray(), _flat(xp, X_b.T @ h)
-    return (X_b * h[:, None]).T @ X_b, X_b.T @ h
+    if not negative:
+        return _weighted_gram(X_b, h, scratch)
+    gram, sums = _weighted_gram(X_b, -h, scratch)
+    return -gram, -sums
 
 
 def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
@@ -128,7 +142,9 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
 
     The Hessian block of classes ``k`` and ``l`` is ``X^T diag(w p_k (delta_kl - p_l)) X``
     (and the matching intercept rows): ``K (K + 1) / 2`` weighted products of each row
-    block, so this kernel is for a moderate number of columns and classes.
+    block, so this kernel is for a moderate number of columns and classes.  Their
+    weights are of one sign each (``>= 0`` on the diagonal, ``<= 0`` off it), so each is
+    a symmetric product of the block scaled by the square roots of their magnitudes.
     """
     X, y, weight = part
     xp = namespace(X)
@@ -140,6 +156,7 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
     grad = xp.zeros(n_params, dtype=xp.float64)
     hess = xp.zeros((n_params, n_params), dtype=xp.float64)
     loss = 0.0
+    scratch = _scratch(X, products=True, dtype=X.dtype)
     for start, stop in _row_blocks(X, products=True):
         X_b = X[start:stop, :]
         w_b = _take(weight, start, stop)
@@ -153,7 +170,7 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
         for k in range(K):
             for j in range(k, K):
                 h = w * prob[:, k] * (float(k == j) - prob[:, j])
-                block, col_sums = _weighted_products(X_b, h)
+                block, col_sums = _weighted_products(X_b, h, j != k, scratch)
                 rows, cols = slice(k * d, (k + 1) * d), slice(j * d, (j + 1) * d)
                 hess[rows, cols] += block
                 if j != k:
