@@ -197,6 +197,22 @@ def _chunk_predictors(X, first, count, coef, intercept, offset, eta):
             eta[i] += offset[first + i]
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy", inline="always")
+def _chunk_losses(X, y, weight, offset, coef, intercept, family, first, count, eta, row_loss,
+                  residual, scratch, rounded, scale_bits):
+    """``row_loss[:count]`` and ``residual[:count]`` of rows ``first`` to ``first + count``,
+    weighted: their predictors, then :func:`_pointwise_chunk` (which leaves its ``exp`` in
+    ``scratch``)."""
+    _chunk_predictors(X, first, count, coef, intercept, offset, eta)
+    _pointwise_chunk(family, y[first:first + count], eta, count, row_loss, residual, scratch,
+                     rounded, scale_bits)
+    if weight.shape[0]:
+        for i in range(count):
+            row_loss[i] *= weight[first + i]
+            residual[i] *= weight[first + i]
+
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, inline="always")
 def _add_products(X, first, count, residual, grad):
     """Add ``residual[i] * X[first + i]`` to ``grad`` for ``i < count``, four rows at a
@@ -236,13 +252,8 @@ def rows_in_chunks(X, y, weight, offset, coef, intercept, family, grad):
         block_grad[:] = 0.0
         for first in range(start, stop, chunk):
             count = min(first + chunk, stop) - first
-            _chunk_predictors(X, first, count, coef, intercept, offset, eta)
-            _pointwise_chunk(family, y[first:first + count], eta, count, row_loss, residual,
-                             scratch, rounded, scale_bits)
-            if weight.shape[0]:
-                for i in range(count):
-                    row_loss[i] *= weight[first + i]
-                    residual[i] *= weight[first + i]
+            _chunk_losses(X, y, weight, offset, coef, intercept, family, first, count, eta,
+                          row_loss, residual, scratch, rounded, scale_bits)
             for i in range(count):
                 block_loss += row_loss[i]
                 block_intercept += residual[i]
@@ -279,14 +290,11 @@ def hessian_rows(X, y, weight, offset, coef, intercept, family, grad, curvature_
         block_curvature_grad[:] = 0.0
         for first in range(start, stop, chunk):
             count = min(first + chunk, stop) - first
-            _chunk_predictors(X, first, count, coef, intercept, offset, eta)
-            _pointwise_chunk(family, y[first:first + count], eta, count, row_loss, residual,
-                             scratch, rounded, scale_bits)
+            _chunk_losses(X, y, weight, offset, coef, intercept, family, first, count, eta,
+                          row_loss, residual, scratch, rounded, scale_bits)
             _curvature_chunk(family, count, scratch, curvature)
             if weight.shape[0]:
                 for i in range(count):
-                    row_loss[i] *= weight[first + i]
-                    residual[i] *= weight[first + i]
                     curvature[i] *= weight[first + i]
             for i in range(count):
                 block_loss += row_loss[i]
