@@ -45,6 +45,8 @@ FUSED_CASES = {
                Kind.VALIDATE_HESSIAN),
     "lbfgs-multinomial": (lambda: daskglm.LogisticRegression(solver="lbfgs", tol=1e-8),
                           "multiclass", Kind.VALIDATE_GRADIENT),
+    "newton-multinomial": (lambda: daskglm.LogisticRegression(solver="newton", tol=1e-8),
+                           "multiclass", Kind.VALIDATE_HESSIAN),
 }
 
 

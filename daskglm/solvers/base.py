@@ -84,8 +84,8 @@ class Objective:
         """Smooth objective, gradient and Hessian: one round."""
         p = self.problem
         if isinstance(p, MultinomialProblem):
-            stats = self.engine.reduce(multinomial_loss_grad_hess, params, p.n_classes,
-                                       p.fit_intercept, kind=Kind.HESSIAN)
+            stats = self._reduce(multinomial_loss_grad_hess, params, p.n_classes,
+                                 p.fit_intercept, kind=Kind.HESSIAN)
         else:
             stats = self._reduce(loss_grad_hess, params, p.family, p.fit_intercept,
                                  kind=Kind.HESSIAN)

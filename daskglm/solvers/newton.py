@@ -8,6 +8,7 @@ import numpy as np
 from ..accounting.kinds import Kind
 from ..compute.kernels import loss_grad_hess
 from ..compute.linalg import solve_symmetric
+from ..compute.multinomial import multinomial_loss_grad_hess
 from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult, StallMonitor
@@ -66,10 +67,12 @@ class Newton(Solver):
         self._check_option("max_line_search", 1, integer=True)
 
     def first_evaluation(self, problem, params0):
-        """The loss, gradient and Hessian at ``params0`` (none for the multinomial model)."""
-        if isinstance(problem, MultinomialProblem):
-            return None
+        """The loss, gradient and Hessian at ``params0``."""
         params0 = np.array(params0, dtype=float)
+        if isinstance(problem, MultinomialProblem):
+            return FirstEvaluation(multinomial_loss_grad_hess,
+                                   (params0, problem.n_classes, problem.fit_intercept),
+                                   Kind.VALIDATE_HESSIAN)
         return FirstEvaluation(loss_grad_hess, (params0, problem.family, problem.fit_intercept),
                                Kind.VALIDATE_HESSIAN)
 
