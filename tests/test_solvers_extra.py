@@ -350,8 +350,8 @@ def test_newton_stops_at_the_same_point_without_the_last_hessian(monkeypatch, so
     assert np.array_equal(predicted.n_iter_, every_hessian.n_iter_) and predicted.converged_
     assert solver_rounds(every_hessian)[-1] == "hessian"
     # Fisher scoring (a non-canonical link) converges linearly: no prediction
-    last = "hessian" if solver_family == "probit" else "gradient"
-    assert solver_rounds(predicted)[-1] == last
+    last_kind = "hessian" if solver_family == "probit" else "gradient"
+    assert solver_rounds(predicted)[-1] == last_kind
     assert len(solver_rounds(predicted)) == len(solver_rounds(every_hessian))
 
 
