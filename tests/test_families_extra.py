@@ -61,6 +61,30 @@ def test_derivatives_match_finite_differences(family):
                                rtol=1e-5, atol=1e-7)
 
 
+@pytest.mark.parametrize("family, exact", [
+    (Gamma(), True), (Gamma("log"), False), (InverseGaussian(), True),
+    (InverseGaussian("log"), False), (Tweedie(1.0), True), (Tweedie(1.5), False),
+    (Tweedie(0.0), False), (Tweedie(2.0), False), (NegativeBinomial(0.7), False),
+    (NegativeBinomial(2.0, "sqrt"), False),
+], ids=["gamma", "gamma-log", "invgauss", "invgauss-log", "tweedie-1", "tweedie-1.5",
+        "tweedie-0", "tweedie-2", "negbin", "negbin-sqrt"])
+def test_exact_d2loss_says_whether_d2loss_is_the_second_derivative(family, exact):
+    # the negative binomial's and Tweedie's default (log) link is not their natural one:
+    # d2loss is then the expected curvature, and the observed one differs from it
+    r = np.random.default_rng(3)
+    mu, y = _mean_and_target(family, r)
+    eta = family.link.link(mu)
+    assert family.canonical == (family.link == family.distribution.canonical_link)
+    assert family.exact_d2loss is exact
+    h = 1e-6
+    second = (family.dloss(y, eta + h) - family.dloss(y, eta - h)) / (2 * h)
+    np.testing.assert_allclose(family.observed_d2loss(y, eta), second, rtol=1e-5, atol=1e-7)
+    if exact:
+        np.testing.assert_allclose(family.d2loss(y, eta), second, rtol=1e-5, atol=1e-7)
+    else:
+        assert np.max(np.abs(family.d2loss(y, eta) - second)) > 1e-3
+
+
 @pytest.mark.parametrize("family", FAMILIES, ids=IDS)
 def test_unit_loss_is_half_deviance_up_to_a_constant(family):
     r = np.random.default_rng(3)

@@ -316,7 +316,8 @@ def test_newton_spends_one_round_per_full_step():
     assert n_iter <= 8
 
 
-@pytest.mark.parametrize("solver_family", ["binomial", "poisson", "multinomial", "probit"])
+@pytest.mark.parametrize("solver_family", ["binomial", "poisson", "multinomial", "probit",
+                                           "tweedie", "negative_binomial"])
 def test_newton_stops_at_the_same_point_without_the_last_hessian(monkeypatch, solver_family):
     from daskglm.solvers import newton
 
@@ -329,6 +330,14 @@ def test_newton_stops_at_the_same_point_without_the_last_hessian(monkeypatch, so
         X, y, _ = make_data("binomial")
         make = lambda: daskglm.GLM(family="binomial", link="probit", penalty="l2",  # noqa: E731
                                    alpha=0.01, solver="newton", **TIGHT)
+    elif solver_family in ("tweedie", "negative_binomial"):
+        # their default log link is not the natural one: d2loss is the Fisher weight
+        from daskglm.model.families import NegativeBinomial, Tweedie
+
+        family = Tweedie(1.5) if solver_family == "tweedie" else NegativeBinomial(1.0)
+        X, y, _ = make_data("poisson")
+        make = lambda: daskglm.GLM(family=family, penalty="l2", alpha=0.01,  # noqa: E731
+                                   solver="newton", **TIGHT)
     else:
         X, y, _ = make_data(solver_family)
         estimator = (daskglm.LogisticRegression if solver_family == "binomial"
@@ -349,8 +358,9 @@ def test_newton_stops_at_the_same_point_without_the_last_hessian(monkeypatch, so
                                atol=1e-16)
     assert np.array_equal(predicted.n_iter_, every_hessian.n_iter_) and predicted.converged_
     assert solver_rounds(every_hessian)[-1] == "hessian"
-    # Fisher scoring (a non-canonical link) converges linearly: no prediction
-    last_kind = "hessian" if solver_family == "probit" else "gradient"
+    # Fisher scoring (d2loss the expected curvature) converges linearly: no prediction
+    fisher = solver_family in ("probit", "tweedie", "negative_binomial")
+    last_kind = "hessian" if fisher else "gradient"
     assert solver_rounds(predicted)[-1] == last_kind
     assert len(solver_rounds(predicted)) == len(solver_rounds(every_hessian))
 
@@ -438,7 +448,7 @@ def test_newton_backtracks_from_a_rejected_predicted_step(monkeypatch, shrunk):
             (step, extra))))
     monkeypatch.setattr(newton, "solve_symmetric", solve_with_the_current_hessian)
     monkeypatch.setattr(newton, "_predicts_tol", lambda *args: True)
-    problem = SimpleNamespace(family=SimpleNamespace(canonical=True))
+    problem = SimpleNamespace(family=SimpleNamespace(exact_d2loss=True))
     result = newton.Newton(tol=1e-12, max_iter=50).solve(problem, None, np.array([0.9, -0.5]))
     assert result.converged and result.message == "converged"
     assert np.max(np.abs(result.params)) <= 1e-12

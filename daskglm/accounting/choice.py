@@ -21,10 +21,11 @@ for the methods that factor a ``p x p`` matrix on the driver each round.  Rounds
 
 * ``normal``: 1 (the Gram matrix in the validation round); always taken where it
   applies up to :data:`NORMAL_MAX_PARAMS` parameters, since it is exact.
-* ``newton``: :data:`NEWTON_ITERATIONS` + 1 with a canonical link (IRLS, quadratic
-  convergence; the last of them a gradient round, the step predicted to meet ``tol``
-  evaluated without its Hessian), :data:`FISHER_ITERATIONS` + 1 Hessian rounds with
-  another (Fisher scoring converges linearly).
+* ``newton``: :data:`NEWTON_ITERATIONS` + 1 with a natural canonical link (IRLS,
+  quadratic convergence; the last of them a gradient round, the step predicted to meet
+  ``tol`` evaluated without its Hessian), :data:`FISHER_ITERATIONS` + 1 Hessian rounds
+  with another, or where the family's ``d2loss`` is only the expected curvature (the
+  negative binomial's and Tweedie's log link: Fisher scoring converges linearly).
 * ``lbfgs``: :data:`LBFGS_ROUNDS_PER_DECADE` per decade of ``tol`` below 1 (on column
   shards from :data:`SHARDED_FEATURES` features, which changes its bytes, not its rounds).
 * ``proximal``: :data:`PROXIMAL_ROUNDS_PER_DECADE` per decade; the only candidate for L1
@@ -126,18 +127,18 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1):
     n, p, W = max(1, int(n_samples)), int(problem.n_params), max(1, int(workers))
     decades = _decades(tol)
     family = problem.family
-    canonical = getattr(family, "canonical", True)
+    exact = getattr(family, "exact_d2loss", True)
     gradient = _round_seconds(n, p, W, payload=8 * p)
     hessian = _round_seconds(n, p, W, products=True, payload=8 * p * p, driver=True)
-    newton_iterations = NEWTON_ITERATIONS if canonical else FISHER_ITERATIONS
-    newton_seconds = newton_iterations * hessian + (gradient if canonical else hessian)
+    newton_iterations = NEWTON_ITERATIONS if exact else FISHER_ITERATIONS
+    newton_seconds = newton_iterations * hessian + (gradient if exact else hessian)
     lbfgs_rounds = math.ceil(LBFGS_ROUNDS_PER_DECADE * decades)
     proximal_rounds = math.ceil(PROXIMAL_ROUNDS_PER_DECADE * decades)
     sharded = problem.n_features >= SHARDED_FEATURES
     return [
         MethodCost("normal", 1, hessian, note="the Gram matrix in the validation round"),
         MethodCost("newton", newton_iterations + 1, newton_seconds,
-                   note="IRLS" if canonical else "Fisher scoring (non-canonical link)"),
+                   note="IRLS" if exact else "Fisher scoring (expected curvature)"),
         MethodCost("lbfgs", lbfgs_rounds, lbfgs_rounds * gradient,
                    {"sharded": True} if sharded else {},
                    note="on column shards" if sharded else ""),

@@ -3,7 +3,8 @@
 :func:`target_moments` sums the weights, targets and offsets (the mean target starts the
 fit and defines the null model).  :func:`inference_sums` returns, at the fitted
 parameters, the expected information ``X^T diag(w * (dmu/deta)**2 / V) X``, the observed
-information, the meat of the sandwich ``X^T diag(w * score**2) X`` (``score`` the
+information (the expected one where the link is natural and the two are equal: one
+product with ``X`` fewer), the meat of the sandwich ``X^T diag(w * score**2) X`` (``score`` the
 per-row derivative of the loss in ``eta``), the deviance, the null deviance, Pearson's
 chi-squared and the sums of the log-likelihood: everything statsmodels' ``GLMResults``
 reports, as additive :class:`InferenceStats`.  With an offset, the null model is an
@@ -126,16 +127,21 @@ def inference_sums(part, params, family, fit_intercept, null_mean):
     deviance = null_deviance = pearson = 0.0
     loglik = np.zeros(LOGLIK_SLOTS)
     distribution = family.distribution
+    exact = bool(getattr(family, "exact_d2loss", False))
     scratch = _scratch(X, products=True)
     for start, stop in _row_blocks(X, products=True):
         X_b, y_b, w_b = X[start:stop], y[start:stop], _take(weight, start, stop)
         eta = linear_predictor(X_b, params, fit_intercept, _take(offset, start, stop))
         mu = family.mean(eta)
         score = family.dloss(y_b, eta)  # per unit weight
-        expected += _information(X_b, family.d2loss(y_b, eta, w_b), n_coef, fit_intercept,
-                                 scratch)
-        observed += _signed_information(X_b, family.observed_d2loss(y_b, eta, w_b), n_coef,
-                                        fit_intercept, scratch)
+        information = _information(X_b, family.d2loss(y_b, eta, w_b), n_coef, fit_intercept,
+                                   scratch)
+        expected += information
+        if exact:  # the observed information is the expected one
+            observed += information
+        else:
+            observed += _signed_information(X_b, family.observed_d2loss(y_b, eta, w_b),
+                                            n_coef, fit_intercept, scratch)
         squares = score**2 if w_b is None else w_b * score**2
         meat += _information(X_b, squares, n_coef, fit_intercept, scratch)
         deviance += family.deviance(y_b, mu, w_b)

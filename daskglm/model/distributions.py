@@ -32,8 +32,12 @@ class Distribution:
     """
 
     name = "distribution"
-    #: The link that makes ``eta`` the natural parameter.
+    #: The link that makes ``eta`` the natural parameter (the negative binomial and Tweedie
+    #: distributions name their default, the log link: see :attr:`natural_canonical_link`).
     canonical_link: Link = Identity()
+    #: Whether :attr:`canonical_link` makes ``eta`` the natural parameter, so that with it
+    #: a family's ``d2loss`` is the loss's exact second derivative.
+    natural_canonical_link = True
     #: A typical mean inside the domain: a non-canonical family starts its fits from the
     #: intercept ``g(start_mean)``.
     start_mean = 1.0

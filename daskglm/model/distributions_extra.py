@@ -141,6 +141,7 @@ class NegativeBinomialDistribution(Distribution):
 
     name = "negative_binomial"
     canonical_link = Log()
+    natural_canonical_link = False  # the natural link is log(mu / (mu + 1 / alpha))
     start_mean = 1.0
 
     def __init__(self, alpha=1.0):
@@ -221,6 +222,11 @@ class TweedieDistribution(Distribution):
         if 0 < power < 1:
             raise ValueError(f"Tweedie power in (0, 1) has no distribution; got {power!r}.")
         self.power = float(power)
+
+    @property
+    def natural_canonical_link(self):
+        """The log link is the natural one for the Poisson case (``power`` 1) only."""
+        return self.power == 1.0
 
     def unit_loss(self, y, mu):
         p = self.power

@@ -91,6 +91,12 @@ class Family:
         return self.link == self.distribution.canonical_link
 
     @property
+    def exact_d2loss(self):
+        """Whether :meth:`d2loss` is the loss's exact second derivative in ``eta`` (the link
+        makes ``eta`` the natural parameter), not only its expectation over the target."""
+        return self.canonical and self.distribution.natural_canonical_link
+
+    @property
     def quadratic(self):
         """Whether the loss is squared error: a Gaussian distribution with the identity link."""
         return isinstance(self.distribution, GaussianDistribution) and isinstance(
