@@ -85,6 +85,35 @@ def test_exact_d2loss_says_whether_d2loss_is_the_second_derivative(family, exact
         assert np.max(np.abs(family.d2loss(y, eta) - second)) > 1e-3
 
 
+@pytest.mark.parametrize("family, exact", [
+    (Gamma(), True), (Gamma("log"), True), (InverseGaussian(), True),
+    (InverseGaussian("log"), False), (Tweedie(1.0), True), (Tweedie(1.5), True),
+    (Tweedie(2.0), True), (Tweedie(3.0), False), (Tweedie(0.0), False),
+    (Tweedie(1.5, "identity"), False), (NegativeBinomial(0.7), True),
+    (NegativeBinomial(2.0, "sqrt"), False),
+], ids=["gamma", "gamma-log", "invgauss", "invgauss-log", "tweedie-1", "tweedie-1.5",
+        "tweedie-2", "tweedie-3", "tweedie-0", "tweedie-1.5-identity", "negbin",
+        "negbin-sqrt"])
+def test_newton_curvature_is_exact_where_it_is_never_negative(family, exact):
+    # the log link of the Gamma, negative binomial and Tweedie (power in [1, 2]) makes the
+    # loss convex in eta at every target: Newton takes its exact curvature there
+    r = np.random.default_rng(4)
+    mu, y = _mean_and_target(family, r)
+    if family.name == "tweedie" and 1 < family.power < 2:
+        y[::3] = 0.0  # the compound Poisson-Gamma's zeros
+    eta = family.link.link(mu)
+    weight = r.uniform(0.5, 2.0, size=mu.size)
+    assert family.exact_hessian is exact
+    h = 1e-6
+    second = (family.dloss(y, eta + h, weight) - family.dloss(y, eta - h, weight)) / (2 * h)
+    curvature = family.hessian_d2loss(y, eta, weight)
+    if exact:
+        np.testing.assert_allclose(curvature, second, rtol=1e-6, atol=1e-8)
+        assert np.all(curvature >= 0)
+    else:
+        np.testing.assert_array_equal(curvature, family.d2loss(y, eta, weight))
+
+
 @pytest.mark.parametrize("family", FAMILIES, ids=IDS)
 def test_unit_loss_is_half_deviance_up_to_a_constant(family):
     r = np.random.default_rng(3)

@@ -14,7 +14,7 @@ from daskglm.accounting.kinds import Kind
 from daskglm.compute.kernels import loss_grad
 from daskglm.engine import make_engine
 from daskglm.estimators.base import _auto_options, _choose_solver, _GLMBase
-from daskglm.model.families import Binomial, Gamma, Gaussian, Poisson
+from daskglm.model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
 from daskglm.model.penalties import L1, L2, NoPenalty
 from daskglm.model.problem import Problem
 from daskglm.solvers.base import FirstEvaluation
@@ -281,7 +281,10 @@ def test_auto_picks_by_predicted_time_per_problem_type():
     assert _choose_solver(_problem(Binomial(), L2(1.0), d=50), 10**6, workers=2) == "lbfgs"
     assert _choose_solver(_problem(Binomial(), L2(1.0), d=1000), 1000) == "lbfgs"
     assert _choose_solver(_problem(Binomial(), NoPenalty()), 1000) == "lbfgs"
-    assert _choose_solver(_problem(Gamma("log"), L2(1.0)), 1000) == "lbfgs"  # Fisher scoring
+    assert _choose_solver(_problem(Tweedie(3.0), L2(1.0)), 1000) == "lbfgs"  # Fisher scoring
+    # the Gamma's log link is not its canonical one, but the loss is convex in eta: the
+    # exact Hessian, as with a canonical link
+    assert _choose_solver(_problem(Gamma("log"), L2(1.0)), 1000) == "newton"
     assert _choose_solver(_problem(Binomial(), L1(1.0)), 1000) == "proximal"
     assert _choose_solver(_problem(Gaussian(), L1(1.0)), 10**6) == "proximal"
     wide = _problem(Gaussian(), L2(1.0), d=2**18)

@@ -317,7 +317,8 @@ def test_newton_spends_one_round_per_full_step():
 
 
 @pytest.mark.parametrize("solver_family", ["binomial", "poisson", "multinomial", "probit",
-                                           "tweedie", "negative_binomial"])
+                                           "gamma-log", "tweedie-1.5", "negative_binomial",
+                                           "tweedie-3"])
 def test_newton_stops_at_the_same_point_without_the_last_hessian(monkeypatch, solver_family):
     from daskglm.solvers import newton
 
@@ -330,12 +331,16 @@ def test_newton_stops_at_the_same_point_without_the_last_hessian(monkeypatch, so
         X, y, _ = make_data("binomial")
         make = lambda: daskglm.GLM(family="binomial", link="probit", penalty="l2",  # noqa: E731
                                    alpha=0.01, solver="newton", **TIGHT)
-    elif solver_family in ("tweedie", "negative_binomial"):
-        # their default log link is not the natural one: d2loss is the Fisher weight
-        from daskglm.model.families import NegativeBinomial, Tweedie
+    elif solver_family in ("gamma-log", "tweedie-1.5", "negative_binomial", "tweedie-3"):
+        # log links that are not the natural one: Newton's Hessian is exact where the loss
+        # is convex in eta at every target (all but Tweedie 3, which is Fisher scoring)
+        from daskglm.model.families import Gamma, NegativeBinomial, Tweedie
 
-        family = Tweedie(1.5) if solver_family == "tweedie" else NegativeBinomial(1.0)
+        family = {"gamma-log": Gamma("log"), "tweedie-1.5": Tweedie(1.5),
+                  "negative_binomial": NegativeBinomial(1.0),
+                  "tweedie-3": Tweedie(3.0)}[solver_family]
         X, y, _ = make_data("poisson")
+        y = y + 0.5 if family.name in ("gamma", "tweedie") else y  # > 0 for Gamma, Tweedie 3
         make = lambda: daskglm.GLM(family=family, penalty="l2", alpha=0.01,  # noqa: E731
                                    solver="newton", **TIGHT)
     else:
@@ -358,8 +363,8 @@ def test_newton_stops_at_the_same_point_without_the_last_hessian(monkeypatch, so
                                atol=1e-16)
     assert np.array_equal(predicted.n_iter_, every_hessian.n_iter_) and predicted.converged_
     assert solver_rounds(every_hessian)[-1] == "hessian"
-    # Fisher scoring (d2loss the expected curvature) converges linearly: no prediction
-    fisher = solver_family in ("probit", "tweedie", "negative_binomial")
+    # Fisher scoring (the expected curvature) converges linearly: no prediction
+    fisher = solver_family in ("probit", "tweedie-3")
     last_kind = "hessian" if fisher else "gradient"
     assert solver_rounds(predicted)[-1] == last_kind
     assert len(solver_rounds(predicted)) == len(solver_rounds(every_hessian))
@@ -448,7 +453,7 @@ def test_newton_backtracks_from_a_rejected_predicted_step(monkeypatch, shrunk):
             (step, extra))))
     monkeypatch.setattr(newton, "solve_symmetric", solve_with_the_current_hessian)
     monkeypatch.setattr(newton, "_predicts_tol", lambda *args: True)
-    problem = SimpleNamespace(family=SimpleNamespace(exact_d2loss=True))
+    problem = SimpleNamespace(family=SimpleNamespace(exact_hessian=True))
     result = newton.Newton(tol=1e-12, max_iter=50).solve(problem, None, np.array([0.9, -0.5]))
     assert result.converged and result.message == "converged"
     assert np.max(np.abs(result.params)) <= 1e-12

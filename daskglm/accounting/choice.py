@@ -21,11 +21,10 @@ for the methods that factor a ``p x p`` matrix on the driver each round.  Rounds
 
 * ``normal``: 1 (the Gram matrix in the validation round); always taken where it
   applies up to :data:`NORMAL_MAX_PARAMS` parameters, since it is exact.
-* ``newton``: :data:`NEWTON_ITERATIONS` + 1 with a natural canonical link (IRLS,
-  quadratic convergence; the last of them a gradient round, the step predicted to meet
-  ``tol`` evaluated without its Hessian), :data:`FISHER_ITERATIONS` + 1 Hessian rounds
-  with another, or where the family's ``d2loss`` is only the expected curvature (the
-  negative binomial's and Tweedie's log link: Fisher scoring converges linearly).
+* ``newton``: :data:`NEWTON_ITERATIONS` + 1 with an exact Hessian (the family's
+  ``exact_hessian``: quadratic convergence; the last of them a gradient round, the step
+  predicted to meet ``tol`` evaluated without its Hessian), :data:`FISHER_ITERATIONS` + 1
+  Hessian rounds with another (Fisher scoring converges linearly).
 * ``lbfgs``: :data:`LBFGS_ROUNDS_PER_DECADE` per decade of ``tol`` below 1 (on column
   shards from :data:`SHARDED_FEATURES` features, which changes its bytes, not its rounds).
 * ``proximal``: :data:`PROXIMAL_ROUNDS_PER_DECADE` per decade; the only candidate for L1
@@ -127,7 +126,7 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1):
     n, p, W = max(1, int(n_samples)), int(problem.n_params), max(1, int(workers))
     decades = _decades(tol)
     family = problem.family
-    exact = getattr(family, "exact_d2loss", True)
+    exact = getattr(family, "exact_hessian", True)
     gradient = _round_seconds(n, p, W, payload=8 * p)
     hessian = _round_seconds(n, p, W, products=True, payload=8 * p * p, driver=True)
     newton_iterations = NEWTON_ITERATIONS if exact else FISHER_ITERATIONS

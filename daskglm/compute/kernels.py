@@ -303,7 +303,7 @@ def loss_grad_hess(part, params, family, fit_intercept):
         y_b, w_b = y[start:stop], _take(weight, start, stop)
         eta = _block_eta(X_b, params, fit_intercept, _take(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y_b, eta, w_b)
-        h = family.d2loss(y_b, eta, w_b)
+        h = family.hessian_d2loss(y_b, eta, w_b)
         loss += block_loss
         gram_b, col_sums = _weighted_gram(X_b, h, scratch)
         grad[:n_coef] += _block_transpose_product(X_b, r)

@@ -38,6 +38,10 @@ class Distribution:
     #: Whether :attr:`canonical_link` makes ``eta`` the natural parameter, so that with it
     #: a family's ``d2loss`` is the loss's exact second derivative.
     natural_canonical_link = True
+    #: Whether the unit loss is convex in ``eta = log(mu)`` at every target of the
+    #: support: Newton's Hessian with the log link is then the exact one
+    #: (:meth:`log_link_curvature`), not the Fisher weight.
+    convex_in_log_link = False
     #: A typical mean inside the domain: a non-canonical family starts its fits from the
     #: intercept ``g(start_mean)``.
     start_mean = 1.0
@@ -60,6 +64,11 @@ class Distribution:
 
     def deviance(self, y, mu, weight=None):
         """Weighted sum of unit deviances ``2 * (loglik(y; y) - loglik(y; mu))``."""
+        raise NotImplementedError
+
+    def log_link_curvature(self, y, mu):
+        """The unit loss's second derivative in ``eta = log(mu)``, where
+        :attr:`convex_in_log_link` (never negative there)."""
         raise NotImplementedError
 
     def check_target(self, y):

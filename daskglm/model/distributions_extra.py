@@ -52,6 +52,10 @@ class GammaDistribution(Distribution):
     name = "gamma"
     canonical_link = Inverse()
     start_mean = 1.0
+    convex_in_log_link = True
+
+    def log_link_curvature(self, y, mu):
+        return y / mu
 
     def unit_loss(self, y, mu):
         return y / mu + namespace(mu).log(mu)
@@ -142,6 +146,7 @@ class NegativeBinomialDistribution(Distribution):
     name = "negative_binomial"
     canonical_link = Log()
     natural_canonical_link = False  # the natural link is log(mu / (mu + 1 / alpha))
+    convex_in_log_link = True
     start_mean = 1.0
 
     def __init__(self, alpha=1.0):
@@ -155,6 +160,9 @@ class NegativeBinomialDistribution(Distribution):
 
     def variance(self, mu):
         return mu + self.alpha * mu**2
+
+    def log_link_curvature(self, y, mu):
+        return (self.alpha * y + 1.0) * mu / (1.0 + self.alpha * mu) ** 2
 
     def variance_derivative(self, mu):
         return 1.0 + 2.0 * self.alpha * mu
@@ -227,6 +235,15 @@ class TweedieDistribution(Distribution):
     def natural_canonical_link(self):
         """The log link is the natural one for the Poisson case (``power`` 1) only."""
         return self.power == 1.0
+
+    @property
+    def convex_in_log_link(self):
+        """Convex with the log link for ``power`` in [1, 2], where the targets are >= 0."""
+        return 1.0 <= self.power <= 2.0
+
+    def log_link_curvature(self, y, mu):
+        p = self.power
+        return (2.0 - p) * mu ** (2.0 - p) + (p - 1.0) * y * mu ** (1.0 - p)
 
     def unit_loss(self, y, mu):
         p = self.power

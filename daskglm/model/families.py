@@ -51,7 +51,7 @@ from .distributions_extra import (
     NegativeBinomialDistribution,
     TweedieDistribution,
 )
-from .links import Identity, get_link
+from .links import Identity, Log, get_link
 from .numerics import _scale, _split_exponent, _weighted_sum, expit
 
 __all__ = [
@@ -95,6 +95,17 @@ class Family:
         """Whether :meth:`d2loss` is the loss's exact second derivative in ``eta`` (the link
         makes ``eta`` the natural parameter), not only its expectation over the target."""
         return self.canonical and self.distribution.natural_canonical_link
+
+    @property
+    def exact_hessian(self):
+        """Whether :meth:`hessian_d2loss` is the loss's exact second derivative in ``eta``:
+        with :attr:`exact_d2loss`, and with the log link of a distribution convex in it
+        (Gamma, negative binomial, Tweedie with ``power`` in [1, 2])."""
+        return self.exact_d2loss or self._convex_log_link
+
+    @property
+    def _convex_log_link(self):
+        return isinstance(self.link, Log) and self.distribution.convex_in_log_link
 
     @property
     def quadratic(self):
@@ -161,6 +172,14 @@ class Family:
         """Per-row second derivative in ``eta`` (IRLS / Newton weights): exact for the
         canonical link, the expected (Fisher) information otherwise."""
         return _scale(self.variance(eta), weight)
+
+    def hessian_d2loss(self, y, eta, weight=None):
+        """Per-row weights of Newton's Hessian: the exact second derivative where it is
+        never negative (:attr:`exact_hessian`), else :meth:`d2loss` (Fisher scoring)."""
+        if self.exact_d2loss or not self._convex_log_link:
+            return self.d2loss(y, eta, weight)
+        mu = self.distribution.clip_mean(self.link.inverse(eta))
+        return _scale(self.distribution.log_link_curvature(y, mu), weight)
 
     def observed_d2loss(self, y, eta, weight=None):
         """Per-row observed second derivative of the loss in ``eta`` (the information of

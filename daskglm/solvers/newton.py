@@ -30,28 +30,31 @@ class Newton(Solver):
     full step first, halving it until the Armijo condition holds.  Each trial point is
     evaluated with its Hessian, so an iteration whose full step is accepted costs exactly
     one round and the next iteration needs no further one.  For canonical links this is
-    iteratively reweighted least squares; with another link, or the log link of the
-    negative binomial and Tweedie (other than Poisson) families, the family's ``d2loss``
-    is the expected (Fisher) information, so the method is Fisher scoring (statsmodels'
-    IRLS) and its local convergence is linear rather than quadratic.  Near the optimum,
-    where the predicted decrease is below what function values resolve, the full step is
-    accepted when it shrinks the gradient instead.  Stops when the largest gradient entry
-    is at most ``tol``.  Stops early, with ``converged`` False and a message starting with
-    "stalled", when the line search finds no decrease, the step is below round-off
-    relative to the parameters, or for 10 iterations neither the objective nor the largest
-    gradient entry improved beyond round-off.  Every family; no penalty or L2 only.
+    iteratively reweighted least squares.  The log link of the Gamma, negative binomial
+    and Tweedie (power in [1, 2]) distributions keeps the loss convex in ``eta`` at every
+    target, and the rows' weights are the exact curvature (the family's
+    ``hessian_d2loss``).  With any other link they are the expected (Fisher) information,
+    so the method is Fisher scoring (statsmodels' IRLS) and its local convergence is
+    linear rather than quadratic.  Near the optimum, where the predicted decrease is below
+    what function values resolve, the full step is accepted when it shrinks the gradient
+    instead.  Stops when the largest gradient entry is at most ``tol``.  Stops early, with
+    ``converged`` False and a message starting with "stalled", when the line search finds
+    no decrease, the step is below round-off relative to the parameters, or for 10
+    iterations neither the objective nor the largest gradient entry improved beyond
+    round-off.  Every family; no penalty or L2 only.
 
     The Hessian of the point where the fit stops is never used, so with an exact Hessian
-    (a natural canonical link, or the multinomial model) and the quadratic convergence it
-    brings, the full step that is predicted to meet ``tol`` is first evaluated without its
-    Hessian (a gradient round, a fraction of a Hessian round's cost): after two full
-    steps in a row, the largest gradient entries ``g_prev, g`` of the points they reached
-    predict ``g^3 / g_prev^2`` for the next point, and at most ``tol / 2`` is taken as
-    meeting it (the prediction from the start point's step is left out: that step is
-    rarely in the quadratic regime, and its prediction was 0.6 decades optimistic in the
-    fits measured, the later ones at most 0.3).  That point ends the fit if its full step
-    is accepted and meets ``tol``; otherwise the iteration goes on as above, the gradient
-    round spent, and the next prediction waits for two more full steps.
+    (the family's ``exact_hessian``, or the multinomial model) and the quadratic
+    convergence it brings, the full step that is predicted to meet ``tol`` is first
+    evaluated without its Hessian (a gradient round, a fraction of a Hessian round's
+    cost): after two full steps in a row, the largest gradient entries ``g_prev, g`` of
+    the points they reached predict ``g^3 / g_prev^2`` for the next point, and at most
+    ``tol / 2`` is taken as meeting it (the prediction from the start point's step is
+    left out: that step is rarely in the quadratic regime, and its prediction was 0.6
+    decades optimistic in the fits measured, the later ones at most 0.3).  That point
+    ends the fit if its full step is accepted and meets ``tol``; otherwise the iteration
+    goes on as above, the gradient round spent, and the next prediction waits for two
+    more full steps.
 
     Options
     -------
@@ -182,11 +185,11 @@ class _WithHessian:
 
 
 def _exact_hessian(problem):
-    """Whether Newton's Hessian is the objective's own (a natural canonical link, or the
-    softmax of the multinomial model), so that its steps converge quadratically."""
+    """Whether Newton's Hessian is the objective's own (the family's ``exact_hessian``, or
+    the softmax of the multinomial model), so that its steps converge quadratically."""
     if isinstance(problem, MultinomialProblem):
         return True
-    return bool(getattr(problem.family, "exact_d2loss", False))
+    return bool(getattr(problem.family, "exact_hessian", False))
 
 
 def _predicts_tol(optimality, previous_optimality, tol):
