@@ -238,3 +238,167 @@ def test_ridge_under_a_huge_penalty_still_fits_the_intercept():
     for solver in ("normal", "newton", "gd", "lbfgs"):
         model = daskglm.Ridge(alpha=1e16, solver=solver, tol=1e-12).fit(X, y)
         assert model.intercept_ == pytest.approx(y.mean(), rel=1e-9), solver
+
+
+# checks scikit-learn makes, on Dask input too ------------------------------------------------
+def _frames(X, columns, npartitions=3):
+    import dask.dataframe as ddf
+    import pandas as pd
+
+    return ddf.from_pandas(pd.DataFrame(X, columns=columns), npartitions=npartitions)
+
+
+@pytest.mark.parametrize("make", [daskglm.LogisticRegression, daskglm.SGDClassifier,
+                                  daskglm.Ridge], ids=["logistic", "sgd", "ridge"])
+def test_predict_on_a_dask_frame_checks_the_feature_names(classification, make):
+    X, y = classification
+    model = make().fit(_frames(X, list("abcd")), da.from_array(y, chunks=100))
+    assert list(model.feature_names_in_) == list("abcd")
+    expected = model.predict(X)
+    # the same names: the same predictions, silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(model.predict(_frames(X, list("abcd"))).compute(),
+                                      expected)
+    # reordered columns would give other predictions: refused, as scikit-learn refuses
+    with pytest.raises(ValueError, match="same order as they were in fit"):
+        model.predict(_frames(X[:, [1, 0, 2, 3]], list("bacd")))
+    with pytest.raises(ValueError, match="unseen at fit time"):
+        model.predict(_frames(X, list("abcz")))
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        model.predict(da.from_array(X, chunks=100))
+
+
+def test_predict_proba_on_a_dask_frame_checks_the_feature_names(classification):
+    X, _ = classification
+    y = np.digitize(X[:, 0], [-0.5, 0.5])  # three classes: the multinomial predictors
+    model = daskglm.LogisticRegression().fit(_frames(X, list("abcd")), y)
+    with pytest.raises(ValueError, match="same order as they were in fit"):
+        model.predict_proba(_frames(X, list("dcba")))
+
+
+def test_partial_fit_keeps_the_first_calls_feature_names(regression):
+    import pandas as pd
+
+    X, y = regression
+    model = daskglm.SGDRegressor().partial_fit(pd.DataFrame(X, columns=list("abcd")), y)
+    model.partial_fit(pd.DataFrame(X, columns=list("abcd")), y)
+    with pytest.raises(ValueError, match="should match those that were passed during fit"):
+        model.partial_fit(pd.DataFrame(X, columns=list("wxyz")), y)
+    assert list(model.feature_names_in_) == list("abcd")
+    with pytest.warns(UserWarning, match="X does not have valid feature names"):
+        model.partial_fit(X, y)
+    assert list(model.feature_names_in_) == list("abcd")
+
+
+@pytest.mark.parametrize("make", [daskglm.LogisticRegression, daskglm.SGDClassifier,
+                                  lambda: daskglm.LogisticRegressionCV(cv=2)],
+                         ids=["logistic", "sgd", "logistic-cv"])
+@pytest.mark.parametrize("values", ["continuous", "two-non-integers"])
+def test_continuous_dask_labels_are_refused(classification, make, values):
+    X, _ = classification
+    target = X @ np.array([1.0, -1.0, 0.5, 0.2])
+    if values == "two-non-integers":  # two labels, but not class names: still continuous
+        target = np.where(target > 0, 0.5, 1.5)
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        make().fit(da.from_array(X, chunks=100), da.from_array(target, chunks=100))
+
+
+def test_partial_fit_refuses_continuous_labels(classification):
+    X, _ = classification
+    target = X[:, 0] * 1.5
+    with pytest.raises(ValueError, match="Unknown label type"):
+        daskglm.SGDClassifier().partial_fit(X, target, classes=np.unique(target))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        daskglm.SGDClassifier().partial_fit(X, target, classes=[0, 1])
+
+
+@pytest.mark.parametrize("make", [lambda: daskglm.LassoCV(cv=3),
+                                  lambda: daskglm.ElasticNetCV(cv=3),
+                                  lambda: daskglm.RidgeCV(cv=3)],
+                         ids=["lasso-cv", "elastic-net-cv", "ridge-cv"])
+def test_cv_on_dask_rows_of_unknown_sizes_equals_the_numpy_fit(regression, make):
+    X, y = regression
+    keep = X[:, 0] > -0.5
+    mask = da.from_array(keep, chunks=100)
+    X_masked = da.from_array(X, chunks=(100, -1))[mask]
+    y_masked = da.from_array(y, chunks=100)[mask]
+    assert np.isnan(X_masked.shape[0])
+    masked = make().fit(X_masked, y_masked)
+    reference = make().fit(X[keep], y[keep])
+    np.testing.assert_allclose(masked.coef_, reference.coef_, rtol=1e-10, atol=1e-12)
+
+
+def test_logistic_cv_on_dask_rows_of_unknown_sizes(classification):
+    X, y = classification
+    keep = X[:, 1] > -0.5
+    mask = da.from_array(keep, chunks=100)
+    model = daskglm.LogisticRegressionCV(cv=3).fit(da.from_array(X, chunks=(100, -1))[mask],
+                                                   da.from_array(y, chunks=100)[mask])
+    reference = daskglm.LogisticRegressionCV(cv=3).fit(X[keep], y[keep])
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("make, reference", [
+    (daskglm.PoissonRegressor, sk.PoissonRegressor),
+    (daskglm.GammaRegressor, sk.GammaRegressor),
+    (lambda: daskglm.TweedieRegressor(power=1.5), lambda: sk.TweedieRegressor(power=1.5)),
+], ids=["poisson", "gamma", "tweedie"])
+def test_float32_fits_predict_float32(make, reference):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (rng.poisson(np.exp(X @ np.array([0.3, -0.2, 0.1]))) + 0.5).astype(np.float32)
+    model = make().fit(X, y)
+    assert model.predict(X).dtype == reference().fit(X, y).predict(X).dtype == np.float32
+    lazy = model.predict(da.from_array(X, chunks=50))
+    assert lazy.dtype == lazy.compute().dtype == np.float32
+
+
+@pytest.mark.parametrize("learning_rate", ["constant", "invscaling", "adaptive"])
+def test_sgd_classifier_default_eta0_runs_every_schedule(classification, learning_rate):
+    X, y = classification
+    assert daskglm.SGDClassifier().eta0 == sk.SGDClassifier().eta0
+    model = daskglm.SGDClassifier(learning_rate=learning_rate, random_state=0).fit(X, y)
+    # noisy labels: the optimum's accuracy is 0.71; a schedule that runs gets near it
+    best = sk.LogisticRegression().fit(X, y).score(X, y)
+    assert model.score(X, y) > best - 0.1
+
+
+@pytest.mark.parametrize("make, name", [
+    (lambda: daskglm.Ridge(alpha="a"), "alpha"),
+    (lambda: daskglm.LogisticRegression(tol="a"), "tol"),
+    (lambda: daskglm.LogisticRegression(C="1"), "C"),
+    (lambda: daskglm.PoissonRegressor(alpha="1"), "alpha"),
+], ids=["ridge-alpha", "logistic-tol", "logistic-C", "poisson-alpha"])
+def test_numbers_given_as_text_are_refused_by_name(classification, make, name):
+    X, y = classification
+    with pytest.raises(ValueError, match=f"{name} must be a number"):
+        make().fit(X, y)
+
+
+@pytest.mark.parametrize("l1_ratio", [1.5, -0.1, "a"])
+def test_sgd_l1_ratio_is_checked_whatever_the_penalty(regression, l1_ratio):
+    X, y = regression
+    with pytest.raises(ValueError, match="'l1_ratio' parameter"):
+        daskglm.SGDRegressor(penalty="l2", l1_ratio=l1_ratio).fit(X, y)
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["numpy", "dask"])
+def test_score_refuses_targets_outside_the_family(as_dask):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.abs(X[:, 0])
+    model = daskglm.PoissonRegressor().fit(X, y)
+    negative = da.from_array(-y, chunks=20) if as_dask else -y
+    with pytest.raises(ValueError, match="non-negative targets"):
+        model.score(X, negative)
+    # numpy X with Dask y scores as numpy X with numpy y
+    target = da.from_array(y, chunks=20) if as_dask else y
+    assert model.score(X, target) == pytest.approx(model.score(X, y), rel=1e-12)
+
+
+def test_predict_refuses_dask_input_without_rows(classification):
+    X, y = classification
+    model = daskglm.LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match="0 sample"):
+        model.predict(da.zeros((0, X.shape[1]), chunks=(1, -1)))

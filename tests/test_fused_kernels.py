@@ -71,7 +71,7 @@ def _reference(part, params, family, fit_intercept, hessian=False):
     loss, r = family.loss_and_dloss(y, eta, w)
     if not hessian:
         return loss, Z.T @ r
-    h = family.d2loss(y, eta, w)
+    h = family.hessian_d2loss(y, eta, w)  # Newton's weights (exact for Gamma's log link)
     return loss, Z.T @ r, Z.T @ (h[:, None] * Z)
 
 

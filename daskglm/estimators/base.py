@@ -42,6 +42,8 @@ from .inference import (
 from .validation import (
     _check_dask_matrix,
     _check_dask_vector,
+    _check_feature_names_match,
+    _check_has_rows,
     _check_numeric_target,
     _dask_frame_to_array,
     _reject_datetimes,
@@ -85,6 +87,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     # fitting -------------------------------------------------------------------------
     def _check_params(self):
+        for name in _NUMERIC_PARAMS:  # a clear error for a number given as text
+            if isinstance(getattr(self, name, None), (str, bytes)):
+                raise ValueError(f"{name} must be a number; got {getattr(self, name)!r}.")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         if self.solver != "auto" and self.solver not in SOLVERS:
@@ -112,11 +117,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                                   dtype=[np.float64, np.float32], ensure_all_finite=True)
             else:
                 _check_dask_matrix(X)
-                if X.shape[0] == 0:
-                    raise ValueError(
-                        f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 "
-                        "is required."
-                    )
+                _check_has_rows(X)
                 self.n_features_in_ = int(X.shape[1])
                 if names is not None and all(isinstance(n, str) for n in names):
                     self.feature_names_in_ = names
@@ -392,8 +393,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """``X`` checked against the fit: a Dask array in one column chunk, or in memory."""
         check_is_fitted(self)
         if is_dask(X):
-            X, _ = _dask_frame_to_array(X)
+            X, names = _dask_frame_to_array(X)
+            _check_feature_names_match(self, names)
             _check_dask_matrix(X)
+            _check_has_rows(X)
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(
                     f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
@@ -499,11 +502,23 @@ def _dense_meta(X, ndim, dtype):
     return array_module(X._meta).empty((0,) * ndim, dtype=dtype)
 
 
+#: Parameters that take numbers (or arrays of them), never text.
+_NUMERIC_PARAMS = ("alpha", "C", "tol", "l1_ratio", "eta0", "power_t", "epsilon",
+                   "power", "n_alphas", "eps", "Cs", "alphas", "l1_ratios")
+
+
 def _apply_rowwise(fn, values):
-    """``fn(values)``, lazily block by block for a Dask array."""
+    """``fn(values)`` in ``values``' dtype (float32 stays float32, as in scikit-learn),
+    lazily block by block for a Dask array."""
     if is_dask(values):  # the blocks' own type (CuPy's too), not one inferred from fn
-        return values.map_blocks(fn, dtype=values.dtype, meta=values._meta)
-    return fn(values)
+        return values.map_blocks(_in_dtype_of_input, fn, dtype=values.dtype,
+                                 meta=values._meta)
+    return _in_dtype_of_input(values, fn)
+
+
+def _in_dtype_of_input(values, fn):
+    result = fn(values)
+    return result if result.dtype == values.dtype else result.astype(values.dtype)
 
 
 def _block_predictor(X_block, coef, intercept):

@@ -47,6 +47,7 @@ from .base import _COMMON_DOC, _choose_solver
 from .cv_folds import _assign_folds
 from .linear import ElasticNet, Lasso
 from .ridge_cv import RidgeCV
+from .validation import _with_known_rows
 
 __all__ = ["RidgeCV", "LassoCV", "ElasticNetCV", "LogisticRegressionCV"]
 
@@ -99,6 +100,7 @@ class _PathCV:
         """
         self._check_params()
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        X, y, sample_weight = _with_known_rows(X, y, sample_weight)
         raw_y = y
         y = self._prepare_target(y)
         folds = _assign_folds(self.cv, y, X.shape[0], classifier=self._classifier,

@@ -117,19 +117,26 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
 
 
 def _deviance_mean(family, y, mu, weight):
+    """The weighted mean deviance; targets outside the family's support are an error (in
+    the pass that reads them, for Dask ``y``)."""
     if is_dask(y):
         import dask.array as da
 
-        mu = mu if is_dask(mu) else da.full_like(y, mu, dtype=float)
+        if not is_dask(mu):  # the null model's mean, or predictions of in-memory X
+            mu = (da.full_like(y, mu, dtype=float) if np.ndim(mu) == 0
+                  else da.from_array(np.asarray(mu), chunks=y.chunks))
         parts = [y, mu] + ([weight] if weight is not None else [])
-        sums = da.map_blocks(
-            lambda yb, mb, *wb: np.array([family.deviance(yb, mb, wb[0] if wb else None)]),
-            *parts, chunks=(1,), dtype=float,
-        ).sum()
+        sums = da.map_blocks(_block_deviance, family, *parts, chunks=(1,), dtype=float).sum()
         total = y.shape[0] if weight is None else weight.sum()
         return sums / total
+    family.distribution.check_target(y)
     total = y.shape[0] if weight is None else weight.sum()
     return family.deviance(y, np.broadcast_to(mu, y.shape), weight) / total
+
+
+def _block_deviance(family, y, mu, weight=None):
+    family.distribution.check_target(y)
+    return np.array([family.deviance(y, mu, weight)])
 
 
 class GLM(_RegressorGLM):

@@ -281,7 +281,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
             import dask.array as da
 
             classes = np.unique(da.unique(y).compute())
-            kind = "binary" if classes.size <= 2 else "multiclass"
+            kind = type_of_target(classes, input_name="y")
         else:
             kind = type_of_target(y, input_name="y")
             classes = np.unique(y)
@@ -322,9 +322,10 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         ``class_weight`` the rows weighed by class in the same round."""
         counts = engine.label_counts
         found = counts.labels
-        if found.size >= MAX_LABELS:
+        kind = type_of_target(found.astype(dtype), input_name="y")
+        if kind != "continuous" and found.size >= MAX_LABELS:
             raise ValueError(f"y has more than {MAX_LABELS - 1} classes.")
-        self._set_classes(found.astype(dtype), "binary" if found.size <= 2 else "multiclass")
+        self._set_classes(found.astype(dtype), kind)
         class_weights = None
         if getattr(self, "class_weight", None) is not None:
             class_weights = self._class_weights_of_counts(counts)

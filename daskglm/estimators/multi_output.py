@@ -21,7 +21,14 @@ from ..accounting.ledger import CommReport
 from ..compute.kernels import as_csr_or_dense
 from ..compute.summaries import all_finite
 from ..engine import is_dask
-from .validation import _check_dask_matrix, _dask_frame_to_array, _n_columns, _reject_datetimes
+from .validation import (
+    _check_dask_matrix,
+    _check_feature_names_match,
+    _check_has_rows,
+    _dask_frame_to_array,
+    _n_columns,
+    _reject_datetimes,
+)
 
 __all__ = ["matrix_predictor"]
 
@@ -44,8 +51,10 @@ def matrix_predictor(estimator, X):
     coef = coef.toarray() if sp.issparse(coef) else np.asarray(coef)  # after sparsify()
     intercept = np.asarray(estimator.intercept_, dtype=coef.dtype).reshape(-1)
     if is_dask(X):
-        X, _ = _dask_frame_to_array(X)
+        X, names = _dask_frame_to_array(X)
+        _check_feature_names_match(estimator, names)
         _check_dask_matrix(X)
+        _check_has_rows(X)
         if X.shape[1] != estimator.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "

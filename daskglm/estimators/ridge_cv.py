@@ -28,6 +28,7 @@ from ..model.families import Gaussian
 from .cv_folds import _assign_folds
 from .linear import Ridge
 from .multi_output import _join_targets, _two_dimensional
+from .validation import _with_known_rows
 
 __all__ = ["RidgeCV"]
 
@@ -273,10 +274,14 @@ class RidgeCV(Ridge):
         if several:
             first = y[:, 0] if is_dask(y) else np.asarray(y)[:, 0]
             X, first, sample_weight = self._validate_input(X, first, sample_weight)
+            if self.cv is not None:  # k folds: their splits need the number of rows
+                X, y, sample_weight = _with_known_rows(X, y, sample_weight)
             data, y = _join_targets(X, y)
             engine_y = y[:, 0]
         else:
             X, y, sample_weight = self._validate_input(X, y, sample_weight)
+            if self.cv is not None:
+                X, y, sample_weight = _with_known_rows(X, y, sample_weight)
             data = X
             y = engine_y = self._prepare_target(y)
         n_features = int(X.shape[1])

@@ -28,7 +28,7 @@ from ..model.penalties import make_penalty
 from ..solvers import Problem, get_solver
 from .base import _GLMBase
 from .linear import _RegressorGLM
-from .validation import _n_columns
+from .validation import _check_feature_names_match, _n_columns
 
 #: The solvers the SGD estimators run (``solver=``).
 STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
@@ -99,6 +99,12 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             )
         if self.penalty == "elasticnet" and self.l1_ratio is None:
             raise ValueError("l1_ratio must be set when penalty is 'elasticnet'")
+        l1_ratio = self.l1_ratio  # checked whatever the penalty, as scikit-learn
+        if l1_ratio is not None and not (
+                isinstance(l1_ratio, (int, float, np.number)) and not isinstance(l1_ratio, bool)
+                and 0 <= l1_ratio <= 1):
+            raise ValueError(f"The 'l1_ratio' parameter of {name} must be a float in the range "
+                             f"[0.0, 1.0] or None. Got {l1_ratio!r} instead.")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         if self.cache not in ("auto", "memory", "none"):
@@ -328,7 +334,13 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             raise ValueError(f"partial_fit runs solver='sgd' only; got solver={self.solver!r}.")
         state = getattr(self, "_sgd_state", None)
         n_features = getattr(self, "n_features_in_", None)
+        first_names = getattr(self, "feature_names_in_", None)
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        if state is not None:  # the names are the first call's, checked as at prediction
+            names = self.__dict__.pop("feature_names_in_", None)
+            if first_names is not None:
+                self.feature_names_in_ = first_names
+            _check_feature_names_match(self, names)
         if state is not None and self.n_features_in_ != n_features:
             found, self.n_features_in_ = self.n_features_in_, n_features
             raise ValueError(

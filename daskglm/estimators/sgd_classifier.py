@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import ClassifierMixin, clone
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ..accounting.ledger import CommReport
@@ -76,7 +76,7 @@ default="log_loss"
         count of the class)``.  For numeric Dask labels the engine's validation round
         counts them (no pass of its own).
 """
-        + _SGD_DOC % {"learning_rate": "optimal", "eta0": 0.0, "power_t": 0.5}
+        + _SGD_DOC % {"learning_rate": "optimal", "eta0": 0.01, "power_t": 0.5}
         + """    classes_ : ndarray of shape (n_classes,)
         The labels; with two, ``classes_[1]`` is the positive class.
 """
@@ -89,7 +89,7 @@ default="log_loss"
     _family_loss = "log_loss"
 
     def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
-                 fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.0,
+                 fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.01,
                  power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
                  batch_size=16, sync_every=None, solver="sgd", solver_options=None,
                  cache="auto", verbose=0, warm_start=False, epsilon=0.1, class_weight=None,
@@ -278,8 +278,11 @@ default="log_loss"
         first = not hasattr(self, "classes_")
         if first and classes is not None:
             labels = np.unique(np.asarray(classes))
+            check_classification_targets(labels)
         else:
             labels = getattr(self, "classes_", None)
+        if not is_dask(y):
+            check_classification_targets(np.asarray(y))
         if self.class_weight is not None and labels is not None:
             sample_weight = _weighted_rows(y, labels, None, self.class_weight, sample_weight)
         if labels is not None and labels.size > 2:

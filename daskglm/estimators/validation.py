@@ -32,6 +32,58 @@ def _dask_frame_to_array(data):
     return data, names
 
 
+def _check_feature_names_match(estimator, names):
+    """Check the column names of ``X`` (``names``: a Dask DataFrame's from
+    :func:`_dask_frame_to_array`, or those a later ``partial_fit`` found; None for an
+    array) against the first fit's, as scikit-learn checks a data frame's: a ValueError
+    when both have names and they differ (in value or order), a warning when only one of
+    the two has names."""
+    if names is not None and not all(isinstance(name, str) for name in names):
+        names = None  # only string names are feature names, as at fit
+    fitted = getattr(estimator, "feature_names_in_", None)
+    estimator_name = type(estimator).__name__
+    if names is None and fitted is None:
+        return
+    if fitted is None:
+        warnings.warn(f"X has feature names, but {estimator_name} was fitted without feature "
+                      "names", UserWarning, stacklevel=4)
+        return
+    if names is None:
+        warnings.warn(f"X does not have valid feature names, but {estimator_name} was fitted "
+                      "with feature names", UserWarning, stacklevel=4)
+        return
+    if len(names) == len(fitted) and all(names == fitted):
+        return
+    message = "The feature names should match those that were passed during fit.\n"
+    unexpected = sorted(set(names) - set(fitted))
+    missing = sorted(set(fitted) - set(names))
+    if unexpected:
+        message += "Feature names unseen at fit time:\n- " + "\n- ".join(unexpected) + "\n"
+    if missing:
+        message += "Feature names seen at fit time, yet now missing:\n- " \
+            + "\n- ".join(missing) + "\n"
+    if not unexpected and not missing:
+        message += "Feature names must be in the same order as they were in fit.\n"
+    raise ValueError(message)
+
+
+def _check_has_rows(X):
+    """ValueError for a Dask ``X`` known to have no rows, as scikit-learn's for an array."""
+    if X.shape[0] == 0:
+        raise ValueError(
+            f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required."
+        )
+
+
+def _with_known_rows(*arrays):
+    """``arrays`` with the unknown row chunk sizes of Dask ones (after boolean indexing,
+    say) computed, a pass over each such array: cross-validation's splits need the
+    number of rows before the engine exists."""
+    return tuple(a.compute_chunk_sizes()
+                 if is_dask(a) and any(math.isnan(size) for size in a.chunks[0]) else a
+                 for a in arrays)
+
+
 def _reject_datetimes(X):
     """TypeError for datetime or timedelta features, which are not numbers to fit on."""
     dtypes = getattr(X, "dtypes", getattr(X, "dtype", None))  # data frames have dtypes
