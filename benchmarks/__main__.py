@@ -277,6 +277,9 @@ def build_parser():
     newton.add_argument("--rows", type=int, default=3_000_000)
     newton.add_argument("--features", type=int, default=50)
     newton.add_argument("--repeats", type=int, default=5, help="timed runs of each fit")
+    newton.add_argument("--family", choices=("binomial", "tweedie", "gamma"),
+                        default="binomial", help="the model fitted")
+    newton.add_argument("--tol", type=float, default=1e-4)
     newton.set_defaults(handler=_newton)
     parity = commands.add_parser("parity", help="multi-output, positive=True, one-vs-rest SGD")
     parity.add_argument("--rows", type=int, default=200_000)

@@ -15,8 +15,19 @@ workers before anything is timed, an L2-penalised binary logistic model (scikit-
 Each fit runs once untimed (kernels compiled or loaded), then ``--repeats`` times in
 turn; the table gives median seconds, the rounds by kind and the ratio to L-BFGS.
 
-``python -m benchmarks newton [--rows 3000000] [--features 50] [--repeats 5]`` (about a
-minute on two idle cores).  Seconds depend on the machine's load: read the ratios of one run.
+``--family tweedie`` (power 1.5, on Poisson counts) or ``--family gamma`` (log link, on
+Poisson counts plus one) fit an L2-penalised model (``alpha = 1 / rows``) whose log link is
+not the distribution's canonical one, but under which the loss is convex in ``eta``:
+
+* Newton as it runs: the exact Hessian (:meth:`~daskglm.model.families.Family.hessian_d2loss`),
+  quadratic convergence and the predicted last step;
+* Newton with the expected (Fisher) curvature instead, as for any other link (Fisher
+  scoring, statsmodels' IRLS; a family subclass);
+* L-BFGS.
+
+``python -m benchmarks newton [--rows 3000000] [--features 50] [--repeats 5]
+[--family binomial|tweedie|gamma] [--tol 1e-4]`` (about a minute on two idle cores).
+Seconds depend on the machine's load: read the ratios of one run.
 """
 
 from __future__ import annotations
@@ -26,14 +37,32 @@ import time
 import warnings
 from collections import Counter
 
-from daskglm.model.families import Binomial
+from daskglm.model.families import Binomial, Gamma, Tweedie
 
-__all__ = ["main", "BlockPathBinomial"]
+__all__ = ["main", "BlockPathBinomial", "FisherScoring"]
 
 
 class BlockPathBinomial(Binomial):
     """The logistic model, its Hessian through the numpy block path of
     :func:`daskglm.compute.kernels.loss_grad_hess` (no compiled loop for a subclass)."""
+
+
+class FisherScoring:
+    """A family's model with Newton's Hessian weighted by the expected curvature
+    (``d2loss``), as for a link under which the loss is not convex: Fisher scoring."""
+
+    exact_hessian = False
+
+    def hessian_d2loss(self, y, eta, weight=None):
+        return self.d2loss(y, eta, weight)
+
+
+class FisherTweedie(FisherScoring, Tweedie):
+    pass
+
+
+class FisherGamma(FisherScoring, Gamma):
+    pass
 
 
 def _fit(estimator, X, y, predicts):
@@ -60,17 +89,35 @@ def main(args):
 
     n, d = args.rows, args.features
     alpha = 1.0 / n
-    variants = {
-        "newton (fused Hessian, last step predicted)": (Binomial(), "newton", True),
-        "newton, every point with its Hessian": (Binomial(), "newton", False),
-        "newton, block-path Hessian, every point with it": (BlockPathBinomial(), "newton",
-                                                            False),
-        "lbfgs": (Binomial(), "lbfgs", True),
-    }
+    family_name = getattr(args, "family", "binomial")
+    tol = getattr(args, "tol", 1e-4)
+    if family_name == "binomial":
+        variants = {
+            "newton (fused Hessian, last step predicted)": (Binomial(), "newton", True),
+            "newton, every point with its Hessian": (Binomial(), "newton", False),
+            "newton, block-path Hessian, every point with it": (BlockPathBinomial(),
+                                                                "newton", False),
+            "lbfgs": (Binomial(), "lbfgs", True),
+        }
+        title = "L2-logistic (C = 1)"
+    else:
+        exact, fisher = ((Tweedie(1.5), FisherTweedie(1.5)) if family_name == "tweedie"
+                         else (Gamma("log"), FisherGamma("log")))
+        variants = {
+            "newton (exact Hessian)": (exact, "newton", True),
+            "newton, Fisher scoring": (fisher, "newton", True),
+            "lbfgs": (exact, "lbfgs", True),
+        }
+        title = f"L2 {exact!r} (alpha = 1 / rows)"
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster, \
             Client(cluster) as client:
-        X, y, _ = datasets.make_classification(n, d, chunks=-(-n // 16), random_state=0,
-                                               intercept=0.0)
+        chunks = -(-n // 16)
+        if family_name == "binomial":
+            X, y, _ = datasets.make_classification(n, d, chunks=chunks, random_state=0,
+                                                   intercept=0.0)
+        else:
+            X, y, _ = datasets.make_poisson(n, d, chunks=chunks, random_state=0)
+            y = y + 1.0 if family_name == "gamma" else y
         X, y = client.persist([X, y])
         client.wait_for_workers(2)
         times = {name: [] for name in variants}
@@ -78,14 +125,14 @@ def main(args):
         for repeat in range(args.repeats + 1):
             for name, (family, solver, predicts) in variants.items():
                 model = daskglm.GLM(family=family, penalty="l2", alpha=alpha,
-                                    fit_intercept=False, solver=solver, tol=1e-4)
+                                    fit_intercept=False, solver=solver, tol=tol)
                 seconds = _fit(model, X, y, predicts)
                 if repeat:  # the first run compiles or loads the kernels
                     times[name].append(seconds)
                 rounds[name] = Counter(record.kind for record in model.comm_.records)
     lbfgs = statistics.median(times["lbfgs"])
     print(f"Newton's rounds, {n} x {d} dense, 16 partitions on 2 one-thread workers, "
-          f"L2-logistic (C = 1), tol 1e-4; medians of {args.repeats} interleaved runs.\n")
+          f"{title}, tol {tol:g}; medians of {args.repeats} interleaved runs.\n")
     print("| fit | median s | rounds | / lbfgs |\n|---|---|---|---|")
     for name, runs in times.items():
         median = statistics.median(runs)
