@@ -402,3 +402,12 @@ def test_predict_refuses_dask_input_without_rows(classification):
     model = daskglm.LogisticRegression().fit(X, y)
     with pytest.raises(ValueError, match="0 sample"):
         model.predict(da.zeros((0, X.shape[1]), chunks=(1, -1)))
+
+
+@pytest.mark.parametrize("make", [daskglm.LogisticRegression, daskglm.SGDClassifier],
+                         ids=["logistic", "sgd"])
+@pytest.mark.parametrize("weight", [-1.0, float("nan"), "a"])
+def test_bad_class_weight_values_are_named(classification, make, weight):
+    X, y = classification
+    with pytest.raises(ValueError, match="class_weight values must be finite numbers >= 0"):
+        make(class_weight={0: weight}).fit(X, y)

@@ -457,12 +457,19 @@ def _weights_of_rows(y_index, weights):
 
 
 def _check_class_weight(class_weight):
-    """ValueError unless ``class_weight`` is a dict or ``"balanced"``."""
+    """ValueError unless ``class_weight`` is ``"balanced"`` or a dict of finite weights
+    >= 0 (rows are weighed by them, and weights are never negative)."""
     if not (isinstance(class_weight, dict)
             or (isinstance(class_weight, str) and class_weight == "balanced")):
         raise ValueError(
             f"class_weight must be a dict, 'balanced' or None; got {class_weight!r}."
         )
+    if isinstance(class_weight, dict):
+        for label, weight in class_weight.items():
+            if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) \
+                    or not np.isfinite(weight) or weight < 0:
+                raise ValueError(f"class_weight values must be finite numbers >= 0; got "
+                                 f"{weight!r} for class {label!r}.")
 
 
 def _class_weights(class_weight, classes, y_index, sample_weight, counts=None):

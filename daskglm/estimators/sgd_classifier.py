@@ -28,7 +28,7 @@ from ..engine import is_dask
 from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
 from .base import _dense, _to_float, _weighted_mean
-from .logistic import LogisticRegression, _class_labels, _encode_binary
+from .logistic import LogisticRegression, _check_class_weight, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
 from .sgd import _SGD_DOC, _SGDBase
 from .validation import _check_score_input, _n_columns
@@ -127,11 +127,8 @@ default="log_loss"
 
     def _check_params(self):
         super()._check_params()
-        weights = self.class_weight
-        if not (weights is None or weights == "balanced" or isinstance(weights, dict)):
-            raise ValueError(
-                f"class_weight must be a dict, 'balanced' or None; got {weights!r}."
-            )
+        if self.class_weight is not None:
+            _check_class_weight(self.class_weight)
 
     # fitting -------------------------------------------------------------------------
     def fit(self, X, y, coef_init=None, intercept_init=None, sample_weight=None):
