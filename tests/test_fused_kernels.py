@@ -100,6 +100,24 @@ def test_loss_grad_equals_the_whole_array_formulas(family, dtype, weighted, offs
         np.testing.assert_allclose(stats.weight, expected_weight, rtol=1e-15)
 
 
+@pytest.mark.parametrize("family", [Gamma("log"), Tweedie(power=1.5), Binomial("probit")],
+                         ids=repr)
+def test_generic_block_path_accumulates_float32_x_in_float64(family):
+    # families without a compiled loop widen each float32 block to float64: their loss and
+    # gradient are those of the same values in float64 (a float32 product would round the
+    # predictors and the gradient to float32, and L-BFGS could stall on that noise)
+    params = _params(True)
+    for n in ROWS:
+        part = _partition(family, n, np.float32, weighted=True, offset=True)
+        widened = (part[0].astype(np.float64),) + part[1:]
+        ours, exact = (loss_grad(p, params, family, True) for p in (part, widened))
+        np.testing.assert_allclose(ours.loss, exact.loss, rtol=1e-14)
+        np.testing.assert_allclose(ours.grad, exact.grad, rtol=1e-14, atol=1e-14)
+        ours, exact = (loss_grad_hess(p, params, family, True) for p in (part, widened))
+        np.testing.assert_allclose(ours.grad, exact.grad, rtol=1e-14, atol=1e-14)
+        np.testing.assert_allclose(ours.hess, exact.hess, rtol=2e-6)  # the Gram in float32
+
+
 @pytest.mark.parametrize("family", [Gaussian(), Binomial(), Poisson(), Gamma("log")], ids=repr)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("weighted,offset,fit_intercept",

@@ -106,11 +106,31 @@ def _is_host_dense(X):
     return isinstance(X, np.ndarray)
 
 
+def _widening_buffer(X, products=False):
+    """For dense numpy float32 ``X``, a reusable float64 block buffer (:func:`_scratch`)
+    into which :func:`_widened_block` copies each block, so that the generic block path's
+    products accumulate in float64, as the fused loops' do; None for other ``X`` (whose
+    products run in its own dtype: float64, sparse, or a GPU's float32)."""
+    if _is_host_dense(X) and X.dtype == np.float32:
+        return _scratch(X, products=products, dtype=np.float64)
+    return None
+
+
+def _widened_block(X, start, stop, buffer):
+    """Rows ``start:stop`` of ``X``, copied into ``buffer`` (float64) when there is one."""
+    if buffer is None:
+        return X[start:stop, :]
+    block = buffer[: stop - start]
+    np.copyto(block, X[start:stop, :])
+    return block
+
+
 def _block_eta(X_b, params, fit_intercept, offset):
     """``linear_predictor`` of a block in float64, the product in ``X_b``'s dtype.
 
-    A float32 block is multiplied by float32 coefficients (numpy would otherwise copy the
-    block to float64); the result is widened to float64 before the family sees it.
+    A float32 block (on a GPU: host blocks are widened first, :func:`_widened_block`) is
+    multiplied by float32 coefficients, a float32 product; the result is widened to
+    float64 before the family sees it.
     """
     xp = namespace(X_b)
     params = from_host(params, like=X_b)
@@ -232,8 +252,9 @@ def loss_grad(part, params, family, fit_intercept):
     xp = namespace(X)
     grad = xp.zeros(n_params, dtype=xp.float64)
     loss = 0.0
+    buffer = _widening_buffer(X)
     for start, stop in _row_blocks(X):
-        X_b = X[start:stop, :]
+        X_b = _widened_block(X, start, stop, buffer)
         eta = _block_eta(X_b, params, fit_intercept, _take(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y[start:stop], eta, _take(weight, start, stop))
         loss += block_loss
@@ -298,8 +319,9 @@ def loss_grad_hess(part, params, family, fit_intercept):
     grad = xp.zeros(n_params, dtype=xp.float64)
     hess = xp.zeros((n_params, n_params), dtype=xp.float64)
     loss = 0.0
+    buffer = _widening_buffer(X, products=True)  # the Gram stays in X's dtype (scratch)
     for start, stop in _row_blocks(X, products=True):
-        X_b = X[start:stop, :]
+        X_b = _widened_block(X, start, stop, buffer)
         y_b, w_b = y[start:stop], _take(weight, start, stop)
         eta = _block_eta(X_b, params, fit_intercept, _take(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y_b, eta, w_b)
