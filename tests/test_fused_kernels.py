@@ -154,18 +154,22 @@ def test_fused_hessian_with_more_columns_than_a_chunk_holds_rows(family):
 
 
 def test_fused_gradient_covers_the_common_families_and_only_them():
-    for family in (Gaussian(), Binomial(), Poisson()):
+    for family in (Gaussian(), Binomial(), Poisson(), Gamma("log"), Tweedie(power=2.0)):
         assert blocked.pointwise_for(family) is not None
-    for family in (Binomial("probit"), Poisson("identity"), Gamma(), Tweedie(power=1.5)):
+    for family in (Binomial("probit"), Poisson("identity"), Gamma(), Tweedie(power=1.5),
+                   Tweedie(power=2.0, link="identity")):
         assert blocked.pointwise_for(family) is None
 
 
-@pytest.mark.parametrize("family", [Binomial(), Poisson()], ids=repr)
+@pytest.mark.parametrize("family", [Binomial(), Poisson(), Gamma("log")], ids=repr)
 def test_fused_hessian_at_extreme_predictors(family):
     # predictors from -800 to 800: exp underflows (Binomial's curvature is then 0, not
-    # NaN) and passes Poisson's quadratic continuation at 500
+    # NaN), passes Poisson's quadratic continuation at 500, and the Gamma's mean is
+    # clipped at 2^-52 below and its predictor at 300 above
     X = np.linspace(-2.0, 2.0, 41)[:, None] * np.ones((1, 3))
     y = (np.arange(41) % 2).astype(float)
+    if family.name == "gamma":
+        y += 0.5
     params = np.array([400.0, -100.0, 100.0, 0.5])
     stats = loss_grad_hess((X, y, None), params, family, True)
     loss, grad, hess = _reference((X, y, None), params, family, True, hessian=True)

@@ -56,15 +56,20 @@ def pointwise_for(family):
     when it has none.
 
     Only the canonical links of the exact classes ``Gaussian``, ``Binomial`` and
-    ``Poisson`` have one (a subclass may change the loss).
+    ``Poisson``, and the log link of ``Gamma`` (or ``Tweedie`` with power 2, the same
+    loss), have one (a subclass may change the loss).
     """
-    from ..model.families import Binomial, Gaussian, Poisson
+    from ..model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
+    from ..model.links import Log
 
     codes = {Gaussian: 0, Binomial: 1, Poisson: 2}  # fused_loops.GAUSSIAN, BINOMIAL, POISSON
-    code = codes.get(type(family))
-    if code is None or not family.canonical:
-        return None
-    return code
+    kind = type(family)
+    if kind in codes:
+        return codes[kind] if family.canonical else None
+    gamma = kind is Gamma or (kind is Tweedie and family.distribution.power == 2.0)
+    if gamma and type(family.link) is Log:
+        return 3  # fused_loops.GAMMA_LOG
+    return None
 
 
 _NONE = np.empty(0)

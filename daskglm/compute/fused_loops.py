@@ -33,13 +33,15 @@ import math
 import numba
 import numpy as np
 
-from ..model.numerics import _EXP_SAFE
+from ..model.numerics import _EPS, _EXP_SAFE, _LOG_MAX
 from .vector_math import exp_into, log1p_unit
 
-__all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "fused_rows", "rows_one_pass", "rows_in_chunks",
-           "hessian_rows"]
+__all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "GAMMA_LOG", "fused_rows", "rows_one_pass",
+           "rows_in_chunks", "hessian_rows"]
 
-GAUSSIAN, BINOMIAL, POISSON = 0, 1, 2
+#: Family codes: the canonical Gaussian, Binomial and Poisson, and the Gamma with the log
+#: link (scikit-learn's GammaRegressor).
+GAUSSIAN, BINOMIAL, POISSON, GAMMA_LOG = 0, 1, 2, 3
 
 #: Reassociation lets the compiler vectorise each row's dot product (a fixed order for a
 #: given machine, so still reproducible); no assumption about NaN or infinities is made.
@@ -50,6 +52,11 @@ _FAST = {"reassoc", "contract", "nsz"}
 _CONTRACT = {"contract"}
 
 _EXP_SAFE_VALUE = float(_EXP_SAFE)
+#: The log link's limits: ``eta`` clipped at ``_LOG_MAX`` (``Log.inverse``), the mean at
+#: ``_EPS`` from below (``GammaDistribution.clip_mean``), i.e. ``eta`` at ``log(_EPS)``.
+_LOG_MAX_VALUE = float(_LOG_MAX)
+_EPS_VALUE = float(_EPS)
+_LOG_EPS_VALUE = math.log(_EPS)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
@@ -134,9 +141,10 @@ def rows_one_pass(X, y, weight, offset, coef, intercept, family, grad):
 @numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy")
 def _pointwise_chunk(family, y, eta, count, loss, residual, scratch, rounded, scale_bits):
     """``loss[:count]`` and ``residual[:count]`` at ``eta[:count]`` with targets ``y``;
-    the formulas of :func:`_pointwise`, in loops that vectorise.  ``scratch[:count]`` is
-    left holding the ``exp`` taken (Binomial: ``exp(-|eta|)``; Poisson: ``exp`` of
-    ``eta`` capped at the safe limit), from which :func:`_curvature_chunk` follows."""
+    the formulas of :func:`_pointwise` (the Gamma's: ``GammaDistribution`` with the log
+    link), in loops that vectorise.  ``scratch[:count]`` is left holding the ``exp``
+    taken (Binomial: ``exp(-|eta|)``; Poisson: ``exp`` of ``eta`` capped at the safe
+    limit; Gamma: ``1 / mu``), from which :func:`_curvature_chunk` follows."""
     if family == BINOMIAL:
         for i in range(count):
             scratch[i] = -abs(eta[i])
@@ -156,6 +164,27 @@ def _pointwise_chunk(family, y, eta, count, loss, residual, scratch, rounded, sc
             scale = scratch[i]
             loss[i] = scale * (1.0 + over + 0.5 * over * over) - y[i] * value
             residual[i] = scale * (1.0 + over) - y[i]
+    elif family == GAMMA_LOG:
+        # mu = exp(eta) with eta at most _LOG_MAX and mu at least _EPS: loss y / mu + log mu,
+        # derivative (mu - y) / mu^2 * dmu/deta, which is 1 - y / mu where mu is not clipped
+        for i in range(count):
+            scratch[i] = -max(min(eta[i], _LOG_MAX_VALUE), _LOG_EPS_VALUE)
+        exp_into(scratch, count, rounded, scale_bits)
+        clipped = 0
+        for i in range(count):
+            inverse = scratch[i]
+            value = min(eta[i], _LOG_MAX_VALUE)
+            loss[i] = y[i] * inverse + max(value, _LOG_EPS_VALUE)
+            residual[i] = 1.0 - y[i] * inverse
+            clipped += value < _LOG_EPS_VALUE
+        if clipped:  # mu at _EPS: dmu/deta is exp(eta), not mu
+            for i in range(count):
+                value = min(eta[i], _LOG_MAX_VALUE)
+                if value < _LOG_EPS_VALUE:
+                    scratch[i] = 1.0 / _EPS_VALUE
+                    loss[i] = y[i] / _EPS_VALUE + _LOG_EPS_VALUE
+                    residual[i] = (_EPS_VALUE - y[i]) / (_EPS_VALUE * _EPS_VALUE) \
+                        * math.exp(value)
     else:
         for i in range(count):
             value = eta[i] - y[i]
@@ -164,11 +193,12 @@ def _pointwise_chunk(family, y, eta, count, loss, residual, scratch, rounded, sc
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy")
-def _curvature_chunk(family, count, scratch, curvature):
-    """``curvature[:count]``, the family's ``d2loss`` at the chunk's predictors, from the
-    ``exp`` that :func:`_pointwise_chunk` left in ``scratch``: ``p (1 - p) = s / (1 + s)^2``
-    with ``s = exp(-|eta|)`` (Binomial), the capped ``exp`` (Poisson, as ``Poisson.d2loss``)
-    and 1 (Gaussian)."""
+def _curvature_chunk(family, y, count, scratch, curvature):
+    """``curvature[:count]``, the family's ``hessian_d2loss`` at the chunk's predictors,
+    from the ``exp`` that :func:`_pointwise_chunk` left in ``scratch``: ``p (1 - p) = s /
+    (1 + s)^2`` with ``s = exp(-|eta|)`` (Binomial), the capped ``exp`` (Poisson, as
+    ``Poisson.d2loss``), ``y / mu`` (Gamma with the log link: its exact curvature) and 1
+    (Gaussian)."""
     if family == BINOMIAL:
         for i in range(count):
             shrink = scratch[i]
@@ -177,6 +207,9 @@ def _curvature_chunk(family, count, scratch, curvature):
     elif family == POISSON:
         for i in range(count):
             curvature[i] = scratch[i]
+    elif family == GAMMA_LOG:
+        for i in range(count):
+            curvature[i] = y[i] * scratch[i]
     else:
         for i in range(count):
             curvature[i] = 1.0
@@ -292,7 +325,7 @@ def hessian_rows(X, y, weight, offset, coef, intercept, family, grad, curvature_
             count = min(first + chunk, stop) - first
             _chunk_losses(X, y, weight, offset, coef, intercept, family, first, count, eta,
                           row_loss, residual, scratch, rounded, scale_bits)
-            _curvature_chunk(family, count, scratch, curvature)
+            _curvature_chunk(family, y[first:first + count], count, scratch, curvature)
             if weight.shape[0]:
                 for i in range(count):
                     curvature[i] *= weight[first + i]
