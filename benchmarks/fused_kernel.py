@@ -45,7 +45,7 @@ def _entries(X, y, coef):
             mark = " (used)" if chosen[family] == label else ""
             entries[f"{name}, {label}{mark}"] = (
                 lambda loop=loop, family=family: loop(X, y[family], none, none, coef, 0.1,
-                                                      family, np.zeros(X.shape[1])))
+                                                      family, 0.0, np.zeros(X.shape[1])))
     return entries
 
 

@@ -26,7 +26,8 @@ from daskglm.model.families import (
 
 FAMILIES = [
     Gaussian(), Gaussian("log"), Binomial(), Binomial("probit"), Poisson(), Poisson("identity"),
-    Gamma(), Gamma("log"), InverseGaussian(), Tweedie(power=1.5), NegativeBinomial(alpha=0.5),
+    Gamma(), Gamma("log"), InverseGaussian(), Tweedie(power=1.5), Tweedie(power=3.0),
+    NegativeBinomial(alpha=0.5),
 ]
 
 #: Rows around the block sizes: one row, fewer rows than a block, exactly one gradient
@@ -43,7 +44,10 @@ def _target(family, mu, rng):
         return rng.poisson(np.exp(mu)).astype(float)
     if name == "Gaussian":
         return mu + rng.normal(size=mu.shape)
-    return rng.gamma(2.0, np.exp(mu) / 2.0)  # positive targets
+    positive = rng.gamma(2.0, np.exp(mu) / 2.0)
+    if name == "Tweedie" and family.power < 2:  # compound Poisson-Gamma: zeros too
+        positive[::3] = 0.0
+    return positive
 
 
 def _partition(family, n, dtype, weighted, offset, seed=0):
@@ -118,7 +122,8 @@ def test_generic_block_path_accumulates_float32_x_in_float64(family):
         np.testing.assert_allclose(ours.hess, exact.hess, rtol=2e-6)  # the Gram in float32
 
 
-@pytest.mark.parametrize("family", [Gaussian(), Binomial(), Poisson(), Gamma("log")], ids=repr)
+@pytest.mark.parametrize("family", [Gaussian(), Binomial(), Poisson(), Gamma("log"),
+                                    Tweedie(power=1.5), Tweedie(power=3.0)], ids=repr)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("weighted,offset,fit_intercept",
                          [(True, True, True), (False, False, False), (False, True, True)])
@@ -154,21 +159,24 @@ def test_fused_hessian_with_more_columns_than_a_chunk_holds_rows(family):
 
 
 def test_fused_gradient_covers_the_common_families_and_only_them():
-    for family in (Gaussian(), Binomial(), Poisson(), Gamma("log"), Tweedie(power=2.0)):
+    for family in (Gaussian(), Binomial(), Poisson(), Gamma("log"), Tweedie(power=2.0),
+                   Tweedie(power=1.5), Tweedie(power=3.0)):
         assert blocked.pointwise_for(family) is not None
-    for family in (Binomial("probit"), Poisson("identity"), Gamma(), Tweedie(power=1.5),
-                   Tweedie(power=2.0, link="identity")):
+    for family in (Binomial("probit"), Poisson("identity"), Gamma(), Tweedie(power=1.0),
+                   Tweedie(power=0.0), Tweedie(power=2.0, link="identity"),
+                   Tweedie(power=11.0), NegativeBinomial(alpha=0.5)):
         assert blocked.pointwise_for(family) is None
 
 
-@pytest.mark.parametrize("family", [Binomial(), Poisson(), Gamma("log")], ids=repr)
+@pytest.mark.parametrize("family", [Binomial(), Poisson(), Gamma("log"), Tweedie(power=1.5),
+                                    Tweedie(power=3.0)], ids=repr)
 def test_fused_hessian_at_extreme_predictors(family):
     # predictors from -800 to 800: exp underflows (Binomial's curvature is then 0, not
-    # NaN), passes Poisson's quadratic continuation at 500, and the Gamma's mean is
-    # clipped at 2^-52 below and its predictor at 300 above
+    # NaN), passes Poisson's quadratic continuation at 500, and the log link's mean (Gamma,
+    # Tweedie) is clipped at 2^-52 below and its predictor at 300 above
     X = np.linspace(-2.0, 2.0, 41)[:, None] * np.ones((1, 3))
     y = (np.arange(41) % 2).astype(float)
-    if family.name == "gamma":
+    if family.name in ("gamma", "tweedie"):
         y += 0.5
     params = np.array([400.0, -100.0, 100.0, 0.5])
     stats = loss_grad_hess((X, y, None), params, family, True)

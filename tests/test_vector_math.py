@@ -66,21 +66,26 @@ def _loops(family, n, d, dtype, weighted, offset, scale):
     X = rng.normal(size=(n, d)).astype(dtype)
     coef = rng.normal(scale=scale / np.sqrt(d), size=d)
     eta = X @ coef
+    counts = rng.poisson(np.exp(np.minimum(eta, 5.0))).astype(float)
     y = {fused_loops.GAUSSIAN: eta + rng.normal(size=n),
          fused_loops.BINOMIAL: (rng.uniform(size=n) < 0.5).astype(float),
-         fused_loops.POISSON: rng.poisson(np.exp(np.minimum(eta, 5.0))).astype(float)}[family]
+         fused_loops.POISSON: counts,
+         fused_loops.GAMMA_LOG: counts + 0.5,
+         fused_loops.TWEEDIE_LOG: counts}[family]
+    power = 1.5 if family == fused_loops.TWEEDIE_LOG else 0.0
     weight = rng.uniform(0.0, 2.0, size=n) if weighted else np.empty(0)
     offsets = rng.uniform(-1.0, 1.0, size=n) if offset else np.empty(0)
     results = []
     for loop in (fused_loops.rows_one_pass, fused_loops.rows_in_chunks):
         grad = np.zeros(d)
-        loss, intercept_grad = loop(X, y, weight, offsets, coef, 0.3, family, grad)
+        loss, intercept_grad = loop(X, y, weight, offsets, coef, 0.3, family, power, grad)
         results.append((loss, grad, intercept_grad))
     return results
 
 
 @pytest.mark.parametrize("family", [fused_loops.GAUSSIAN, fused_loops.BINOMIAL,
-                                    fused_loops.POISSON])
+                                    fused_loops.POISSON, fused_loops.GAMMA_LOG,
+                                    fused_loops.TWEEDIE_LOG])
 @pytest.mark.parametrize("shape", [(1, 3), (1001, 7), (777, 300)])  # 300 columns: chunks of 54 rows
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("weighted, offset", [(False, False), (True, True)])

@@ -11,8 +11,9 @@ length ``n`` is allocated.  :func:`fused_loss_grad_hess` adds the Hessian: per r
 the same compiled loop also writes the rows scaled by the square roots of their curvatures
 to a cache-sized buffer, and BLAS's symmetric product of that buffer is the block's
 ``X^T diag(h) X``.  Both run for the families
-with a compiled pointwise loss (:data:`_POINTWISE`: canonical Gaussian, Binomial and
-Poisson); the others keep the cache-blocked path of :mod:`daskglm.compute.kernels`.
+with a compiled pointwise loss (:func:`pointwise_for`: canonical Gaussian, Binomial and
+Poisson, and the Gamma and Tweedie with the log link); the others keep the cache-blocked
+path of :mod:`daskglm.compute.kernels`.
 
 :func:`augmented_gram` forms ``X^T W X``, ``X^T W y``, the weighted column sums and
 ``y^T W y`` with one symmetric product per row block of the augmented, shifted matrix
@@ -51,13 +52,19 @@ def gram_block_rows(n_features):
     return max(width, GRAM_BLOCK_BYTES // (8 * width))
 
 
+#: Tweedie powers with a compiled loss (with the log link): the compound Poisson-Gamma
+#: range and powers above 2 up to this (its ``exp`` arguments stay in range).
+MAX_COMPILED_POWER = 10.0
+
+
 def pointwise_for(family):
-    """The code of ``family``'s compiled pointwise loss in :mod:`.fused_loops`, or None
-    when it has none.
+    """``(code, parameter)`` of ``family``'s compiled pointwise loss in :mod:`.fused_loops`,
+    or None when it has none.
 
     Only the canonical links of the exact classes ``Gaussian``, ``Binomial`` and
-    ``Poisson``, and the log link of ``Gamma`` (or ``Tweedie`` with power 2, the same
-    loss), have one (a subclass may change the loss).
+    ``Poisson``, and the log link of ``Gamma`` and ``Tweedie`` (power in (1, 2], the
+    Gamma's code at 2, or in (2, :data:`MAX_COMPILED_POWER`]) have one (a subclass may
+    change the loss).  ``parameter`` is the Tweedie power, 0 for the others.
     """
     from ..model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
     from ..model.links import Log
@@ -65,10 +72,14 @@ def pointwise_for(family):
     codes = {Gaussian: 0, Binomial: 1, Poisson: 2}  # fused_loops.GAUSSIAN, BINOMIAL, POISSON
     kind = type(family)
     if kind in codes:
-        return codes[kind] if family.canonical else None
-    gamma = kind is Gamma or (kind is Tweedie and family.distribution.power == 2.0)
-    if gamma and type(family.link) is Log:
-        return 3  # fused_loops.GAMMA_LOG
+        return (codes[kind], 0.0) if family.canonical else None
+    if type(family.link) is not Log:
+        return None
+    power = family.distribution.power if kind is Tweedie else None
+    if kind is Gamma or power == 2.0:
+        return 3, 0.0  # fused_loops.GAMMA_LOG
+    if power is not None and 1.0 < power <= MAX_COMPILED_POWER:
+        return 4, float(power)  # fused_loops.TWEEDIE_LOG
     return None
 
 
@@ -83,7 +94,7 @@ def _load_fused(dtype):
     from .fused_loops import fused_rows
 
     X = np.zeros((1, 1), dtype=dtype)
-    fused_rows(X, np.zeros(1), _NONE, _NONE, np.zeros(1), 0.0, 0, np.zeros(1))
+    fused_rows(X, np.zeros(1), _NONE, _NONE, np.zeros(1), 0.0, 0, 0.0, np.zeros(1))
 
 
 def warm_up(dtype):
@@ -114,8 +125,8 @@ def fused_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
     coef : ndarray of shape (d,)
     intercept : float
         Added to every linear predictor (0.0 without one).
-    pointwise : int
-        The family's code, from :func:`pointwise_for`.
+    pointwise : tuple of (int, float)
+        The family's code and parameter, from :func:`pointwise_for`.
 
     Returns
     -------
@@ -128,9 +139,10 @@ def fused_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
     from .fused_loops import fused_rows
 
     grad = np.zeros(X.shape[1])
+    code, parameter = pointwise
     loss, intercept_grad = fused_rows(
         X, y, _NONE if weight is None else weight, _NONE if offset is None else offset,
-        np.ascontiguousarray(coef, dtype=np.float64), float(intercept), pointwise, grad)
+        np.ascontiguousarray(coef, dtype=np.float64), float(intercept), code, parameter, grad)
     return float(loss), grad, float(intercept_grad)
 
 
@@ -170,6 +182,7 @@ def fused_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise, block
     from .fused_loops import hessian_rows
 
     n, d = X.shape
+    code, parameter = pointwise
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     grad, curvature_grad = np.zeros(d), np.zeros(d)
     hess = np.zeros((d, d))
@@ -179,7 +192,7 @@ def fused_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise, block
         block = scaled[: stop - start]
         block_loss, block_intercept, block_curvature = hessian_rows(
             X[start:stop], y[start:stop], _rows(weight, start, stop),
-            _rows(offset, start, stop), coef, float(intercept), pointwise, grad,
+            _rows(offset, start, stop), coef, float(intercept), code, parameter, grad,
             curvature_grad, block)
         loss += block_loss
         intercept_grad += block_intercept

@@ -2,9 +2,11 @@
 
 Imported on the first fused gradient only, so that a worker imports numba when a kernel
 needs it.  Every function here is defined at module level with ``cache=True``, and the
-family is an integer argument (:data:`GAUSSIAN`, :data:`BINOMIAL`, :data:`POISSON`), not a
-compiled function passed in: numba then finds its compiled code in the on-disk cache in
-every new worker process instead of compiling it again (about 2 s per process).
+family is an integer argument (:data:`GAUSSIAN`, :data:`BINOMIAL`, :data:`POISSON`,
+:data:`GAMMA_LOG`, :data:`TWEEDIE_LOG`) with a float ``parameter`` (the Tweedie power; 0
+for the others), not a compiled function passed in: numba then finds its compiled code in
+the on-disk cache in every new worker process instead of compiling it again (about 2 s
+per process).
 
 Three loops, each reading each row of ``X`` from memory once:
 
@@ -14,14 +16,14 @@ Three loops, each reading each row of ``X`` from memory once:
   summing block) at a time: the chunk's predictors, then its losses and derivatives in
   loops the compiler vectorises (:mod:`.vector_math`'s ``exp`` and ``log1p`` instead of
   one C library call per row), then the products with the rows, read again from the
-  cache, four rows at a time.  The binomial and Poisson gradients use it.  On one
+  cache, four rows at a time.  The binomial, Poisson, Gamma and Tweedie gradients use it.  On one
   5e5 x 50 float64 partition, with one read (``X @ v``) costing 1, the binomial gradient
   costs 1.2 here against 1.65 in :func:`rows_one_pass`, Poisson 1.16 against 1.3; at 5
   columns 1.6 against 5.2 and 1.4 against 2.8 (``python -m benchmarks fused-kernel``;
   ``benchmarks/README.md``).  The Gaussian gradient, with no transcendental function, is
   as fast or faster in one pass at 20 to 50 float64 columns (1.0 against 1.1 at 50).
 * :func:`hessian_rows` -- :func:`rows_in_chunks` with the rows' curvatures ``h`` (the
-  family's ``d2loss``): it also sums ``h`` and ``h * x`` and writes each row scaled by
+  family's ``hessian_d2loss``): it also sums ``h`` and ``h * x`` and writes each row scaled by
   ``sqrt(h)`` to a buffer, whose symmetric product (BLAS, in
   :func:`daskglm.compute.blocked.fused_loss_grad_hess`) is the block's ``X^T diag(h) X``.
 """
@@ -36,12 +38,13 @@ import numpy as np
 from ..model.numerics import _EPS, _EXP_SAFE, _LOG_MAX
 from .vector_math import exp_into, log1p_unit
 
-__all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "GAMMA_LOG", "fused_rows", "rows_one_pass",
-           "rows_in_chunks", "hessian_rows"]
+__all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "GAMMA_LOG", "TWEEDIE_LOG", "fused_rows",
+           "rows_one_pass", "rows_in_chunks", "hessian_rows"]
 
-#: Family codes: the canonical Gaussian, Binomial and Poisson, and the Gamma with the log
-#: link (scikit-learn's GammaRegressor).
-GAUSSIAN, BINOMIAL, POISSON, GAMMA_LOG = 0, 1, 2, 3
+#: Family codes: the canonical Gaussian, Binomial and Poisson, and the Gamma and Tweedie
+#: (power in (1, 2) or (2, 10], the ``parameter``) with the log link (scikit-learn's
+#: GammaRegressor and TweedieRegressor).
+GAUSSIAN, BINOMIAL, POISSON, GAMMA_LOG, TWEEDIE_LOG = 0, 1, 2, 3, 4
 
 #: Reassociation lets the compiler vectorise each row's dot product (a fixed order for a
 #: given machine, so still reproducible); no assumption about NaN or infinities is made.
@@ -60,7 +63,7 @@ _LOG_EPS_VALUE = math.log(_EPS)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def _pointwise(family, y, eta):
+def _pointwise(family, parameter, y, eta):
     """``(loss, dloss)`` of one row with linear predictor ``eta``."""
     if family == BINOMIAL:
         # one exp shared by the loss and the probability, as Binomial.loss_and_dloss
@@ -75,6 +78,19 @@ def _pointwise(family, y, eta):
         scale = math.exp(safe)
         mean = scale * (1.0 + over + 0.5 * over * over)
         return mean - y * eta, scale * (1.0 + over) - y
+    if family == GAMMA_LOG or family == TWEEDIE_LOG:
+        # the log link's mean, clipped as in _pointwise_chunk
+        value = min(eta, _LOG_MAX_VALUE)
+        clipped = max(value, _LOG_EPS_VALUE)
+        slope = 1.0 if value >= _LOG_EPS_VALUE else math.exp(value) / _EPS_VALUE
+        if family == GAMMA_LOG:
+            inverse = 1.0 / _EPS_VALUE if value < _LOG_EPS_VALUE else math.exp(-clipped)
+            return y * inverse + clipped, (1.0 - y * inverse) * slope
+        power = parameter
+        upper = math.exp((2.0 - power) * clipped)
+        lower = math.exp((1.0 - power) * clipped)
+        return (upper / (2.0 - power) - y * lower / (1.0 - power),
+                (upper - y * lower) * slope)
     residual = eta - y
     return 0.5 * residual * residual, residual
 
@@ -93,7 +109,7 @@ CHUNK_BYTES = 1 << 17
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def fused_rows(X, y, weight, offset, coef, intercept, family, grad):
+def fused_rows(X, y, weight, offset, coef, intercept, family, parameter, grad):
     """Add each row's ``r * x`` to ``grad``; return the loss and ``sum(r)``.
 
     ``weight`` and ``offset`` of length 0 stand for none.  Rows are summed in blocks of
@@ -101,12 +117,12 @@ def fused_rows(X, y, weight, offset, coef, intercept, family, grad):
     family runs :func:`rows_one_pass`, the others :func:`rows_in_chunks`.
     """
     if family == GAUSSIAN:
-        return rows_one_pass(X, y, weight, offset, coef, intercept, family, grad)
-    return rows_in_chunks(X, y, weight, offset, coef, intercept, family, grad)
+        return rows_one_pass(X, y, weight, offset, coef, intercept, family, parameter, grad)
+    return rows_in_chunks(X, y, weight, offset, coef, intercept, family, parameter, grad)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST)
-def rows_one_pass(X, y, weight, offset, coef, intercept, family, grad):
+def rows_one_pass(X, y, weight, offset, coef, intercept, family, parameter, grad):
     """:func:`fused_rows` one row at a time: predictor, loss and product in one pass."""
     n, d = X.shape
     loss = 0.0
@@ -123,7 +139,7 @@ def rows_one_pass(X, y, weight, offset, coef, intercept, family, grad):
                 eta += row[j] * coef[j]
             if offset.shape[0]:
                 eta += offset[i]
-            row_loss, residual = _pointwise(family, y[i], eta)
+            row_loss, residual = _pointwise(family, parameter, y[i], eta)
             if weight.shape[0]:
                 row_loss *= weight[i]
                 residual *= weight[i]
@@ -139,12 +155,14 @@ def rows_one_pass(X, y, weight, offset, coef, intercept, family, grad):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy")
-def _pointwise_chunk(family, y, eta, count, loss, residual, scratch, rounded, scale_bits):
+def _pointwise_chunk(family, parameter, y, eta, count, loss, residual, scratch, second,
+                     rounded, scale_bits):
     """``loss[:count]`` and ``residual[:count]`` at ``eta[:count]`` with targets ``y``;
-    the formulas of :func:`_pointwise` (the Gamma's: ``GammaDistribution`` with the log
-    link), in loops that vectorise.  ``scratch[:count]`` is left holding the ``exp``
-    taken (Binomial: ``exp(-|eta|)``; Poisson: ``exp`` of ``eta`` capped at the safe
-    limit; Gamma: ``1 / mu``), from which :func:`_curvature_chunk` follows."""
+    the formulas of :func:`_pointwise` (the Gamma's and Tweedie's: their distributions'
+    with the log link), in loops that vectorise.  ``scratch[:count]`` is left holding the
+    ``exp`` taken (Binomial: ``exp(-|eta|)``; Poisson: ``exp`` of ``eta`` capped at the
+    safe limit; Gamma: ``1 / mu``; Tweedie: ``mu^(2-p)``, and ``mu^(1-p)`` in
+    ``second``), from which :func:`_curvature_chunk` follows."""
     if family == BINOMIAL:
         for i in range(count):
             scratch[i] = -abs(eta[i])
@@ -185,6 +203,27 @@ def _pointwise_chunk(family, y, eta, count, loss, residual, scratch, rounded, sc
                     loss[i] = y[i] / _EPS_VALUE + _LOG_EPS_VALUE
                     residual[i] = (_EPS_VALUE - y[i]) / (_EPS_VALUE * _EPS_VALUE) \
                         * math.exp(value)
+    elif family == TWEEDIE_LOG:
+        # mu = exp(eta) clipped as the Gamma's; loss mu^(2-p) / (2-p) - y mu^(1-p) / (1-p),
+        # derivative (mu - y) mu^(-p) dmu/deta, which is mu^(2-p) - y mu^(1-p) unclipped
+        power = parameter
+        for i in range(count):
+            value = max(min(eta[i], _LOG_MAX_VALUE), _LOG_EPS_VALUE)
+            scratch[i] = (2.0 - power) * value
+            second[i] = (1.0 - power) * value
+        exp_into(scratch, count, rounded, scale_bits)
+        exp_into(second, count, rounded, scale_bits)
+        clipped = 0
+        for i in range(count):
+            upper, lower = scratch[i], second[i]
+            loss[i] = upper / (2.0 - power) - y[i] * lower / (1.0 - power)
+            residual[i] = upper - y[i] * lower
+            clipped += min(eta[i], _LOG_MAX_VALUE) < _LOG_EPS_VALUE
+        if clipped:  # mu at _EPS: dmu/deta is exp(eta), not mu
+            for i in range(count):
+                value = min(eta[i], _LOG_MAX_VALUE)
+                if value < _LOG_EPS_VALUE:
+                    residual[i] *= math.exp(value) / _EPS_VALUE
     else:
         for i in range(count):
             value = eta[i] - y[i]
@@ -193,12 +232,14 @@ def _pointwise_chunk(family, y, eta, count, loss, residual, scratch, rounded, sc
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy")
-def _curvature_chunk(family, y, count, scratch, curvature):
-    """``curvature[:count]``, the family's ``hessian_d2loss`` at the chunk's predictors,
-    from the ``exp`` that :func:`_pointwise_chunk` left in ``scratch``: ``p (1 - p) = s /
-    (1 + s)^2`` with ``s = exp(-|eta|)`` (Binomial), the capped ``exp`` (Poisson, as
-    ``Poisson.d2loss``), ``y / mu`` (Gamma with the log link: its exact curvature) and 1
-    (Gaussian)."""
+def _curvature_chunk(family, parameter, y, eta, count, scratch, second, curvature):
+    """``curvature[:count]``, the family's ``hessian_d2loss`` at the chunk's predictors
+    ``eta``, from the ``exp`` that :func:`_pointwise_chunk` left in ``scratch`` (and
+    ``second``): ``p (1 - p) = s / (1 + s)^2`` with ``s = exp(-|eta|)`` (Binomial), the
+    capped ``exp`` (Poisson, as ``Poisson.d2loss``), ``y / mu`` (Gamma with the log link:
+    its exact curvature), ``(2-p) mu^(2-p) + (p-1) y mu^(1-p)`` (Tweedie with the log link,
+    power ``p < 2``: exact) or the Fisher weight ``(dmu/deta)^2 mu^(-p)`` (power > 2,
+    where the exact curvature can be negative), and 1 (Gaussian)."""
     if family == BINOMIAL:
         for i in range(count):
             shrink = scratch[i]
@@ -210,6 +251,19 @@ def _curvature_chunk(family, y, count, scratch, curvature):
     elif family == GAMMA_LOG:
         for i in range(count):
             curvature[i] = y[i] * scratch[i]
+    elif family == TWEEDIE_LOG:
+        power = parameter
+        if power < 2.0:
+            for i in range(count):
+                curvature[i] = (2.0 - power) * scratch[i] + (power - 1.0) * y[i] * second[i]
+        else:
+            for i in range(count):
+                curvature[i] = scratch[i]
+            for i in range(count):  # mu at _EPS: (dmu/deta)^2 mu^(-p), dmu/deta = exp(eta)
+                value = min(eta[i], _LOG_MAX_VALUE)
+                if value < _LOG_EPS_VALUE:
+                    slope = math.exp(value) / _EPS_VALUE
+                    curvature[i] = scratch[i] * slope * slope
     else:
         for i in range(count):
             curvature[i] = 1.0
@@ -231,14 +285,14 @@ def _chunk_predictors(X, first, count, coef, intercept, offset, eta):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy", inline="always")
-def _chunk_losses(X, y, weight, offset, coef, intercept, family, first, count, eta, row_loss,
-                  residual, scratch, rounded, scale_bits):
+def _chunk_losses(X, y, weight, offset, coef, intercept, family, parameter, first, count, eta,
+                  row_loss, residual, scratch, second, rounded, scale_bits):
     """``row_loss[:count]`` and ``residual[:count]`` of rows ``first`` to ``first + count``,
     weighted: their predictors, then :func:`_pointwise_chunk` (which leaves its ``exp`` in
-    ``scratch``)."""
+    ``scratch``, and ``second``)."""
     _chunk_predictors(X, first, count, coef, intercept, offset, eta)
-    _pointwise_chunk(family, y[first:first + count], eta, count, row_loss, residual, scratch,
-                     rounded, scale_bits)
+    _pointwise_chunk(family, parameter, y[first:first + count], eta, count, row_loss, residual,
+                     scratch, second, rounded, scale_bits)
     if weight.shape[0]:
         for i in range(count):
             row_loss[i] *= weight[first + i]
@@ -268,12 +322,12 @@ def _add_products(X, first, count, residual, grad):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")
-def rows_in_chunks(X, y, weight, offset, coef, intercept, family, grad):
+def rows_in_chunks(X, y, weight, offset, coef, intercept, family, parameter, grad):
     """:func:`fused_rows` a chunk of rows at a time: predictors, then losses, then products."""
     n, d = X.shape
     chunk = max(1, min(BLOCK_ROWS, CHUNK_BYTES // max(1, d * X.itemsize)))
     eta, row_loss, residual = np.empty(chunk), np.empty(chunk), np.empty(chunk)
-    scratch, rounded = np.empty(chunk), np.empty(chunk)
+    scratch, second, rounded = np.empty(chunk), np.empty(chunk), np.empty(chunk)
     scale_bits = np.empty(chunk, dtype=np.int64)
     loss = 0.0
     intercept_grad = 0.0
@@ -285,8 +339,8 @@ def rows_in_chunks(X, y, weight, offset, coef, intercept, family, grad):
         block_grad[:] = 0.0
         for first in range(start, stop, chunk):
             count = min(first + chunk, stop) - first
-            _chunk_losses(X, y, weight, offset, coef, intercept, family, first, count, eta,
-                          row_loss, residual, scratch, rounded, scale_bits)
+            _chunk_losses(X, y, weight, offset, coef, intercept, family, parameter, first, count,
+                          eta, row_loss, residual, scratch, second, rounded, scale_bits)
             for i in range(count):
                 block_loss += row_loss[i]
                 block_intercept += residual[i]
@@ -299,7 +353,8 @@ def rows_in_chunks(X, y, weight, offset, coef, intercept, family, grad):
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")
-def hessian_rows(X, y, weight, offset, coef, intercept, family, grad, curvature_grad, scaled):
+def hessian_rows(X, y, weight, offset, coef, intercept, family, parameter, grad, curvature_grad,
+                 scaled):
     """:func:`rows_in_chunks` with the rows' curvatures ``h`` (weighted as the residuals):
     also add each row's ``h * x`` to ``curvature_grad`` and write ``sqrt(h) * x`` to the
     same row of ``scaled`` (of ``X``'s dtype, at least as many rows); return the loss,
@@ -308,6 +363,7 @@ def hessian_rows(X, y, weight, offset, coef, intercept, family, grad, curvature_
     chunk = max(1, min(BLOCK_ROWS, CHUNK_BYTES // max(1, d * X.itemsize)))
     eta, row_loss, residual = np.empty(chunk), np.empty(chunk), np.empty(chunk)
     curvature, scratch, rounded = np.empty(chunk), np.empty(chunk), np.empty(chunk)
+    second = np.empty(chunk)
     scale_bits = np.empty(chunk, dtype=np.int64)
     loss = 0.0
     intercept_grad = 0.0
@@ -323,9 +379,10 @@ def hessian_rows(X, y, weight, offset, coef, intercept, family, grad, curvature_
         block_curvature_grad[:] = 0.0
         for first in range(start, stop, chunk):
             count = min(first + chunk, stop) - first
-            _chunk_losses(X, y, weight, offset, coef, intercept, family, first, count, eta,
-                          row_loss, residual, scratch, rounded, scale_bits)
-            _curvature_chunk(family, y[first:first + count], count, scratch, curvature)
+            _chunk_losses(X, y, weight, offset, coef, intercept, family, parameter, first, count,
+                          eta, row_loss, residual, scratch, second, rounded, scale_bits)
+            _curvature_chunk(family, parameter, y[first:first + count], eta, count, scratch,
+                             second, curvature)
             if weight.shape[0]:
                 for i in range(count):
                     curvature[i] *= weight[first + i]
