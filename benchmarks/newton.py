@@ -23,7 +23,8 @@ not the distribution's canonical one, but under which the loss is convex in ``et
   quadratic convergence and the predicted last step;
 * Newton with the expected (Fisher) curvature instead, as for any other link (Fisher
   scoring, statsmodels' IRLS; a family subclass);
-* L-BFGS.
+* L-BFGS, and L-BFGS with the numpy block path instead of the compiled loop (a family
+  subclass, as ``BlockPathBinomial``).
 
 ``python -m benchmarks newton [--rows 3000000] [--features 50] [--repeats 5]
 [--family binomial|tweedie|gamma] [--tol 1e-4]`` (about a minute on two idle cores).
@@ -39,7 +40,7 @@ from collections import Counter
 
 from daskglm.model.families import Binomial, Gamma, Tweedie
 
-__all__ = ["main", "BlockPathBinomial", "FisherScoring"]
+__all__ = ["main", "BlockPathBinomial", "FisherScoring", "BlockPathTweedie", "BlockPathGamma"]
 
 
 class BlockPathBinomial(Binomial):
@@ -63,6 +64,14 @@ class FisherTweedie(FisherScoring, Tweedie):
 
 class FisherGamma(FisherScoring, Gamma):
     pass
+
+
+class BlockPathTweedie(Tweedie):
+    """The Tweedie model through the numpy block path (no compiled loop for a subclass)."""
+
+
+class BlockPathGamma(Gamma):
+    """The Gamma model through the numpy block path (no compiled loop for a subclass)."""
 
 
 def _fit(estimator, X, y, predicts):
@@ -101,11 +110,14 @@ def main(args):
         }
         title = "L2-logistic (C = 1)"
     else:
-        exact, fisher = ((Tweedie(1.5), FisherTweedie(1.5)) if family_name == "tweedie"
-                         else (Gamma("log"), FisherGamma("log")))
+        exact, fisher, block = (
+            (Tweedie(1.5), FisherTweedie(1.5), BlockPathTweedie(1.5))
+            if family_name == "tweedie"
+            else (Gamma("log"), FisherGamma("log"), BlockPathGamma("log")))
         variants = {
             "newton (exact Hessian)": (exact, "newton", True),
-            "newton, Fisher scoring": (fisher, "newton", True),
+            "newton, Fisher scoring (block path)": (fisher, "newton", True),
+            "lbfgs, block path": (block, "lbfgs", True),
             "lbfgs": (exact, "lbfgs", True),
         }
         title = f"L2 {exact!r} (alpha = 1 / rows)"
