@@ -379,7 +379,7 @@ def test_numbers_given_as_text_are_refused_by_name(classification, make, name):
 @pytest.mark.parametrize("l1_ratio", [1.5, -0.1, "a"])
 def test_sgd_l1_ratio_is_checked_whatever_the_penalty(regression, l1_ratio):
     X, y = regression
-    with pytest.raises(ValueError, match="'l1_ratio' parameter"):
+    with pytest.raises(ValueError, match="'l1_ratio' parameter|l1_ratio must be a number"):
         daskglm.SGDRegressor(penalty="l2", l1_ratio=l1_ratio).fit(X, y)
 
 
@@ -411,3 +411,26 @@ def test_bad_class_weight_values_are_named(classification, make, weight):
     X, y = classification
     with pytest.raises(ValueError, match="class_weight values must be finite numbers >= 0"):
         make(class_weight={0: weight}).fit(X, y)
+
+
+def test_partial_fit_refused_for_other_columns_keeps_the_model_usable():
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(200, 3)), columns=["a", "b", "c"])
+    y = X.to_numpy() @ np.array([1.0, 2.0, 3.0])
+    model = daskglm.SGDRegressor(random_state=0).partial_fit(X, y)
+    expected = model.predict(X)
+    with pytest.raises(ValueError, match="feature names should match"):
+        model.partial_fit(X[["a", "b"]], y)
+    with pytest.raises(ValueError, match="expecting 3 features"):
+        model.partial_fit(X.to_numpy()[:, :2], y)
+    assert model.n_features_in_ == 3 and list(model.feature_names_in_) == ["a", "b", "c"]
+    np.testing.assert_array_equal(model.predict(X), expected)
+    model.partial_fit(X, y)
+
+
+def test_sgd_numbers_given_as_text_are_refused_by_name(regression):
+    X, y = regression
+    with pytest.raises(ValueError, match="alpha must be a number"):
+        daskglm.SGDRegressor(alpha="0.1").fit(X, y)

@@ -59,9 +59,9 @@ FLOPS = 1.75e10
 DRIVER_FLOPS = 2e10
 #: Bytes per second a partial result crosses the network with.
 BANDWIDTH = 1e9
-#: Newton (IRLS) iterations to ``tol`` with a canonical link.
+#: Newton iterations to ``tol`` with an exact Hessian (the family's ``exact_hessian``).
 NEWTON_ITERATIONS = 6
-#: Fisher-scoring iterations to ``tol`` with a non-canonical link (linear convergence).
+#: Fisher-scoring iterations to ``tol`` with any other link (linear convergence).
 FISHER_ITERATIONS = 25
 #: L-BFGS rounds per decade of ``tol`` below 1 (about 12 to ``1e-4``, 24 to ``1e-8``).
 LBFGS_ROUNDS_PER_DECADE = 3

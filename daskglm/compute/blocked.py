@@ -73,8 +73,8 @@ def pointwise_for(family):
     kind = type(family)
     if kind in codes:
         return (codes[kind], 0.0) if family.canonical else None
-    if type(family.link) is not Log:
-        return None
+    if kind not in (Gamma, Tweedie) or type(family.link) is not Log:
+        return None  # other families, and losses that are not GLM families (SGD's)
     power = family.distribution.power if kind is Tweedie else None
     if kind is Gamma or power == 2.0:
         return 3, 0.0  # fused_loops.GAMMA_LOG

@@ -87,9 +87,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     # fitting -------------------------------------------------------------------------
     def _check_params(self):
-        for name in _NUMERIC_PARAMS:  # a clear error for a number given as text
-            if isinstance(getattr(self, name, None), (str, bytes)):
-                raise ValueError(f"{name} must be a number; got {getattr(self, name)!r}.")
+        _check_numbers_are_not_text(self)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         if self.solver != "auto" and self.solver not in SOLVERS:
@@ -507,6 +505,15 @@ _NUMERIC_PARAMS = ("alpha", "C", "tol", "l1_ratio", "eta0", "power_t", "epsilon"
                    "power", "n_alphas", "eps", "Cs", "alphas", "l1_ratios")
 
 
+def _check_numbers_are_not_text(estimator):
+    """A ValueError naming the parameter for a number given as text (as from a
+    configuration file), before it fails inside the arithmetic."""
+    for name in _NUMERIC_PARAMS:
+        value = getattr(estimator, name, None)
+        if isinstance(value, (str, bytes)):
+            raise ValueError(f"{name} must be a number; got {value!r}.")
+
+
 def _apply_rowwise(fn, values):
     """``fn(values)`` in ``values``' dtype (float32 stays float32, as in scikit-learn),
     lazily block by block for a Dask array."""
@@ -564,12 +571,14 @@ _COMMON_DOC = """
         those that handle the problem (:func:`~daskglm.accounting.choice.choose_method`,
         from ``n``, ``d``, family, penalty and ``tol``): the normal equations for the
         Gaussian family with no or an L2 penalty, Newton's method for an L2-penalised
-        canonical-link model with few features, L-BFGS for other smooth problems (on
-        column shards, ``{"sharded": True}``, from 2^18 features on) and proximal
-        gradient for L1 and elastic-net penalties; ``solver_`` names the pick.  ``"async"`` (parameter-server SGD)
-        and ``"gossip"`` (decentralised SGD) count ``max_iter`` in epochs and stop by
-        SGD's rule on a sampled objective.  A solver that cannot handle
-        the problem raises a ValueError naming the solvers that can.
+        model with an exact Hessian (canonical link, or the log link of the Gamma,
+        negative binomial and Tweedie with power in [1, 2]) and few features, L-BFGS
+        for other smooth problems (on column shards, ``{"sharded": True}``, from 2^18
+        features on) and proximal gradient for L1 and elastic-net penalties; ``solver_``
+        names the pick.  ``"async"`` (parameter-server SGD) and ``"gossip"``
+        (decentralised SGD) count ``max_iter`` in epochs and stop by SGD's rule on a
+        sampled objective.  A solver that cannot handle the problem raises a ValueError
+        naming the solvers that can.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
     tol : float, default=1e-4

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from numbers import Real
 
 import numpy as np
 import sklearn
@@ -466,7 +467,7 @@ def _check_class_weight(class_weight):
         )
     if isinstance(class_weight, dict):
         for label, weight in class_weight.items():
-            if isinstance(weight, bool) or not isinstance(weight, (int, float, np.number)) \
+            if isinstance(weight, bool) or not isinstance(weight, Real) \
                     or not np.isfinite(weight) or weight < 0:
                 raise ValueError(f"class_weight values must be finite numbers >= 0; got "
                                  f"{weight!r} for class {label!r}.")

@@ -26,7 +26,7 @@ from ..engine import is_dask, make_engine, stream_engines
 from ..model.families import Gaussian
 from ..model.penalties import make_penalty
 from ..solvers import Problem, get_solver
-from .base import _GLMBase
+from .base import _check_numbers_are_not_text, _GLMBase
 from .linear import _RegressorGLM
 from .validation import _check_feature_names_match, _n_columns
 
@@ -86,6 +86,7 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
 
     def _check_params(self):
         name = type(self).__name__
+        _check_numbers_are_not_text(self)
         if self.loss not in self._losses:
             supported = ", ".join(repr(loss) for loss in self._losses)
             raise ValueError(f"{name} supports loss={supported} only; got loss={self.loss!r}.")
@@ -336,13 +337,14 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         n_features = getattr(self, "n_features_in_", None)
         first_names = getattr(self, "feature_names_in_", None)
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
-        if state is not None:  # the names are the first call's, checked as at prediction
+        if state is not None:
+            # the first call's names and width stay, whichever check below fails
             names = self.__dict__.pop("feature_names_in_", None)
             if first_names is not None:
                 self.feature_names_in_ = first_names
-            _check_feature_names_match(self, names)
-        if state is not None and self.n_features_in_ != n_features:
             found, self.n_features_in_ = self.n_features_in_, n_features
+            _check_feature_names_match(self, names)
+        if state is not None and found != n_features:
             raise ValueError(
                 f"X has {found} features, but {type(self).__name__} is expecting {n_features} "
                 "features as input."

@@ -11,9 +11,11 @@ by a constant only), ``variance`` is ``V(mu)``, ``deviance`` statsmodels' and sc
 ``canonical_link`` of each is the default link of statsmodels' family of the same name:
 the inverse for the Gamma, ``1 / mu**2`` for the inverse Gaussian (both canonical up to a
 constant factor), and the log for the negative binomial and the Tweedie, where it is the
-default link but not the canonical one (that depends on ``alpha`` or ``power``): losses and
-derivatives do not depend on the difference, since :class:`~daskglm.model.families.Family`
-uses Fisher weights for every family but its closed-form ones.
+default link but not the canonical one (that depends on ``alpha`` or ``power``;
+``natural_canonical_link`` says so, and ``Family.exact_d2loss`` follows it).  Under the log
+link the Gamma, negative binomial and Tweedie (power in [1, 2]) losses are convex in the
+predictor at every target: ``log_link_curvature`` is their exact second derivative, which
+Newton's Hessian takes (``Family.hessian_d2loss``).
 """
 
 from __future__ import annotations

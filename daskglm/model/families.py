@@ -16,9 +16,14 @@ mean in ``eta``.  The family joins them by the chain rule::
 
 For a non-canonical link ``d2loss`` is the Fisher weight, the expectation over the target
 of the second derivative (what statsmodels' IRLS uses).  It is never negative, as the
-kernels need, and Newton's method with such a link is Fisher scoring.  With the canonical
-link the two coincide: ``d2loss`` is the exact second derivative, and :class:`Gaussian`,
-:class:`Binomial` and :class:`Poisson` then use their own closed forms (fast paths).
+kernels need, and Newton's method with such a link is Fisher scoring.  With a canonical
+link that makes ``eta`` the natural parameter the two coincide (:attr:`Family.exact_d2loss`;
+the negative binomial's and Tweedie's ``canonical_link``, the log, is their default and
+natural for the Poisson only), and :class:`Gaussian`, :class:`Binomial` and
+:class:`Poisson` use their own closed forms (fast paths).  Newton's Hessian weights are
+:meth:`Family.hessian_d2loss`: the exact second derivative where it is never negative
+(also the log link of the Gamma, negative binomial and Tweedie with power in [1, 2]),
+``d2loss`` otherwise.
 
 A new distribution is one :class:`Distribution` subclass (``unit_loss``, ``variance``,
 ``deviance``, ``check_target``, ``canonical_link``); ``Family(distribution, link)`` then
@@ -133,8 +138,9 @@ class Family:
     def variance(self, eta):
         """``d2loss`` per unit weight: the Fisher weight ``(dmu/deta)**2 / V(mu)``.
 
-        With the canonical link it equals ``dmu/deta`` and ``V(mu)`` alike.  It sets the
-        curvature at the start (:meth:`daskglm.solvers.Problem.curvature_at`).
+        Where the link makes ``eta`` the natural parameter it equals ``dmu/deta`` and
+        ``V(mu)`` alike.  It sets the curvature at the start
+        (:meth:`daskglm.solvers.Problem.curvature_at`).
         """
         mu, slope = self._mean_and_slope(eta)
         return slope**2 / self.distribution.variance(mu)
@@ -169,8 +175,8 @@ class Family:
         return loss, _scale(self.distribution.unit_loss_derivative(y, mu) * slope, weight)
 
     def d2loss(self, y, eta, weight=None):
-        """Per-row second derivative in ``eta`` (IRLS / Newton weights): exact for the
-        canonical link, the expected (Fisher) information otherwise."""
+        """Per-row expected (Fisher) information in ``eta`` (IRLS weights): the exact
+        second derivative where :attr:`exact_d2loss`."""
         return _scale(self.variance(eta), weight)
 
     def hessian_d2loss(self, y, eta, weight=None):
@@ -183,7 +189,8 @@ class Family:
 
     def observed_d2loss(self, y, eta, weight=None):
         """Per-row observed second derivative of the loss in ``eta`` (the information of
-        statsmodels' robust covariances); :meth:`d2loss` for the canonical link.
+        statsmodels' robust covariances); equal to :meth:`d2loss` where
+        :attr:`exact_d2loss`, up to round-off.
 
         ``(dmu/deta)**2 * (1 / V - (mu - y) V' / V**2) + (mu - y) / V * d2mu/deta2``,
         which is the Fisher weight of :meth:`d2loss` for a truly canonical link.

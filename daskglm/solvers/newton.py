@@ -1,5 +1,5 @@
-"""Newton's method (IRLS for canonical links, Fisher scoring for others): one round per
-accepted full step."""
+"""Newton's method (IRLS where the Hessian is exact, Fisher scoring elsewhere): one round
+per accepted full step."""
 
 from __future__ import annotations
 
@@ -29,19 +29,21 @@ class Newton(Solver):
     ``H step = -g`` (Cholesky, minimum-norm fallback for a singular ``H``) and tries the
     full step first, halving it until the Armijo condition holds.  Each trial point is
     evaluated with its Hessian, so an iteration whose full step is accepted costs exactly
-    one round and the next iteration needs no further one.  For canonical links this is
-    iteratively reweighted least squares.  The log link of the Gamma, negative binomial
-    and Tweedie (power in [1, 2]) distributions keeps the loss convex in ``eta`` at every
-    target, and the rows' weights are the exact curvature (the family's
-    ``hessian_d2loss``).  With any other link they are the expected (Fisher) information,
-    so the method is Fisher scoring (statsmodels' IRLS) and its local convergence is
-    linear rather than quadratic.  Near the optimum, where the predicted decrease is below
-    what function values resolve, the full step is accepted when it shrinks the gradient
-    instead.  Stops when the largest gradient entry is at most ``tol``.  Stops early, with
-    ``converged`` False and a message starting with "stalled", when the line search finds
-    no decrease, the step is below round-off relative to the parameters, or for 10
-    iterations neither the objective nor the largest gradient entry improved beyond
-    round-off.  Every family; no penalty or L2 only.
+    one round and the next iteration needs no further one.  For a canonical link that
+    makes ``eta`` the natural parameter this is iteratively reweighted least squares
+    (the negative binomial's and Tweedie's ``canonical_link``, the log, is natural for the
+    Poisson only).  The log link of the Gamma, negative binomial and Tweedie (power in
+    [1, 2]) distributions keeps the loss convex in ``eta`` at every target, and the rows'
+    weights are the exact curvature (the family's ``hessian_d2loss``).  With any other
+    link they are the expected (Fisher) information, so the method is Fisher scoring
+    (statsmodels' IRLS) and its local convergence is linear rather than quadratic.  Near
+    the optimum, where the predicted decrease is below what function values resolve, the
+    full step is accepted when it shrinks the gradient instead.  Stops when the largest
+    gradient entry is at most ``tol``.  Stops early, with ``converged`` False and a
+    message starting with "stalled", when the line search finds no decrease, the step is
+    below round-off relative to the parameters, or for 10 iterations neither the
+    objective nor the largest gradient entry improved beyond round-off.  Every family; no
+    penalty or L2 only.
 
     The Hessian of the point where the fit stops is never used, so with an exact Hessian
     (the family's ``exact_hessian``, or the multinomial model) and the quadratic
