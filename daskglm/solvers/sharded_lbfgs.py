@@ -32,6 +32,7 @@ The whole parameter vector moves twice: onto the shards at the start and back at
 
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -47,6 +48,10 @@ __all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded", "MAX_REBUILDS"]
 
 #: Times a sharded fit rebuilds its shards after losing a worker before it gives up.
 MAX_REBUILDS = 3
+
+#: Seconds a rebuild waits for the scheduler to see the worker whose loss it meets (a
+#: moved partition can be the first error), so that its warning names that worker.
+LOSS_NOTICE_SECONDS = 2.0
 
 
 class ShardedSpace:
@@ -190,8 +195,12 @@ def solve_sharded(solver, problem, engine, params0):
         except ShardLostError as exc:
             if len(rebuilds) == MAX_REBUILDS or getattr(engine, "client", None) is None:
                 raise
-            # the error may come from a moved partition, not from the lost shard itself
-            lost = shards.lost()
+            # the error may come from a moved partition, not from the lost shard itself,
+            # before the scheduler has seen the worker go
+            lost, deadline = shards.lost(), time.monotonic() + LOSS_NOTICE_SECONDS
+            while not lost and time.monotonic() < deadline:
+                time.sleep(0.1)
+                lost = shards.lost()
             rebuilds.append(str(exc) if not lost or lost in str(exc) else f"{lost}. {exc}")
             params = shards.salvage(start)
         finally:
