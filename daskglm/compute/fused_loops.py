@@ -16,15 +16,16 @@ Three loops, each reading each row of ``X`` from memory once:
   summing block) at a time: the chunk's predictors, then its losses and derivatives in
   loops the compiler vectorises (:mod:`.vector_math`'s ``exp`` and ``log1p`` instead of
   one C library call per row), then the products with the rows, read again from the
-  cache, four rows at a time.  The binomial, Poisson, Gamma and Tweedie gradients use it.  On one
-  5e5 x 50 float64 partition, with one read (``X @ v``) costing 1, the binomial gradient
-  costs 1.2 here against 1.65 in :func:`rows_one_pass`, Poisson 1.16 against 1.3; at 5
-  columns 1.6 against 5.2 and 1.4 against 2.8 (``python -m benchmarks fused-kernel``;
-  ``benchmarks/README.md``).  The Gaussian gradient, with no transcendental function, is
-  as fast or faster in one pass at 20 to 50 float64 columns (1.0 against 1.1 at 50).
+  cache, four rows at a time.  The binomial, Poisson, Gamma and Tweedie gradients use
+  it.  On one 5e5 x 50 float64 partition, with one read (``X @ v``) costing 1, the
+  binomial gradient costs 1.2 here against 1.65 in :func:`rows_one_pass`, Poisson 1.16
+  against 1.3; at 5 columns 1.6 against 5.2 and 1.4 against 2.8 (``python -m benchmarks
+  fused-kernel``; ``benchmarks/README.md``).  The Gaussian gradient, with no
+  transcendental function, is as fast or faster in one pass at 20 to 50 float64 columns
+  (1.0 against 1.1 at 50).
 * :func:`hessian_rows` -- :func:`rows_in_chunks` with the rows' curvatures ``h`` (the
-  family's ``hessian_d2loss``): it also sums ``h`` and ``h * x`` and writes each row scaled by
-  ``sqrt(h)`` to a buffer, whose symmetric product (BLAS, in
+  family's ``hessian_d2loss``): it also sums ``h`` and ``h * x`` and writes each row
+  scaled by ``sqrt(h)`` to a buffer, whose symmetric product (BLAS, in
   :func:`daskglm.compute.blocked.fused_loss_grad_hess`) is the block's ``X^T diag(h) X``.
 """
 
