@@ -123,7 +123,8 @@ def test_generic_block_path_accumulates_float32_x_in_float64(family):
 
 
 @pytest.mark.parametrize("family", [Gaussian(), Binomial(), Poisson(), Gamma("log"),
-                                    Tweedie(power=1.5), Tweedie(power=3.0)], ids=repr)
+                                    Tweedie(power=1.5), Tweedie(power=3.0),
+                                    NegativeBinomial(alpha=0.5)], ids=repr)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("weighted,offset,fit_intercept",
                          [(True, True, True), (False, False, False), (False, True, True)])
@@ -160,16 +161,16 @@ def test_fused_hessian_with_more_columns_than_a_chunk_holds_rows(family):
 
 def test_fused_gradient_covers_the_common_families_and_only_them():
     for family in (Gaussian(), Binomial(), Poisson(), Gamma("log"), Tweedie(power=2.0),
-                   Tweedie(power=1.5), Tweedie(power=3.0)):
+                   Tweedie(power=1.5), Tweedie(power=3.0), NegativeBinomial(alpha=0.5)):
         assert blocked.pointwise_for(family) is not None
     for family in (Binomial("probit"), Poisson("identity"), Gamma(), Tweedie(power=1.0),
                    Tweedie(power=0.0), Tweedie(power=2.0, link="identity"),
-                   Tweedie(power=11.0), NegativeBinomial(alpha=0.5)):
+                   Tweedie(power=11.0), NegativeBinomial(alpha=0.5, link="sqrt")):
         assert blocked.pointwise_for(family) is None
 
 
 @pytest.mark.parametrize("family", [Binomial(), Poisson(), Gamma("log"), Tweedie(power=1.5),
-                                    Tweedie(power=3.0)], ids=repr)
+                                    Tweedie(power=3.0), NegativeBinomial(alpha=0.5)], ids=repr)
 def test_fused_hessian_at_extreme_predictors(family):
     # predictors from -800 to 800: exp underflows (Binomial's curvature is then 0, not
     # NaN), passes Poisson's quadratic continuation at 500, and the log link's mean (Gamma,

@@ -71,21 +71,24 @@ def _loops(family, n, d, dtype, weighted, offset, scale):
          fused_loops.BINOMIAL: (rng.uniform(size=n) < 0.5).astype(float),
          fused_loops.POISSON: counts,
          fused_loops.GAMMA_LOG: counts + 0.5,
-         fused_loops.TWEEDIE_LOG: counts}[family]
-    power = 1.5 if family == fused_loops.TWEEDIE_LOG else 0.0
+         fused_loops.TWEEDIE_LOG: counts,
+         fused_loops.NEGATIVE_BINOMIAL_LOG: counts}[family]
+    parameters = {fused_loops.TWEEDIE_LOG: 1.5, fused_loops.NEGATIVE_BINOMIAL_LOG: 0.7}
+    parameter = parameters.get(family, 0.0)  # the Tweedie power, the negative binomial's alpha
     weight = rng.uniform(0.0, 2.0, size=n) if weighted else np.empty(0)
     offsets = rng.uniform(-1.0, 1.0, size=n) if offset else np.empty(0)
     results = []
     for loop in (fused_loops.rows_one_pass, fused_loops.rows_in_chunks):
         grad = np.zeros(d)
-        loss, intercept_grad = loop(X, y, weight, offsets, coef, 0.3, family, power, grad)
+        loss, intercept_grad = loop(X, y, weight, offsets, coef, 0.3, family, parameter, grad)
         results.append((loss, grad, intercept_grad))
     return results
 
 
 @pytest.mark.parametrize("family", [fused_loops.GAUSSIAN, fused_loops.BINOMIAL,
                                     fused_loops.POISSON, fused_loops.GAMMA_LOG,
-                                    fused_loops.TWEEDIE_LOG])
+                                    fused_loops.TWEEDIE_LOG,
+                                    fused_loops.NEGATIVE_BINOMIAL_LOG])
 @pytest.mark.parametrize("shape", [(1, 3), (1001, 7), (777, 300)])  # 300 columns: chunks of 54 rows
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("weighted, offset", [(False, False), (True, True)])

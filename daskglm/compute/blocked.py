@@ -12,7 +12,7 @@ the same compiled loop also writes the rows scaled by the square roots of their 
 to a cache-sized buffer, and BLAS's symmetric product of that buffer is the block's
 ``X^T diag(h) X``.  Both run for the families
 with a compiled pointwise loss (:func:`pointwise_for`: canonical Gaussian, Binomial and
-Poisson, and the Gamma and Tweedie with the log link); the others keep the cache-blocked
+Poisson, and the Gamma, Tweedie and negative binomial with the log link); the others keep the cache-blocked
 path of :mod:`daskglm.compute.kernels`.
 
 :func:`augmented_gram` forms ``X^T W X``, ``X^T W y``, the weighted column sums and
@@ -62,19 +62,22 @@ def pointwise_for(family):
     or None when it has none.
 
     Only the canonical links of the exact classes ``Gaussian``, ``Binomial`` and
-    ``Poisson``, and the log link of ``Gamma`` and ``Tweedie`` (power in (1, 2], the
-    Gamma's code at 2, or in (2, :data:`MAX_COMPILED_POWER`]) have one (a subclass may
-    change the loss).  ``parameter`` is the Tweedie power, 0 for the others.
+    ``Poisson``, and the log link of ``Gamma``, ``NegativeBinomial`` and ``Tweedie``
+    (power in (1, 2], the Gamma's code at 2, or in (2, :data:`MAX_COMPILED_POWER`]) have
+    one (a subclass may change the loss).  ``parameter`` is the Tweedie power or the
+    negative binomial's ``alpha``, 0 for the others.
     """
-    from ..model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
+    from ..model.families import Binomial, Gamma, Gaussian, NegativeBinomial, Poisson, Tweedie
     from ..model.links import Log
 
     codes = {Gaussian: 0, Binomial: 1, Poisson: 2}  # fused_loops.GAUSSIAN, BINOMIAL, POISSON
     kind = type(family)
     if kind in codes:
         return (codes[kind], 0.0) if family.canonical else None
-    if kind not in (Gamma, Tweedie) or type(family.link) is not Log:
+    if kind not in (Gamma, Tweedie, NegativeBinomial) or type(family.link) is not Log:
         return None  # other families, and losses that are not GLM families (SGD's)
+    if kind is NegativeBinomial:
+        return 5, float(family.distribution.alpha)  # fused_loops.NEGATIVE_BINOMIAL_LOG
     power = family.distribution.power if kind is Tweedie else None
     if kind is Gamma or power == 2.0:
         return 3, 0.0  # fused_loops.GAMMA_LOG

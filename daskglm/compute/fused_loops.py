@@ -3,8 +3,8 @@
 Imported on the first fused gradient only, so that a worker imports numba when a kernel
 needs it.  Every function here is defined at module level with ``cache=True``, and the
 family is an integer argument (:data:`GAUSSIAN`, :data:`BINOMIAL`, :data:`POISSON`,
-:data:`GAMMA_LOG`, :data:`TWEEDIE_LOG`) with a float ``parameter`` (the Tweedie power; 0
-for the others), not a compiled function passed in: numba then finds its compiled code in
+:data:`GAMMA_LOG`, :data:`TWEEDIE_LOG`, :data:`NEGATIVE_BINOMIAL_LOG`) with a float
+``parameter`` (the Tweedie power, the negative binomial's ``alpha``; 0 for the others), not a compiled function passed in: numba then finds its compiled code in
 the on-disk cache in every new worker process instead of compiling it again (about 2 s
 per process).
 
@@ -16,8 +16,7 @@ Three loops, each reading each row of ``X`` from memory once:
   summing block) at a time: the chunk's predictors, then its losses and derivatives in
   loops the compiler vectorises (:mod:`.vector_math`'s ``exp`` and ``log1p`` instead of
   one C library call per row), then the products with the rows, read again from the
-  cache, four rows at a time.  The binomial, Poisson, Gamma and Tweedie gradients use
-  it.  On one 5e5 x 50 float64 partition, with one read (``X @ v``) costing 1, the
+  cache, four rows at a time.  All but the Gaussian gradient use it.  On one 5e5 x 50 float64 partition, with one read (``X @ v``) costing 1, the
   binomial gradient costs 1.2 here against 1.65 in :func:`rows_one_pass`, Poisson 1.16
   against 1.3; at 5 columns 1.6 against 5.2 and 1.4 against 2.8 (``python -m benchmarks
   fused-kernel``; ``benchmarks/README.md``).  The Gaussian gradient, with no
@@ -39,13 +38,14 @@ import numpy as np
 from ..model.numerics import _EPS, _EXP_SAFE, _LOG_MAX
 from .vector_math import exp_into, log1p_unit
 
-__all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "GAMMA_LOG", "TWEEDIE_LOG", "fused_rows",
-           "rows_one_pass", "rows_in_chunks", "hessian_rows"]
+__all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "GAMMA_LOG", "TWEEDIE_LOG",
+           "NEGATIVE_BINOMIAL_LOG", "fused_rows", "rows_one_pass", "rows_in_chunks",
+           "hessian_rows"]
 
-#: Family codes: the canonical Gaussian, Binomial and Poisson, and the Gamma and Tweedie
-#: (power in (1, 2) or (2, 10], the ``parameter``) with the log link (scikit-learn's
-#: GammaRegressor and TweedieRegressor).
-GAUSSIAN, BINOMIAL, POISSON, GAMMA_LOG, TWEEDIE_LOG = 0, 1, 2, 3, 4
+#: Family codes: the canonical Gaussian, Binomial and Poisson, and with the log link the
+#: Gamma, the Tweedie (power in (1, 2) or (2, 10], the ``parameter``; scikit-learn's
+#: GammaRegressor and TweedieRegressor) and the negative binomial (``alpha``).
+GAUSSIAN, BINOMIAL, POISSON, GAMMA_LOG, TWEEDIE_LOG, NEGATIVE_BINOMIAL_LOG = 0, 1, 2, 3, 4, 5
 
 #: Reassociation lets the compiler vectorise each row's dot product (a fixed order for a
 #: given machine, so still reproducible); no assumption about NaN or infinities is made.
@@ -92,6 +92,14 @@ def _pointwise(family, parameter, y, eta):
         lower = math.exp((1.0 - power) * clipped)
         return (upper / (2.0 - power) - y * lower / (1.0 - power),
                 (upper - y * lower) * slope)
+    if family == NEGATIVE_BINOMIAL_LOG:
+        value = min(eta, _LOG_MAX_VALUE)
+        clipped = max(value, _LOG_EPS_VALUE)
+        slope = 1.0 if value >= _LOG_EPS_VALUE else math.exp(value) / _EPS_VALUE
+        mu = math.exp(clipped)
+        scaled = parameter * mu
+        return ((y + 1.0 / parameter) * math.log1p(scaled) - y * clipped,
+                (mu - y) / (1.0 + scaled) * slope)
     residual = eta - y
     return 0.5 * residual * residual, residual
 
@@ -163,7 +171,7 @@ def _pointwise_chunk(family, parameter, y, eta, count, loss, residual, scratch, 
     with the log link), in loops that vectorise.  ``scratch[:count]`` is left holding the
     ``exp`` taken (Binomial: ``exp(-|eta|)``; Poisson: ``exp`` of ``eta`` capped at the
     safe limit; Gamma: ``1 / mu``; Tweedie: ``mu^(2-p)``, and ``mu^(1-p)`` in
-    ``second``), from which :func:`_curvature_chunk` follows."""
+    ``second``; negative binomial: ``mu``), from which :func:`_curvature_chunk` follows."""
     if family == BINOMIAL:
         for i in range(count):
             scratch[i] = -abs(eta[i])
@@ -225,6 +233,31 @@ def _pointwise_chunk(family, parameter, y, eta, count, loss, residual, scratch, 
                 value = min(eta[i], _LOG_MAX_VALUE)
                 if value < _LOG_EPS_VALUE:
                     residual[i] *= math.exp(value) / _EPS_VALUE
+    elif family == NEGATIVE_BINOMIAL_LOG:
+        # mu = exp(eta) clipped as the Gamma's; loss (y + 1/a) log1p(a mu) - y log mu, with
+        # log1p(a mu) = log(a mu) + log1p(1 / (a mu)) past 1; derivative (mu - y) / (mu +
+        # a mu^2) dmu/deta, which is (mu - y) / (1 + a mu) unclipped
+        alpha = parameter
+        log_alpha = math.log(alpha)
+        for i in range(count):
+            scratch[i] = max(min(eta[i], _LOG_MAX_VALUE), _LOG_EPS_VALUE)
+        exp_into(scratch, count, rounded, scale_bits)
+        clipped = 0
+        for i in range(count):
+            mu = scratch[i]
+            log_mu = max(min(eta[i], _LOG_MAX_VALUE), _LOG_EPS_VALUE)
+            scaled = alpha * mu
+            small = log1p_unit(min(scaled, 1.0))
+            large = log_alpha + log_mu + log1p_unit(min(1.0 / scaled, 1.0))
+            log1p_scaled = large if scaled > 1.0 else small
+            loss[i] = (y[i] + 1.0 / alpha) * log1p_scaled - y[i] * log_mu
+            residual[i] = (mu - y[i]) / (1.0 + scaled)
+            clipped += min(eta[i], _LOG_MAX_VALUE) < _LOG_EPS_VALUE
+        if clipped:  # mu at _EPS: dmu/deta is exp(eta), not mu
+            for i in range(count):
+                value = min(eta[i], _LOG_MAX_VALUE)
+                if value < _LOG_EPS_VALUE:
+                    residual[i] *= math.exp(value) / _EPS_VALUE
     else:
         for i in range(count):
             value = eta[i] - y[i]
@@ -240,7 +273,8 @@ def _curvature_chunk(family, parameter, y, eta, count, scratch, second, curvatur
     capped ``exp`` (Poisson, as ``Poisson.d2loss``), ``y / mu`` (Gamma with the log link:
     its exact curvature), ``(2-p) mu^(2-p) + (p-1) y mu^(1-p)`` (Tweedie with the log link,
     power ``p < 2``: exact) or the Fisher weight ``(dmu/deta)^2 mu^(-p)`` (power > 2,
-    where the exact curvature can be negative), and 1 (Gaussian)."""
+    where the exact curvature can be negative), ``(a y + 1) mu / (1 + a mu)^2`` (negative
+    binomial with the log link: exact) and 1 (Gaussian)."""
     if family == BINOMIAL:
         for i in range(count):
             shrink = scratch[i]
@@ -265,6 +299,12 @@ def _curvature_chunk(family, parameter, y, eta, count, scratch, second, curvatur
                 if value < _LOG_EPS_VALUE:
                     slope = math.exp(value) / _EPS_VALUE
                     curvature[i] = scratch[i] * slope * slope
+    elif family == NEGATIVE_BINOMIAL_LOG:
+        alpha = parameter
+        for i in range(count):
+            mu = scratch[i]
+            denominator = 1.0 + alpha * mu
+            curvature[i] = (alpha * y[i] + 1.0) * mu / (denominator * denominator)
     else:
         for i in range(count):
             curvature[i] = 1.0
