@@ -163,6 +163,16 @@ def rows_one_pass(X, y, weight, offset, coef, intercept, family, parameter, grad
     return loss, intercept_grad
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy", inline="always")
+def _slopes_of_clipped_means(eta, count, residual):
+    """Where the log link's mean was clipped at ``_EPS``, ``dmu/deta`` is ``exp(eta)``, not
+    the mean the residual was formed with: scale those residuals by ``exp(eta) / _EPS``."""
+    for i in range(count):
+        value = min(eta[i], _LOG_MAX_VALUE)
+        if value < _LOG_EPS_VALUE:
+            residual[i] *= math.exp(value) / _EPS_VALUE
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy")
 def _pointwise_chunk(family, parameter, y, eta, count, loss, residual, scratch, second,
                      rounded, scale_bits):
@@ -228,11 +238,8 @@ def _pointwise_chunk(family, parameter, y, eta, count, loss, residual, scratch, 
             loss[i] = upper / (2.0 - power) - y[i] * lower / (1.0 - power)
             residual[i] = upper - y[i] * lower
             clipped += min(eta[i], _LOG_MAX_VALUE) < _LOG_EPS_VALUE
-        if clipped:  # mu at _EPS: dmu/deta is exp(eta), not mu
-            for i in range(count):
-                value = min(eta[i], _LOG_MAX_VALUE)
-                if value < _LOG_EPS_VALUE:
-                    residual[i] *= math.exp(value) / _EPS_VALUE
+        if clipped:
+            _slopes_of_clipped_means(eta, count, residual)
     elif family == NEGATIVE_BINOMIAL_LOG:
         # mu = exp(eta) clipped as the Gamma's; loss (y + 1/a) log1p(a mu) - y log mu, with
         # log1p(a mu) = log(a mu) + log1p(1 / (a mu)) past 1; derivative (mu - y) / (mu +
@@ -253,11 +260,8 @@ def _pointwise_chunk(family, parameter, y, eta, count, loss, residual, scratch, 
             loss[i] = (y[i] + 1.0 / alpha) * log1p_scaled - y[i] * log_mu
             residual[i] = (mu - y[i]) / (1.0 + scaled)
             clipped += min(eta[i], _LOG_MAX_VALUE) < _LOG_EPS_VALUE
-        if clipped:  # mu at _EPS: dmu/deta is exp(eta), not mu
-            for i in range(count):
-                value = min(eta[i], _LOG_MAX_VALUE)
-                if value < _LOG_EPS_VALUE:
-                    residual[i] *= math.exp(value) / _EPS_VALUE
+        if clipped:
+            _slopes_of_clipped_means(eta, count, residual)
     else:
         for i in range(count):
             value = eta[i] - y[i]
