@@ -10,9 +10,11 @@ to ``X``.  Dense partitions are processed in cache-sized row blocks so that each
 ``X`` is read from memory once per evaluation: ``X_b @ coef`` and ``X_b.T @ r`` run while
 ``X_b`` is still in cache.  For the gradient and the Hessian of the common families and
 for the Gram statistics, dense numpy partitions go further: :mod:`daskglm.compute.blocked`
-fuses each row's (or block's) products into one compiled loop or one symmetric product.  A float32
-``X`` stays float32: block products run in float32 (the fused loop converts each element
-as it reads it) and every partial sum is accumulated in float64.
+fuses each row's (or block's) products into one compiled loop or one symmetric product.
+A float32 ``X`` is never copied whole: the fused loops convert each element as they read
+it, the generic path widens one cache-sized block at a time for the predictors and the
+gradient, Gram and Hessian products run in float32, and every partial sum is accumulated
+in float64.
 
 Sparse partitions are scipy CSR matrices (:func:`as_csr_or_dense` converts any other sparse
 layout once, when a partition is packed) and every kernel works on them without densifying

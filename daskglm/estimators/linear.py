@@ -149,10 +149,10 @@ class GLM(_RegressorGLM):
     default).  With a non-canonical link ``solver="newton"`` uses the expected (Fisher)
     information, i.e. it is Fisher scoring, except for the log link of the Gamma,
     negative binomial and Tweedie (power in [1, 2]), where the loss is convex in the
-    predictor and Newton takes its exact curvature; the normal equations need the Gaussian family
-    with the identity link.  With a non-canonical link the fit starts from the intercept
-    ``link(0.5)`` (binomial) or ``link(1)`` (Gaussian, Poisson) where that is finite, so
-    that a Poisson with the identity link, say, starts at a valid mean.
+    predictor and Newton takes its exact curvature; the normal equations need the
+    Gaussian family with the identity link.  With a non-canonical link the fit starts
+    from the intercept ``link(0.5)`` (binomial) or ``link(1)`` (Gaussian, Poisson) where
+    that is finite, so that a Poisson with the identity link, say, starts at a valid mean.
 
     Parameters
     ----------
