@@ -253,8 +253,10 @@ def test_hogwild_runs_local_sgds_steps_on_sparse_rows():
     clf = daskglm.SGDClassifier(alpha=ALPHA, sync_every=8, batch_size=64, max_iter=3, tol=None,
                                 solver_options={"hogwild": 2}, random_state=0).fit(X, y)
     assert clf.converged_ and clf.n_iter_ == 3
-    with pytest.raises(ValueError, match="hogwild"):
-        get_solver("sgd", problem, tol=1e-4, max_iter=5, options={"hogwild": 2})
+    with pytest.raises(ValueError, match="hogwild"):  # synchronous SGD has no local steps
+        get_solver("sgd", problem, tol=1e-4, max_iter=5,
+                   options={"hogwild": 2, "sync_every": None})
+    get_solver("sgd", problem, tol=1e-4, max_iter=5, options={"hogwild": 2})  # "auto" sizes them
     with pytest.raises(ValueError, match="hogwild"):
         fit("sgd", Problem(Poisson(), L2(ALPHA), True, 40), X, np.round(y), hogwild=2,
             sync_every=4)

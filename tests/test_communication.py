@@ -47,8 +47,9 @@ def objective(X, y, coef, intercept, C=1.0):
 
 
 def sgd_options(**extra):
+    """Synchronous SGD unless ``extra`` says otherwise ("auto" would size rounds by timing)."""
     return {"batch_size": 200, "eta0": 2.0, "learning_rate": "invscaling", "power_t": 0.5,
-            "random_state": 0, **extra}
+            "random_state": 0, "sync_every": None, **extra}
 
 
 @pytest.fixture(scope="module")

@@ -88,9 +88,9 @@ def test_a_worker_lost_mid_fit_with_numpy_input_is_survived(own_client, monkeypa
     monkeypatch.setattr(engine_module, "PARTITION_BYTES", 20_000)  # 4000 x 6 x 8 B: 10 parts
     X, y, _ = make_data("binomial", n=4000)
     if solver == "sgd":
-        def make():
+        def make():  # synchronous: "auto" would size the rounds by their timings
             return daskglm.SGDClassifier(max_iter=2, tol=None, batch_size=256, random_state=0,
-                                         learning_rate="constant", eta0=0.05)
+                                         learning_rate="constant", eta0=0.05, sync_every=None)
     else:
         def make():
             return daskglm.LogisticRegression(solver=solver, tol=1e-8, max_iter=20)

@@ -206,7 +206,7 @@ def test_class_weight_and_one_vs_rest_on_a_cluster_equal_this_process(client):
     X, y = _classification(n=900, n_classes=3)
     Xd, yd = da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300)
     model = daskglm.SGDClassifier(loss="modified_huber", class_weight="balanced", max_iter=2,
-                                  tol=None, batch_size=150, random_state=0)
+                                  tol=None, batch_size=150, random_state=0, sync_every=None)
     on_cluster = clone(model).fit(Xd, yd)
     assert engine_module.active_client() is client
     local = clone(model)

@@ -21,6 +21,7 @@ class Kind:
     SIZES = "sizes"
     SGD_BATCH = "sgd_batch"
     LOCAL_SGD = "local_sgd"
+    STEP_PROBE = "step_probe"  # local steps timed to size the rounds, their results dropped
     PUSH = "push"  # updates pushed to a parameter holder (one record when it is closed)
     PULL = "pull"  # parameters pulled from a parameter holder (the same)
     COMPRESSED_BATCH = "compressed_batch"  # sgd step, each partition's gradient compressed

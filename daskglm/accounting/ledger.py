@@ -269,6 +269,9 @@ class CommReport:
         Worker threads (in-process: pool threads) the rounds ran on.
     measurement : str
         Where the measured bytes come from.
+    choices : dict
+        Options a solver chose from measurements during the fit (e.g. local SGD's steps
+        per round): ``{option: (value, reason)}``.
 
     A pure record: nothing here contacts the cluster.  The engine fetches the measured
     fields of its rounds from Dask when the fit ends (``Engine.close``), so a report read
@@ -282,6 +285,7 @@ class CommReport:
         self.workers = None
         self.cores = None
         self.measurement = "none"
+        self.choices = {}
 
     @classmethod
     def concatenate(cls, reports):
@@ -296,9 +300,14 @@ class CommReport:
             merged.method, merged.engine = first.method, first.engine
             merged.workers, merged.cores = first.workers, first.cores
             merged.measurement = first.measurement
+            merged.choices = dict(first.choices)
         return merged
 
     # writing (engine side) ---------------------------------------------------------
+    def note_choice(self, option, value, reason):
+        """Record that ``option`` was set to ``value`` during the fit, and why."""
+        self.choices[option] = (value, reason)
+
     def record(self, kind, tasks, bytes_sent, bytes_returned, seconds, *, partitions=0,
                groups=None, split_every=None, probe=None):
         """Append one round; ``probe`` (from the engine) fills in the measured fields.
@@ -420,6 +429,8 @@ class CommReport:
             "seconds_compute": self.seconds_compute,
             "seconds_waiting": self.seconds_waiting,
             "split_every": self.split_every,
+            "choices": {option: {"value": value, "reason": reason}
+                        for option, (value, reason) in self.choices.items()},
             "records": [r.to_dict() for r in self.records],
         }
 
@@ -454,4 +465,6 @@ class CommReport:
         lines = [title, header, *(line(kind, row) for kind, row in kinds.items()),
                  line("total", total)]
         lines.append(f"measured: {self.measurement}; read from storage: {self.bytes_read:,} B")
+        lines.extend(f"chosen: {option}={value!r}: {reason}"
+                     for option, (value, reason) in self.choices.items())
         return "\n".join(lines)

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from ..model.families import Binomial, Gaussian
 from ..model.penalties import L2, NoPenalty
+from .amortise import amortising_steps
 from .backend import to_host
 from .kernels import linear_predictor
 from .sampling import partition_size, take_rows, take_rows_to_host
@@ -50,8 +51,13 @@ class ParameterServerConfig:
     batch_size : int
         Rows per local step.
     seed : int
-    push_every, fetch_every : int
+    push_every, fetch_every : int or None
         Local steps between two pushes, and between two reads of the parameters.
+        ``push_every=None``: each task sizes it from its own timings, the smallest power
+        of two of steps whose compute is at least ``amortise`` times the seconds of its
+        last push (a call to the holder); ``fetch_every=None``: a read after every push.
+    amortise : float
+        That ratio.
     bounded : bool
         Whether the run has a staleness bound: the task then waits its turn after every
         push and reads the parameters again.
@@ -74,8 +80,9 @@ class ParameterServerConfig:
     n_features: int
     batch_size: int
     seed: int
-    push_every: int = 1
-    fetch_every: int = 1
+    push_every: int | None = 1
+    fetch_every: int | None = 1
+    amortise: float = 10.0
     bounded: bool = False
     seconds: float = 1.0
     hogwild: int | None = None
@@ -85,11 +92,13 @@ class ParameterServerConfig:
 
 @dataclass
 class TaskReport:
-    """What one task did: rows read, updates pushed, seconds waited at the bound."""
+    """What one task did: rows read, updates pushed, seconds waited at the bound, and the
+    steps between its last two pushes."""
 
     rows: int = 0
     pushes: int = 0
     seconds_waiting: float = 0.0
+    push_every: int = 0
 
 
 def hogwild_loss(family):
@@ -205,23 +214,25 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
     pending = np.zeros_like(local)
     touched = set()
     rule_state = config.rule.init(local)
-    since_pull = 0
+    push_every = config.push_every or 1
+    since_pull = since_push = 0
     progress = [0, 0.0, 0.0, 0.0]  # rows, loss, weight, penalty since the last push
-    steps = 0
+    computing = 0.0  # seconds of steps since the last push
     while not stop:
-        step = version * config.push_every // max(running, 1) + since_pull
+        tick = time.perf_counter()
+        step = version * push_every // max(running, 1) + since_pull
         if config.hogwild:
-            rows = batches.take(size * config.push_every)
+            rows = batches.take(size * push_every)
             change, loss, weight, penalty = _hogwild_pass(
                 part, rows, local, config, scale, step, config.hogwild,
                 int(rng.integers(2**31)))
             columns = None
-            steps += config.push_every
+            since_push += push_every
         else:
             rows = batches.take(size)
             change, loss, weight, penalty, rule_state, columns = _minibatch_step(
                 part, rows, local, config, scale, rule_state, step)
-            steps += 1
+            since_push += 1
         local += change
         pending += change
         if columns is not None:
@@ -229,7 +240,8 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
         since_pull += 1
         for i, value in enumerate((rows.shape[0], loss, weight, penalty)):
             progress[i] += value
-        if steps % config.push_every == 0:
+        computing += time.perf_counter() - tick
+        if since_push >= push_every:
             if config.pace is not None:
                 config.pace()
             delta = pending / max(running, 1)
@@ -237,9 +249,15 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
                 indices = np.array(sorted(touched | ({config.n_features} if config.fit_intercept
                                                      else set())), dtype=np.int64)
                 delta = _smaller(local.shape[0], indices, delta[indices])
+            tick = time.perf_counter()
             _, stop = holder.push_from(slot, delta, version, *progress)
+            report.push_every = push_every
+            if config.push_every is None:
+                push_every = amortising_steps(time.perf_counter() - tick,
+                                              computing / since_push, config.amortise)
             report.rows += progress[0]
             report.pushes += 1
+            since_push, computing = 0, 0.0
             progress = [0, 0.0, 0.0, 0.0]
             pending[:] = 0.0
             touched.clear()
@@ -251,8 +269,9 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
                 if waited:
                     report.seconds_waiting += waited
                     holder.report(seconds_waiting=waited)
-        if not stop and (config.bounded and since_pull >= config.push_every
-                         or since_pull >= config.fetch_every):
+        fetch_every = push_every if config.fetch_every is None else config.fetch_every
+        if not stop and (config.bounded and since_pull >= push_every
+                         or since_pull >= fetch_every):
             version, params, running, stop = holder.pull_for(slot)
             local = params + pending
             since_pull = 0

@@ -42,6 +42,9 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
     """
 
     cache = "memory"
+    #: Whether a round crosses processes: a fixed cost (messages, scheduling) that a
+    #: solver taking many small steps amortises over several steps per round.
+    remote_rounds = False
 
     def __init__(self, n_features, ledger=None, split_every=8):
         if split_every < 2:

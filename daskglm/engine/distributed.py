@@ -68,6 +68,8 @@ class DistributedEngine(Engine):
     scatters the lost ones again, with every transformation applied since.
     """
 
+    remote_rounds = True
+
     def __init__(self, client, part_futures, n_features, ledger=None, split_every=8,
                  group_partitions=True, sources=None, direct_rounds=True):
         super().__init__(n_features, ledger, split_every)

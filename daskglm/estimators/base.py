@@ -213,6 +213,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             self._fit_statistics(engine, problem, fitted_params, means, offset is not None)
             self.comm_ = engine.ledger
             self.comm_.method = name
+            self.solver_options_ = solver.options_used(self.comm_)
         self._finish_fit(name, result)
         return self
 
@@ -635,6 +636,10 @@ _FITTED_DOC = """
         seconds, time spent waiting for the slowest partition (see :mod:`daskglm.accounting.ledger`).
     solver_ : str
         The solver that ran (the one ``solver="auto"`` chose).
+    solver_options_ : dict
+        Every option of that solver as it ran: ``solver_options`` over the defaults, with
+        the values chosen during the fit in place of ``"auto"`` (the reasons are in
+        ``comm_.choices``).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` had string column names.

@@ -144,7 +144,7 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         if name == "sgd":
             options.update(average=self.average, sync_every=self.sync_every,
                            validation=validation)
-        elif self.average is not False or self.sync_every is not None:
+        elif self.average is not False or self.sync_every not in (None, "auto"):
             raise ValueError(f"average and sync_every are options of solver='sgd'; "
                              f"solver={name!r} takes neither.")
         options.update(self.solver_options or {})
@@ -440,15 +440,20 @@ default="%(learning_rate)s"
     batch_size : int, default=16
         Rows per step.  Each epoch visits every row once in a random order (scikit-learn's
         shuffling), over all partitions; the last step of an epoch takes the rows that
-        are left.  Synchronous SGD costs one communication round per step, so on a
-        cluster a larger batch (with a larger ``eta0``), or ``sync_every``, is usually
-        worth it; small batches make more progress per epoch, which ``tol`` measures.
+        are left.  Synchronous SGD costs one communication round per step, which is why
+        ``sync_every="auto"`` takes several local steps per round on a cluster; small
+        batches make more progress per epoch, which ``tol`` measures.
         scikit-learn steps once per row: ``batch_size=1`` follows its trajectory (as many
         steps per epoch, so ``max_iter`` means the same), at about 14 times the time per
         epoch of the default in memory.
-    sync_every : int or None, default=None
+    sync_every : int, None or "auto", default="auto"
         Local SGD: every partition takes ``sync_every`` steps on its own rows between two
         averaging rounds.  None (or 1, up to round-off) is synchronous mini-batch SGD.
+        ``"auto"``: on a Dask cluster, local SGD with enough steps per round that a
+        round's compute is at least 10 times its measured fixed cost (messages,
+        scheduling), at most an epoch; synchronous SGD in this process.  The value chosen
+        and why are in ``solver_options_`` and ``comm_.choices``; it depends on timings,
+        so pass it back to repeat a fit bit for bit.
     solver : {"sgd", "async", "gossip"}, default="sgd"
         ``"sgd"``: synchronous or local mini-batch SGD (:class:`daskglm.solvers.sgd.SGD`);
         ``"async"``: parameter-server SGD, asynchronous or stale-synchronous
@@ -488,6 +493,9 @@ default="%(learning_rate)s"
         Whether the fit kept the data in memory or streamed them from their source.
     comm_ : CommReport
         Every engine round (accumulated over ``partial_fit`` calls).
+    solver_options_ : dict
+        Every option of the solver as the last ``fit`` ran it, with the values chosen
+        during the fit in place of ``"auto"`` (the reasons are in ``comm_.choices``).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when ``X`` had string column names.
@@ -520,7 +528,7 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     def __init__(self, loss="squared_error", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="invscaling",
                  eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every=None, solver="sgd", solver_options=None,
+                 batch_size=16, sync_every="auto", solver="sgd", solver_options=None,
                  cache="auto", verbose=0, warm_start=False, epsilon=0.1, early_stopping=False,
                  validation_fraction=0.1):
         self.loss = loss

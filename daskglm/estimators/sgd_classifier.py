@@ -91,7 +91,7 @@ default="log_loss"
     def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.01,
                  power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every=None, solver="sgd", solver_options=None,
+                 batch_size=16, sync_every="auto", solver="sgd", solver_options=None,
                  cache="auto", verbose=0, warm_start=False, epsilon=0.1, class_weight=None,
                  early_stopping=False, validation_fraction=0.1):
         self.loss = loss

@@ -19,6 +19,7 @@ from ..engine.tasks import pause_if_slowed
 from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
 from .base import EarlyStopping, History, Solver, SolverResult
+from .round_sizing import COMPUTE_TO_FIXED
 
 __all__ = ["AsyncSGD"]
 
@@ -77,8 +78,13 @@ class AsyncSGD(Solver):
         Step rule (:func:`daskglm.compute.schedules.make_step_rule`); the step number is
         estimated from the holder's version.  Each task keeps its own Adagrad sums.
     eta0, power_t : float, default 0.1, 0.25
-    push_every, fetch_every : int, default 1
-        Local steps between two pushes, and between two reads.
+    push_every, fetch_every : int or "auto", default "auto"
+        Local steps between two pushes, and between two reads.  ``push_every="auto"``:
+        each task sizes it from its own timings, the smallest power of two of steps whose
+        compute is at least 10 times the seconds of its last push (a message to the
+        holder), so that the holder's round trips do not dominate; ``fetch_every="auto"``
+        reads after every push.  The steps between the last two pushes (the median over
+        the tasks) are in the ledger's ``choices``.
     staleness : int or None, default None
         The bound on the clock lag (None: fully asynchronous).
     n_iter_no_change : int, default 5
@@ -95,7 +101,7 @@ class AsyncSGD(Solver):
     handles = frozenset({Feature.NON_QUADRATIC_LOSS})
     options = {
         "batch_size": 32, "learning_rate": "invscaling", "eta0": 0.1, "power_t": 0.25,
-        "push_every": 1, "fetch_every": 1, "staleness": None, "n_iter_no_change": 5,
+        "push_every": "auto", "fetch_every": "auto", "staleness": None, "n_iter_no_change": 5,
         "random_state": None, "seconds": 2.0, "hogwild": None,
     }
 
@@ -108,8 +114,10 @@ class AsyncSGD(Solver):
             "batch_size": (_is_int(opts["batch_size"], 1), "an integer >= 1"),
             "learning_rate": (opts["learning_rate"] in LEARNING_RATES,
                               f"one of {list(LEARNING_RATES)}"),
-            "push_every": (_is_int(opts["push_every"], 1), "an integer >= 1"),
-            "fetch_every": (_is_int(opts["fetch_every"], 1), "an integer >= 1"),
+            "push_every": (opts["push_every"] == "auto" or _is_int(opts["push_every"], 1),
+                           "'auto' or an integer >= 1"),
+            "fetch_every": (opts["fetch_every"] == "auto" or _is_int(opts["fetch_every"], 1),
+                            "'auto' or an integer >= 1"),
             "staleness": (opts["staleness"] is None or _is_int(opts["staleness"], 0),
                           "None or an integer >= 0"),
             "n_iter_no_change": (_is_int(opts["n_iter_no_change"], 1), "an integer >= 1"),
@@ -147,7 +155,9 @@ class AsyncSGD(Solver):
             family=problem.family, penalty=problem.penalty, rule=rule,
             fit_intercept=problem.fit_intercept, n_features=problem.n_features,
             batch_size=int(opts["batch_size"]), seed=root_seed(opts["random_state"]),
-            push_every=int(opts["push_every"]), fetch_every=int(opts["fetch_every"]),
+            push_every=None if opts["push_every"] == "auto" else int(opts["push_every"]),
+            fetch_every=None if opts["fetch_every"] == "auto" else int(opts["fetch_every"]),
+            amortise=COMPUTE_TO_FIXED,
             bounded=opts["staleness"] is not None, seconds=float(opts["seconds"]),
             hogwild=opts["hogwild"], passes=None if self._own_threads(engine) else 1.0,
             pace=pause_if_slowed,
@@ -175,6 +185,7 @@ class AsyncSGD(Solver):
         converged, generation = False, 0
         n_epochs = 0
         params = None
+        push_sizes = []
         for n_epochs in range(1, self.max_iter + 1):
             holder.start_run(engine.n_samples, self.opts["staleness"])
             generations, idle = 0, 0
@@ -183,8 +194,9 @@ class AsyncSGD(Solver):
                 before = progress["rows"]
                 with engine.map_as_completed(parameter_server_task, holder, config, generation,
                                              kind=Kind.ASYNC_SGD) as tasks:
-                    for _ in tasks:
-                        pass
+                    for _, report in tasks:
+                        if report.pushes >= 2:
+                            push_sizes.append(report.push_every)
                 generation += 1
                 generations += 1
                 progress = holder.progress()
@@ -205,6 +217,13 @@ class AsyncSGD(Solver):
             if stopping.should_stop(value):
                 converged = True
                 break
+        if config.push_every is None and push_sizes:
+            engine.ledger.note_choice(
+                "push_every", int(np.median(push_sizes)),
+                f"the median over the tasks of the steps between their last two pushes, each "
+                f"sized so that its steps' compute is at least {COMPUTE_TO_FIXED:g}x the "
+                f"seconds of its push to the holder (from {min(push_sizes)} to "
+                f"{max(push_sizes)})")
         if self.tol is None:
             converged, message = True, "ran every epoch (no tolerance)"
         else:
@@ -214,7 +233,7 @@ class AsyncSGD(Solver):
     @staticmethod
     def _rate(config, version, engine):
         """The learning rate at the holder's ``version`` (NaN for per-parameter rates)."""
-        step = version * config.push_every // max(engine.n_partitions, 1)
+        step = version * (config.push_every or 1) // max(engine.n_partitions, 1)
         try:
             rate, _ = config.rule.update(None, config.rule.init(np.zeros(1)), step)
         except TypeError:  # a rule that needs the gradient

@@ -279,6 +279,11 @@ class Solver:
                 f"got {value!r}."
             )
 
+    def options_used(self, ledger):
+        """The options of a finished fit: ``self.opts`` with the values chosen during the
+        fit (``"auto"`` options, in ``ledger.choices``) in their place."""
+        return {**self.opts, **{option: value for option, (value, _) in ledger.choices.items()}}
+
     @classmethod
     def unsupported(cls, problem: Problem) -> str | None:
         """None when the solver handles ``problem``, else the reason it does not."""

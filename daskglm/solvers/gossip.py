@@ -24,6 +24,7 @@ from ..compute.stochastic import SGDConfig
 from ..engine.neighbours import exchange_with_neighbours
 from ..model.problem import Feature
 from .base import EarlyStopping, History, Solver, SolverResult
+from .round_sizing import PROBE_STEPS, size_rounds, step_seconds
 
 __all__ = ["Gossip"]
 
@@ -65,8 +66,13 @@ class Gossip(Solver):
         The graph of the nodes (:func:`~daskglm.compute.gossip.neighbours_of`).
     degree : int, default 4
         Most neighbours of a node in the ``"random"`` graph.
-    local_steps : int, default 1
-        SGD steps between two exchanges.
+    local_steps : int or "auto", default "auto"
+        SGD steps between two exchanges.  ``"auto"`` (:mod:`daskglm.solvers.round_sizing`):
+        on a Dask cluster the first round takes 64 steps and times them, and the rounds
+        after it take the smallest power of two of steps whose compute is at least 10
+        times the fixed cost of a round and its exchange (measured: the partition-size
+        round and the first exchange), at most an epoch; 1 in this process.  The choice
+        and its reason are in the ledger's ``choices``.
     batch_size : int, default 32
         Rows per step over all nodes.
     learning_rate, eta0, power_t
@@ -78,7 +84,7 @@ class Gossip(Solver):
     name = "gossip"
     handles = frozenset({Feature.NON_QUADRATIC_LOSS})
     options = {
-        "topology": "ring", "degree": 4, "local_steps": 1, "batch_size": 32,
+        "topology": "ring", "degree": 4, "local_steps": "auto", "batch_size": 32,
         "learning_rate": "invscaling", "eta0": 0.1, "power_t": 0.25, "n_iter_no_change": 5,
         "random_state": None,
     }
@@ -91,7 +97,8 @@ class Gossip(Solver):
         checks = {
             "topology": (opts["topology"] in TOPOLOGIES, f"one of {list(TOPOLOGIES)}"),
             "degree": (_is_int(opts["degree"], 2), "an integer >= 2"),
-            "local_steps": (_is_int(opts["local_steps"], 1), "an integer >= 1"),
+            "local_steps": (opts["local_steps"] == "auto" or _is_int(opts["local_steps"], 1),
+                            "'auto' or an integer >= 1"),
             "batch_size": (_is_int(opts["batch_size"], 1), "an integer >= 1"),
             "learning_rate": (opts["learning_rate"] in LEARNING_RATES,
                               f"one of {list(LEARNING_RATES)}"),
@@ -122,18 +129,26 @@ class Gossip(Solver):
         mixing = [(i, weights[i]) for i in range(n_nodes)]
         params0 = np.asarray(params0, dtype=float)
         rows = [size[0] for size in engine.map(partition_size, kind=Kind.SIZES)]
+        empty_round_seconds = engine.ledger.records[-1].seconds
         engine.put_state(STATE, [GossipNode(i, params0.copy(), rule.init(params0))
                                  for i in range(n_nodes)], kind=Kind.GOSSIP_START)
         try:
-            result = self._run(problem, engine, config, links, mixing, rows, params0)
+            result = self._run(problem, engine, config, links, mixing, rows, params0,
+                               empty_round_seconds)
         finally:
             engine.drop_state(STATE)
         return result
 
-    def _run(self, problem, engine, config, links, mixing, rows, params0):
+    def _run(self, problem, engine, config, links, mixing, rows, params0, empty_round_seconds):
         history = History(engine)
-        local_steps = int(self.opts["local_steps"])
         n_nodes = engine.n_partitions
+        local_steps, timing = self.opts["local_steps"], False
+        if local_steps == "auto" and engine.remote_rounds and n_nodes > 1:
+            local_steps, timing = PROBE_STEPS, True  # the first round times the steps
+        elif local_steps == "auto":
+            local_steps = 1
+            engine.ledger.note_choice("local_steps", 1, "rounds run in this process, where a "
+                                      "round costs no more than its steps")
         message = nbytes(GossipNode(0, params0, config.rule.init(params0)))
         stopping = EarlyStopping(self.tol, self.opts["n_iter_no_change"])
         converged, step = False, 0
@@ -143,11 +158,15 @@ class Gossip(Solver):
             counts = epoch_counts(rows, config.batch_size, config.seed, step)
             epoch, offsets = step, np.zeros(n_nodes, dtype=np.int64)
             loss = weight = penalty = 0.0
-            for start in range(0, counts.shape[0], local_steps):
+            start = rounds_in_epoch = 0
+            while start < counts.shape[0]:
                 block = counts[start:start + local_steps]
+                start += block.shape[0]
+                rounds_in_epoch += 1
                 stats = engine.reduce_stateful(
                     gossip_local_steps, STATE, block, offsets, step, epoch, config, n_nodes,
                     kind=Kind.GOSSIP).result
+                local_record = engine.ledger.records[-1]
                 offsets = offsets + block.sum(axis=0)
                 step += block.shape[0]
                 loss, weight, penalty = (loss + stats.loss, weight + stats.weight,
@@ -155,10 +174,16 @@ class Gossip(Solver):
                 if n_nodes > 1:
                     exchange_with_neighbours(engine, STATE, mix_with_neighbours, links, mixing,
                                              kind=Kind.GOSSIP_EXCHANGE, message_bytes=message)
+                if timing:
+                    fixed = empty_round_seconds + engine.ledger.records[-1].seconds  # exchange
+                    per_step = step_seconds(local_record, block.shape[0], empty_round_seconds)
+                    sizing = size_rounds(fixed, per_step, counts.shape[0])
+                    local_steps, timing = sizing.steps, False
+                    engine.ledger.note_choice("local_steps", local_steps, sizing.reason)
             value = (loss + penalty) / weight if weight > 0 else math.nan
             history.record(value, math.nan, math.nan, loss=loss / weight if weight else math.nan,
                            penalty=penalty / weight if weight else math.nan,
-                           spread=spread(stats), rounds_in_epoch=-(-counts.shape[0] // local_steps))
+                           spread=spread(stats), rounds_in_epoch=rounds_in_epoch)
             if not np.isfinite(value):
                 break
             if stopping.should_stop(value):

@@ -24,6 +24,7 @@ from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
 from .base import EarlyStopping, History, Solver, SolverResult
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
+from .round_sizing import PROBE_STEPS, size_rounds, step_seconds
 from .sgd_communication import (
     SENDER_STATE,
     Link,
@@ -164,8 +165,17 @@ class SGD(Solver):
         Epochs without improvement before stopping.
     random_state : None, int, RandomState or Generator, default None
         Seed of the random draws.
-    sync_every : int or None, default None
-        Local steps between averaging rounds; None for synchronous SGD.
+    sync_every : int, None or "auto", default "auto"
+        Local steps between averaging rounds; None for synchronous SGD (one round per
+        step).  ``"auto"`` sizes the rounds from their cost on the cluster at hand
+        (:mod:`daskglm.solvers.round_sizing`): where rounds cross processes (a Dask
+        cluster), after an untimed-for-training round of 64 local steps that measures a
+        step's compute, local SGD with the smallest power of two of steps per round
+        whose compute is at least 10 times the wall time of a round that computes
+        nothing (the partition-size round), at most one epoch; in this process, and with
+        ``deadline`` or ``min_fraction``, synchronous SGD.  The choice and its reason are
+        in the ledger's ``choices`` and the estimator's ``solver_options_``; it depends
+        on timings, so pass the chosen value to repeat a run bit for bit.
     compression : None, str or dict, default None
         Compress what each round sends back (:mod:`daskglm.compute.compression`):
         ``"stochastic"``, ``"qsgd"`` (with ``bits``), ``"sign"`` and ``"topk"`` (with
@@ -204,7 +214,7 @@ class SGD(Solver):
     name = "sgd"
     options = {
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
-        "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": None,
+        "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": "auto",
         **COMMUNICATION_OPTIONS,
         "hogwild": None, "validation": None,
     }
@@ -224,8 +234,8 @@ class SGD(Solver):
             "average": (isinstance(average, (bool, np.bool_)) or _is_int(average, 0),
                         "a bool or an integer >= 0"),
             "n_iter_no_change": (_is_int(opts["n_iter_no_change"], 1), "an integer >= 1"),
-            "sync_every": (opts["sync_every"] is None or _is_int(opts["sync_every"], 1),
-                           "None or an integer >= 1"),
+            "sync_every": (opts["sync_every"] is None or opts["sync_every"] == "auto"
+                           or _is_int(opts["sync_every"], 1), "None, 'auto' or an integer >= 1"),
             "hogwild": (opts["hogwild"] is None or _is_int(opts["hogwild"], 1),
                         "None or an integer >= 1"),
             "validation": (opts["validation"] is None or callable(opts["validation"]),
@@ -237,7 +247,7 @@ class SGD(Solver):
                     f"Option {key!r} of solver 'sgd' must be {requirement}; got {opts[key]!r}."
                 )
         self.codec = codec_of(opts, self.name)
-        if self.codec is not None and opts["sync_every"] is not None and average:
+        if self.codec is not None and _is_int(opts["sync_every"], 1) and average:
             raise ValueError("Option 'average' of solver 'sgd' is not available with "
                              "'compression' and 'sync_every' (the local iterates are not "
                              "sent); use synchronous SGD or average=False.")
@@ -254,9 +264,11 @@ class SGD(Solver):
 
     @staticmethod
     def _check_deadline(opts):
-        if check_waits(opts, "sgd") and opts["sync_every"] is not None:
+        if check_waits(opts, "sgd") and (_is_int(opts["sync_every"], 1)
+                                         or opts["hogwild"] is not None):
             raise ValueError("Options 'deadline' and 'min_fraction' of solver 'sgd' apply to "
-                             "synchronous SGD; set sync_every=None.")
+                             "synchronous SGD; set sync_every=None (or 'auto') and no "
+                             "hogwild.")
 
     # ----------------------------------------------------------------------------------
     def step_rule(self, problem):
@@ -297,10 +309,13 @@ class SGD(Solver):
             else [size[0] for size in engine.map(partition_size, kind=Kind.SIZES)]
         )
         steps_per_epoch = math.ceil(engine.n_samples / config.batch_size)
-        sync_every = self.opts["sync_every"]
         deadline, min_fraction = self.opts["deadline"], self.opts["min_fraction"]
         waits = deadline is not None or min_fraction is not None
         codec = self.codec
+        sync_every = self.opts["sync_every"]
+        if sync_every == "auto":
+            sync_every = self._auto_sync_every(engine, config, state, rows, steps_per_epoch,
+                                               waits)
         if sync_every is None and engine.n_partitions == 1 and codec is None and not waits:
             sync_every = steps_per_epoch  # the same computation, one round per epoch
         if codec is not None:
@@ -356,6 +371,31 @@ class SGD(Solver):
         else:
             message = "converged" if converged else "maximum number of epochs reached"
         return SGDResult(state.solution, n_epochs, converged, history.entries, message, state)
+
+    def _auto_sync_every(self, engine, config, state, rows, steps_per_epoch, waits):
+        """``sync_every="auto"``: local steps per round from the measured cost of a round,
+        recorded in the ledger's choices."""
+        hogwild = self.opts["hogwild"] is not None
+        if waits:
+            value, reason = None, "deadline and min_fraction wait on every synchronous step"
+        elif engine.n_partitions == 1:
+            value, reason = steps_per_epoch, "one partition: one round per epoch"
+        elif not engine.remote_rounds:
+            value = steps_per_epoch if hogwild else None
+            reason = "rounds run in this process, where a round costs no more than its steps"
+        else:
+            fixed = engine.ledger.records[-1].seconds  # the partition-size round
+            probe = min(PROBE_STEPS, steps_per_epoch)
+            counts = epoch_counts(rows, config.batch_size, config.seed, state.step)[:probe]
+            each = [(index, state.step, counts[:, index], state.step, 0)
+                    for index in range(engine.n_partitions)]
+            engine.reduce_each(local_sgd, each, state.params, state.rule_state, state.average,
+                               config, kind=Kind.STEP_PROBE)
+            sizing = size_rounds(fixed, step_seconds(engine.ledger.records[-1], probe, fixed),
+                                 steps_per_epoch)
+            value, reason = sizing.steps, sizing.reason
+        engine.ledger.note_choice("sync_every", value, reason)
+        return value
 
     def _resume(self, problem, state):
         """Continue ``state``; a changed step rule starts afresh from its iterate."""

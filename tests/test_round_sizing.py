@@ -1,0 +1,114 @@
+"""Steps per round chosen from the measured cost of a round (``"auto"`` options)."""
+
+import math
+
+import dask.array as da
+import numpy as np
+import pytest
+
+import daskglm
+from daskglm.accounting.kinds import Kind
+from daskglm.compute.amortise import amortising_steps
+from daskglm.solvers.round_sizing import COMPUTE_TO_FIXED, size_rounds, step_seconds
+from tests.conftest import make_data
+
+
+@pytest.mark.parametrize("fixed, per_step, expected", [
+    (5e-3, 1e-4, 512),   # 10 x 5 ms / 0.1 ms = 500 -> 512
+    (5e-3, 5e-5, 1024),  # exactly 1000 -> 1024
+    (1e-3, 1e-2, 1),     # a step outweighs the fixed cost: one step a round
+    (1e-3, 0.0, 1),      # nothing measured
+], ids=["500-to-512", "1000-to-1024", "step-outweighs", "unmeasured"])
+def test_amortising_steps_is_the_smallest_power_of_two_that_amortises(fixed, per_step, expected):
+    steps = amortising_steps(fixed, per_step, COMPUTE_TO_FIXED)
+    assert steps == expected
+    if per_step > 0 and steps > 1:
+        assert steps * per_step >= COMPUTE_TO_FIXED * fixed > (steps // 2) * per_step
+
+
+def test_size_rounds_caps_at_one_epoch_and_says_why():
+    sizing = size_rounds(5e-3, 1e-6, most=3000)
+    assert sizing.steps == 3000 and "at most one epoch" in sizing.reason
+    sizing = size_rounds(5e-3, 1e-4, most=3000)
+    assert sizing.steps == 512
+    assert "5.00 ms" in sizing.reason and "100.0 us" in sizing.reason and "10x" in sizing.reason
+
+
+def test_step_seconds_takes_the_span_or_the_wall_time_less_the_fixed_cost():
+    class Record:
+        seconds, seconds_span = 0.030, None
+
+    assert step_seconds(Record, 10, 0.010) == pytest.approx(0.002)
+    Record.seconds_span = 0.015
+    assert step_seconds(Record, 10, 0.010) == pytest.approx(0.0015)
+
+
+def _dask_data(n=20_000, d=5, chunks=2_500):
+    X, y, _ = make_data("binomial", n=n, d=d)
+    return da.from_array(X, chunks=(chunks, -1)), da.from_array(y, chunks=chunks)
+
+
+def test_sgd_on_a_cluster_sizes_local_sgd_rounds_by_their_cost(client):
+    X, y = _dask_data()
+    model = daskglm.LogisticRegression(solver="sgd", max_iter=3, tol=None,
+                                       solver_options={"random_state": 0}).fit(X, y)
+    value, reason = model.comm_.choices["sync_every"]
+    steps_per_epoch = math.ceil(20_000 / 16)
+    assert isinstance(value, int) and 1 <= value <= steps_per_epoch
+    assert value & (value - 1) == 0 or value == steps_per_epoch  # a power of two, or an epoch
+    assert "fixed cost" in reason
+    assert model.solver_options_["sync_every"] == value
+    assert model.comm_.count(Kind.STEP_PROBE) == 1
+    assert model.comm_.count(Kind.SGD_BATCH) == 0
+    assert model.comm_.count(Kind.LOCAL_SGD) == 3 * math.ceil(steps_per_epoch / value)
+    assert "chosen: sync_every=" in repr(model.comm_)
+    # the chosen value passed back repeats the fit bit for bit
+    again = daskglm.LogisticRegression(solver="sgd", max_iter=3, tol=None,
+                                       solver_options={"random_state": 0, "sync_every": value})
+    again.fit(X, y)
+    np.testing.assert_array_equal(again.coef_, model.coef_)
+    assert "sync_every" not in again.comm_.choices and again.comm_.count(Kind.STEP_PROBE) == 0
+
+
+def test_sgd_in_this_process_stays_synchronous():
+    X, y = _dask_data(n=4_000)
+    model = daskglm.SGDClassifier(max_iter=2, tol=None, random_state=0).fit(X, y)
+    assert model.comm_.choices["sync_every"][0] is None
+    assert "this process" in model.comm_.choices["sync_every"][1]
+    synchronous = daskglm.SGDClassifier(max_iter=2, tol=None, random_state=0,
+                                        sync_every=None).fit(X, y)
+    np.testing.assert_array_equal(model.coef_, synchronous.coef_)
+
+
+def test_sgd_deadline_with_auto_stays_synchronous(client):
+    X, y = _dask_data(n=4_000, chunks=1_000)
+    model = daskglm.LogisticRegression(solver="sgd", max_iter=1, tol=None,
+                                       solver_options={"deadline": 5.0, "batch_size": 500})
+    model.fit(X, y)
+    assert model.comm_.choices["sync_every"][0] is None
+    assert model.comm_.count(Kind.DEADLINE_BATCH) == math.ceil(4_000 / 500)
+
+
+def test_gossip_on_a_cluster_sizes_its_local_steps(client):
+    X, y = _dask_data()
+    model = daskglm.LogisticRegression(solver="gossip", max_iter=2, tol=None,
+                                       solver_options={"random_state": 0}).fit(X, y)
+    value, reason = model.comm_.choices["local_steps"]
+    steps_per_epoch = math.ceil(20_000 / 32)
+    assert 1 <= value <= steps_per_epoch and "fixed cost" in reason
+    assert model.solver_options_["local_steps"] == value
+    # the first round times 64 steps; the rest of the epochs take ``value`` steps a round
+    first = 1 + math.ceil((steps_per_epoch - 64) / value)
+    assert model.comm_.count(Kind.GOSSIP) == first + math.ceil(steps_per_epoch / value)
+
+
+def test_async_tasks_size_their_pushes(client):
+    X, y = _dask_data()
+    model = daskglm.LogisticRegression(solver="async", max_iter=2, tol=None).fit(X, y)
+    value, reason = model.comm_.choices["push_every"]
+    assert value >= 1 and "push" in reason
+    pushes = model.comm_.by_kind()[Kind.PUSH]
+    steps = 2 * 20_000 / 32
+    assert pushes["rounds"] >= 1
+    # far fewer pushes than steps: one push per step was the old default
+    assert model.history_[-1]["version"] < steps / 2
