@@ -37,6 +37,9 @@ async
 fused-kernel
     The fused gradient loops on one partition against one read of it, single-threaded
     (see :mod:`benchmarks.fused_kernel`).
+defaults
+    Every method at its defaults against L-BFGS on a two-worker cluster: seconds, rounds,
+    accuracy (see :mod:`benchmarks.defaults`).
 bigd
     L-BFGS with the whole vector against L-BFGS on column shards (see :mod:`benchmarks.bigd`).
 docs
@@ -294,6 +297,9 @@ def build_parser():
     from benchmarks.fused_kernel import add_parser as add_fused_kernel_parser
 
     add_fused_kernel_parser(commands)
+    from benchmarks.defaults import add_parser as add_defaults_parser
+
+    add_defaults_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")

@@ -9,7 +9,12 @@ import pytest
 import daskglm
 from daskglm.accounting.kinds import Kind
 from daskglm.compute.amortise import amortising_steps
-from daskglm.solvers.round_sizing import COMPUTE_TO_FIXED, size_rounds, step_seconds
+from daskglm.solvers.round_sizing import (
+    COMPUTE_TO_FIXED,
+    PROBE_STEPS,
+    size_from_probes,
+    size_rounds,
+)
 from tests.conftest import make_data
 
 
@@ -34,13 +39,17 @@ def test_size_rounds_caps_at_one_epoch_and_says_why():
     assert "5.00 ms" in sizing.reason and "100.0 us" in sizing.reason and "10x" in sizing.reason
 
 
-def test_step_seconds_takes_the_span_or_the_wall_time_less_the_fixed_cost():
-    class Record:
-        seconds, seconds_span = 0.030, None
-
-    assert step_seconds(Record, 10, 0.010) == pytest.approx(0.002)
-    Record.seconds_span = 0.015
-    assert step_seconds(Record, 10, 0.010) == pytest.approx(0.0015)
+def test_size_from_probes_fits_a_line_through_the_last_two_rounds():
+    # 64 steps: 20 ms, 256 steps: 40 ms -> 0.104 ms a step, 13.3 ms fixed
+    sizing = size_from_probes([0.5, 0.020, 0.040], most=10**6)
+    assert sizing.step_seconds == pytest.approx(0.02 / 192)
+    assert sizing.fixed_seconds == pytest.approx(0.020 - 64 * 0.02 / 192)
+    assert sizing.steps == 2048  # 10 x 13.3 ms / 0.104 ms = 1280 -> 2048
+    # the fixed cost is at least the round that computes nothing
+    assert size_from_probes([0.5, 0.020, 0.040], 10**6, least_fixed=0.05).fixed_seconds == 0.05
+    # noise: a slope that is not positive bounds the step by the last round
+    noisy = size_from_probes([0.5, 0.040, 0.030], most=10**6)
+    assert noisy.step_seconds == pytest.approx(0.030 / 256)
 
 
 def _dask_data(n=20_000, d=5, chunks=2_500):
@@ -58,7 +67,7 @@ def test_sgd_on_a_cluster_sizes_local_sgd_rounds_by_their_cost(client):
     assert value & (value - 1) == 0 or value == steps_per_epoch  # a power of two, or an epoch
     assert "fixed cost" in reason
     assert model.solver_options_["sync_every"] == value
-    assert model.comm_.count(Kind.STEP_PROBE) == 1
+    assert model.comm_.count(Kind.STEP_PROBE) == len(PROBE_STEPS)
     assert model.comm_.count(Kind.SGD_BATCH) == 0
     assert model.comm_.count(Kind.LOCAL_SGD) == 3 * math.ceil(steps_per_epoch / value)
     assert "chosen: sync_every=" in repr(model.comm_)
@@ -97,8 +106,9 @@ def test_gossip_on_a_cluster_sizes_its_local_steps(client):
     steps_per_epoch = math.ceil(20_000 / 32)
     assert 1 <= value <= steps_per_epoch and "fixed cost" in reason
     assert model.solver_options_["local_steps"] == value
-    # the first round times 64 steps; the rest of the epochs take ``value`` steps a round
-    first = 1 + math.ceil((steps_per_epoch - 64) / value)
+    # the first rounds time 64, 64 and 256 steps; the rest take ``value`` steps a round
+    probes = sum(PROBE_STEPS)
+    first = len(PROBE_STEPS) + math.ceil((steps_per_epoch - probes) / value)
     assert model.comm_.count(Kind.GOSSIP) == first + math.ceil(steps_per_epoch / value)
 
 
