@@ -13,7 +13,7 @@ import numpy as np
 
 from .backend import from_host, to_host
 
-__all__ = ["partition_size", "epoch_counts", "batch_rows", "draw_rows", "take_rows",
+__all__ = ["partition_size", "epoch_counts", "epoch_order", "batch_rows", "draw_rows", "take_rows",
            "take_rows_to_host"]
 
 
@@ -76,7 +76,9 @@ _ORDERS = {}
 _MAX_ORDERS = 1024
 
 
-def _epoch_order(n_rows, seed, epoch, index):
+def epoch_order(n_rows, seed, epoch, index):
+    """The random order of a partition's ``n_rows`` rows in the epoch that began at step
+    ``epoch`` (seeded by ``seed`` and the partition's ``index``; cached, read-only)."""
     key = (seed, index, n_rows)
     cached = _ORDERS.get(key)
     if cached is not None and cached[0] == epoch:
@@ -97,7 +99,7 @@ def draw_rows(n_rows, count, seed, epoch, index, offset=0):
     from ``(seed, epoch, index)``: the steps of an epoch take consecutive slices of it, so
     they visit every row once.
     """
-    rows = np.sort(_epoch_order(int(n_rows), seed, epoch, index)[offset : offset + count])
+    rows = np.sort(epoch_order(int(n_rows), seed, epoch, index)[offset : offset + count])
     return rows
 
 

@@ -17,6 +17,11 @@ when that is smaller than the dense vector; sums of them stay sparse while that 
 Local SGD on a sparse partition keeps the coefficients as a :class:`ScaledVector`, so
 that an L2 shrink costs O(1) and a step O(non-zeros of the mini-batch) instead of
 O(features) (the lazy L2 update).
+
+Local SGD on a dense numpy partition, for the families with a compiled loss and step rules
+whose rate ignores the gradient, runs its round of steps in one compiled call
+(:mod:`daskglm.compute.sgd_loops`), the same arithmetic as the Python loop without its
+tens of microseconds of overhead per step.
 """
 
 from __future__ import annotations
@@ -27,9 +32,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..model.families import Family
-from ..model.penalties import L2, NoPenalty, Penalty
+from ..model.penalties import L1, L2, ElasticNet, NoPenalty, Penalty
+from .blocked import pointwise_for
 from .kernels import Stats, linear_predictor, loss_grad
-from .sampling import batch_rows, draw_rows, partition_size, take_rows, take_rows_to_host
+from .sampling import (
+    batch_rows,
+    draw_rows,
+    epoch_order,
+    partition_size,
+    take_rows,
+    take_rows_to_host,
+)
 from .schedules import Chain, OptimalDecay, PolynomialDecay, Scale, add_states, scale_state
 from .sparse_vectors import ScaledVector, SparseGradient, _smaller, column_gradient, dense_gradient
 
@@ -251,6 +264,11 @@ def local_sgd(part, draw, params, rule_state, average, config):
     here; that of the last step is applied by the driver after averaging, so that one
     local step averaged over the partitions is exactly one step of plain mini-batch SGD.
 
+    A dense numpy partition runs the steps in one compiled call where it can
+    (:func:`_compiled_applies`), a sparse one with the lazy L2 update where it can, and
+    ``config.hogwild`` as one pass of Hogwild SGD; otherwise (Adagrad, CuPy arrays, other
+    penalties or families) one Python step at a time.
+
     Parameters
     ----------
     part : tuple
@@ -293,6 +311,30 @@ def local_sgd(part, draw, params, rule_state, average, config):
             fraction * y, fraction * rate, scale_state(rule_state, fraction), None, loss,
             batch_weight, penalty,
         )
+    compiled = _compiled_applies(part, counts, config)
+    steps = _compiled_local_steps if compiled else _python_local_steps
+    y, rate, rule_state, average, loss, batch_weight, penalty = steps(
+        part, index, first_step, counts, params, rule_state, average, weight, config, epoch,
+        offset,
+    )
+    return LocalSGDStats(
+        fraction * y, fraction * rate, scale_state(rule_state, fraction),
+        None if average is None else fraction * average, loss, batch_weight, penalty,
+    )
+
+
+def _python_local_steps(part, index, first_step, counts, params, rule_state, average, weight,
+                        config, epoch, offset):
+    """:func:`local_sgd`'s steps, one :func:`batch_loss_grad` and :func:`sgd_step` each.
+
+    Every partition, family, penalty and step rule; the reference of
+    :func:`_compiled_local_steps`.
+
+    Returns
+    -------
+    params, rate, rule_state, average, loss, batch_weight, penalty
+        Not scaled.
+    """
     loss = batch_weight = penalty = 0.0
     x = y = params
     rate = 0.0
@@ -310,10 +352,83 @@ def local_sgd(part, draw, params, rule_state, average, config):
             penalty += stats.weight * config.penalty.value(x[:n])
         y, rate, rule_state = sgd_step(x, stats.grad, weight, config, rule_state, step,
                                        batch_rows(config, epoch, step))
-    return LocalSGDStats(
-        fraction * y, fraction * rate, scale_state(rule_state, fraction),
-        None if average is None else fraction * average, loss, batch_weight, penalty,
+    return y, rate, rule_state, average, loss, batch_weight, penalty
+
+
+def _compiled_applies(part, counts, config):
+    """Whether :func:`_compiled_local_steps` runs ``counts`` steps on ``part``.
+
+    It needs a dense numpy float32 or float64 partition (float targets and weights), a
+    family with a compiled pointwise loss (:func:`~daskglm.compute.blocked.pointwise_for`),
+    no penalty, L2, L1 or the elastic net, a step rule whose rate ignores the gradient (not
+    Adagrad), and at least one step.  The running mean of the iterates may be on.
+    """
+    X, y, weight = part[:3]
+    return (
+        _float_array(X, 2) and _float_array(y, 1) and (weight is None or _float_array(weight, 1))
+        and type(config.penalty) in (NoPenalty, L2, L1, ElasticNet)
+        and _scalar_rule(config.rule)
+        and len(counts) > 0
+        and pointwise_for(config.family) is not None
     )
+
+
+def _float_array(a, ndim):
+    return isinstance(a, np.ndarray) and a.ndim == ndim and a.dtype in (np.float32, np.float64)
+
+
+def _compiled_local_steps(part, index, first_step, counts, params, rule_state, average, weight,
+                          config, epoch, offset):
+    """:func:`_python_local_steps` in one call of
+    :func:`~daskglm.compute.sgd_loops.local_steps`.
+
+    The same rows (step ``k`` takes the next ``counts[k]`` of the partition's order of the
+    epoch, sorted, as :func:`draw_rows` gives them), the same rates (``config.rule``
+    called once per step, as :func:`sgd_step` does), the same gradient scales and the same
+    arithmetic, up to round-off (the order of the sums of the penalty and of the sample
+    weights, and, on steps of fewer than :data:`~daskglm.compute.sgd_loops.CHUNKED_ROWS`
+    rows, the C library's ``exp`` and ``log1p``).
+    """
+    from .sgd_loops import local_steps
+
+    X, y, weight_rows = part[:3]
+    n_steps = len(counts)
+    bounds = np.minimum(offset + np.concatenate(([0], np.cumsum(counts, dtype=np.int64))),
+                        X.shape[0])
+    # the round's slice of the epoch's order, each step's rows sorted apart in the loop (one
+    # draw_rows for the round would sort them all together)
+    rows = epoch_order(X.shape[0], config.seed, epoch, index)[bounds[0]:bounds[-1]].copy()
+    bounds -= bounds[0]
+    steps = range(first_step, first_step + n_steps)
+    n_batch = np.minimum(config.batch_size,
+                         config.n_rows - (np.array(steps) - epoch) * config.batch_size)
+    factors = config.n_rows / (n_batch * weight)
+    rates = np.empty(n_steps)
+    for k, step in enumerate(steps):
+        rate, rule_state = config.rule.update(None, rule_state, step)
+        rates[k] = rate
+    l2, l1 = _penalty_strengths(config.penalty)
+    code, parameter = pointwise_for(config.family)
+    running = np.zeros(len(params)) if average is None else np.array(average, dtype=np.float64)
+    moved, loss, batch_weight, penalty, averaged = local_steps(
+        X, y, np.empty(0) if weight_rows is None else weight_rows, rows, bounds, factors, rates,
+        code, parameter, config.fit_intercept, l2, l1, not config.penalty.smooth,
+        np.asarray(params, dtype=np.float64), running,
+        -1 if config.average_from is None else config.average_from, first_step,
+    )
+    if average is not None or averaged:
+        average = running
+    return moved, rate, rule_state, average, loss, batch_weight, penalty
+
+
+def _penalty_strengths(penalty):
+    """``(l2, l1)``: the strengths of the L2 part (as in :meth:`Penalty.grad`) and of the L1
+    part (as in :func:`l1_prox`) of no penalty, L2, L1 or the elastic net."""
+    if isinstance(penalty, L2):
+        return penalty.alpha, 0.0
+    if isinstance(penalty, ElasticNet):
+        return penalty.alpha * (1.0 - penalty.l1_ratio), penalty.alpha * penalty.l1_ratio
+    return 0.0, 0.0
 
 
 def _scalar_rule(rule):

@@ -1,0 +1,242 @@
+"""The compiled loop of local SGD against the Python loop it replaces.
+
+:func:`~daskglm.compute.stochastic.local_sgd` runs a dense partition's round of steps in
+one compiled call (:mod:`daskglm.compute.sgd_loops`) where it can; with that path switched
+off it runs the Python loop, the reference.  Both draw the same rows and take the same
+steps: every field of their :class:`~daskglm.compute.stochastic.LocalSGDStats` agrees to
+1e-10 (the sums of the penalty and of the sample weights are taken in another order, and
+steps of few rows use the C library's ``exp``).
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from daskglm.compute import sgd_loops, stochastic
+from daskglm.compute.schedules import make_step_rule
+from daskglm.compute.stochastic import SGDConfig, local_sgd
+from daskglm.model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
+from daskglm.model.links import Identity
+from daskglm.model.penalties import L2, NoPenalty, make_penalty
+
+N, D = 400, 6
+N_ROWS = 8 * N  # the data set: this partition and seven more like it
+
+FAMILIES = {"binomial": Binomial(), "gaussian": Gaussian(), "poisson": Poisson()}
+PENALTIES = {"none": NoPenalty(), "l2": L2(0.05),
+             "elasticnet": make_penalty("elasticnet", 0.05, 0.5)}
+RULES = {"constant": ("constant", {"eta0": 0.05}),
+         "invscaling": ("invscaling", {"eta0": 0.1, "power_t": 0.25}),
+         "optimal": ("optimal", {"alpha": 1.0})}
+
+
+def make_part(family, n=N, weights=True, dtype=np.float64, order="C", seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, D))
+    eta = 0.3 * X @ rng.normal(size=D)
+    if isinstance(family, Binomial):
+        y = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
+    elif isinstance(family, Gaussian):
+        y = eta + rng.normal(size=n)
+    else:
+        y = rng.poisson(np.exp(eta)).astype(float) + (0.5 if isinstance(family, Gamma) else 0.0)
+    w = rng.uniform(0.2, 3.0, size=n) if weights else None
+    return np.asarray(X, dtype=dtype, order=order), y, w
+
+
+def make_config(family, penalty=None, rule="invscaling", fit_intercept=True, average_from=None,
+                n_rows=N_ROWS, batch_size=16):
+    name, options = RULES[rule]
+    return SGDConfig(family, L2(0.05) if penalty is None else penalty,
+                     make_step_rule(name, **options), fit_intercept, D, batch_size, n_rows,
+                     float(n_rows), seed=5, average_from=average_from)
+
+
+def start(config, seed=1):
+    params = np.random.default_rng(seed).normal(scale=0.2, size=D + config.fit_intercept)
+    return params, config.rule.init(params)
+
+
+def both_paths(part, draw, params, rule_state, average, config, monkeypatch):
+    """``local_sgd`` on the compiled path and on the Python path."""
+    assert stochastic._compiled_applies(part, draw[2], config)
+    compiled = local_sgd(part, draw, params, rule_state, average, config)
+    with monkeypatch.context() as patch:
+        patch.setattr(stochastic, "_compiled_applies", lambda *args: False)
+        reference = local_sgd(part, draw, params, rule_state, average, config)
+    return compiled, reference
+
+
+def assert_same(compiled, reference, rtol=1e-10):
+    np.testing.assert_allclose(compiled.params, reference.params, rtol=rtol, atol=1e-13)
+    assert compiled.rate == reference.rate
+    assert compiled.rule_state == reference.rule_state
+    if reference.average is None:
+        assert compiled.average is None
+    else:
+        np.testing.assert_allclose(compiled.average, reference.average, rtol=rtol, atol=1e-13)
+    assert compiled.loss == pytest.approx(reference.loss, rel=rtol)
+    assert compiled.batch_weight == pytest.approx(reference.batch_weight, rel=rtol)
+    assert compiled.penalty == pytest.approx(reference.penalty, rel=rtol, abs=1e-13)
+
+
+def random_counts(steps, seed=2, most=4):
+    return np.random.default_rng(seed).integers(0, most + 1, size=steps)
+
+
+@pytest.mark.parametrize("rule", RULES)
+@pytest.mark.parametrize("penalty", PENALTIES)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_weighted_round_with_intercept_equals_the_python_loop(family, penalty, rule, monkeypatch):
+    family = FAMILIES[family]
+    config = make_config(family, PENALTIES[penalty], rule)
+    params, state = start(config)
+    draw = (3, 40, random_counts(60), 30, 11)  # zero-row steps among them
+    compiled, reference = both_paths(make_part(family), draw, params, state, None, config,
+                                     monkeypatch)
+    assert_same(compiled, reference)
+    assert reference.batch_weight > 0 and np.isfinite(reference.params).all()
+    assert np.isfinite(reference.loss) and not np.array_equal(reference.params, params)
+
+
+@pytest.mark.parametrize("penalty", PENALTIES)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_round_without_intercept_or_weights(family, penalty, monkeypatch):
+    family = FAMILIES[family]
+    config = make_config(family, PENALTIES[penalty], "constant", fit_intercept=False)
+    params, state = start(config)
+    assert params.shape == (D,)
+    part = make_part(family, weights=False)
+    compiled, reference = both_paths(part, (0, 7, random_counts(40), 7), params, state, None,
+                                     config, monkeypatch)
+    assert_same(compiled, reference)
+
+
+@pytest.mark.parametrize("dtype, order", [(np.float32, "C"), (np.float64, "F"),
+                                          (np.float32, "F")],
+                         ids=["float32", "fortran", "float32-fortran"])
+def test_float32_and_fortran_ordered_partitions(dtype, order, monkeypatch):
+    config = make_config(Binomial(), make_penalty("elasticnet", 0.05, 0.5))
+    params, state = start(config)
+    part = make_part(Binomial(), dtype=dtype, order=order)
+    assert part[0].dtype == dtype and part[0].flags[f"{order}_CONTIGUOUS"]
+    compiled, reference = both_paths(part, (1, 0, random_counts(50), 0, 5), params, state, None,
+                                     config, monkeypatch)
+    assert_same(compiled, reference)
+
+
+@pytest.mark.parametrize("steps", [1, 150], ids=["one-step", "many-steps"])
+@pytest.mark.parametrize("family", ["binomial", "gaussian"])
+def test_one_step_and_many_steps(family, steps, monkeypatch):
+    family = FAMILIES[family]
+    config = make_config(family, make_penalty("elasticnet", 0.05, 0.5))
+    params, state = start(config)
+    compiled, reference = both_paths(make_part(family), (2, 20, random_counts(steps, most=3), 15),
+                                     params, state, None, config, monkeypatch)
+    assert_same(compiled, reference)
+
+
+def test_one_step_without_rows_moves_by_the_penalty_only(monkeypatch):
+    config = make_config(Gaussian(), L2(0.05), "constant")
+    params, state = start(config)
+    compiled, reference = both_paths(make_part(Gaussian()), (0, 3, [0], 0), params, state, None,
+                                     config, monkeypatch)
+    assert_same(compiled, reference)
+    expected = params.copy()
+    expected[:D] -= 0.05 * (0.05 * params[:D])  # rate times the L2 gradient
+    fraction = make_part(Gaussian())[2].sum() / N_ROWS
+    np.testing.assert_allclose(compiled.params, fraction * expected, rtol=1e-12)
+    assert compiled.loss == compiled.batch_weight == compiled.penalty == 0.0
+
+
+def test_partition_with_fewer_rows_than_the_steps_want(monkeypatch):
+    config = make_config(Poisson(), L2(0.05))
+    params, state = start(config)
+    part = make_part(Poisson(), n=5)
+    draw = (0, 4, [2, 4, 3, 0, 1], 4, 0)  # the second step finds 3 of its 4 rows, then none
+    compiled, reference = both_paths(part, draw, params, state, None, config, monkeypatch)
+    assert_same(compiled, reference)
+    assert compiled.batch_weight == pytest.approx(part[2].sum(), rel=1e-12)  # every row once
+
+
+def test_steps_of_many_rows_take_the_chunked_loop(monkeypatch):
+    # steps of 40 and 300 rows (over a summing block of 128) besides a few small ones
+    config = make_config(Binomial(), L2(0.05), batch_size=N_ROWS // 4)
+    params, state = start(config)
+    counts = [3, sgd_loops.CHUNKED_ROWS + 8, 0, 300]
+    compiled, reference = both_paths(make_part(Binomial()), (0, 0, counts, 0), params, state,
+                                     None, config, monkeypatch)
+    assert_same(compiled, reference)
+
+
+def test_last_step_of_an_epoch_scales_by_the_rows_it_has(monkeypatch):
+    config = make_config(Gaussian(), L2(0.05), n_rows=1000)  # 63 steps, the last of 8 rows
+    params, state = start(config)
+    compiled, reference = both_paths(make_part(Gaussian()), (0, 55, random_counts(8), 0, 100),
+                                     params, state, None, config, monkeypatch)
+    assert_same(compiled, reference)
+
+
+@pytest.mark.parametrize("average_from, running", [(0, True), (45, False), (53, False),
+                                                   (500, False)],
+                         ids=["running", "starts-in-round", "starts-at-last-step", "not-yet"])
+def test_averaging(average_from, running, monkeypatch):
+    config = make_config(Binomial(), make_penalty("elasticnet", 0.05, 0.5),
+                         average_from=average_from)
+    params, state = start(config)
+    average = np.random.default_rng(3).normal(size=params.shape) if running else None
+    compiled, reference = both_paths(make_part(Binomial()), (0, 40, random_counts(14), 40),
+                                     params, state, average, config, monkeypatch)
+    assert_same(compiled, reference)
+    assert (reference.average is None) == (average_from >= 53)
+
+
+def test_tweedie_and_gamma_pass_their_parameter(monkeypatch):
+    for family in (Tweedie(power=1.5, link="log"), Gamma(link="log")):
+        config = make_config(family, L2(0.05), "constant")
+        params, state = start(config)
+        compiled, reference = both_paths(make_part(family), (0, 0, random_counts(30), 0),
+                                         params, state, None, config, monkeypatch)
+        assert_same(compiled, reference)
+
+
+def test_other_cases_keep_the_python_loop():
+    X, y, w = make_part(Binomial())
+    counts = random_counts(10)
+    config = make_config(Binomial())
+    assert stochastic._compiled_applies((X, y, w), counts, config)
+    adagrad = SGDConfig(Binomial(), L2(0.05), make_step_rule("adagrad", 0.1), True, D, 16,
+                        N_ROWS, float(N_ROWS), 0)
+    assert not stochastic._compiled_applies((X, y, w), counts, adagrad)
+    assert not stochastic._compiled_applies((sp.csr_matrix(X), y, w), counts, config)
+    assert not stochastic._compiled_applies((X.astype(np.int64), y, w), counts, config)
+    assert not stochastic._compiled_applies((X, y, w), [], config)
+    assert not stochastic._compiled_applies((X, y, w), counts,
+                                            make_config(Poisson(link=Identity())))
+
+
+def test_a_fit_with_local_steps_equals_the_python_loops(monkeypatch):
+    from daskglm.engine import make_engine
+    from daskglm.solvers import Problem, get_solver
+
+    X, y, w = make_part(Binomial(), n=1000)
+    problem = Problem(Binomial(), make_penalty("elasticnet", 0.01, 0.5), True, D)
+
+    def fit():
+        options = {"batch_size": 32, "random_state": 0, "sync_every": 4,
+                   "learning_rate": "invscaling", "eta0": 0.2, "average": 500}
+        with make_engine(X, y, w, family=problem.family, client=None, n_partitions=3) as engine:
+            solver = get_solver("sgd", problem, tol=None, max_iter=3, options=options)
+            return solver.solve(problem, engine, np.zeros(problem.n_params))
+
+    rounds = []
+    compiled_steps = stochastic._compiled_local_steps
+    monkeypatch.setattr(stochastic, "_compiled_local_steps",
+                        lambda *args: rounds.append(1) or compiled_steps(*args))
+    compiled = fit()
+    assert len(rounds) == 3 * 3 * 8  # epochs, partitions, rounds of 4 of the 32 steps
+    monkeypatch.setattr(stochastic, "_compiled_applies", lambda *args: False)
+    reference = fit()
+    np.testing.assert_allclose(compiled.params, reference.params, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(compiled.state.params, reference.state.params, rtol=1e-10,
+                               atol=1e-13)
