@@ -59,10 +59,10 @@ def start(config, seed=1):
 
 def both_paths(part, draw, params, rule_state, average, config, monkeypatch):
     """``local_sgd`` on the compiled path and on the Python path."""
-    assert stochastic._compiled_applies(part, draw[2], config)
+    assert stochastic.compiled_local_steps_apply(part, draw[2], config)
     compiled = local_sgd(part, draw, params, rule_state, average, config)
     with monkeypatch.context() as patch:
-        patch.setattr(stochastic, "_compiled_applies", lambda *args: False)
+        patch.setattr(stochastic, "compiled_local_steps_apply", lambda *args: False)
         reference = local_sgd(part, draw, params, rule_state, average, config)
     return compiled, reference
 
@@ -204,14 +204,14 @@ def test_other_cases_keep_the_python_loop():
     X, y, w = make_part(Binomial())
     counts = random_counts(10)
     config = make_config(Binomial())
-    assert stochastic._compiled_applies((X, y, w), counts, config)
+    assert stochastic.compiled_local_steps_apply((X, y, w), counts, config)
     adagrad = SGDConfig(Binomial(), L2(0.05), make_step_rule("adagrad", 0.1), True, D, 16,
                         N_ROWS, float(N_ROWS), 0)
-    assert not stochastic._compiled_applies((X, y, w), counts, adagrad)
-    assert not stochastic._compiled_applies((sp.csr_matrix(X), y, w), counts, config)
-    assert not stochastic._compiled_applies((X.astype(np.int64), y, w), counts, config)
-    assert not stochastic._compiled_applies((X, y, w), [], config)
-    assert not stochastic._compiled_applies((X, y, w), counts,
+    assert not stochastic.compiled_local_steps_apply((X, y, w), counts, adagrad)
+    assert not stochastic.compiled_local_steps_apply((sp.csr_matrix(X), y, w), counts, config)
+    assert not stochastic.compiled_local_steps_apply((X.astype(np.int64), y, w), counts, config)
+    assert not stochastic.compiled_local_steps_apply((X, y, w), [], config)
+    assert not stochastic.compiled_local_steps_apply((X, y, w), counts,
                                             make_config(Poisson(link=Identity())))
 
 
@@ -230,13 +230,35 @@ def test_a_fit_with_local_steps_equals_the_python_loops(monkeypatch):
             return solver.solve(problem, engine, np.zeros(problem.n_params))
 
     rounds = []
-    compiled_steps = stochastic._compiled_local_steps
-    monkeypatch.setattr(stochastic, "_compiled_local_steps",
+    compiled_steps = stochastic.compiled_local_steps
+    monkeypatch.setattr(stochastic, "compiled_local_steps",
                         lambda *args: rounds.append(1) or compiled_steps(*args))
     compiled = fit()
     assert len(rounds) == 3 * 3 * 8  # epochs, partitions, rounds of 4 of the 32 steps
-    monkeypatch.setattr(stochastic, "_compiled_applies", lambda *args: False)
+    monkeypatch.setattr(stochastic, "compiled_local_steps_apply", lambda *args: False)
     reference = fit()
     np.testing.assert_allclose(compiled.params, reference.params, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(compiled.state.params, reference.state.params, rtol=1e-10,
                                atol=1e-13)
+
+
+@pytest.mark.parametrize("family", ["binomial", "gaussian", "poisson"])
+def test_gossip_nodes_take_the_compiled_steps(family, monkeypatch):
+    """A gossip node's local steps are local SGD's with the node's share of the weight."""
+    from daskglm.compute import gossip
+
+    part = make_part(FAMILIES[family])
+    config = make_config(FAMILIES[family])
+    params, rule_state = start(config)
+    n_nodes = 8
+    counts = np.full((40, n_nodes), 2)
+    offsets = np.full(n_nodes, 10)
+    node = gossip.GossipNode(3, params, rule_state)
+    compiled = gossip.gossip_local_steps(part, node, counts, offsets, 7, 5, config, n_nodes)
+    monkeypatch.setattr(gossip, "compiled_local_steps_apply", lambda *args: False)
+    python = gossip.gossip_local_steps(part, node, counts, offsets, 7, 5, config, n_nodes)
+    for got, expected in zip((compiled[0].params, compiled[0].loss, compiled[0].weight,
+                              compiled[0].penalty, compiled[1].params),
+                             (python[0].params, python[0].loss, python[0].weight,
+                              python[0].penalty, python[1].params)):
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-14)

@@ -24,7 +24,7 @@ import numpy as np
 
 from .sampling import batch_rows
 from .sparse_vectors import dense_gradient
-from .stochastic import batch_loss_grad
+from .stochastic import batch_loss_grad, compiled_local_steps, compiled_local_steps_apply
 
 __all__ = ["TOPOLOGIES", "neighbours_of", "metropolis_weights", "GossipNode", "NodeStats",
            "gossip_local_steps", "mix_with_neighbours", "spread"]
@@ -129,6 +129,13 @@ def gossip_local_steps(part, node, counts, offsets, first_step, epoch, config, n
     rule_state = node.rule_state
     n = config.n_features
     offset = int(offsets[i])
+    if compiled_local_steps_apply(part, counts[:, i], config):
+        # local SGD's steps with the node's share of the total weight: the same step
+        x, _, rule_state, _, loss, weight, penalty = compiled_local_steps(
+            part, i, first_step, counts[:, i], x, rule_state, None,
+            config.total_weight / n_nodes, config, epoch, offset)
+        new = GossipNode(i, x, rule_state)
+        return NodeStats(x.copy(), float(x @ x), loss, weight, penalty, 1), new
     loss = weight = penalty = 0.0
     for k in range(counts.shape[0]):
         step = first_step + k

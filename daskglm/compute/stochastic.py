@@ -48,7 +48,7 @@ from .sparse_vectors import ScaledVector, SparseGradient, _smaller, column_gradi
 
 __all__ = [
     "SGDConfig", "LocalSGDStats", "batch_loss_grad", "sgd_step", "l1_prox", "average_update",
-    "local_sgd",
+    "local_sgd", "compiled_local_steps", "compiled_local_steps_apply",
 ]
 
 
@@ -265,7 +265,7 @@ def local_sgd(part, draw, params, rule_state, average, config):
     local step averaged over the partitions is exactly one step of plain mini-batch SGD.
 
     A dense numpy partition runs the steps in one compiled call where it can
-    (:func:`_compiled_applies`), a sparse one with the lazy L2 update where it can, and
+    (:func:`compiled_local_steps_apply`), a sparse one with the lazy L2 update where it can, and
     ``config.hogwild`` as one pass of Hogwild SGD; otherwise (Adagrad, CuPy arrays, other
     penalties or families) one Python step at a time.
 
@@ -311,8 +311,8 @@ def local_sgd(part, draw, params, rule_state, average, config):
             fraction * y, fraction * rate, scale_state(rule_state, fraction), None, loss,
             batch_weight, penalty,
         )
-    compiled = _compiled_applies(part, counts, config)
-    steps = _compiled_local_steps if compiled else _python_local_steps
+    compiled = compiled_local_steps_apply(part, counts, config)
+    steps = compiled_local_steps if compiled else _python_local_steps
     y, rate, rule_state, average, loss, batch_weight, penalty = steps(
         part, index, first_step, counts, params, rule_state, average, weight, config, epoch,
         offset,
@@ -328,7 +328,7 @@ def _python_local_steps(part, index, first_step, counts, params, rule_state, ave
     """:func:`local_sgd`'s steps, one :func:`batch_loss_grad` and :func:`sgd_step` each.
 
     Every partition, family, penalty and step rule; the reference of
-    :func:`_compiled_local_steps`.
+    :func:`compiled_local_steps`.
 
     Returns
     -------
@@ -355,8 +355,8 @@ def _python_local_steps(part, index, first_step, counts, params, rule_state, ave
     return y, rate, rule_state, average, loss, batch_weight, penalty
 
 
-def _compiled_applies(part, counts, config):
-    """Whether :func:`_compiled_local_steps` runs ``counts`` steps on ``part``.
+def compiled_local_steps_apply(part, counts, config):
+    """Whether :func:`compiled_local_steps` runs ``counts`` steps on ``part``.
 
     It needs a dense numpy float32 or float64 partition (float targets and weights), a
     family with a compiled pointwise loss (:func:`~daskglm.compute.blocked.pointwise_for`),
@@ -377,7 +377,7 @@ def _float_array(a, ndim):
     return isinstance(a, np.ndarray) and a.ndim == ndim and a.dtype in (np.float32, np.float64)
 
 
-def _compiled_local_steps(part, index, first_step, counts, params, rule_state, average, weight,
+def compiled_local_steps(part, index, first_step, counts, params, rule_state, average, weight,
                           config, epoch, offset):
     """:func:`_python_local_steps` in one call of
     :func:`~daskglm.compute.sgd_loops.local_steps`.
