@@ -9,12 +9,7 @@ import pytest
 import daskglm
 from daskglm.accounting.kinds import Kind
 from daskglm.compute.amortise import amortising_steps
-from daskglm.solvers.round_sizing import (
-    COMPUTE_TO_FIXED,
-    PROBE_STEPS,
-    size_from_probes,
-    size_rounds,
-)
+from daskglm.solvers.round_sizing import COMPUTE_TO_FIXED, StepTimer, size_rounds
 from tests.conftest import make_data
 
 
@@ -39,17 +34,26 @@ def test_size_rounds_caps_at_one_epoch_and_says_why():
     assert "5.00 ms" in sizing.reason and "100.0 us" in sizing.reason and "10x" in sizing.reason
 
 
-def test_size_from_probes_fits_a_line_through_the_last_two_rounds():
-    # 64 steps: 20 ms, 256 steps: 40 ms -> 0.104 ms a step, 13.3 ms fixed
-    sizing = size_from_probes([0.5, 0.020, 0.040], most=10**6)
-    assert sizing.step_seconds == pytest.approx(0.02 / 192)
-    assert sizing.fixed_seconds == pytest.approx(0.020 - 64 * 0.02 / 192)
-    assert sizing.steps == 2048  # 10 x 13.3 ms / 0.104 ms = 1280 -> 2048
-    # the fixed cost is at least the round that computes nothing
-    assert size_from_probes([0.5, 0.020, 0.040], 10**6, least_fixed=0.05).fixed_seconds == 0.05
-    # noise: a slope that is not positive bounds the step by the last round
-    noisy = size_from_probes([0.5, 0.040, 0.030], most=10**6)
-    assert noisy.step_seconds == pytest.approx(0.030 / 256)
+def test_step_timer_doubles_until_compute_stands_out_then_fits_a_line():
+    timer = StepTimer(empty_seconds=0.005, most=10**6)
+    walls = {64: 0.050, 128: 0.006, 256: 0.007, 512: 0.009, 1024: 0.013, 2048: 0.021}
+    sizing = None
+    while sizing is None:  # 64 (cold), 128, ... until 3x the shortest warm round
+        sizing = timer.add(walls[timer.steps])
+    assert [steps for steps, _ in timer.walls] == [64, 128, 256, 512, 1024, 2048]
+    assert sizing.step_seconds == pytest.approx(0.008 / 1024)  # 1024 -> 2048 steps
+    assert sizing.fixed_seconds == pytest.approx(0.013 - 1024 * 0.008 / 1024)
+    assert sizing.steps == 8192  # 10 x 5 ms / 7.8 us = 6400 -> 8192
+    # an epoch caps both the timing rounds and the choice
+    short = StepTimer(empty_seconds=0.005, most=300)
+    while (sizing := short.add(0.006)) is None:
+        pass
+    assert [steps for steps, _ in short.walls] == [64, 128, 256, 300] and sizing.steps == 300
+    # noise at the cap: a slope that is not positive bounds the step by the last round
+    noisy = StepTimer(empty_seconds=0.001, most=256)
+    for wall in (0.050, 0.010, 0.008):
+        sizing = noisy.add(wall)
+    assert sizing.step_seconds == pytest.approx(0.008 / 256)
 
 
 def _dask_data(n=20_000, d=5, chunks=2_500):
@@ -67,7 +71,7 @@ def test_sgd_on_a_cluster_sizes_local_sgd_rounds_by_their_cost(client):
     assert value & (value - 1) == 0 or value == steps_per_epoch  # a power of two, or an epoch
     assert "fixed cost" in reason
     assert model.solver_options_["sync_every"] == value
-    assert model.comm_.count(Kind.STEP_PROBE) == len(PROBE_STEPS)
+    assert model.comm_.count(Kind.STEP_PROBE) >= 3
     assert model.comm_.count(Kind.SGD_BATCH) == 0
     assert model.comm_.count(Kind.LOCAL_SGD) == 3 * math.ceil(steps_per_epoch / value)
     assert "chosen: sync_every=" in repr(model.comm_)
@@ -106,10 +110,10 @@ def test_gossip_on_a_cluster_sizes_its_local_steps(client):
     steps_per_epoch = math.ceil(20_000 / 32)
     assert 1 <= value <= steps_per_epoch and "fixed cost" in reason
     assert model.solver_options_["local_steps"] == value
-    # the first rounds time 64, 64 and 256 steps; the rest take ``value`` steps a round
-    probes = sum(PROBE_STEPS)
-    first = len(PROBE_STEPS) + math.ceil((steps_per_epoch - probes) / value)
-    assert model.comm_.count(Kind.GOSSIP) == first + math.ceil(steps_per_epoch / value)
+    # the first rounds time 64, 128, ... steps; the rest take ``value`` steps a round
+    rounds = model.history_[0]["rounds_in_epoch"] + model.history_[1]["rounds_in_epoch"]
+    assert model.comm_.count(Kind.GOSSIP) == rounds
+    assert model.history_[1]["rounds_in_epoch"] == math.ceil(steps_per_epoch / value)
 
 
 def test_async_tasks_size_their_pushes(client):

@@ -31,8 +31,10 @@ def epoch_counts(rows, batch_size, seed, epoch):
     """Rows each partition gives to each step of an epoch, every row once.
 
     The split over the partitions of the consecutive ``batch_size`` slices of a uniformly
-    random order of all rows: one multivariate hypergeometric draw per step, from the rows
-    each partition has left.
+    random order of all rows: the partition of every position of that order (a shuffle of
+    each row's partition index), counted per slice.  Each step's split is thus a
+    multivariate hypergeometric draw from the rows each partition has left, for the cost of
+    one shuffle of ``sum(rows)`` small integers.
 
     Parameters
     ----------
@@ -57,12 +59,12 @@ def epoch_counts(rows, batch_size, seed, epoch):
         counts[:, 0] = batch_size
         counts[-1, 0] = total - (n_steps - 1) * batch_size
         return counts
-    rng = _rng(seed, epoch)
-    for k in range(n_steps):
-        counts[k] = rng.multivariate_hypergeometric(left, min(batch_size, total))
-        left -= counts[k]
-        total -= int(counts[k].sum())
-    return counts
+    n_parts = left.shape[0]
+    labels = np.repeat(np.arange(n_parts, dtype=np.min_scalar_type(n_parts)), left)
+    _rng(seed, epoch).shuffle(labels)
+    slots = np.arange(total, dtype=np.int64) // batch_size * n_parts
+    slots += labels
+    return np.bincount(slots, minlength=n_steps * n_parts).reshape(n_steps, n_parts)
 
 
 def batch_rows(config, epoch, step):

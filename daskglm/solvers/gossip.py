@@ -24,7 +24,7 @@ from ..compute.stochastic import SGDConfig
 from ..engine.neighbours import exchange_with_neighbours
 from ..model.problem import Feature
 from .base import EarlyStopping, History, Solver, SolverResult
-from .round_sizing import PROBE_STEPS, size_from_probes
+from .round_sizing import StepTimer
 
 __all__ = ["Gossip"]
 
@@ -68,7 +68,7 @@ class Gossip(Solver):
         Most neighbours of a node in the ``"random"`` graph.
     local_steps : int or "auto", default "auto"
         SGD steps between two exchanges.  ``"auto"`` (:mod:`daskglm.solvers.round_sizing`):
-        on a Dask cluster the first three rounds take 64, 64 and 256 steps, whose wall
+        on a Dask cluster the first rounds take 64, 128, 256, ... steps, whose wall
         times (with their exchanges) give a step's compute and a round's fixed cost; the
         rounds after them take the smallest power of two of steps whose compute is at
         least 10 times that fixed cost, at most an epoch.  1 in this process.  The choice
@@ -142,9 +142,10 @@ class Gossip(Solver):
     def _run(self, problem, engine, config, links, mixing, rows, params0, empty_round_seconds):
         history = History(engine)
         n_nodes = engine.n_partitions
-        local_steps, walls = self.opts["local_steps"], None
+        local_steps, timer = self.opts["local_steps"], None
         if local_steps == "auto" and engine.remote_rounds and n_nodes > 1:
-            local_steps, walls = PROBE_STEPS[0], []  # the first rounds time the steps
+            timer = StepTimer(empty_round_seconds, math.ceil(engine.n_samples / config.batch_size))
+            local_steps = timer.steps  # the first rounds time the steps
         elif local_steps == "auto":
             local_steps = 1
             engine.ledger.note_choice("local_steps", 1, "rounds run in this process, where a "
@@ -174,13 +175,12 @@ class Gossip(Solver):
                 if n_nodes > 1:
                     exchange_with_neighbours(engine, STATE, mix_with_neighbours, links, mixing,
                                              kind=Kind.GOSSIP_EXCHANGE, message_bytes=message)
-                if walls is not None:  # this round and its exchange
-                    walls.append(local_record.seconds + engine.ledger.records[-1].seconds)
-                    if len(walls) < len(PROBE_STEPS):
-                        local_steps = PROBE_STEPS[len(walls)]
+                if timer is not None:  # this round and its exchange
+                    sizing = timer.add(local_record.seconds + engine.ledger.records[-1].seconds)
+                    if sizing is None:
+                        local_steps = timer.steps
                     else:
-                        sizing = size_from_probes(walls, counts.shape[0], empty_round_seconds)
-                        local_steps, walls = sizing.steps, None
+                        local_steps, timer = sizing.steps, None
                         engine.ledger.note_choice("local_steps", local_steps, sizing.reason)
             value = (loss + penalty) / weight if weight > 0 else math.nan
             history.record(value, math.nan, math.nan, loss=loss / weight if weight else math.nan,

@@ -4,11 +4,13 @@ Stochastic solvers take many small steps.  On a cluster every round pays a fixed
 (messages, scheduling, a task's set-up: milliseconds) that does not shrink with the work
 in it, so one round per step of a few rows spends nearly all of its time on that cost.
 The solvers that can take several steps per round (local SGD's ``sync_every``, gossip's
-``local_steps``) time rounds of :data:`PROBE_STEPS` steps and fit a line through the wall
-times of the last two, ``wall = fixed + steps * per_step`` (the first warms what a
-partition's first steps of an epoch set up, such as its order of the rows).  A round then
-takes the smallest power of two of steps whose compute is at least
-:data:`COMPUTE_TO_FIXED` times the fixed cost, at most one epoch.
+``local_steps``) time rounds of :data:`FIRST_PROBE_STEPS` steps, then twice as many, and so
+on (:class:`StepTimer`), until a round's wall time is :data:`PROBE_WALL_RATIO` times that of
+a round computing almost nothing and of the shortest timing round, and fit a line through the last two, ``wall = fixed +
+steps * per_step`` (at least three rounds: the first also sets up what a partition's first
+steps of an epoch need, such as its order of the rows).  A round then takes the smallest
+power of two of steps whose compute is at least :data:`COMPUTE_TO_FIXED` times the fixed
+cost, at most one epoch.
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ from dataclasses import dataclass
 
 from ..compute.amortise import amortising_steps
 
-__all__ = ["COMPUTE_TO_FIXED", "PROBE_STEPS", "RoundSizing", "size_rounds", "size_from_probes"]
+__all__ = ["COMPUTE_TO_FIXED", "RoundSizing", "StepTimer", "size_rounds"]
 
 #: A round's compute is made at least this many times its fixed cost.
 COMPUTE_TO_FIXED = 10.0
-#: Steps of the rounds that time a step.
-PROBE_STEPS = (64, 64, 256)
+#: Steps of the first round that times a step.
+FIRST_PROBE_STEPS = 64
+#: Timing rounds double their steps until their wall time is this many times an empty
+#: round's and the shortest timing round's (the first left out), so that the steps' compute stands above the noise of the fixed cost.
+PROBE_WALL_RATIO = 3.0
+#: Timing rounds at the least (the first warms up).
+MIN_PROBES = 3
 
 
 @dataclass(frozen=True)
@@ -68,16 +75,48 @@ def size_rounds(fixed_seconds, seconds_per_step, most):
     return RoundSizing(min(steps, most), float(fixed_seconds), float(seconds_per_step), most)
 
 
-def size_from_probes(walls, most, least_fixed=0.0):
-    """The :class:`RoundSizing` from the wall times of rounds of :data:`PROBE_STEPS` steps.
+class StepTimer:
+    """Rounds of doubling steps that time a step and a round's fixed cost.
 
-    The last two give the line ``wall = fixed + steps * per_step``; the fixed cost is at
-    least ``least_fixed`` (a round that computes almost nothing, measured apart).  Where
-    noise makes the slope not positive, the last round's wall time over its steps bounds
-    the step from above.
+    Parameters
+    ----------
+    empty_seconds : float
+        Wall time of a round that computes almost nothing: the least fixed cost, and the
+        yardstick of when a round's compute is large enough to be timed.
+    most : int
+        Steps in one epoch: the most a round takes.
+
+    Attributes
+    ----------
+    steps : int
+        Steps of the next timing round.
     """
-    (k1, w1), (k2, w2) = list(zip(PROBE_STEPS, walls))[-2:]
-    per_step = (w2 - w1) / (k2 - k1)
-    if per_step <= 0:
-        per_step = w2 / k2
-    return size_rounds(max(w1 - per_step * k1, least_fixed), per_step, most)
+
+    def __init__(self, empty_seconds, most):
+        self.empty_seconds = float(empty_seconds)
+        self.most = max(1, int(most))
+        self.steps = min(FIRST_PROBE_STEPS, self.most)
+        self.walls = []
+
+    def add(self, wall_seconds):
+        """Record the wall time of a round of :attr:`steps` steps; the
+        :class:`RoundSizing` once the timing is done, else None (and :attr:`steps` is the
+        next round's)."""
+        self.walls.append((self.steps, float(wall_seconds)))
+        warm = [wall for _, wall in self.walls[1:]]
+        done = (len(self.walls) >= MIN_PROBES
+                and wall_seconds >= PROBE_WALL_RATIO * max(self.empty_seconds, min(warm)))
+        if not done and self.steps < self.most:
+            self.steps = min(2 * self.steps, self.most)
+            return None
+        return self._sizing()
+
+    def _sizing(self):
+        if len(self.walls) < 2:
+            (steps, wall), = self.walls
+            return size_rounds(max(self.empty_seconds, 0.0), wall / steps, self.most)
+        (k1, w1), (k2, w2) = self.walls[-2:]
+        per_step = (w2 - w1) / (k2 - k1) if k2 != k1 else 0.0
+        if per_step <= 0:  # noise: the last round's wall time bounds the step from above
+            per_step = w2 / k2
+        return size_rounds(max(w1 - per_step * k1, self.empty_seconds), per_step, self.most)

@@ -24,7 +24,7 @@ from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
 from .base import EarlyStopping, History, Solver, SolverResult
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
-from .round_sizing import PROBE_STEPS, size_from_probes
+from .round_sizing import StepTimer
 from .sgd_communication import (
     SENDER_STATE,
     Link,
@@ -169,10 +169,10 @@ class SGD(Solver):
         Local steps between averaging rounds; None for synchronous SGD (one round per
         step).  ``"auto"`` sizes the rounds from their cost on the cluster at hand
         (:mod:`daskglm.solvers.round_sizing`): where rounds cross processes (a Dask
-        cluster), after three rounds of 64, 64 and 256 local steps that time a step
-        and a round's fixed cost (their results dropped), local SGD with the smallest
-        power of two of steps per round whose compute is at least 10 times the fixed
-        cost, at most one epoch; in this process, and with
+        cluster), after rounds of 64, 128, 256, ... local steps that time a step and a
+        round's fixed cost (their results dropped), local SGD with the smallest power of
+        two of steps per round whose compute is at least 10 times the fixed cost, at
+        most one epoch; in this process, and with
         ``deadline`` or ``min_fraction``, synchronous SGD.  The choice and its reason are
         in the ledger's ``choices`` and the estimator's ``solver_options_``; it depends
         on timings, so pass the chosen value to repeat a run bit for bit.
@@ -384,16 +384,15 @@ class SGD(Solver):
             value = steps_per_epoch if hogwild else None
             reason = "rounds run in this process, where a round costs no more than its steps"
         else:
-            empty = engine.ledger.records[-1].seconds  # the partition-size round
+            timer = StepTimer(engine.ledger.records[-1].seconds, steps_per_epoch)  # sizes round
             counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
-            walls = []
-            for steps in PROBE_STEPS:
-                each = [(index, state.step, counts[:steps, index], state.step, 0)
+            sizing = None
+            while sizing is None:
+                each = [(index, state.step, counts[:timer.steps, index], state.step, 0)
                         for index in range(engine.n_partitions)]
                 engine.reduce_each(local_sgd, each, state.params, state.rule_state,
                                    state.average, config, kind=Kind.STEP_PROBE)
-                walls.append(engine.ledger.records[-1].seconds)
-            sizing = size_from_probes(walls, steps_per_epoch, empty)
+                sizing = timer.add(engine.ledger.records[-1].seconds)
             value, reason = sizing.steps, sizing.reason
         engine.ledger.note_choice("sync_every", value, reason)
         return value
