@@ -6,7 +6,7 @@ regression (``C=1``) with every solver that handles it, and least squares with t
 normal equations against L-BFGS on the same rows, on a fresh ``LocalCluster`` of worker
 processes (one thread each) holding ``rows x features`` of Dask data in ``partitions``
 chunks, and prints each method's seconds, rounds, iterations, whether it converged, the
-held-out accuracy (R^2 for least squares) and its time over L-BFGS's.  The target is
+accuracy on the training rows (R^2 for least squares) and its time over L-BFGS's.  The target is
 every method within 10x of L-BFGS and within 0.01 of its accuracy.  Each solver first
 fits a tenth of a partition (untimed), so that one-time costs are not in the table.
 
@@ -27,8 +27,7 @@ LOGISTIC_SOLVERS = ("lbfgs", "newton", "gd", "proximal", "admm", "averaging", "s
 
 
 def make_data(rows, features, partitions, seed=0):
-    """Persisted Dask arrays: ``X``, a binary and a continuous target, split into a
-    training and a held-out half by rows."""
+    """Persisted Dask arrays: ``X``, a binary and a continuous target."""
     import dask.array as da
     import numpy as np
 
@@ -68,8 +67,7 @@ def main(args):
     from benchmarks.environment import load_average
 
     solvers = args.solvers.split(",") if args.solvers else list(LOGISTIC_SOLVERS)
-    if "lbfgs" not in solvers:
-        solvers.insert(0, "lbfgs")
+    solvers = ["lbfgs"] + [name for name in solvers if name != "lbfgs"]  # the yardstick first
     with local_cluster(ClusterSpec(args.workers, 1)):
         X, y, y_linear = make_data(args.rows, args.features, args.partitions)
         print(f"L2-logistic (C=1) at defaults, {args.rows:,} x {args.features} in "
@@ -85,8 +83,10 @@ def main(args):
                             X[: X.chunks[0][0] // 10], y[: X.chunks[0][0] // 10])
         base = None
         for name in solvers:
-            model, seconds, warned = fit_at_defaults(
-                daskglm.LogisticRegression(solver=name), X, y)
+            # L-BFGS, the yardstick, at the best of three fits; every other method once
+            fits = [fit_at_defaults(daskglm.LogisticRegression(solver=name), X, y)
+                    for _ in range(3 if base is None else 1)]
+            model, seconds, _ = min(fits, key=lambda fit: fit[1])
             score = float(model.score(X, y))
             if base is None:
                 base = seconds, score
