@@ -49,7 +49,7 @@ STEP = {"learning_rate": "invscaling", "eta0": 0.5, "power_t": 0.25}
 
 #: ``name: (solver, options)``; ``batch`` is replaced by the batch size.
 METHODS = {
-    "sgd": ("sgd", {"random_state": 0}),
+    "sgd": ("sgd", {"random_state": 0, "sync_every": None}),  # synchronous
     "local-sgd": ("sgd", {"random_state": 0, "sync_every": 8}),
     "ssp-1": ("async", {"random_state": 0, "staleness": 1}),
     "ssp-4": ("async", {"random_state": 0, "staleness": 4}),

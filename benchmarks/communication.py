@@ -132,7 +132,7 @@ def run(rows=2000, features=10_000, epochs=6, batch_size=200, slowdown=5.0, eta0
     best = _reference(X, y, alpha)
     problem = Problem(Binomial(), L2(alpha), True, features)
     base = {"batch_size": batch_size, "eta0": eta0, "learning_rate": "invscaling",
-            "power_t": 0.5, "random_state": 0}
+            "power_t": 0.5, "random_state": 0, "sync_every": None}  # synchronous rounds
     steps = -(-rows // batch_size)
     results = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
