@@ -6,8 +6,7 @@ SGD steps on mini-batches of its own rows, pushes the accumulated change every
 ``push_every`` steps, reads the parameters again every ``fetch_every`` steps, and with a
 staleness bound waits its turn after each push (and then reads).  It stops when the
 holder says the run has done its rows, after ``passes`` passes over its own rows or
-``seconds`` of work, or when asked.  The
-holder is anything with the methods of
+``seconds`` of work, or when asked.  The holder is anything with the methods of
 :class:`~daskglm.engine.asynchronous.ParameterHolder` (its handle on a cluster); nothing
 here imports Dask.
 
@@ -19,6 +18,12 @@ the change touches only the columns of the rows read and is pushed as a
 ``hogwild`` threads (sparse rows, L2 or no penalty, log or squared loss), the steps
 between two pushes are one pass of lock-free Hogwild SGD over the rows read
 (:func:`~daskglm.compute.hogwild.hogwild_epochs`) instead of mini-batch steps.
+
+On a dense numpy partition, for the families with a compiled loss, no or an L2 penalty and
+a step rule whose rate ignores the gradient (:func:`compiled_steps_apply`), the steps
+between two calls to the holder run in one call of the compiled loop of local SGD
+(:func:`daskglm.compute.sgd_loops.local_steps`): the same rows, rates and arithmetic as
+one :func:`_minibatch_step` each, without their tens of microseconds of Python a step.
 """
 
 from __future__ import annotations
@@ -33,11 +38,14 @@ from ..model.families import Binomial, Gaussian
 from ..model.penalties import L2, NoPenalty
 from .amortise import amortising_steps
 from .backend import to_host
+from .blocked import pointwise_for
 from .kernels import linear_predictor
 from .sampling import partition_size, take_rows, take_rows_to_host
 from .sparse_vectors import _smaller, column_gradient
+from .stochastic import is_float_array, scalar_rule
 
-__all__ = ["ParameterServerConfig", "TaskReport", "parameter_server_task", "hogwild_loss"]
+__all__ = ["ParameterServerConfig", "TaskReport", "parameter_server_task", "hogwild_loss",
+           "compiled_steps_apply"]
 
 
 @dataclass(frozen=True)
@@ -54,8 +62,11 @@ class ParameterServerConfig:
     push_every, fetch_every : int or None
         Local steps between two pushes, and between two reads of the parameters.
         ``push_every=None``: each task sizes it from its own timings, the smallest power
-        of two of steps whose compute is at least ``amortise`` times the seconds of its
-        last push (a call to the holder); ``fetch_every=None``: a read after every push.
+        of two of steps whose compute is at least ``amortise`` times the fixed seconds of
+        its last push (its call to the holder and, with compiled steps, the Python
+        around the compiled calls since the push before), at most one pass over its
+        rows; ``fetch_every=None``: a read after every push (and after every push with
+        ``bounded``, besides the reads of ``fetch_every``).
     amortise : float
         That ratio.
     bounded : bool
@@ -124,10 +135,42 @@ class _Batches:
         self.position += rows.shape[0]
         return np.sort(rows)
 
+    def take_steps(self, count, steps):
+        """The rows of ``steps`` calls of :meth:`take` ``(count)``, with the same draws.
+
+        Returns
+        -------
+        rows : ndarray of int64
+            The steps' rows one after the other, each step's unsorted (a new array).
+        bounds : ndarray of int64, shape (steps + 1,)
+            Step ``k`` has rows ``rows[bounds[k]:bounds[k + 1]]``.
+        """
+        end = self.position + steps * count
+        if self.position < self.n_rows and end <= self.n_rows:  # within the current order
+            rows = self.order[self.position:end].copy()
+            self.position = end
+            return rows, np.arange(0, steps * count + 1, count, dtype=np.int64)
+        pieces, sizes = [], []
+        while steps > 0:
+            if self.position >= self.n_rows:
+                self.order, self.position = self.rng.permutation(self.n_rows), 0
+            left = self.n_rows - self.position
+            served = min(steps, -(-left // count))  # the last of them may find fewer rows
+            taken = min(served * count, left)
+            pieces.append(self.order[self.position:self.position + taken])
+            size = np.full(served, count, dtype=np.int64)
+            size[-1] = taken - (served - 1) * count
+            sizes.append(size)
+            self.position += taken
+            steps -= served
+        bounds = np.concatenate(([0], np.cumsum(np.concatenate(sizes))))
+        return np.concatenate(pieces), bounds
+
 
 def _minibatch_step(part, rows, local, config, scale, rule_state, step):
     """One SGD step on ``rows`` from ``local``: ``(change, loss, weight, penalty,
-    rule_state, touched columns or None)``."""
+    rule_state, touched columns or None)``; the coefficients the step's L2 part would
+    carry past zero go to zero (:func:`_clip_l2_shrink`)."""
     X_b, y_b, w_b = take_rows(part, rows)
     loss, r = config.family.loss_and_dloss(y_b, linear_predictor(X_b, local, config.fit_intercept),
                                            w_b)
@@ -146,7 +189,73 @@ def _minibatch_step(part, rows, local, config, scale, rule_state, step):
     grad[:n] += config.penalty.grad(local[:n])
     rate, rule_state = config.rule.update(grad, rule_state, step)
     penalty = batch_weight * config.penalty.value(local[:n])
-    return -rate * grad, loss, batch_weight, penalty, rule_state, touched
+    change = -rate * grad
+    _clip_l2_shrink(change, local, rate, config)
+    return change, loss, batch_weight, penalty, rule_state, touched
+
+
+def _clip_l2_shrink(change, local, rate, config):
+    """Where ``rate`` times the L2 strength exceeds 1, make ``change`` carry the coefficient
+    to zero, as :func:`~daskglm.compute.stochastic.sgd_step` (and scikit-learn) do."""
+    n = config.n_features
+    strength = config.penalty.hess_diag(local[:n])
+    past_zero = (rate if np.ndim(rate) == 0 else rate[:n]) * strength > 1.0
+    if np.any(past_zero):
+        change[:n][past_zero] = -local[:n][past_zero]
+
+
+def compiled_steps_apply(part, config):
+    """Whether a task on ``part`` runs its steps between two calls to the holder compiled.
+
+    It needs mini-batch steps (not Hogwild), a dense numpy float32 or float64 partition
+    (float targets and weights), a family with a compiled pointwise loss
+    (:func:`~daskglm.compute.blocked.pointwise_for`), no penalty or L2, and a step rule
+    whose rate ignores the gradient (not Adagrad).
+    """
+    X, y, weight = part[:3]
+    return (
+        not config.hogwild
+        and is_float_array(X, 2) and is_float_array(y, 1)
+        and (weight is None or is_float_array(weight, 1))
+        and type(config.penalty) in (NoPenalty, L2)
+        and scalar_rule(config.rule)
+        and pointwise_for(config.family) is not None
+    )
+
+
+def _loop_constants(config):
+    """``(family code, family parameter, L2 strength)`` of the compiled loop."""
+    code, parameter = pointwise_for(config.family)
+    return code, parameter, config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
+
+
+def _compiled_steps(part, rows, bounds, local, config, scale, rule_state, first_step,
+                    constants):
+    """The steps of :func:`_minibatch_step` on the rows of :meth:`_Batches.take_steps`, in
+    one call of :func:`~daskglm.compute.sgd_loops.local_steps`.
+
+    Step ``k`` is step number ``first_step + k`` of the step rule; ``constants`` are those
+    of :func:`_loop_constants`.  Returns ``(moved, loss, weight, penalty, rule_state,
+    seconds)``: the last step's result, the sums over the steps (equal to those of the
+    Python steps up to round-off), and the seconds of the steps' own work (their rates
+    and the compiled call).
+    """
+    from .sgd_loops import local_steps
+
+    X, y, weight_rows = part[:3]
+    n_steps = bounds.shape[0] - 1
+    factors = scale / np.diff(bounds)
+    code, parameter, l2 = constants
+    tick = time.perf_counter()
+    rates = np.empty(n_steps)
+    for k in range(n_steps):
+        rates[k], rule_state = config.rule.update(None, rule_state, first_step + k)
+    moved, loss, weight, penalty, _ = local_steps(
+        X, y, np.empty(0) if weight_rows is None else weight_rows, rows, bounds, factors, rates,
+        code, parameter, config.fit_intercept, l2, 0.0, False, local, np.zeros(local.shape[0]),
+        -1, first_step,
+    )
+    return moved, loss, weight, penalty, rule_state, time.perf_counter() - tick
 
 
 def _hogwild_pass(part, rows, local, config, scale, step, threads, seed):
@@ -209,6 +318,8 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
     sparse_rows = sp.issparse(part[0]) and (
         isinstance(config.penalty, NoPenalty)
         or isinstance(config.penalty, L2) and config.penalty.alpha == 0)
+    steps_per_pass = -(-n_rows // size)
+    constants = _loop_constants(config) if compiled_steps_apply(part, config) else None
     version, params, running, stop = holder.pull_for(slot)
     local = params.copy()
     pending = np.zeros_like(local)
@@ -218,6 +329,7 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
     since_pull = since_push = 0
     progress = [0, 0.0, 0.0, 0.0]  # rows, loss, weight, penalty since the last push
     computing = 0.0  # seconds of steps since the last push
+    fixed = 0.0  # seconds of the compiled blocks' Python since the last push
     while not stop:
         tick = time.perf_counter()
         step = version * push_every // max(running, 1) + since_pull
@@ -226,22 +338,41 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
             change, loss, weight, penalty = _hogwild_pass(
                 part, rows, local, config, scale, step, config.hogwild,
                 int(rng.integers(2**31)))
-            columns = None
+            local += change
+            pending += change
             since_push += push_every
+            since_pull += 1
+        elif constants is not None:  # every step until the next call to the holder
+            steps = push_every - since_push
+            if config.fetch_every is not None:
+                steps = min(steps, config.fetch_every - since_pull)
+            rows, bounds = batches.take_steps(size, max(steps, 1))
+            moved, loss, weight, penalty, rule_state, looped = _compiled_steps(
+                part, rows, bounds, local, config, scale, rule_state, step, constants)
+            pending += moved - local
+            local = moved
+            since_push += bounds.shape[0] - 1
+            since_pull += bounds.shape[0] - 1
         else:
             rows = batches.take(size)
             change, loss, weight, penalty, rule_state, columns = _minibatch_step(
                 part, rows, local, config, scale, rule_state, step)
+            local += change
+            pending += change
+            if columns is not None:
+                touched.update(columns.tolist())
             since_push += 1
-        local += change
-        pending += change
-        if columns is not None:
-            touched.update(columns.tolist())
-        since_pull += 1
+            since_pull += 1
         for i, value in enumerate((rows.shape[0], loss, weight, penalty)):
             progress[i] += value
-        computing += time.perf_counter() - tick
-        if since_push >= push_every:
+        elapsed = time.perf_counter() - tick
+        if constants is None:
+            computing += elapsed
+        else:  # the Python around a compiled call is paid once a block: a fixed cost
+            computing += looped
+            fixed += elapsed - looped
+        pushed = since_push >= push_every
+        if pushed:
             if config.pace is not None:
                 config.pace()
             delta = pending / max(running, 1)
@@ -253,11 +384,12 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
             _, stop = holder.push_from(slot, delta, version, *progress)
             report.push_every = push_every
             if config.push_every is None:
-                push_every = amortising_steps(time.perf_counter() - tick,
-                                              computing / since_push, config.amortise)
+                push_every = min(amortising_steps(time.perf_counter() - tick + fixed,
+                                                  computing / since_push, config.amortise),
+                                 steps_per_pass)
             report.rows += progress[0]
             report.pushes += 1
-            since_push, computing = 0, 0.0
+            since_push, computing, fixed = 0, 0.0, 0.0
             progress = [0, 0.0, 0.0, 0.0]
             pending[:] = 0.0
             touched.clear()
@@ -269,9 +401,8 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
                 if waited:
                     report.seconds_waiting += waited
                     holder.report(seconds_waiting=waited)
-        fetch_every = push_every if config.fetch_every is None else config.fetch_every
-        if not stop and (config.bounded and since_pull >= push_every
-                         or since_pull >= fetch_every):
+        if not stop and (pushed and (config.bounded or config.fetch_every is None)
+                         or config.fetch_every is not None and since_pull >= config.fetch_every):
             version, params, running, stop = holder.pull_for(slot)
             local = params + pending
             since_pull = 0

@@ -365,15 +365,15 @@ def compiled_local_steps_apply(part, counts, config):
     """
     X, y, weight = part[:3]
     return (
-        _float_array(X, 2) and _float_array(y, 1) and (weight is None or _float_array(weight, 1))
+        is_float_array(X, 2) and is_float_array(y, 1) and (weight is None or is_float_array(weight, 1))
         and type(config.penalty) in (NoPenalty, L2, L1, ElasticNet)
-        and _scalar_rule(config.rule)
+        and scalar_rule(config.rule)
         and len(counts) > 0
         and pointwise_for(config.family) is not None
     )
 
 
-def _float_array(a, ndim):
+def is_float_array(a, ndim):
     return isinstance(a, np.ndarray) and a.ndim == ndim and a.dtype in (np.float32, np.float64)
 
 
@@ -431,10 +431,10 @@ def _penalty_strengths(penalty):
     return 0.0, 0.0
 
 
-def _scalar_rule(rule):
+def scalar_rule(rule):
     """True when ``rule``'s rate is one number that ignores the gradient."""
     if isinstance(rule, Chain):
-        return all(_scalar_rule(inner) for inner in rule.rules)
+        return all(scalar_rule(inner) for inner in rule.rules)
     return isinstance(rule, (Scale, PolynomialDecay, OptimalDecay))
 
 
@@ -448,7 +448,7 @@ def _lazy_l2_applies(X, config):
     return (
         sp.issparse(X)
         and isinstance(config.penalty, (NoPenalty, L2))
-        and _scalar_rule(config.rule)
+        and scalar_rule(config.rule)
         and config.average_from is None
     )
 

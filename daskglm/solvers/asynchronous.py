@@ -81,8 +81,9 @@ class AsyncSGD(Solver):
     push_every, fetch_every : int or "auto", default "auto"
         Local steps between two pushes, and between two reads.  ``push_every="auto"``:
         each task sizes it from its own timings, the smallest power of two of steps whose
-        compute is at least 10 times the seconds of its last push (a message to the
-        holder), so that the holder's round trips do not dominate; ``fetch_every="auto"``
+        compute is at least 10 times the fixed seconds of its last push (a message to the
+        holder, and the Python around its compiled steps), at most one pass over its
+        rows, so that the holder's round trips do not dominate; ``fetch_every="auto"``
         reads after every push.  The steps between the last two pushes (the median over
         the tasks) are in the ledger's ``choices``.
     staleness : int or None, default None
