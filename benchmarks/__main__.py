@@ -40,6 +40,9 @@ fused-kernel
 defaults
     Every method at its defaults against L-BFGS on a two-worker cluster: seconds, rounds,
     accuracy (see :mod:`benchmarks.defaults`).
+fixed-cost
+    Seconds and measured bytes of rounds that compute almost nothing, per kind of round
+    (see :mod:`benchmarks.fixed_cost`).
 bigd
     L-BFGS with the whole vector against L-BFGS on column shards (see :mod:`benchmarks.bigd`).
 docs
@@ -300,6 +303,9 @@ def build_parser():
     from benchmarks.defaults import add_parser as add_defaults_parser
 
     add_defaults_parser(commands)
+    from benchmarks.fixed_cost import add_parser as add_fixed_cost_parser
+
+    add_fixed_cost_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")

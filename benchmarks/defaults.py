@@ -64,7 +64,7 @@ def rows_of(name, model, seconds, score, base_seconds, base_score):
 def main(args):
     import daskglm
     from benchmarks.cluster import ClusterSpec, local_cluster
-    from benchmarks.environment import load_average
+    from benchmarks.environment import load_text
 
     solvers = args.solvers.split(",") if args.solvers else list(LOGISTIC_SOLVERS)
     solvers = ["lbfgs"] + [name for name in solvers if name != "lbfgs"]  # the yardstick first
@@ -72,7 +72,7 @@ def main(args):
         X, y, y_linear = make_data(args.rows, args.features, args.partitions)
         print(f"L2-logistic (C=1) at defaults, {args.rows:,} x {args.features} in "
               f"{args.partitions} partitions, {args.workers} one-thread workers; "
-              f"load {_load(load_average())}")
+              f"load {load_text()}")
         print("\n| solver | seconds | / lbfgs | rounds | iterations | converged | accuracy | "
               "- lbfgs | chosen |")
         print("|---|---|---|---|---|---|---|---|---|")
@@ -100,7 +100,7 @@ def main(args):
         print("|---|---|---|---|---|---|---|---|---|")
         for name, (model, seconds, _), score in zip(("lbfgs", "normal"), linear, scores):
             print(rows_of(name, model, seconds, score, linear[0][1], scores[0]))
-        print(f"\nload after the run: {_load(load_average())}; "
+        print(f"\nload after the run: {load_text()}; "
               f"{time.strftime('%Y-%m-%d %H:%M')}")
     return 0
 
@@ -116,10 +116,6 @@ def add_parser(commands):
                         help=f"comma-separated (default: {','.join(LOGISTIC_SOLVERS)})")
     parser.set_defaults(handler=lambda args: main(_rows_int(args)))
     return parser
-
-
-def _load(averages):
-    return "unknown" if averages is None else " / ".join(f"{a:.2f}" for a in averages)
 
 
 def _rows_int(args):

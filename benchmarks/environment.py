@@ -7,7 +7,7 @@ import platform
 import sys
 from importlib import metadata
 
-__all__ = ["library_versions", "machine_info", "load_average"]
+__all__ = ["library_versions", "machine_info", "load_average", "load_text"]
 
 #: Distributions whose versions every result records.
 LIBRARIES = ("daskglm", "dask", "distributed", "dask-glm", "dask-ml", "scikit-learn", "pyspark",
@@ -85,6 +85,12 @@ def load_average():
         return list(os.getloadavg())
     except (OSError, AttributeError):
         return None
+
+
+def load_text():
+    """The load averages as ``"1.02 / 0.98 / 0.75"`` (``"unknown"`` where unavailable)."""
+    averages = load_average()
+    return "unknown" if averages is None else " / ".join(f"{a:.2f}" for a in averages)
 
 
 def machine_info():
