@@ -17,7 +17,12 @@ The fixed cost is what a solver amortises by taking more steps per round
 coefficients a compressed gradient saves about ``8 d (1 - 1 / ratio)`` bytes per partition,
 which pays once it is well above the stateful round's fixed bytes.
 
-``python -m benchmarks fixed-cost [--workers 2] [--features 10] [--repeats 20]``
+With ``--by-d``, it also measures one epoch of synchronous SGD (batch 100, 1,000 rows,
+2 partitions) at several ``d``, uncompressed and with 4-bit QSGD and sign compression:
+the measured bytes per round both ways, their ratio, and the seconds per round (the
+table "From which d compression pays" in the communication tutorial).
+
+``python -m benchmarks fixed-cost [--workers 2] [--features 10] [--repeats 20] [--by-d]``
 """
 
 from __future__ import annotations
@@ -55,6 +60,44 @@ def _holder_calls(holder, params, repeats):
         holder.pull()
         pulls.append(time.perf_counter() - start)
     return statistics.median(pushes), statistics.median(pulls)
+
+
+#: Widths of ``--by-d``.
+WIDTHS = (300, 1000, 3000, 10_000, 30_000)
+
+
+def compression_by_width(client, widths=WIDTHS):
+    """Rows ``(d, codec, median measured bytes per round, ratio to none, median seconds)``."""
+    import numpy as np
+
+    from daskglm.engine import make_engine
+    from daskglm.model.families import Binomial
+    from daskglm.model.penalties import L2
+    from daskglm.model.problem import Problem
+    from daskglm.solvers.sgd import SGD
+
+    codecs = {"none": None, "qsgd-4bit": {"name": "qsgd", "bits": 4, "bucket": 64},
+              "sign": "sign"}
+    rows = []
+    for d in widths:
+        rng = np.random.default_rng(0)
+        X = 0.1 * rng.normal(size=(1000, d))
+        y = (rng.uniform(size=1000) < 0.5).astype(float)
+        problem = Problem(Binomial(), L2(0.01), True, d)
+        with make_engine(X, y, family=Binomial(), client=client, n_partitions=2) as engine:
+            base = None
+            for name, codec in codecs.items():
+                first = len(engine.ledger.records)
+                SGD(tol=None, max_iter=1, batch_size=100, sync_every=None, compression=codec,
+                    random_state=0).solve(problem, engine, np.zeros(d + 1))
+                engine.collect_measurements()
+                steps = [r for r in engine.ledger.records[first:]
+                         if r.kind in ("sgd_batch", "compressed_batch")][2:]  # warm
+                measured = statistics.median(r.bytes_measured for r in steps)
+                base = base or measured
+                rows.append((d, name, int(measured), base / measured,
+                             statistics.median(r.seconds for r in steps)))
+    return rows
 
 
 def main(args):
@@ -114,6 +157,13 @@ def main(args):
             print(f"| {name} | {1e3 * seconds:.2f} ms | {measured:,} | {tasks} |")
         print(f"| push (one call to the holder) | {1e3 * push:.2f} ms | - | 1 |")
         print(f"| pull (one call to the holder) | {1e3 * pull:.2f} ms | - | 1 |")
+        if args.by_d:
+            print("\nSynchronous SGD, one epoch of 1,000 rows in batches of 100, 2 partitions:\n")
+            print("| d | codec | measured bytes / round | vs none | seconds / round |")
+            print("|---|---|---|---|---|")
+            for d, name, measured, ratio, seconds in compression_by_width(client):
+                print(f"| {d:,} | {name} | {measured:,} | {ratio:.1f}x | "
+                      f"{1e3 * seconds:.1f} ms |")
     return 0
 
 
@@ -123,6 +173,8 @@ def add_parser(commands):
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--features", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--by-d", action="store_true",
+                        help="also compressed SGD's bytes per round at several d")
     parser.set_defaults(handler=main)
     return parser
 
