@@ -9,9 +9,9 @@ from .local import LocalEngine, StreamingLocalEngine
 from .partitions import (
     _dask_partitions,
     _in_memory_parts,
-    _scatter_in_order,
     default_partitions,
     is_dask,
+    scatter_partitions,
 )
 from .streaming import StreamingDistributedEngine
 from .topologies import check_topology
@@ -108,7 +108,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         else:
             sources = _in_memory_parts(X, y, sample_weight,
                                        n_partitions or default_partitions(X), offset)
-            futures = _scatter_in_order(client, sources)
+            futures = scatter_partitions(client, sources)
             d = X.shape[1]
         engine = DistributedEngine(client, futures, d, ledger=ledger, split_every=split_every,
                                    group_partitions=group_partitions, sources=sources,

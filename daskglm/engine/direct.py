@@ -20,6 +20,9 @@ a regrouping) and when a call fails: that round runs again as tasks, where Dask'
 and the engine's recovery rebuild what was lost.  A kernel's own error is raised as it
 would be from a task.
 
+The calls use internals of ``distributed`` (:mod:`.dask_compat`, which checks for them);
+where the installed version lacks them, every round runs as tasks.
+
 Measurement: the engine pickles each call itself, and the holder its answer, so the bytes
 every direct round moves are counted as sent (``bytes_submitted``: the calls;
 ``bytes_transferred``: the answers; Dask's message envelope, a few hundred bytes per
@@ -38,6 +41,7 @@ import time
 
 from ..compute.tree import combine_nodes, run_group, tree_root
 from . import tasks
+from .dask_compat import actor_call, worker_executor
 
 __all__ = ["PartitionHolder", "DirectRounds", "DirectRoundFailed"]
 
@@ -82,7 +86,7 @@ class PartitionHolder:
         self.parts = dict(zip(indices, parts))
         self.worker = get_worker()
         self.address = self.worker.address
-        self.executor = self.worker.executors["default"]
+        self.executor = worker_executor(self.worker)
 
     def _run_group(self, fn, group, items, args, reduce_args):
         start = time.perf_counter()
@@ -181,20 +185,9 @@ async def _call_holder(pool, key, address, payload, relay=(), straight=True, sch
     DirectRoundFailed
         The holder answered outside its kernel (it was lost, or a relay failed).
     """
-    from distributed.actor import ProxyRPC
-    from distributed.core import send_recv
-    from distributed.protocol import to_serialize
-
-    message = {"function": "run", "actor": key, "args": [to_serialize(payload)],
-               "kwargs": {"relay": list(relay)} if relay else {}}
-    if straight:
-        comm = await pool.connect(address, timeout=CONNECT_SECONDS)
-        try:
-            response = await send_recv(comm=comm, op="actor_execute", **message)
-        finally:
-            pool.reuse(address, comm)
-    else:
-        response = await ProxyRPC(scheduler, address).actor_execute(**message)
+    response = await actor_call(pool, scheduler, address, key, "run", [payload],
+                                {"relay": list(relay)} if relay else {}, straight=straight,
+                                connect_seconds=CONNECT_SECONDS)
     received = time.perf_counter()
     if response.get("status") != "OK":
         raise DirectRoundFailed(f"holder on {address}: {response.get('exception')!r}")
@@ -318,6 +311,8 @@ class DirectRounds:
             A holder failed, was not made within :data:`MAKE_SECONDS`, or was lost with
             its worker.
         """
+        from concurrent.futures import CancelledError
+
         from distributed import wait
 
         if not self._made:
@@ -326,6 +321,8 @@ class DirectRounds:
             except TimeoutError:
                 raise DirectRoundFailed(
                     f"partition holders not made within {MAKE_SECONDS} s") from None
+            except CancelledError:  # a holder, or a partition it takes, lost with a worker
+                raise DirectRoundFailed("partition holders were cancelled") from None
         statuses = {future.status for future in self.futures}
         if statuses != {"finished"}:
             raise DirectRoundFailed(f"partition holders are {sorted(statuses)}")

@@ -12,9 +12,11 @@ from ..compute.tree import (
     tree_root,
 )
 from .base import Engine
+from .dask_compat import cancel as cancel_futures
+from .dask_compat import warn_without_direct_rounds
 from .direct import DirectRoundFailed, DirectRounds
 from .measure import DaskMeter
-from .partitions import _realign
+from .partitions import scatter_partitions
 from .tasks import (
     _complete_node_keys,
     _identity,
@@ -65,7 +67,9 @@ class DistributedEngine(Engine):
     Partitions computed from Dask collections are recomputed by Dask when a worker is
     lost.  In-memory input has no such lineage: the engine keeps its partitions on the
     driver (``sources``, views of the caller's arrays where no conversion was needed) and
-    scatters the lost ones again, with every transformation applied since.
+    scatters the lost ones again, with every transformation applied since, to the workers
+    running then (:func:`~daskglm.engine.partitions.scatter_partitions`).  Partitions
+    lost while the engine is made or transformed are rebuilt there too.
     """
 
     remote_rounds = True
@@ -84,10 +88,10 @@ class DistributedEngine(Engine):
         #: how tree rounds sum their partials (:mod:`daskglm.engine.topologies`)
         self.topology = "tree"
         #: whether stateless rounds may run on partition holders
-        self.direct_rounds = bool(direct_rounds)
+        self.direct_rounds = bool(direct_rounds) and warn_without_direct_rounds()
         self._direct = None
         self._direct_failures = 0
-        self._regroup()
+        self._recovering(self._regroup)  # partitions lost while they were sent: sent again
 
     def _regroup(self):
         if self.group_partitions:
@@ -408,7 +412,7 @@ class DistributedEngine(Engine):
             arrived = self._await_arrivals(futures, weights, need, stop_at, wait_first)
             late = [future for i, future in enumerate(futures) if i not in set(arrived)]
             if late:
-                self.client.cancel(late, reason="past the round's deadline")
+                cancel_futures(self.client, late, "past the round's deadline")
             gathered = self.client.gather([futures[i] for i in arrived])
             return {i: group_results[0] for i, group_results in zip(arrived, gathered)}
         finally:
@@ -457,7 +461,7 @@ class DistributedEngine(Engine):
             completed.clear()
             left = [futures[i] for i in pending.values()]
             if left:
-                client.cancel(left, reason="not consumed")
+                cancel_futures(client, left, "not consumed")
             for future in created:
                 future.release()
 
@@ -516,8 +520,7 @@ class DistributedEngine(Engine):
             for fn, arg in self._transforms:
                 part = fn(part, arg)
             parts.append(part)
-        scattered = self.client.scatter(parts, hash=False)
-        for i, future in zip(lost, self.client.map(_realign, scattered, pure=False)):
+        for i, future in zip(lost, scatter_partitions(self.client, parts)):
             self.parts[i] = future
         self._drop_direct()
         self._regroup()
@@ -531,7 +534,8 @@ class DistributedEngine(Engine):
         self.parts = new
         self._transforms.append((fn, arg))
         if len(self.groups) < self.n_partitions:
-            self._regroup()
+            # partitions lost before or during the map are made again with the transform
+            self._recovering(self._regroup)
 
     def close(self):
         self._close_holders()

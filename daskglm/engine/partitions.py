@@ -6,7 +6,9 @@ scattered exactly as ``y`` is.
 
 from __future__ import annotations
 
+import asyncio
 import math
+import time
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +21,18 @@ from ..compute.summaries import stored_bytes
 #: In-memory (numpy, scipy) input is cut into row partitions of about this many bytes of
 #: ``X``: the partitioning, and so every result, is the same on every machine.
 PARTITION_BYTES = 32 << 20
+
+#: Times :func:`scatter_partitions` sends partitions whose worker left during the call.
+SCATTER_ATTEMPTS = 5
+
+#: Seconds a scatter waits for its worker to be running (it was when the scheduler was
+#: asked); past that its partitions go to the workers running then.  Dask's own wait is
+#: its connect timeout, 30 s by default, for a worker closing or paused since.
+WORKER_WAIT_SECONDS = 1.0
+
+#: Seconds between the checks, while a scatter runs, that the scheduler still knows its
+#: worker.
+WATCH_SECONDS = 0.5
 
 
 def is_dask(obj) -> bool:
@@ -75,23 +89,115 @@ def _warm_up_for(X):
         warm_up(X.dtype)
 
 
-def _scatter_in_order(client, parts):
-    """Scatter ``parts`` in contiguous runs, one run per worker (in proportion to its
-    threads), so that each worker thread's partitions are neighbours in the reduction tree.
+def scatter_partitions(client, parts):
+    """Scatter ``parts`` to the workers running now, in contiguous runs, one per worker (in
+    proportion to its threads), so that each worker thread's partitions are neighbours in
+    the reduction tree.
 
-    Returns futures of the partitions with naturally aligned buffers.
+    The one place partitions are sent from the driver: when the engine is made, and again
+    for the partitions lost with a worker.  The workers are asked of the scheduler at the
+    call, never remembered, and a run whose worker leaves during its scatter (the scheduler
+    no longer knows it, it cannot be reached, or it has not been running for
+    :data:`WORKER_WAIT_SECONDS`) is scattered again, with the other partitions still to
+    send, to the workers running then, at most :data:`SCATTER_ATTEMPTS` times.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    parts : sequence of tuple
+        The partitions, as :func:`_as_partition` makes them.
+
+    Returns
+    -------
+    list of distributed.Future
+        One per partition, in order: the partition on its worker with naturally aligned
+        buffers (:func:`_realign`).
+
+    Raises
+    ------
+    WorkerLeft, KeyError, OSError or TimeoutError
+        Workers left during every attempt.
     """
-    nthreads = client.nthreads()
+    futures = [None] * len(parts)
+    pending = list(range(len(parts)))
+    for attempt in range(SCATTER_ATTEMPTS):
+        failed = []
+        for worker, run in _runs(pending, running_threads(client)):
+            try:
+                scattered = client.sync(_scatter_while_known, client,
+                                        [parts[i] for i in run], worker)
+            except (WorkerLeft, KeyError, OSError, TimeoutError):  # it left, or is not running
+                if attempt == SCATTER_ATTEMPTS - 1:
+                    raise
+                failed.extend(run)
+                continue
+            aligned = client.map(_realign, scattered, workers=[worker], pure=False)
+            for i, future in zip(run, aligned):
+                futures[i] = future
+        pending = failed
+        if not pending:
+            break
+    return futures
+
+
+class WorkerLeft(Exception):
+    """The scheduler forgot a worker while partitions were being scattered to it."""
+
+
+async def _scatter_while_known(client, items, worker):
+    """``client.scatter(items, workers=[worker])``, given up (:class:`WorkerLeft`) once the
+    scheduler no longer knows ``worker``.
+
+    A scatter the scheduler takes for a worker it removes before connecting to it (the
+    worker was killed) tries to connect until Dask's connect timeout, 30 s by default,
+    has run out.  Cancelling the call closes its connection; the scheduler's attempt
+    fails later, unheard, and registers nothing.
+    """
+    from . import dask_compat  # driver side only: cold workers import this module
+
+    scatter = asyncio.ensure_future(client.scatter(
+        items, workers=[worker], hash=False, timeout=WORKER_WAIT_SECONDS, asynchronous=True))
+    while True:
+        done, _ = await asyncio.wait([scatter], timeout=WATCH_SECONDS)
+        if done:
+            return scatter.result()
+        if not await dask_compat.worker_known(client, worker):
+            scatter.cancel()
+            raise WorkerLeft(worker)
+
+
+def running_threads(client):
+    """``{address: threads}`` of the workers the scheduler lists as running now (not
+    paused, not closing).
+
+    With none, it waits for one as long as ``client.scatter`` would (Dask's connect
+    timeout), then raises TimeoutError.
+    """
+    import dask
+    from dask.utils import parse_timedelta
+
+    from . import dask_compat
+
+    timeout = parse_timedelta(dask.config.get("distributed.comm.timeouts.connect"), "s")
+    deadline = time.monotonic() + timeout
+    while True:
+        nthreads = dask_compat.running_worker_threads(client)
+        if nthreads:
+            return nthreads
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"No running worker to send partitions to within {timeout} s")
+        time.sleep(0.1)
+
+
+def _runs(indices, nthreads):
+    """``indices`` cut into contiguous runs, one per worker in address order, sized in
+    proportion to the workers' threads: ``[(worker, run), ...]``, empty runs left out."""
     workers = sorted(nthreads)
     shares = np.array([nthreads[w] for w in workers], dtype=float)
-    bounds = np.rint(np.cumsum(shares) / shares.sum() * len(parts)).astype(int)
-    futures, start = [], 0
-    for worker, stop in zip(workers, bounds):
-        if stop > start:
-            scattered = client.scatter(list(parts[start:stop]), workers=[worker], hash=False)
-            futures.extend(client.map(_realign, scattered, workers=[worker], pure=False))
-        start = stop
-    return futures
+    bounds = np.rint(np.cumsum(shares) / shares.sum() * len(indices)).astype(int)
+    starts = np.concatenate([[0], bounds[:-1]])
+    return [(worker, list(indices[start:stop]))
+            for worker, start, stop in zip(workers, starts, bounds) if stop > start]
 
 
 def _split_rows(n_rows, n_partitions):

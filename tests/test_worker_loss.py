@@ -1,0 +1,266 @@
+"""Worker processes killed during fits on numpy input.
+
+The engine scatters numpy partitions from the driver, so a partition lost with a worker
+has no lineage: the engine sends it again (``engine.partitions.scatter_partitions``) to
+the workers running at that moment, and sends again whatever a worker that leaves during
+that scatter should have taken.  A fit that loses a worker at any point (while the
+partitions are first sent, in the validation round, in a task round or in a direct round
+on the partition holders) must end with the coefficients of an undisturbed fit.
+
+Every test runs on one LocalCluster of 3 single-threaded worker processes; their nannies
+start a new process for each one killed.
+"""
+
+import os
+import signal
+import threading
+import time
+import warnings
+
+import numpy as np
+import pytest
+
+import daskglm
+from daskglm.engine import partitions as engine_partitions
+from daskglm.engine.partitions import _in_memory_parts, scatter_partitions
+from tests.conftest import make_data
+
+N_WORKERS = 3
+
+
+@pytest.fixture(scope="module")
+def cluster3():
+    """A LocalCluster of 3 single-threaded worker processes, each behind a nanny.
+
+    The cluster closes a nanny (and its new worker) when a worker of the same name is
+    missing ``distributed.deploy.lost-worker-timeout`` (15 s) after a removal, as one
+    killed again just then is: a loss the test did not choose.  Here it never does.
+    """
+    import dask
+    from distributed import LocalCluster
+
+    with dask.config.set({"distributed.deploy.lost-worker-timeout": "1h"}), \
+            LocalCluster(n_workers=N_WORKERS, threads_per_worker=1, processes=True,
+                         dashboard_address=None, worker_dashboard_address=None) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def client3(cluster3):
+    """A Client of :func:`cluster3`, with its 3 workers running."""
+    from distributed import Client
+
+    with Client(cluster3) as client:
+        _all_workers_running(cluster3, client)
+        yield client
+
+
+def _all_workers_running(cluster, client):
+    """Wait until the nannies have started a new worker for each one killed."""
+    cluster.scale(N_WORKERS)  # in case a nanny was closed all the same
+    client.wait_for_workers(N_WORKERS, timeout=60)
+
+
+def _wait_until_removed(client, worker):
+    deadline = time.monotonic() + 30
+    while worker in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _fit(solver, X, y):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return daskglm.LogisticRegression(solver=solver, tol=1e-8, max_iter=100).fit(X, y)
+
+
+def _fit_while_killing(solver, X, y, cluster, client, delay, rng):
+    """A fit during which one worker process, chosen by ``rng``, is killed ``delay``
+    seconds after the fit starts: ``(fitted model, whether the kill came before the fit
+    returned)``."""
+    _all_workers_running(cluster, client)
+    pids = client.run(os.getpid)
+    victim = sorted(pids)[rng.integers(len(pids))]
+    killed_at = []
+
+    def kill():
+        os.kill(pids[victim], signal.SIGKILL)
+        killed_at.append(time.monotonic())
+
+    killer = threading.Timer(delay, kill)
+    killer.start()
+    try:
+        model = _fit(solver, X, y)
+        returned_at = time.monotonic()
+    finally:
+        killer.join()
+    _wait_until_removed(client, victim)
+    return model, killed_at[0] < returned_at
+
+
+@pytest.mark.parametrize("kills", [2, pytest.param(10, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("solver", ["lbfgs", "newton"])
+def test_fits_survive_workers_killed_at_random_points(cluster3, client3, monkeypatch, solver,
+                                                      kills):
+    """Each fit loses a worker process (SIGKILL) at a random time within the first 80% of
+    the time an undisturbed fit takes, and still ends with the undisturbed fit's
+    coefficients.  The engine's sums are a tree over partition indices, whoever holds
+    them, so the rebuilt fits agree to the bit; 1e-10 is the tolerance asked for."""
+    monkeypatch.setattr(engine_partitions, "PARTITION_BYTES", 4 << 20)  # 12 partitions
+    X, y, _ = make_data("binomial", n=300_000, d=20)
+    _fit(solver, X, y)  # the workers' compiled loops loaded: the timing below is a fit's
+    start = time.monotonic()
+    expected = _fit(solver, X, y)
+    seconds = time.monotonic() - start
+    rng = np.random.default_rng(kills)
+    landed = 0
+    for delay in rng.uniform(0.0, 0.8 * seconds, size=kills):
+        got, during = _fit_while_killing(solver, X, y, cluster3, client3, delay, rng)
+        landed += during
+        np.testing.assert_allclose(got.coef_, expected.coef_, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(got.intercept_, expected.intercept_, rtol=0, atol=1e-10)
+        assert got.n_iter_ == expected.n_iter_
+    # a fit that loses a worker takes longer than an undisturbed one, so the kills land
+    # during the fits; on a busy machine the undisturbed fit timed above may have been
+    # slow, and a later fit end before its kill
+    assert landed >= max(1, kills // 2)
+
+
+def test_a_worker_gone_between_the_query_and_the_scatter_is_skipped(cluster3, client3,
+                                                                    monkeypatch):
+    """The first list of running workers names a worker the scheduler no longer knows
+    (it raises KeyError for a scatter to it): that run of partitions is sent again to
+    the workers running then, and every partition arrives."""
+    from distributed import wait
+
+    client = client3
+    X, y, _ = make_data("gaussian", n=600, d=3)
+    parts = _in_memory_parts(X, y, None, 6)
+    running = engine_partitions.running_threads
+    gone = "tcp://127.0.0.1:9"
+    asked = []
+
+    def stale_then_running(client):
+        asked.append(None)
+        threads = running(client)
+        return {gone: 1, **threads} if len(asked) == 1 else threads
+
+    monkeypatch.setattr(engine_partitions, "running_threads", stale_then_running)
+    futures = scatter_partitions(client, parts)
+    assert len(asked) == 2
+    wait(futures)
+    where = client.who_has(futures)
+    assert all(where[future.key] and gone not in where[future.key] for future in futures)
+    for part, got in zip(parts, client.gather(futures)):
+        for a, b in zip(part, got):
+            if a is None:
+                assert b is None
+            else:
+                np.testing.assert_array_equal(a, b)
+
+
+def test_a_worker_removed_during_its_scatter_is_skipped(cluster3, client3):
+    """The first worker stops answering (SIGSTOP) before partitions are scattered to it,
+    and the scheduler removes it a second later, during the scatter: the scatter fails
+    then, and its run of partitions goes to the two workers left."""
+    from distributed import wait
+
+    client = client3
+    X, y, _ = make_data("gaussian", n=600, d=3)
+    parts = _in_memory_parts(X, y, None, 6)
+    pids = client.run(os.getpid)
+    victim = sorted(pids)[0]  # its run is scattered first
+
+    async def remove(dask_scheduler):
+        await dask_scheduler.remove_worker(victim, stimulus_id="test-remove", close=False)
+
+    remover = threading.Timer(1.0, client.run_on_scheduler, (remove,))
+    os.kill(pids[victim], signal.SIGSTOP)
+    try:
+        remover.start()
+        start = time.monotonic()
+        futures = scatter_partitions(client, parts)
+        seconds = time.monotonic() - start
+        wait(futures)
+        where = client.who_has(futures)
+    finally:
+        remover.join()
+        os.kill(pids[victim], signal.SIGKILL)
+    assert seconds < 10
+    assert all(where[future.key] and victim not in where[future.key] for future in futures)
+
+
+def test_a_worker_not_running_at_its_scatter_is_skipped(cluster3, client3, monkeypatch):
+    """The scheduler listed the first worker as running, and has it paused when the
+    partitions are scattered: the scatter does not wait for it (Dask waits up to its
+    connect timeout, 30 s, for a worker to run again), and its run of partitions goes
+    to the workers running then."""
+    from distributed import wait
+
+    client = client3
+    X, y, _ = make_data("gaussian", n=600, d=3)
+    parts = _in_memory_parts(X, y, None, 6)
+    first = sorted(client.scheduler_info()["workers"])[0]
+    running = engine_partitions.running_threads
+
+    def status(dask_scheduler, worker, value):
+        dask_scheduler.handle_worker_status_change(value, worker=worker, stimulus_id="test")
+
+    def listed_then_paused(client):
+        threads = running(client)
+        if first in threads:
+            client.run_on_scheduler(status, worker=first, value="paused")
+        return threads
+
+    monkeypatch.setattr(engine_partitions, "running_threads", listed_then_paused)
+    try:
+        start = time.monotonic()
+        futures = scatter_partitions(client, parts)
+        seconds = time.monotonic() - start
+        wait(futures)
+        where = client.who_has(futures)
+    finally:
+        client.run_on_scheduler(status, worker=first, value="running")
+    assert seconds < 10
+    assert all(where[future.key] and first not in where[future.key] for future in futures)
+
+
+def test_a_scatter_that_outlives_its_worker_is_given_up(cluster3, client3, monkeypatch):
+    """The scheduler may take a scatter for a worker that it removes before connecting to
+    it (the worker was killed just then) and go on trying to connect for Dask's connect
+    timeout, 30 s.  Here that scatter fails so, for a worker the scheduler does not know:
+    it is given up within a second or so, and its run goes to the workers running."""
+    import asyncio
+
+    from distributed import wait
+
+    client = client3
+    X, y, _ = make_data("gaussian", n=600, d=3)
+    parts = _in_memory_parts(X, y, None, 6)
+    running = engine_partitions.running_threads
+    gone = "tcp://127.0.0.1:9"
+    scatter = client.scatter
+    asked = []
+
+    async def connect_for_30_seconds():
+        await asyncio.sleep(30)
+        raise OSError(f"Timed out trying to connect to {gone} after 30 s")
+
+    def hangs_for_the_gone_worker(data, workers=None, **options):
+        if workers == [gone]:
+            return connect_for_30_seconds()
+        return scatter(data, workers=workers, **options)
+
+    def stale_then_running(client):
+        asked.append(None)
+        threads = running(client)
+        return {gone: 1, **threads} if len(asked) == 1 else threads
+
+    monkeypatch.setattr(client, "scatter", hangs_for_the_gone_worker)
+    monkeypatch.setattr(engine_partitions, "running_threads", stale_then_running)
+    start = time.monotonic()
+    futures = scatter_partitions(client, parts)
+    seconds = time.monotonic() - start
+    wait(futures)
+    where = client.who_has(futures)
+    assert len(asked) == 2 and seconds < 5
+    assert all(where[future.key] and gone not in where[future.key] for future in futures)
