@@ -48,8 +48,8 @@ _EXPORTS = {
     "L2": "model.penalties",
     "L1": "model.penalties",
     "CommReport": "accounting.ledger",
-    "compare": "accounting.comparison",
-    "Comparison": "accounting.comparison",
+    "compare": "comparison",
+    "Comparison": "comparison",
 }
 
 __all__ = list(_EXPORTS)

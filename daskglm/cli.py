@@ -44,7 +44,7 @@ def demo(args):
     """Fit one synthetic problem with every solver on a LocalCluster and print a table."""
     from distributed import Client
 
-    from .accounting.comparison import compare
+    from .comparison import compare
 
     with _local_cluster(args) as cluster, Client(cluster):
         X, y = _synthetic_persisted(args)
@@ -142,8 +142,8 @@ def compare_command(args):
     """Fit a synthetic data set with the chosen methods on a LocalCluster; print the table."""
     from distributed import Client
 
-    from .accounting.comparison import compare
     from .accounting.costmodel import Cluster
+    from .comparison import compare
 
     methods = [m.strip() for m in args.methods.split(",") if m.strip()] if args.methods else None
     if args.project:

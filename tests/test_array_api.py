@@ -12,8 +12,8 @@ import pytest
 import scipy.sparse as sp
 import scipy.special
 
+from daskglm.backend import from_host, namespace, to_host
 from daskglm.compute import kernels
-from daskglm.compute.backend import from_host, namespace, to_host
 from daskglm.compute.kernels import gram, linear_predictor, loss_grad, loss_grad_hess
 from daskglm.compute.multinomial import multinomial_loss_grad, multinomial_loss_grad_hess
 from daskglm.model import numerics

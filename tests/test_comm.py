@@ -11,10 +11,10 @@ from threadpoolctl import threadpool_limits
 
 import daskglm
 from daskglm.accounting.bytemodel import TASK_BYTES, nbytes, payload_model, tree_tasks
-from daskglm.accounting.comparison import compare
 from daskglm.accounting.costmodel import Cluster, calibrate, measured_seconds, predict
 from daskglm.accounting.ledger import CommReport, RoundRecord, _timing
 from daskglm.accounting.projection import project, ranking_changes
+from daskglm.comparison import compare
 from daskglm.engine import DistributedEngine, LocalEngine, make_engine
 from daskglm.model.families import Binomial, Gaussian
 from daskglm.model.penalties import L2

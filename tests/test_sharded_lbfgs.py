@@ -374,7 +374,7 @@ def test_offset_as_unsharded_lbfgs(options):
 
 
 def test_compare_shows_bytes_per_iteration_of_the_sharded_variant():
-    from daskglm.accounting.comparison import compare
+    from daskglm.comparison import compare
 
     X, y = sparse_data(n=1000, d=300)
     result = compare(X, y, ["lbfgs", "lbfgs-sharded"], alpha=1e-2, tol=1e-8, test_size=0)

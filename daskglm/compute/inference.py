@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backend import array_module, to_host
+from ..backend import array_module, to_host
 from .kernels import (
     _row_blocks,
     _scratch,

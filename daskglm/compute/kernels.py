@@ -24,7 +24,7 @@ are accumulated from each row's non-zeros into a dense array (:mod:`daskglm.comp
 ``X^T W X`` as the sparse product ``X^T (diag(w) X)`` made dense.
 
 Every path but the compiled one is written against the array API namespace of the
-partition (:func:`daskglm.compute.backend.namespace`): numpy, CuPy and any library of the
+partition (:func:`daskglm.backend.namespace`): numpy, CuPy and any library of the
 standard run the same code; only what returns to the driver is numpy (``to_host``).
 
 Every statistic returned here is a sum over rows and supports ``+``; :func:`tree_sum`
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .backend import (
+from ..backend import (
     array_module,
     from_host,
     is_device,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .backend import array_module, to_host
+from ..backend import array_module, to_host
 
 __all__ = ["LabelCounts", "count_labels", "encode_and_weigh", "loss_grad_by_class",
            "softmax_loss_grad_by_class", "MAX_MOMENT_CLASSES"]

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..backend import from_host, namespace, to_host
 from ..model.multinomial import softmax_loss_and_residual
-from .backend import from_host, namespace, to_host
 from .coordinates import Standardised
 from .kernels import (
     Stats,

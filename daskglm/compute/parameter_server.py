@@ -34,10 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..backend import to_host
 from ..model.families import Binomial, Gaussian
 from ..model.penalties import L2, NoPenalty
 from .amortise import amortising_steps
-from .backend import to_host
 from .blocked import pointwise_for
 from .kernels import linear_predictor
 from .sampling import partition_size, take_rows, take_rows_to_host

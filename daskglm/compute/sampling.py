@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import from_host, to_host
+from ..backend import from_host, to_host
 
 __all__ = ["partition_size", "epoch_counts", "epoch_order", "batch_rows", "draw_rows", "take_rows",
            "take_rows_to_host"]

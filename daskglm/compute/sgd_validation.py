@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .backend import namespace
+from ..backend import namespace
 from .kernels import linear_predictor
 
 __all__ = ["validation_sums", "score_of_sums"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .backend import from_host, is_numpy_namespace, is_sparse, namespace, to_host
+from ..backend import from_host, is_numpy_namespace, is_sparse, namespace, to_host
 from .kernels import GramStats, _row_blocks, _scratch, _transpose_product, gram
 
 __all__ = [

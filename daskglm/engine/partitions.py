@@ -13,7 +13,7 @@ import time
 import numpy as np
 import scipy.sparse as sp
 
-from ..compute.backend import array_module, is_device
+from ..backend import array_module, is_device
 from ..compute.blocked import warm_up
 from ..compute.kernels import as_csr_or_dense
 from ..compute.summaries import stored_bytes

@@ -22,7 +22,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from .. import progress
 from ..accounting.choice import SHARDED_FEATURES, choose_method
-from ..compute.backend import array_module, from_host, is_device
+from ..backend import array_module, from_host, is_device
 from ..compute.kernels import as_csr_or_dense, linear_predictor, loss_grad
 from ..compute.label_counts import loss_grad_by_class, softmax_loss_grad_by_class
 from ..compute.multinomial import multinomial_loss_grad

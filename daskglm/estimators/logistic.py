@@ -22,7 +22,7 @@ from sklearn.utils.fixes import parse_version
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 
-from ..compute.backend import array_module, is_device, namespace, to_host
+from ..backend import array_module, is_device, namespace, to_host
 from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
 from ..engine.labels import encode_and_weigh_classes, encode_class_indices

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from ..compute.backend import namespace
+from ..backend import namespace
 from .links import Identity, Link, Log, Logit
 from .numerics import _EPS, _float, _weighted_sum, gammaln, xlogy
 

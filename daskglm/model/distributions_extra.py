@@ -25,7 +25,7 @@ from numbers import Real
 
 import numpy as np
 
-from ..compute.backend import namespace
+from ..backend import namespace
 from .distributions import Distribution, GaussianDistribution, PoissonDistribution
 from .links import Inverse, Log, Power
 from .numerics import _EPS, _weighted_sum, gammaln, xlogy

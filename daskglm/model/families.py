@@ -30,7 +30,7 @@ A new distribution is one :class:`Distribution` subclass (``unit_loss``, ``varia
 works with every link.
 
 All functions take arrays of any library of the Python array API standard (numpy,
-CuPy, ...; see :mod:`daskglm.compute.backend`) and return arrays of the same.  The canonical families stay finite for
+CuPy, ...; see :mod:`daskglm.backend`) and return arrays of the same.  The canonical families stay finite for
 ``|eta|`` up to at least 1e3 (``exp`` overflows past about 709).  With other links the
 linear predictor is clipped into each link's safe range and the mean into the
 distribution's domain (:meth:`Distribution.clip_mean`), so values stay finite too; there
@@ -43,7 +43,7 @@ import math
 
 import numpy as np
 
-from ..compute.backend import namespace
+from ..backend import namespace
 from .distributions import (
     BinomialDistribution,
     Distribution,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from numbers import Real
 
-from ..compute.backend import namespace
+from ..backend import namespace
 from .numerics import _EPS, _EXP_MAX, _LOG_MAX, _PROBIT_MAX, _float, expit, logit, ndtr, ndtri
 
 __all__ = ["Link", "Identity", "Logit", "Log", "Inverse", "Probit", "CLogLog", "Power", "get_link"]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..compute.backend import namespace
+from ..backend import namespace
 from .numerics import softmax
 from .problem import Feature, Problem
 

@@ -5,7 +5,7 @@ mean, so that losses and derivatives stay finite for any ``eta`` (see
 :mod:`daskglm.model.families`).
 
 Every helper takes arrays of any library of the array API standard (see
-:mod:`daskglm.compute.backend`).  The special functions the standard lacks come from
+:mod:`daskglm.backend`).  The special functions the standard lacks come from
 ``scipy.special`` for numpy and ``cupyx.scipy.special`` for CuPy; for another library,
 ``expit``, ``logit``, ``xlogy``, ``logsumexp`` and ``softmax`` are written in the standard,
 and ``ndtr``, ``ndtri`` and ``gammaln`` (no ``erf`` or ``lgamma`` in the standard) are
@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.special
 
-from ..compute.backend import from_host, is_device, is_numpy_namespace, namespace, to_host
+from ..backend import from_host, is_device, is_numpy_namespace, namespace, to_host
 
 #: Above this linear predictor the Poisson mean ``exp(eta)`` is continued by its
 #: second-order Taylor expansion, which keeps loss and derivatives finite and convex.

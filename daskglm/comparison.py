@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ..engine import is_dask, make_engine
-from ..estimators import GLM
-from ..model.families import get_family
-from ..solvers import SOLVERS, Objective, Problem
+from .engine import is_dask, make_engine
+from .estimators import GLM
+from .model.families import get_family
+from .solvers import SOLVERS, Objective, Problem
 
 __all__ = ["compare", "Comparison", "MethodResult", "format_table"]
 
@@ -205,7 +205,7 @@ class Comparison:
 
     def project(self, target, calibration=None):
         """Project the methods onto another cluster (:func:`daskglm.accounting.projection.project`)."""
-        from .projection import project
+        from .accounting.projection import project
 
         return project(self.reports, target, calibration, data_bytes=self.data_bytes)
 
