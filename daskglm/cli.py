@@ -1,13 +1,24 @@
-"""The ``daskglm`` command: ``demo``, ``compare``, ``fit`` and ``make-data``."""
+"""The ``daskglm`` command: ``demo``, ``compare``, ``fit`` and ``make-data``.
+
+An error is one line on stderr and exit status 2 (``--debug`` shows the traceback).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .datasets import KINDS
 
-__all__ = ["main"]
+__all__ = ["main", "CommandError"]
+
+#: Seconds ``fit --scheduler`` waits to reach the scheduler (``--connect-timeout``).
+CONNECT_SECONDS = 10.0
+
+
+class CommandError(Exception):
+    """A mistake in the command's arguments or data, said in one line."""
 
 #: The synthetic data set of each family.
 _KIND_OF_FAMILY = {"binomial": "classification", "gaussian": "regression", "poisson": "poisson"}
@@ -74,7 +85,11 @@ _SCORE_OF_FAMILY = {"binomial": "accuracy", "gaussian": "R^2",
 
 
 def _open_data(args):
-    """``(X, y, sample_weight)`` of a zarr store or of parquet files, as Dask arrays."""
+    """``(X, y, sample_weight)`` of a zarr store or of parquet files, as lazy Dask arrays
+    (read from the store's metadata only: no cluster needed)."""
+    path = args.zarr or args.parquet
+    if not os.path.exists(path):
+        raise CommandError(f"no such {'store' if args.zarr else 'file or directory'}: {path}")
     if args.zarr:
         from .io import load_zarr
 
@@ -82,13 +97,18 @@ def _open_data(args):
     try:
         import dask.dataframe as dd
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SystemExit(f"reading parquet needs dask[dataframe] and pyarrow: {exc}") from None
+        raise CommandError(f"reading parquet needs dask[dataframe] and pyarrow: {exc}") from None
     frame = dd.read_parquet(args.parquet)
-    if args.target not in frame.columns:
-        raise SystemExit(f"--target {args.target!r} is not a column of {args.parquet}; "
-                         f"columns: {list(frame.columns)}")
+    for option, column in (("--target", args.target), ("--weight", args.weight)):
+        if column is not None and column not in frame.columns:
+            raise CommandError(f"{option} {column!r} is not a column of {args.parquet}; "
+                               f"columns: {list(frame.columns)}")
     features = (args.features.split(",") if args.features
                 else [c for c in frame.columns if c not in (args.target, args.weight)])
+    missing = [c for c in features if c not in frame.columns]
+    if missing:
+        raise CommandError(f"--features {missing} are not columns of {args.parquet}; "
+                           f"columns: {list(frame.columns)}")
     X = frame[features].to_dask_array(lengths=True)
     y = frame[args.target].to_dask_array(lengths=True)
     weight = frame[args.weight].to_dask_array(lengths=True) if args.weight else None
@@ -105,18 +125,23 @@ def fit_command(args):
     from .estimators import GLM
 
     if bool(args.zarr) == bool(args.parquet):
-        raise SystemExit("give exactly one of --zarr PATH and --parquet PATH")
+        raise CommandError("give exactly one of --zarr PATH and --parquet PATH")
     if args.parquet and not args.target:
-        raise SystemExit("--parquet needs --target COLUMN")
+        raise CommandError("--parquet needs --target COLUMN")
     model = GLM(family=args.family, penalty=args.penalty, alpha=args.alpha,
                 l1_ratio=args.l1_ratio, solver=args.solver, tol=args.tol,
                 max_iter=args.max_iter, cache=args.cache)
+    model._check_params()  # a bad option fails before any connection
+    X, y, weight = _open_data(args)  # a missing store or column too
     if args.scheduler:
-        client_context = Client(args.scheduler)
+        try:
+            client_context = Client(args.scheduler, timeout=args.connect_timeout)
+        except (OSError, TimeoutError) as exc:
+            raise CommandError(f"cannot reach the Dask scheduler at {args.scheduler} within "
+                               f"{args.connect_timeout:g} s ({type(exc).__name__})") from exc
     else:
         client_context = Client(_local_cluster(args))
     with client_context as client:
-        X, y, weight = _open_data(args)
         print(f"daskglm fit: {X.shape[0]} rows x {X.shape[1]} features, {args.family} family, "
               f"{args.penalty} alpha={args.alpha}, on {client.scheduler.address}")
         model.fit(X, y, sample_weight=weight)
@@ -170,9 +195,15 @@ def compare_command(args):
 def main(argv=None):
     """Entry point of the ``daskglm`` command."""
     parser = argparse.ArgumentParser(prog="daskglm", description=__doc__)
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error instead of one line")
+    debug = argparse.ArgumentParser(add_help=False)  # --debug after the command too
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                       help="show the traceback of an error instead of one line")
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser(
-        "demo", help="fit a synthetic data set with every method on a LocalCluster"
+        "demo", parents=[debug],
+        help="fit a synthetic data set with every method on a LocalCluster"
     )
     demo_parser.add_argument("--n", type=int, default=100_000, help="rows")
     demo_parser.add_argument("--d", type=int, default=20, help="features")
@@ -183,7 +214,7 @@ def main(argv=None):
     demo_parser.set_defaults(run=demo)
 
     compare_parser = commands.add_parser(
-        "compare",
+        "compare", parents=[debug],
         help="fit a synthetic data set with chosen methods on a LocalCluster and compare costs",
     )
     compare_parser.add_argument("--n", type=int, default=200_000, help="rows")
@@ -215,7 +246,8 @@ def main(argv=None):
     compare_parser.set_defaults(run=compare_command)
 
     fit_parser = commands.add_parser(
-        "fit", help="fit a GLM to a zarr store or parquet files and save the model and ledger"
+        "fit", parents=[debug],
+        help="fit a GLM to a zarr store or parquet files and save the model and ledger"
     )
     source = fit_parser.add_argument_group("data (one of)")
     source.add_argument("--zarr", metavar="PATH", help="a store in daskglm's layout (see make-data)")
@@ -235,6 +267,8 @@ def main(argv=None):
     fit_parser.add_argument("--cache", default="auto", choices=["auto", "memory", "none"])
     fit_parser.add_argument("--scheduler", metavar="ADDRESS",
                             help="a running Dask scheduler (default: a LocalCluster)")
+    fit_parser.add_argument("--connect-timeout", type=float, default=CONNECT_SECONDS,
+                            help="seconds to reach --scheduler")
     fit_parser.add_argument("--workers", type=int, default=2,
                             help="worker processes of the LocalCluster")
     fit_parser.add_argument("--output", default="model.pkl", help="where to pickle the model")
@@ -243,7 +277,8 @@ def main(argv=None):
     fit_parser.set_defaults(run=fit_command)
 
     data_parser = commands.add_parser(
-        "make-data", help="write a synthetic data set to a zarr store (see daskglm.io)"
+        "make-data", parents=[debug],
+        help="write a synthetic data set to a zarr store (see daskglm.io)"
     )
     data_parser.add_argument("--kind", default="classification", choices=sorted(KINDS))
     data_parser.add_argument("--n", type=int, default=100_000, help="rows")
@@ -256,7 +291,14 @@ def main(argv=None):
     data_parser.add_argument("--path", required=True, help="directory of the zarr store to write")
     data_parser.set_defaults(run=make_data)
     args = parser.parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except Exception as exc:  # one line, unless asked for the traceback
+        if args.debug:
+            raise
+        kind = "" if isinstance(exc, CommandError) else f"{type(exc).__name__}: "
+        print(f"daskglm {args.command}: error: {kind}{exc}".splitlines()[0], file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -2,10 +2,11 @@
 
 import subprocess
 import sys
+import time
 
 import pytest
 
-from daskglm.cli import main
+from daskglm.cli import CommandError, main
 from daskglm.io import load_zarr
 
 
@@ -53,9 +54,56 @@ def test_fit_fits_a_zarr_store_and_saves_the_model_and_its_ledger(tmp_path, caps
     np.testing.assert_allclose(model.coef_.ravel(), reference.coef_.ravel(), rtol=1e-5, atol=1e-7)
 
 
-def test_fit_needs_exactly_one_data_source():
-    with pytest.raises(SystemExit, match="exactly one"):
-        main(["fit", "--output", "x.pkl"])
+def test_fit_needs_exactly_one_data_source(capsys):
+    assert main(["fit", "--output", "x.pkl"]) == 2
+    assert capsys.readouterr().err == (
+        "daskglm fit: error: give exactly one of --zarr PATH and --parquet PATH\n")
+    with pytest.raises(CommandError, match="exactly one"):
+        main(["fit", "--output", "x.pkl", "--debug"])
+
+
+def _run(*argv):
+    return subprocess.run([sys.executable, "-m", "daskglm.cli", *argv], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_an_unreachable_scheduler_is_one_line_naming_it(tmp_path):
+    store = tmp_path / "data.zarr"
+    assert main(["make-data", "--n", "200", "--d", "3", "--path", str(store)]) == 0
+    start = time.perf_counter()
+    result = _run("fit", "--zarr", str(store), "--scheduler", "tcp://127.0.0.1:9",
+                  "--connect-timeout", "2")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "daskglm fit: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 2 s")
+    assert time.perf_counter() - start < 60
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--zarr", "{tmp}/missing.zarr"], "no such store: {tmp}/missing.zarr"),
+    (["--zarr", "{tmp}", "--solver", "nonsense"], "ValueError: Unknown solver 'nonsense'"),
+], ids=["missing-store", "bad-option"])
+def test_fit_errors_before_any_cluster_are_one_line(tmp_path, argv, message):
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    result = _run("fit", *argv, "--scheduler", "tcp://127.0.0.1:9")  # never reached
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("daskglm fit: error: ")
+    assert message.format(tmp=tmp_path) in lines[0]
+    debug = _run("fit", *argv, "--scheduler", "tcp://127.0.0.1:9", "--debug")
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+def test_a_missing_parquet_column_is_one_line(tmp_path):
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "table.parquet"
+    pd.DataFrame({"a": [1.0, 2.0], "b": [0.0, 1.0]}).to_parquet(path)
+    result = _run("fit", "--parquet", str(path), "--target", "y", "--scheduler",
+                  "tcp://127.0.0.1:9")
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"daskglm fit: error: --target 'y' is not a column of {path}; columns: ['a', 'b']"]
 
 
 @pytest.mark.parametrize("density", [None, 0.2], ids=["dense", "sparse"])
