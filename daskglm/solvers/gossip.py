@@ -176,7 +176,8 @@ class Gossip(Solver):
                     exchange_with_neighbours(engine, STATE, mix_with_neighbours, links, mixing,
                                              kind=Kind.GOSSIP_EXCHANGE, message_bytes=message)
                 if timer is not None:  # this round and its exchange
-                    sizing = timer.add(local_record.seconds + engine.ledger.records[-1].seconds)
+                    sizing = timer.add(local_record.seconds + engine.ledger.records[-1].seconds,
+                                       block.shape[0])
                     if sizing is None:
                         local_steps = timer.steps
                     else:

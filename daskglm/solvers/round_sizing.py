@@ -98,11 +98,11 @@ class StepTimer:
         self.steps = min(FIRST_PROBE_STEPS, self.most)
         self.walls = []
 
-    def add(self, wall_seconds):
-        """Record the wall time of a round of :attr:`steps` steps; the
-        :class:`RoundSizing` once the timing is done, else None (and :attr:`steps` is the
-        next round's)."""
-        self.walls.append((self.steps, float(wall_seconds)))
+    def add(self, wall_seconds, steps=None):
+        """Record the wall time of a round of :attr:`steps` steps (``steps`` where the
+        round took fewer, at an epoch's end); the :class:`RoundSizing` once the timing is
+        done, else None (and :attr:`steps` is the next round's)."""
+        self.walls.append((self.steps if steps is None else int(steps), float(wall_seconds)))
         warm = [wall for _, wall in self.walls[1:]]
         done = (len(self.walls) >= MIN_PROBES
                 and wall_seconds >= PROBE_WALL_RATIO * max(self.empty_seconds, min(warm)))
