@@ -76,3 +76,21 @@ def make_data(family, n=2000, d=6, seed=0, weights=False):
         raise ValueError(family)
     sample_weight = rng.uniform(0.2, 3.0, size=n) if weights else None
     return X, y, sample_weight
+
+
+def make_partition(family, n, d, weights=True, dtype=np.float64, order="C", seed=0):
+    """One partition ``(X, y, sample_weight)`` of ``n`` rows and ``d`` columns whose target
+    suits ``family`` (binomial 0/1, Gaussian, Poisson counts, plus 0.5 for the Gamma)."""
+    from daskglm.model.families import Binomial, Gamma, Gaussian
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    eta = 0.3 * X @ rng.normal(size=d)
+    if isinstance(family, Binomial):
+        y = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
+    elif isinstance(family, Gaussian):
+        y = eta + rng.normal(size=n)
+    else:
+        y = rng.poisson(np.exp(eta)).astype(float) + (0.5 if isinstance(family, Gamma) else 0.0)
+    w = rng.uniform(0.2, 3.0, size=n) if weights else None
+    return np.asarray(X, dtype=dtype, order=order), y, w

@@ -26,6 +26,7 @@ from daskglm.engine.asynchronous import ParameterHolder
 from daskglm.model.families import Binomial, Gaussian, Poisson
 from daskglm.model.links import Identity
 from daskglm.model.penalties import L1, L2, NoPenalty, make_penalty
+from tests.conftest import make_partition
 
 N, D = 300, 6
 
@@ -36,18 +37,8 @@ RULES = {"constant": make_step_rule("constant", 0.05),
          "optimal": OptimalDecay(1.0)}
 
 
-def make_part(family, n=N, weights=True, dtype=np.float64, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, D))
-    eta = 0.3 * X @ rng.normal(size=D)
-    if isinstance(family, Binomial):
-        y = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
-    elif isinstance(family, Gaussian):
-        y = eta + rng.normal(size=n)
-    else:
-        y = rng.poisson(np.exp(eta)).astype(float)
-    w = rng.uniform(0.2, 3.0, size=n) if weights else None
-    return X.astype(dtype), y, w
+def make_part(family, n=N, weights=True, dtype=np.float64, order="C", seed=0):
+    return make_partition(family, n, D, weights, dtype, order, seed)
 
 
 def make_config(family, penalty=None, rule="invscaling", fit_intercept=True, batch_size=7,

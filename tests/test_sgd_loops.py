@@ -18,6 +18,7 @@ from daskglm.compute.stochastic import SGDConfig, local_sgd
 from daskglm.model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
 from daskglm.model.links import Identity
 from daskglm.model.penalties import L2, NoPenalty, make_penalty
+from tests.conftest import make_partition
 
 N, D = 400, 6
 N_ROWS = 8 * N  # the data set: this partition and seven more like it
@@ -31,17 +32,7 @@ RULES = {"constant": ("constant", {"eta0": 0.05}),
 
 
 def make_part(family, n=N, weights=True, dtype=np.float64, order="C", seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, D))
-    eta = 0.3 * X @ rng.normal(size=D)
-    if isinstance(family, Binomial):
-        y = (rng.uniform(size=n) < 1 / (1 + np.exp(-eta))).astype(float)
-    elif isinstance(family, Gaussian):
-        y = eta + rng.normal(size=n)
-    else:
-        y = rng.poisson(np.exp(eta)).astype(float) + (0.5 if isinstance(family, Gamma) else 0.0)
-    w = rng.uniform(0.2, 3.0, size=n) if weights else None
-    return np.asarray(X, dtype=dtype, order=order), y, w
+    return make_partition(family, n, D, weights, dtype, order, seed)
 
 
 def make_config(family, penalty=None, rule="invscaling", fit_intercept=True, average_from=None,
