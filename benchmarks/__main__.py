@@ -236,6 +236,9 @@ def build_parser():
     comm.add_argument("--batch-size", type=int, default=200)
     comm.add_argument("--slowdown", type=float, default=5.0,
                       help="how many times slower one worker's tasks are")
+    comm.add_argument("--delay", type=float, default=0.5,
+                      help="seconds added to each task of one worker (the second straggler "
+                           "setting)")
     comm.add_argument("--output", default=None, help="write the rows as JSON here")
     comm.set_defaults(handler=_communication)
     scaling = commands.add_parser("scaling", help="the same fits on 1, 2, ..., N workers")

@@ -3,12 +3,14 @@ deadline rounds that sum the partitions that arrive in time.  Each on the in-pro
 engine and on a real LocalCluster of separate worker processes."""
 
 import sys
+import threading
 import time
 
 import cloudpickle
 import dask.array as da
 import numpy as np
 import pytest
+from distributed import wait
 
 from daskglm.compute.kernels import Stats, loss_grad
 from daskglm.compute.tree import partial_tree_sum, tree_sum
@@ -342,6 +344,17 @@ def _keys_held(client):
     return client.run_on_scheduler(held)
 
 
+def _released(client, prefix, seconds=10.0):
+    """Whether the scheduler forgets this client's keys named ``prefix...`` within
+    ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while [k for k in _keys_held(client) if k.startswith(prefix)]:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def _delays(client):
     return client.run(lambda: dict(engine_tasks._TASK_DELAYS))
 
@@ -373,24 +386,128 @@ def test_deadline_round_on_a_cluster_drops_the_slowed_worker(data, client):
         assert 1.0 <= record.seconds < 3.0
         # the late task is no longer wanted by anyone: its result will be dropped
         assert not [k for k in _keys_held(client) if k.startswith("daskglm_deadline")]
+        # the dropped partition is copied to the worker that met the deadline, once
+        assert record.backups == () and record.bytes_replicated == _nbytes(client, engine,
+                                                                          [alone])
+        assert len([k for k in _keys_held(client) if k.startswith("daskglm-replica-")]) == 1
+        fast = next(h[0] for h in holders if h[0] != slow)
+        replica = engine._backups[alone].replica
+        wait(replica)
+        assert client.who_has([replica])[replica.key] == (fast,)
 
-        # a later round waits for the worker to finish the late task, then is unaffected
+        # a later round waits for the worker to finish the late task, then is unaffected;
+        # the partition runs twice (its task and a backup), whichever copy comes first
         assert_same_stats(engine.reduce(gradient, params, kind="gradient"), full)
         after = engine.reduce_by_deadline(gradient, params, kind="deadline")
         assert after.dropped == () and after.weight_arrived == after.weight_total
+        assert after.backups == (alone,)
         assert_same_stats(after.result, full)
+        record = engine.ledger.records[-1]
+        assert record.backups == (alone,) and record.bytes_replicated == 0
+        # its own task too, unless Dask's memory manager kept only the copy next to the
+        # replica (the partition moved there)
+        assert record.tasks in (3, 4)
 
-        # min_fraction: back as soon as the fast worker's partitions arrived
+        # min_fraction: the fast worker's partitions arrive first, and the backup of the
+        # slow one is waited for: nothing dropped, without waiting for the slow worker
         fraction = sum(weights[i] for i in others) / w.sum() * (1 - 1e-9)
         with slow_worker(client, slow, 3.0):
             enough = engine.reduce_by_deadline(gradient, params, kind="fraction",
                                                min_fraction=fraction)
-        assert enough.dropped == (alone,) and enough.weight_arrived >= fraction * w.sum()
+        assert enough.dropped == () and enough.backups == (alone,)
         assert engine.ledger.records[-1].seconds < 3.0
-        assert engine.ledger.records[-1].dropped == (alone,)
-        assert_same_stats(enough.result, masked)
+        assert engine.ledger.records[-1].dropped == ()
+        assert_same_stats(enough.result, full)
         # leave the shared cluster idle: this round waits for the late task to end
         assert_same_stats(engine.reduce(gradient, params, kind="gradient"), full)
+    # the engine's replicas are released with it (the client sends releases in batches)
+    assert _released(client, "daskglm-replica-")
+
+
+def _nbytes(client, engine, indices):
+    keys = [engine.parts[i].key for i in indices]
+    return sum(client.nbytes(keys, summary=False).values())
+
+
+def sleepy_gradient(part, seconds, params):
+    """A kernel that is slow on some partitions wherever it runs (``seconds`` each)."""
+    time.sleep(seconds)
+    return gradient(part, params)
+
+
+def test_backups_cover_a_persistent_straggler_bit_for_bit(data, client):
+    X, y, w = data
+    params = params_of(X)
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        holders = _holders(client, engine.parts)
+        slow = holders[-1][0]
+        on_slow = tuple(i for i, h in enumerate(holders) if h[0] == slow)
+        assert len(on_slow) == 2
+        full = engine.reduce(gradient, params, kind="gradient")
+        rounds = []
+        with slow_worker(client, slow, 0.5):
+            for _ in range(4):
+                rounds.append(engine.reduce_by_deadline(gradient, params, kind="deadline",
+                                                        deadline=30.0, min_fraction=0.5))
+        records = engine.ledger.records[-4:]
+        # the first round drops the slow worker's partitions and copies them, once
+        assert rounds[0].dropped == on_slow and rounds[0].backups == ()
+        assert records[0].bytes_replicated == _nbytes(client, engine, on_slow)
+        # from then on their backups arrive first: the full sum, to the bit
+        for got, record in zip(rounds[1:], records[1:]):
+            assert got.dropped == () and got.backups == on_slow
+            assert record.dropped == () and record.backups == on_slow
+            assert 4 <= record.tasks <= 6 and record.bytes_replicated == 0
+            assert_same_stats(got.result, full)
+
+        # every copy late: the deadline still ends the round, the partitions dropped
+        draws = [0.0 if i not in on_slow else 2.0 for i in range(4)]
+        late = engine.reduce_each_by_deadline(sleepy_gradient, draws, params, kind="late",
+                                              deadline=0.5)
+        assert late.dropped == on_slow and late.backups == on_slow
+        assert engine.ledger.records[-1].seconds < 2.0
+        # without a deadline, backups are waited for as long again as min_fraction took
+        engine.reduce(gradient, params, kind="gradient")  # once the late tasks ended
+        late = engine.reduce_each_by_deadline(sleepy_gradient, draws, params, kind="late",
+                                              min_fraction=0.5)
+        assert late.dropped == on_slow and engine.ledger.records[-1].seconds < 2.0
+        assert sorted(engine._backups) == list(on_slow)  # no other worker to move them to
+        # the partitions change: the replicas are released
+        engine.relabel(1.0)
+        assert engine._backups == {}
+        assert _released(client, "daskglm-replica-")
+        # leave the shared cluster idle: this round waits for the late tasks to end
+        engine.reduce(gradient, params, kind="gradient")
+
+
+def test_a_straggler_killed_during_a_round_is_covered_by_its_backups(data, own_client):
+    client = own_client
+    X, y, w = data
+    params = params_of(X)
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        holders = _holders(client, engine.parts)
+        slow = holders[-1][0]
+        on_slow = tuple(i for i, h in enumerate(holders) if h[0] == slow)
+        full = engine.reduce(gradient, params, kind="gradient")
+        with slow_worker(client, slow, 3.0):
+            first = engine.reduce_by_deadline(gradient, params, kind="deadline",
+                                              min_fraction=0.5)
+            assert first.dropped == on_slow
+            # every copy takes 0.3 s: the round lasts about 1.2 s on the fast worker
+            killer = threading.Timer(0.4, kill_worker, (client, slow))
+            killer.start()
+            try:
+                got = engine.reduce_each_by_deadline(sleepy_gradient, [0.3] * 4, params,
+                                                     kind="deadline")
+            finally:
+                killer.join()
+        assert got.dropped == ()
+        assert_same_stats(got.result, full)
+        # later rounds have every partition (from the copies made for the replicas, or
+        # sent again)
+        after = engine.reduce_by_deadline(gradient, params, kind="deadline")
+        assert after.dropped == ()
+        assert_same_stats(after.result, full)
 
 
 def test_streaming_engines_run_the_new_verbs(data, client):

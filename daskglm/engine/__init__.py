@@ -26,7 +26,9 @@ process), and offers these verbs to the solvers:
   partition; returns once ``deadline`` seconds passed or ``min_fraction`` of the sample
   weight arrived, with the sum of the arrived partitions (the reduction tree restricted
   to them), which were dropped and the weight that arrived (:class:`DeadlineRound`).
-  Late tasks are cancelled and their results discarded;
+  Late tasks are cancelled and their results discarded.  On a cluster, a partition that
+  missed a deadline runs from then on also as a backup task on a replica kept on a
+  worker that met it, and the first copy to finish counts;
 * :meth:`Engine.map_as_completed` -- ONE round consumed as it completes: one task per
   partition, yielding ``(index, result)`` in completion order (:class:`AsCompleted`);
   stopping early cancels the rest, partitions lost with a worker are reported in

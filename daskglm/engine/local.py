@@ -11,6 +11,7 @@ from threadpoolctl import ThreadpoolController
 
 from ..compute.tree import combine_nodes, run_group, run_stateful_group, tree_root
 from .base import Engine
+from .deadline import Arrivals
 from .measure import LocalProbe
 
 
@@ -81,7 +82,8 @@ class LocalEngine(Engine):
             return root, new_states, self._tree_tasks(len(self.groups)), 0
         return [item for out, _ in outputs for item in out], new_states, 0, 0
 
-    def _execute_deadline(self, fn, args, probe, weights, need, stop_at, each=None):
+    def _execute_deadline(self, fn, args, probe, cutoff, each=None):
+        # in one process there is nothing to copy: no backups
         if self._deadline_pool is None:
             self._deadline_pool = self._pool or ThreadPoolExecutor(self.n_threads)
         run = probe.timed(run_group)
@@ -89,13 +91,13 @@ class LocalEngine(Engine):
             futures = [self._deadline_pool.submit(run, fn, [part],
                                                   None if each is None else [each[i]], args)
                        for i, part in enumerate(self.parts)]
-            arrived = self._await_arrivals(
-                futures, weights, need, stop_at,
+            first = self._await_arrivals(
+                [[future] for future in futures], cutoff,
                 lambda pending, timeout: wait_threads(pending, timeout, FIRST_COMPLETED).done,
             )
         for future in futures:
             future.cancel()  # those not started; a running one finishes and is dropped
-        return {i: futures[i].result()[0] for i in arrived}
+        return Arrivals({i: future.result()[0] for i, future in first.items()})
 
     def _submit_as_completed(self, fn, args, probe):
         # the kernels run with the process's BLAS threads: the limit of the other rounds
@@ -164,9 +166,8 @@ class StreamingLocalEngine(LocalEngine):
     def _execute_stateful(self, fn, states, args, tree, probe):
         return super()._execute_stateful(_Loading(fn), states, args, tree, probe)
 
-    def _execute_deadline(self, fn, args, probe, weights, need, stop_at, each=None):
-        return super()._execute_deadline(_Loading(fn), args, probe, weights, need, stop_at,
-                                         each)
+    def _execute_deadline(self, fn, args, probe, cutoff, each=None):
+        return super()._execute_deadline(_Loading(fn), args, probe, cutoff, each)
 
     def _submit_as_completed(self, fn, args, probe):
         return super()._submit_as_completed(_Loading(fn), args, probe)

@@ -51,7 +51,10 @@ class GradientDescent(Solver):
         ``sgd``; see :mod:`daskglm.solvers.gradient_communication`.
     deadline, min_fraction : float, optional
         Each evaluation takes the partitions that arrive in time (or hold this share of
-        the sample weight), scaled by the share of the weight that arrived.
+        the sample weight), scaled by the share of the weight that arrived.  On a
+        cluster, a partition dropped from an evaluation runs in the later ones also as
+        a backup task on a worker that was in time (see
+        :meth:`~daskglm.engine.Engine.reduce_by_deadline`).
 
     With ``compression``, ``deadline`` or ``min_fraction`` the gradients are estimates:
     the stopping criterion is confirmed by one exact round before the run stops as

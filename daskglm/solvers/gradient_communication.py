@@ -9,7 +9,11 @@
   partition's reference gradient is kept where it lives, the driver keeps their sum);
 * with a deadline: ONE deadline round (``deadline_gradient``) per evaluation; the loss and
   gradient of the partitions that arrived are scaled by ``weight_total /
-  weight_arrived``.  When none arrived the evaluation is an exact round.
+  weight_arrived``.  When none arrived the evaluation is an exact round.  On a cluster,
+  the partitions that missed a round run from the next one on also as backup tasks on
+  replicas (:meth:`~daskglm.engine.Engine.reduce_by_deadline`), so a persistent
+  straggler is left out of one evaluation only, and an evaluation where nothing was
+  dropped is exact.
 
 Either way the gradient is an estimate, so the stopping criterion is confirmed by one
 exact round (``gradient``) before ``converged`` is claimed; a confirmation that fails

@@ -195,7 +195,10 @@ class SGD(Solver):
         each history entry's ``dropped``.
     min_fraction : float in (0, 1], optional
         Synchronous SGD only: each step waits until partitions holding this share of the
-        sample weight arrived (with ``deadline``, whichever comes first).
+        sample weight arrived (with ``deadline``, whichever comes first).  On a cluster,
+        a partition dropped from a step runs in the later ones also as a backup task on
+        a worker that was in time, and is waited for past ``min_fraction`` (see
+        :meth:`~daskglm.engine.Engine.reduce_by_deadline`).
     validation : callable or None, default None
         ``validation(params) -> score`` (higher is better), e.g. the accuracy or R^2 of
         held-out rows, computed in a round of its own engine: after every epoch it is

@@ -21,7 +21,10 @@ the plain epochs of :mod:`daskglm.solvers.sgd` do, returning the same sums.
   (:meth:`~daskglm.engine.Engine.reduce_each_by_deadline`); the gradient of the
   partitions that arrived is scaled by ``weight_total / weight_arrived``, an unbiased
   estimate of the full gradient when which partitions arrive does not depend on their
-  rows (a slow machine).  A step in which no partition arrived does not move.
+  rows (a slow machine).  A step in which no partition arrived does not move.  On a
+  cluster the engine backs up the partitions that missed a step with tasks on replicas
+  (a persistent straggler's rows are then in every later step, and a step where nothing
+  was dropped is plain synchronous SGD's, bit for bit).
 
 The partition state of the compressed rounds (:class:`~daskglm.compute.compressed_steps.Sender`:
 the partition's index and error feedback's residual) is put on the partitions once, at
@@ -160,7 +163,8 @@ def deadline_epoch(engine, config, state, counts, deadline, min_fraction):
     """One epoch of synchronous SGD whose steps take the partitions that arrive in time.
 
     Returns as :func:`compressed_synchronous_epoch`, the sums over the rows that arrived,
-    plus the partitions dropped in each step (a list of tuples).
+    plus the partitions dropped in each step (a list of tuples: those no copy of which
+    arrived; a partition whose backup task arrived is not dropped).
     """
     loss = penalty = weight = 0.0
     rate = 0.0
