@@ -432,9 +432,13 @@ def test_ledger_byte_model_cost_model_and_compare_include_the_new_methods():
 
 
 @pytest.mark.slow
-def test_losing_the_holders_worker_is_a_clear_error(own_client):
+def test_losing_the_holders_worker_too_often_is_a_clear_error(own_client, monkeypatch):
+    """With no rebuild allowed, a holder lost with its worker stops the fit with
+    HolderLostError (rebuilds: ``tests/test_async_worker_loss.py``)."""
+    from daskglm.engine import clocks
     from daskglm.engine.asynchronous import HolderLostError
 
+    monkeypatch.setattr(clocks, "MAX_HOLDER_REBUILDS", 0)
     client = own_client
     X, y = make_problem_data("binomial", n=20_000)
     problem = problem_of("binomial")

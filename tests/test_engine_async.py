@@ -230,6 +230,105 @@ def test_the_holder_is_closed_with_the_engine_and_checks_pushes(data):
     assert engine.ledger.records[-2].tasks == 2
 
 
+def test_a_lapsed_lease_tells_the_run_to_stop():
+    """Without renewals from the driver, every call of the run's tasks answers stop;
+    before the first renewal there is no lease, and a renewal restores the run."""
+    holder = ParameterHolder(np.zeros(3))
+    holder.start_run(10**9, staleness=0)
+    slot, other = holder.join(), holder.join()
+    assert holder.pull_for(slot)[3] is False
+    holder.renew(0.05)
+    assert holder.push_from(slot, np.ones(3), 0)[1] is False
+    time.sleep(0.1)
+    assert holder.pull_for(slot)[3] is True
+    assert holder.push_from(slot, np.ones(3), 1)[1] is True
+    assert holder.report(rows=1) is True
+    # two pushes ahead of the other slot: at the bound, yet told to stop, not to wait
+    start = time.monotonic()
+    assert holder.wait_turn(slot, timeout=5)[1] is True
+    assert time.monotonic() - start < 1
+    holder.renew(10)
+    assert holder.pull_for(other)[3] is False
+    with pytest.raises(ValueError, match="seconds"):
+        holder.renew(0)
+
+
+def test_a_rebuilt_holder_continues_the_versions():
+    holder = ParameterHolder(np.zeros(2))
+    holder.resume(7)
+    assert holder.pull()[0] == 7 and holder.push(np.ones(2), 7) == 8
+    progress, version, params, stats = holder.checkpoint()
+    assert (version, stats["pushes"], stats["pulls"]) == (8, 1, 2) and progress["version"] == 8
+    np.testing.assert_array_equal(params, np.ones(2))
+    with pytest.raises(ValueError, match="before the first push"):
+        holder.resume(3)
+
+
+class _Handle:
+    def __init__(self):
+        self.renewals = []
+
+    def renew(self, seconds):
+        self.renewals.append(seconds)
+        if len(self.renewals) == 2:
+            raise RuntimeError("a renewal that fails")
+
+
+def test_the_lease_is_renewed_from_a_thread_until_closed():
+    from daskglm.engine.asynchronous import HolderLease
+
+    handle = _Handle()
+    lease = HolderLease(handle, seconds=3.0, every=0.02)
+    time.sleep(0.2)
+    lease.close()
+    renewed = len(handle.renewals)
+    assert renewed >= 4 and set(handle.renewals) == {3.0}, "a failed renewal is retried"
+    time.sleep(0.1)
+    assert len(handle.renewals) == renewed
+
+
+def _pull_until_lost(holder):
+    """A task that reads the holder until it cannot."""
+    while True:
+        try:
+            holder.pull()
+        except HolderLostError:
+            return
+        time.sleep(0.01)
+
+
+def _running(dask_worker):
+    return [str(key) for key in dask_worker.active_threads.values()]
+
+
+def test_a_task_calling_a_holder_released_with_its_client_ends(client):
+    """Dask never answers a call to an actor it has released (as it does when the client
+    that made it leaves): the task notices within seconds instead of waiting forever."""
+    from distributed import Client
+
+    from daskglm.engine.asynchronous import actor_alive
+
+    workers = sorted(client.scheduler_info()["workers"])
+    with Client(client.scheduler.address, set_as_default=False) as driver:
+        made = driver.submit(ParameterHolder, np.zeros(3), actor=True, workers=workers[:1],
+                             allow_other_workers=False, pure=False, key="daskglm-holder-test")
+        holder = ActorHolder(made.result(), workers[0])
+        task = driver.submit(_pull_until_lost, holder, workers=workers[1:], pure=False,
+                             key="daskglm-test-reader")
+        deadline = time.monotonic() + 30
+        while "daskglm-test-reader" not in client.run(_running)[workers[1]] \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert actor_alive("daskglm-holder-test", workers[0])
+        assert task.status == "pending", "the task reads while the holder is there"
+    released = time.monotonic()  # the driver's client has left: its keys are released
+    while "daskglm-test-reader" in client.run(_running)[workers[1]] \
+            and time.monotonic() - released < 30:
+        time.sleep(0.1)
+    assert time.monotonic() - released < 10
+    assert not actor_alive("daskglm-holder-test", workers[0])
+
+
 def test_the_holder_survives_other_workers_and_not_its_own(data, own_client):
     client = own_client
     X, y, w = data

@@ -461,3 +461,45 @@ def test_same_bits_whichever_partition_finishes_first():
     assert fits[0].comm_.records[0].partitions == 8
     for other in fits[1:]:
         np.testing.assert_array_equal(params_of(other), params_of(fits[0]))
+
+
+def _values_until_lost(clients):
+    """A task that reads a shard until it cannot."""
+    while True:
+        try:
+            clients.call_each("values", [(0, ())])
+        except ShardLostError:
+            return
+        time.sleep(0.01)
+
+
+def _running(dask_worker):
+    return [str(key) for key in dask_worker.active_threads.values()]
+
+
+def test_a_task_calling_a_shard_released_with_its_client_ends(client):
+    """Dask never answers a call to an actor it has released (as when the driver's client
+    leaves): a task calling a shard then ends within seconds instead of waiting forever."""
+    from distributed import Client
+
+    from daskglm.compute.column_shards import ColumnShard
+    from daskglm.engine.shards import ShardClients
+    from daskglm.model.penalties import L2
+
+    workers = sorted(client.scheduler_info()["workers"])
+    with Client(client.scheduler.address, set_as_default=False) as driver:
+        made = driver.submit(ColumnShard, 0, 4, 3, L2(1.0), 2, actor=True, workers=workers[:1],
+                             allow_other_workers=False, pure=False, key="daskglm-shard-test")
+        clients = ShardClients([0, 4], [made.result()], workers[:1])
+        driver.submit(_values_until_lost, clients, workers=workers[1:], pure=False,
+                      key="daskglm-test-shard-reader")
+        deadline = time.monotonic() + 30
+        while "daskglm-test-shard-reader" not in client.run(_running)[workers[1]] \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "daskglm-test-shard-reader" in client.run(_running)[workers[1]]
+    released = time.monotonic()  # the driver's client has left: its keys are released
+    while "daskglm-test-shard-reader" in client.run(_running)[workers[1]] \
+            and time.monotonic() - released < 30:
+        time.sleep(0.1)
+    assert time.monotonic() - released < 10

@@ -127,7 +127,10 @@ Rounds of the other verbs are counted the same way, from the objects that move:
   calls go worker to worker, inside other rounds' tasks.  Parameter-server SGD
   (``async``) adds ``clock_staleness`` (the clock lags) and ``seconds_blocked`` (the
   waits at the staleness bound) to its ``push`` record; its generations are
-  ``async_sgd`` records, counted as ``map_as_completed`` rounds.  A delta pushed sparse
+  ``async_sgd`` records, counted as ``map_as_completed`` rounds, and the driver's
+  checkpoint after each generation is one pull.  A holder lost with its worker and
+  rebuilt has its own pair of records, its traffic up to the last checkpoint, the
+  ``push`` record naming the worker in ``holder_lost``.  A delta pushed sparse
   (:class:`~daskglm.compute.sparse_vectors.SparseGradient`) counts its stored indices and
   values;
 * gossip (``gossip``) runs ``gossip_start`` (a ``put_state`` of every node's first model),

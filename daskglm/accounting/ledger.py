@@ -125,6 +125,14 @@ class RoundRecord:
     dropped : tuple of int or None
         Deadline rounds (``reduce_by_deadline``): the partitions whose result did not
         arrive in time and was left out of the sum; None for other rounds.
+    backups : tuple of int or None
+        Deadline rounds on a cluster: the partitions that also ran as a backup task on
+        a replica on a worker that met an earlier deadline (the first copy to finish
+        counts); None for other rounds.
+    bytes_replicated : int
+        Deadline rounds: the bytes of the partitions the round started copying to a
+        worker for backups (Dask's size of each partition, modelled: Dask logs the copy
+        under the partition's key, not the round's).
     state_reset : tuple of int or None
         Stateful rounds (``reduce_stateful``, ``map_stateful``): the partitions whose
         state was lost with a worker and started again from None; None for other rounds.
@@ -138,6 +146,10 @@ class RoundRecord:
     seconds_blocked : float or None
         ``push`` records of parameter-server SGD: seconds tasks waited at the staleness
         bound, summed over tasks; None otherwise.
+    holder_lost : str or None
+        ``push`` records of a parameter holder lost with its worker: that worker (the
+        record then holds the holder's traffic up to the driver's last checkpoint of it);
+        None otherwise.
     route : str or None
         How a cluster round reached the workers: ``"tasks"`` (scheduler tasks) or
         ``"direct"`` (one call per worker to its partition holder, past the scheduler:
@@ -170,11 +182,14 @@ class RoundRecord:
     seconds_transferring: float | None = None
     groups: int = 0
     dropped: tuple | None = None
+    backups: tuple | None = None
+    bytes_replicated: int = 0
     state_reset: tuple | None = None
     staleness: dict | None = None
     topology: str | None = None
     clock_staleness: dict | None = None
     seconds_blocked: float | None = None
+    holder_lost: str | None = None
     route: str | None = None
     holders: int = 0
 
@@ -386,6 +401,12 @@ class CommReport:
     def seconds_blocked(self) -> float:
         """Seconds tasks waited at a staleness bound, summed over tasks."""
         return float(sum(r.seconds_blocked or 0.0 for r in self.records))
+
+    @property
+    def holders_lost(self) -> list:
+        """The workers lost with a parameter holder, in order (see
+        :attr:`RoundRecord.holder_lost`); empty when none was."""
+        return [r.holder_lost for r in self.records if r.holder_lost is not None]
 
     @property
     def split_every(self):

@@ -15,6 +15,13 @@
   run, read and update through :meth:`ParameterHolder.pull_for` and
   :meth:`ParameterHolder.push_from`, and with a staleness bound wait their turn
   (:meth:`ParameterHolder.wait_turn`); see :mod:`daskglm.engine.clocks`.
+* :class:`HolderLease` -- the driver's lease on a holder of a cluster, renewed from a
+  thread while the holder is open: once the driver stops renewing it (its process was
+  killed), the holder tells the tasks of its run to stop.  A task whose call to a holder
+  gets no answer asks the scheduler, every :attr:`ActorHolder.poll` seconds, whether the
+  holder is still there (:func:`actor_alive`): a holder released with its driver's client
+  or lost with its worker ends the task with :class:`HolderLostError` instead of a wait
+  without end.
 """
 
 from __future__ import annotations
@@ -29,6 +36,12 @@ from ..accounting.kinds import Kind
 from ..compute.sparse_vectors import SparseGradient
 from .clocks import ActorClocks, ClockedHolder, Run
 from .measure import Timer
+
+#: Seconds a holder's lease lasts without a renewal from the driver.
+LEASE_SECONDS = 5.0
+
+#: Seconds between two renewals of the lease by the driver.
+RENEW_EVERY = 1.0
 
 
 class HolderLostError(RuntimeError):
@@ -56,6 +69,18 @@ class ParameterHolder(ClockedHolder):
         self._clock_staleness = {}
         self._seconds_waiting = 0.0
         self._waits = 0
+        self._lease_until = None
+
+    def resume(self, version):
+        """Continue the versions of a holder this one replaces: the next push makes version
+        ``version + 1``.  Only before the first push."""
+        version = int(version)
+        if version < 0:
+            raise ValueError(f"version must be >= 0; got {version}.")
+        with self._lock:
+            if self._pushes:
+                raise ValueError("resume() must come before the first push.")
+            self._version = version
 
     def pull(self):
         """``(version, a copy of the parameters)``."""
@@ -111,11 +136,14 @@ class ParameterHolder(ClockedHolder):
         staleness bound, summed over tasks), "waits" (turns that had to wait)}`` (bytes
         by :func:`~daskglm.accounting.bytemodel.nbytes`)."""
         with self._lock:
-            return {"version": self._version, "pushes": self._pushes, "pulls": self._pulls,
-                    "staleness": dict(sorted(self._staleness.items())),
-                    "bytes_pushed": self._bytes_pushed, "bytes_pulled": self._bytes_pulled,
-                    "clock_staleness": dict(sorted(self._clock_staleness.items())),
-                    "seconds_waiting": self._seconds_waiting, "waits": self._waits}
+            return self._stats()
+
+    def _stats(self):
+        return {"version": self._version, "pushes": self._pushes, "pulls": self._pulls,
+                "staleness": dict(sorted(self._staleness.items())),
+                "bytes_pushed": self._bytes_pushed, "bytes_pulled": self._bytes_pulled,
+                "clock_staleness": dict(sorted(self._clock_staleness.items())),
+                "seconds_waiting": self._seconds_waiting, "waits": self._waits}
 
     # the in-process holder is its own handle: pickled (to a thread, never to a process)
     # it would lose its identity, so it refuses to be
@@ -131,6 +159,9 @@ class ActorHolder(ActorClocks):
     actor): each call is one direct message to the holder's worker, not through the
     scheduler.  When that worker is lost, the holder's state is gone: every call raises
     :class:`HolderLostError` (Dask never recreates it: the actor is pinned to its worker).
+    So it does once the holder was released (its driver's client left the cluster): Dask
+    answers a call to a released actor never, so a call that waits asks the scheduler
+    every :attr:`poll` seconds whether the holder is still on its worker.
 
     Attributes
     ----------
@@ -149,29 +180,26 @@ class ActorHolder(ActorClocks):
         self._actor = actor
         self.address = address
         self.timeout = None if timeout is None else float(timeout)
+        self.lease = None  # the driver's HolderLease, never pickled
 
-    def _host_alive(self):
-        """Whether the scheduler still lists the holder's worker."""
-        from distributed import get_client
-
-        try:
-            return self.address in get_client().scheduler_info(n_workers=-1)["workers"]
-        except Exception:  # no client to ask: only the call itself can tell
-            return True
+    def __reduce__(self):
+        return (ActorHolder, (self._actor, self.address, self.timeout))
 
     def _call(self, method, *args):
         start = time.monotonic()
         try:
             future = getattr(self._actor, method)(*args)
             # a dead host refuses connections at once but Dask retries them for its
-            # connect timeout (30 s): while a call waits, ask the scheduler every
-            # ``poll`` seconds whether the holder's worker is still there
+            # connect timeout (30 s), and a released actor never answers: while a call
+            # waits, ask the scheduler every ``poll`` seconds whether the holder is there
             while True:
                 try:
                     return future.result(timeout=self.poll)
                 except TimeoutError:
-                    if not self._host_alive():
-                        raise TimeoutError(f"worker {self.address} left the cluster") from None
+                    if not actor_alive(self._actor.key, self.address):
+                        raise TimeoutError(f"the holder is no longer on worker "
+                                           f"{self.address} (the worker left the cluster, "
+                                           f"or the holder's client did)") from None
                     if self.timeout is not None and time.monotonic() - start > self.timeout:
                         raise
         except (ValueError, TypeError):  # the holder's own argument checks
@@ -195,8 +223,87 @@ class ActorHolder(ActorClocks):
         """The holder's traffic (see :meth:`ParameterHolder.stats`)."""
         return self._call("stats")
 
+    def resume(self, version):
+        """See :meth:`ParameterHolder.resume`."""
+        return self._call("resume", version)
+
     def __repr__(self):
         return f"ActorHolder(address={self.address!r})"
+
+
+def actor_alive(key, address):
+    """Whether the scheduler lists worker ``address`` as holding the actor of ``key``.
+
+    False once the actor was released (the client that made it left) or its worker was
+    lost.  One ``who_has`` call to the scheduler, from the driver or from a task (through
+    the worker's client); True when there is no client to ask.
+
+    Parameters
+    ----------
+    key : str
+        The actor's key.
+    address : str
+        The worker the actor was made on.
+
+    Returns
+    -------
+    bool
+    """
+    from distributed import Future, get_client
+
+    try:
+        client = get_client()
+        future = Future(key, client)
+        try:
+            holders = client.who_has([future]).get(key, ())
+        finally:
+            future.release()
+    except Exception:  # no client to ask: only the call itself can tell
+        return True
+    return address in holders
+
+
+class HolderLease:
+    """The driver's lease on a holder of a cluster, renewed from a daemon thread.
+
+    Made by :meth:`AsyncVerbs.parameter_holder`: it renews the lease for ``seconds``
+    every ``every`` seconds until :meth:`close`.  The holder tells the tasks of its run to
+    stop once the lease has lapsed (see
+    :meth:`~daskglm.engine.clocks.ClockedHolder.renew`), so that tasks never work on for
+    a driver that is gone.  A renewal that fails is tried again at the next turn: a lost
+    holder is the fit's to meet, in its own calls.
+
+    Parameters
+    ----------
+    handle : ActorHolder
+    seconds : float, optional
+        How long one renewal lasts (default :data:`LEASE_SECONDS`).
+    every : float, optional
+        Seconds between two renewals (default :data:`RENEW_EVERY`).
+    """
+
+    def __init__(self, handle, seconds=None, every=None):
+        self.handle = handle
+        self.seconds = float(LEASE_SECONDS if seconds is None else seconds)
+        self.every = float(RENEW_EVERY if every is None else every)
+        self._stop = threading.Event()
+        handle.renew(self.seconds)
+        self._thread = threading.Thread(target=self._renew, name="daskglm-holder-lease",
+                                        daemon=True)
+        self._thread.start()
+
+    def _renew(self):
+        while not self._stop.wait(self.every):
+            try:
+                self.handle.renew(self.seconds)
+            except Exception:  # noqa: BLE001 - a lost holder: the fit's own calls say so
+                continue
+
+    def close(self):
+        """Stop renewing (the lease then lapses after at most ``seconds``)."""
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=self.every + ActorHolder.poll + 1.0)
 
 
 class AsCompleted:
@@ -335,36 +442,61 @@ class AsyncVerbs:
 
         On a cluster a :class:`~daskglm.engine.asynchronous.ParameterHolder` runs as a
         Dask Actor on one worker and the handle is an
-        :class:`~daskglm.engine.asynchronous.ActorHolder`; in this process the handle is
-        the holder itself.  Its traffic is written to the ledger by :meth:`close_holder`
-        (or :meth:`close`).
+        :class:`~daskglm.engine.asynchronous.ActorHolder`, on which the driver holds a
+        :class:`~daskglm.engine.asynchronous.HolderLease` until the holder is closed; in
+        this process the handle is the holder itself.  Its traffic is written to the
+        ledger by :meth:`close_holder` (or :meth:`close`).
         """
         handle = self._make_holder(np.asarray(params, dtype=np.float64))
         self._holders.append(handle)
+        if isinstance(handle, ActorHolder):
+            try:
+                handle.lease = HolderLease(handle)
+            except BaseException:
+                self.close_holder(handle)
+                raise
         return handle
 
-    def close_holder(self, handle):
+    def close_holder(self, handle, last_stats=None):
         """Release a holder and write its traffic to the ledger: one ``push`` and one
         ``pull`` record (tasks = calls, bytes as :meth:`ParameterHolder.stats` counts them,
         ``seconds`` 0: the calls ran inside other rounds' tasks or on the driver); the
-        ``push`` record carries the staleness histogram.  Returns the final stats, or None
-        when the holder was lost with its worker (its traffic is then not recorded).
-        """
-        from .asynchronous import HolderLostError
+        ``push`` record carries the staleness histogram.
 
+        Parameters
+        ----------
+        handle
+            An open holder of this engine.
+        last_stats : dict, optional
+            The holder's :meth:`ParameterHolder.stats` as last seen: what is recorded
+            when the holder was lost with its worker, its ``push`` record then naming
+            that worker in ``holder_lost``.
+
+        Returns
+        -------
+        dict or None
+            The final stats (``last_stats`` when the holder was lost); None when it was
+            lost and no ``last_stats`` was given (nothing is then recorded).
+        """
         if not any(h is handle for h in self._holders):
             raise ValueError(f"{handle!r} is not an open holder of this engine.")
         self._holders = [h for h in self._holders if h is not handle]
+        lost = None
         try:
+            lease = getattr(handle, "lease", None)
+            if lease is not None:
+                lease.close()
+                handle.lease = None
             stats = handle.stats()
         except HolderLostError:
-            stats = None
+            stats, lost = last_stats, handle.address
         finally:
             self._release_holder(handle)
         if stats is None:
             return None
         push = self.ledger.record(Kind.PUSH, stats["pushes"], stats["bytes_pushed"], 0, 0.0)
         push.staleness = dict(stats["staleness"])
+        push.holder_lost = lost
         self.ledger.record(Kind.PULL, stats["pulls"], 0, stats["bytes_pulled"], 0.0)
         return stats
 

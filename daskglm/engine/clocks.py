@@ -7,30 +7,55 @@ of the slowest other running task waits, polling the holder, and the seconds are
 counted.  The clock lag of every push (how far its task was ahead when it read) goes
 into a histogram, which therefore never exceeds ``s``.  A task that joins late starts at
 the slowest running clock and one that leaves (or whose worker is lost, see
-``retire_workers``) stops counting, so no task ever waits for one that is gone.
+``retire_workers``) stops counting, so no task ever waits for one that is gone.  Nor does
+any task work for a driver that is gone: the driver renews a lease on the holder
+(``renew``, from :class:`~daskglm.engine.asynchronous.HolderLease`), and once it lapses
+every call of a task answers ``stop``.
 
 :class:`ClockedHolder` holds these methods for
 :class:`~daskglm.engine.asynchronous.ParameterHolder` (the same object on the driver, in
 threads, or as a Dask Actor on a worker) and :class:`ActorClocks` their calls through an
-:class:`~daskglm.engine.asynchronous.ActorHolder` handle.  :func:`close_parameter_server`
-writes the holder's ledger records with the clocks' histogram and waits.
+:class:`~daskglm.engine.asynchronous.ActorHolder` handle.  :class:`ParameterServer` is
+the driver's side: the holder, a checkpoint of its parameters after every generation,
+and the rebuild of a holder lost with its worker from that checkpoint;
+:func:`close_parameter_server` writes the holder's ledger records with the clocks'
+histogram and waits.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
 from ..accounting.bytemodel import nbytes
 
-__all__ = ["ClockedHolder", "ActorClocks", "Run", "close_parameter_server",
-           "WAIT_FIRST", "WAIT_LONGEST"]
+__all__ = ["ClockedHolder", "ActorClocks", "Run", "ParameterServer", "close_parameter_server",
+           "WAIT_FIRST", "WAIT_LONGEST", "MAX_HOLDER_REBUILDS"]
+
+#: Times a parameter-server fit rebuilds a holder lost with its worker before it gives up.
+MAX_HOLDER_REBUILDS = 3
 
 
 class ClockedHolder:
     """The clock methods of :class:`~daskglm.engine.asynchronous.ParameterHolder` (a mixin:
     it uses the holder's lock, parameters and counters)."""
+
+    def renew(self, seconds):
+        """Renew the driver's lease for ``seconds``: once that long passes without a
+        renewal, every task of the run is told to stop (the ``stop`` of
+        :meth:`pull_for`, :meth:`push_from`, :meth:`may_proceed`, :meth:`report`).
+        Before the first renewal there is no lease."""
+        seconds = float(seconds)
+        if not seconds > 0:
+            raise ValueError(f"seconds must be > 0; got {seconds!r}.")
+        with self._lock:
+            self._lease_until = time.monotonic() + seconds
+
+    def _stop_now(self, run):
+        lease = self._lease_until
+        return run.stop_now() or (lease is not None and time.monotonic() > lease)
 
     def start_run(self, rows_target, staleness=None):
         """Begin a run of tasks (one generation of parameter-server SGD).
@@ -97,7 +122,7 @@ class ClockedHolder:
         task."""
         with self._lock:
             run = self._run
-            stop = run.stop_now()
+            stop = self._stop_now(run)
             if run.staleness is None or stop:
                 return True, stop
             return run.clocks[slot] - self._slowest_other(run, slot) <= run.staleness, stop
@@ -111,7 +136,7 @@ class ClockedHolder:
             run.pulled_lag[slot] = max(0, run.clocks[slot] - self._slowest_other(run, slot))
             self._pulls += 1
             self._bytes_pulled += nbytes(self._params)
-            return self._version, self._params.copy(), len(run.running), run.stop_now()
+            return self._version, self._params.copy(), len(run.running), self._stop_now(run)
 
     def push_from(self, slot, delta, based_on_version, rows=0, loss=0.0, weight=0.0,
                   penalty=0.0, seconds_waiting=0.0):
@@ -131,13 +156,13 @@ class ClockedHolder:
             self._clock_staleness[lag] = self._clock_staleness.get(lag, 0) + 1
             run.clocks[slot] += 1
             self._note(run, rows, loss, weight, penalty, seconds_waiting)
-            return version, run.stop_now()
+            return version, self._stop_now(run)
 
     def report(self, rows=0, loss=0.0, weight=0.0, penalty=0.0, seconds_waiting=0.0):
         """Progress without an update (a task's last rows); returns ``stop``."""
         with self._lock:
             self._note(self._run, rows, loss, weight, penalty, seconds_waiting)
-            return self._run.stop_now()
+            return self._stop_now(self._run)
 
     def _note(self, run, rows, loss, weight, penalty, seconds_waiting):
         run.rows += int(rows)
@@ -152,10 +177,21 @@ class ClockedHolder:
         """The current run: ``{"rows", "loss", "weight", "penalty", "version",
         "running"}``."""
         with self._lock:
-            run = self._run
-            return {"rows": run.rows, "loss": run.loss, "weight": run.weight,
-                    "penalty": run.penalty, "version": self._version,
-                    "running": len(run.running)}
+            return self._progress()
+
+    def _progress(self):
+        run = self._run
+        return {"rows": run.rows, "loss": run.loss, "weight": run.weight,
+                "penalty": run.penalty, "version": self._version, "running": len(run.running)}
+
+    def checkpoint(self):
+        """:meth:`progress`, :meth:`pull` and :meth:`stats` in one call (counted as a pull):
+        ``(progress, version, params, stats)``, what the driver keeps to rebuild a holder
+        lost with its worker."""
+        with self._lock:
+            self._pulls += 1
+            self._bytes_pulled += nbytes(self._params)
+            return self._progress(), self._version, self._params.copy(), self._stats()
 
     def wait_turn(self, slot, timeout=None):
         """Wait until :meth:`may_proceed` (polling); ``(seconds waited, stop)``.
@@ -212,6 +248,10 @@ class ActorClocks:
     """The clock methods of an :class:`~daskglm.engine.asynchronous.ActorHolder` handle,
     one message to the holder each (a mixin: it uses the handle's ``_call``)."""
 
+    def renew(self, seconds):
+        """See :meth:`ParameterHolder.renew`."""
+        return self._call("renew", seconds)
+
     def start_run(self, rows_target, staleness=None):
         """See :meth:`ParameterHolder.start_run`."""
         return self._call("start_run", rows_target, staleness)
@@ -256,6 +296,10 @@ class ActorClocks:
         """See :meth:`ParameterHolder.progress`."""
         return self._call("progress")
 
+    def checkpoint(self):
+        """See :meth:`ParameterHolder.checkpoint`."""
+        return self._call("checkpoint")
+
     def wait_turn(self, slot, timeout=None):
         """Wait at the staleness bound, one message per check (see
         :meth:`ParameterHolder.wait_turn`).  Every :attr:`poll` seconds of waiting the
@@ -283,14 +327,94 @@ def _current_worker():
         return None
 
 
-def close_parameter_server(engine, handle):
+def _no_traffic(version):
+    """The stats of a holder at ``version`` that no call has reached yet."""
+    return {"version": int(version), "pushes": 0, "pulls": 0, "staleness": {},
+            "bytes_pushed": 0, "bytes_pulled": 0, "clock_staleness": {},
+            "seconds_waiting": 0.0, "waits": 0}
+
+
+def close_parameter_server(engine, handle, last_stats=None):
     """:meth:`Engine.close_holder`, with the clocks' records: the ``push`` record also
     carries ``clock_staleness`` (the histogram of clock lags) and ``seconds_blocked``
-    (seconds tasks waited at the staleness bound).  Returns the holder's final stats, or
-    None when it was lost with its worker."""
-    stats = engine.close_holder(handle)
+    (seconds tasks waited at the staleness bound).  Returns the holder's final stats
+    (``last_stats`` when it was lost with its worker), or None when it was lost and
+    ``last_stats`` is None."""
+    stats = engine.close_holder(handle, last_stats)
     if stats is not None:
         push = engine.ledger.records[-2]
         push.clock_staleness = dict(stats["clock_staleness"])
         push.seconds_blocked = float(stats["seconds_waiting"])
     return stats
+
+
+class ParameterServer:
+    """The driver's side of parameter-server SGD: the holder, its checkpoint, and the
+    rebuild of a holder lost with its worker.
+
+    The driver takes a :meth:`checkpoint` after every generation (one call: the run's
+    progress, the parameters and the holder's traffic).  When the holder's worker is lost,
+    :meth:`rebuild` writes the lost holder's traffic up to that checkpoint to the ledger
+    (its ``push`` record names the worker in ``holder_lost``), makes a new holder from the
+    checkpoint's parameters, continuing its versions (so the step rule goes on where it
+    was), on a worker still there, and warns with a RuntimeWarning; the updates pushed
+    after the checkpoint are lost.
+
+    Parameters
+    ----------
+    engine : Engine
+    params : ndarray
+        The starting parameters.
+    """
+
+    def __init__(self, engine, params):
+        self.engine = engine
+        self.params = np.array(params, dtype=np.float64, copy=True)
+        self.version = 0
+        self.stats = _no_traffic(0)
+        #: one sentence per rebuild: the lost worker and the version rebuilt from
+        self.rebuilds = []
+        self.holder = engine.parameter_holder(self.params)
+
+    def checkpoint(self):
+        """The run's progress (see :meth:`ClockedHolder.progress`), keeping the parameters
+        and the traffic for a rebuild."""
+        progress, self.version, self.params, self.stats = self.holder.checkpoint()
+        return progress
+
+    def alive(self):
+        """Whether the holder still answers (then the checkpoint is renewed)."""
+        from .asynchronous import HolderLostError
+
+        try:
+            self.checkpoint()
+        except HolderLostError:
+            return False
+        return True
+
+    def rebuild(self, error):
+        """Replace the lost holder by one made from the checkpoint on a worker still there.
+
+        Parameters
+        ----------
+        error : HolderLostError
+            What the fit met; raised again after :data:`MAX_HOLDER_REBUILDS` rebuilds, or
+            without a cluster.
+        """
+        lost = getattr(self.holder, "address", None)
+        if lost is None or len(self.rebuilds) >= MAX_HOLDER_REBUILDS:
+            raise error
+        close_parameter_server(self.engine, self.holder, self.stats)
+        self.holder = self.engine.parameter_holder(self.params)
+        self.holder.resume(self.version)
+        self.stats = _no_traffic(self.version)
+        self.rebuilds.append(f"worker {lost} was lost with the parameter holder; a new "
+                             f"holder on worker {self.holder.address} went on from the "
+                             f"parameters of version {self.version}, the driver's last "
+                             f"checkpoint (the updates pushed after it were lost)")
+        warnings.warn(f"A parameter-server fit lost a worker: {self.rebuilds[-1]}.",
+                      RuntimeWarning, stacklevel=3)
+
+    def close(self):
+        """Close the holder and write its traffic to the ledger; its final stats."""
+        return close_parameter_server(self.engine, self.holder, self.stats)

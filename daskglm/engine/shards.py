@@ -30,7 +30,11 @@ Rounds written to the ledger (:class:`~daskglm.accounting.kinds.Kind`):
 When a shard's worker is lost, the shard's part of the iterate is gone: every call then
 raises :class:`ShardLostError` within about a second (and
 :func:`~daskglm.solvers.sharded_lbfgs.solve_sharded` makes the shards again on the
-workers left, from :meth:`ShardSet.salvage`).
+workers left, from :meth:`ShardSet.salvage`).  The shards and the ``WorkerColumns`` are
+released with the fit's client: when the driver's process dies, Dask drops them, and a
+call that a task or a partition holder was making to one of them ends within about a
+second with :class:`ShardLostError` (:func:`~daskglm.engine.asynchronous.actor_alive`),
+where Dask itself would wait for its answer forever.
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
 from ..compute.column_shards import ColumnShard, shard_bounds
 from ..compute.worker_columns import TRAFFIC_FIELDS, UnknownPartition, WorkerColumns
-from .asynchronous import HolderLostError
+from .asynchronous import HolderLostError, actor_alive
 from .measure import Timer
 
 __all__ = ["ShardLostError", "ShardClients", "ShardSet", "make_shards", "CALL_ID_BYTES"]
@@ -153,32 +157,27 @@ class ShardClients:
                 raise lost(k, exc) from exc
         for i, actor, args in local:
             pending[i] = _Done(getattr(actor, method)(*args))
-        return [self._result(pending[i], addresses[k], lambda exc, k=k: lost(k, exc))
+        return [self._result(pending[i], targets[k].key, addresses[k],
+                             lambda exc, k=k: lost(k, exc))
                 for i, (k, _) in enumerate(calls)]
 
-    def _result(self, future, address, lost):
+    def _result(self, future, key, address, lost):
         # a dead worker refuses connections at once but Dask retries them for its connect
-        # timeout (30 s): ask the scheduler every ``poll`` seconds whether it is there
+        # timeout (30 s), and an actor released with the driver's client never answers:
+        # ask the scheduler every ``poll`` seconds whether the actor is still there
         try:
             while True:
                 try:
                     return future.result(timeout=self.poll)
                 except TimeoutError:
-                    if not self._alive(address):
-                        raise TimeoutError(f"worker {address} left the cluster") from None
+                    if not actor_alive(key, address):
+                        raise TimeoutError(f"the actor is no longer on worker {address} "
+                                           f"(the worker left the cluster, or the fit's "
+                                           f"client did)") from None
         except _SHARD_CHECKS:
             raise
         except Exception as exc:
             raise lost(exc) from exc
-
-    @staticmethod
-    def _alive(address):
-        from distributed import get_client
-
-        try:
-            return address in get_client().scheduler_info(n_workers=-1)["workers"]
-        except Exception:  # no client to ask: only the call itself can tell
-            return True
 
     def _shard_lost(self, k, exc):
         return ShardLostError(

@@ -6,6 +6,7 @@ The driver starts, watches and stops; the work runs in long-lived tasks on the w
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -14,7 +15,8 @@ from ..compute.hogwild import SCHEDULES as HOGWILD_SCHEDULES
 from ..compute.parameter_server import ParameterServerConfig, hogwild_loss, parameter_server_task
 from ..compute.schedules import LEARNING_RATES, make_step_rule
 from ..compute.seeds import root_seed
-from ..engine.clocks import close_parameter_server
+from ..engine.asynchronous import HolderLostError
+from ..engine.clocks import ParameterServer
 from ..engine.tasks import pause_if_slowed
 from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
@@ -25,6 +27,15 @@ __all__ = ["AsyncSGD"]
 
 #: Generations in a row that may process no row before the fit gives up.
 MAX_IDLE_GENERATIONS = 3
+
+
+@dataclass
+class _Counts:
+    """What runs on over the epochs of a fit: the generation (it names the tasks' random
+    streams) and the steps between the last two pushes of each task that pushed twice."""
+
+    generation: int = 0
+    push_sizes: list = field(default_factory=list)
 
 
 def _is_int(value, minimum):
@@ -173,39 +184,34 @@ class AsyncSGD(Solver):
     def solve(self, problem, engine, params0):
         self._check_hogwild(problem)
         config = self.config(problem, engine)
-        holder = engine.parameter_holder(np.asarray(params0, dtype=float))
+        server = ParameterServer(engine, np.asarray(params0, dtype=float))
         try:
-            result = self._run(problem, engine, holder, config)
+            result = self._run(problem, engine, server, config)
         finally:
-            close_parameter_server(engine, holder)
+            server.close()
+        if server.rebuilds:
+            result.message += (f" (the parameter holder was rebuilt {len(server.rebuilds)} "
+                               f"time(s) after losing its worker)")
         return result
 
-    def _run(self, problem, engine, holder, config):
+    def _run(self, problem, engine, server, config):
         history = History(engine)
         stopping = EarlyStopping(self.tol, self.opts["n_iter_no_change"])
-        converged, generation = False, 0
+        converged = False
         n_epochs = 0
-        params = None
-        push_sizes = []
+        counts = _Counts()
         for n_epochs in range(1, self.max_iter + 1):
-            holder.start_run(engine.n_samples, self.opts["staleness"])
-            generations, idle = 0, 0
-            progress = holder.progress()
-            while progress["rows"] < engine.n_samples:
-                before = progress["rows"]
-                with engine.map_as_completed(parameter_server_task, holder, config, generation,
-                                             kind=Kind.ASYNC_SGD) as tasks:
-                    for _, report in tasks:
-                        if report.pushes >= 2:
-                            push_sizes.append(report.push_every)
-                generation += 1
-                generations += 1
-                progress = holder.progress()
-                idle = idle + 1 if progress["rows"] == before else 0
-                if idle >= MAX_IDLE_GENERATIONS:
-                    raise RuntimeError(f"{idle} generations of parameter-server SGD in a row "
-                                       f"read no rows (every task failed or found no rows).")
-            version, params = holder.pull()
+            while True:
+                try:
+                    progress, generations = self._epoch(engine, server, config, counts)
+                    break
+                except HolderLostError as exc:
+                    # the epoch starts again, from the last checkpoint when the holder is
+                    # gone (a task's call may fail while the holder answers the driver)
+                    if server.alive():
+                        raise
+                    server.rebuild(exc)
+            version, params = server.version, server.params
             weight = progress["weight"]
             loss = progress["loss"] / weight if weight > 0 else math.nan
             penalty = progress["penalty"] / weight if weight > 0 else math.nan
@@ -218,6 +224,7 @@ class AsyncSGD(Solver):
             if stopping.should_stop(value):
                 converged = True
                 break
+        push_sizes = counts.push_sizes
         if config.push_every is None and push_sizes:
             engine.ledger.note_choice(
                 "push_every", int(np.median(push_sizes)),
@@ -229,7 +236,29 @@ class AsyncSGD(Solver):
             converged, message = True, "ran every epoch (no tolerance)"
         else:
             message = "converged" if converged else "maximum number of epochs reached"
-        return SolverResult(params, n_epochs, converged, history.entries, message)
+        return SolverResult(server.params, n_epochs, converged, history.entries, message)
+
+    def _epoch(self, engine, server, config, counts):
+        """Generations until the epoch's rows are read; ``(progress, generations)``, the
+        server's checkpoint taken after each generation."""
+        holder = server.holder
+        holder.start_run(engine.n_samples, self.opts["staleness"])
+        generations, idle, rows = 0, 0, 0
+        while rows < engine.n_samples:
+            with engine.map_as_completed(parameter_server_task, holder, config,
+                                         counts.generation, kind=Kind.ASYNC_SGD) as tasks:
+                for _, report in tasks:
+                    if report.pushes >= 2:
+                        counts.push_sizes.append(report.push_every)
+            counts.generation += 1
+            generations += 1
+            progress = server.checkpoint()
+            idle = idle + 1 if progress["rows"] == rows else 0
+            rows = progress["rows"]
+            if idle >= MAX_IDLE_GENERATIONS:
+                raise RuntimeError(f"{idle} generations of parameter-server SGD in a row "
+                                   f"read no rows (every task failed or found no rows).")
+        return progress, generations
 
     @staticmethod
     def _rate(config, version, engine):
