@@ -382,3 +382,21 @@ def test_nbytes_counts_arrays_of_any_library():
     csr = sp.random(50, 40, density=0.1, format="csr", random_state=0)
     assert nbytes(csr) == csr.data.nbytes + csr.indices.nbytes + csr.indptr.nbytes
     assert nbytes(np.float64(2.0)) == nbytes(3) == 8
+
+
+def test_the_reports_text_wraps_and_its_html_is_the_same_table():
+    report = CommReport()
+    report.record("gradient", 2, 800, 160, 0.01, partitions=2)
+    report.record("gradient", 2, 800, 160, 0.02, partitions=2)
+    report.note_choice("sync_every", 4096, "a round's fixed cost is 3.78 ms and a step's "
+                       "compute 6.8 us, so 4096 steps make a round's compute 12x its fixed "
+                       "cost (at most one epoch per round)")
+    text = repr(report)
+    width = len(text.splitlines()[1])  # the header
+    assert all(len(line) <= width for line in text.splitlines())
+    assert "chosen: sync_every=4096: a round's fixed cost" in text.replace("\n  ", " ")
+    page = report._repr_html_()
+    assert page.count("<tr>") == 1 + 2  # header, gradient, total
+    assert "<td>gradient</td><td>2</td><td>4</td>" in page
+    assert "chosen: sync_every=4096" in page and "<table>" in page
+    assert "<td>total</td>" in page

@@ -60,6 +60,8 @@ lost to the slowest partition).  It is 0 when every thread finishes at the same 
 from __future__ import annotations
 
 import dataclasses
+import html
+import textwrap
 from dataclasses import dataclass
 
 from .bytemodel import top_partials, tree_depth
@@ -485,7 +487,39 @@ class CommReport:
         total["bytes_measured"] = None if None in measured else sum(measured)
         lines = [title, header, *(line(kind, row) for kind, row in kinds.items()),
                  line("total", total)]
-        lines.append(f"measured: {self.measurement}; read from storage: {self.bytes_read:,} B")
-        lines.extend(f"chosen: {option}={value!r}: {reason}"
-                     for option, (value, reason) in self.choices.items())
+        for note in self._notes():
+            lines.extend(textwrap.wrap(note, width=len(header), subsequent_indent="  "))
         return "\n".join(lines)
+
+    def _notes(self):
+        """The sentences under the table: where the measured bytes come from, the bytes
+        read from storage, and the options chosen during the fit."""
+        notes = [f"measured: {self.measurement}; read from storage: {self.bytes_read:,} B"]
+        notes.extend(f"chosen: {option}={value!r}: {reason}"
+                     for option, (value, reason) in self.choices.items())
+        return notes
+
+    def _repr_html_(self):
+        """The same table as :meth:`__repr__`, as HTML for notebooks."""
+        columns = ("kind", "rounds", "tasks", "modelled B", "measured B", "seconds",
+                   "waiting s")
+        rows = list(self.by_kind().items())
+        if rows:
+            total = {key: sum(row[key] for _, row in rows) for key in
+                     ("rounds", "tasks", "bytes_modelled", "seconds", "seconds_waiting")}
+            measured = [row["bytes_measured"] for _, row in rows]
+            total["bytes_measured"] = None if None in measured else sum(measured)
+            rows.append(("total", total))
+
+        def cells(name, row):
+            measured = "-" if row["bytes_measured"] is None else f"{row['bytes_measured']:,}"
+            values = (name, row["rounds"], row["tasks"], f"{row['bytes_modelled']:,}",
+                      measured, f"{row['seconds']:.3f}", f"{row['seconds_waiting']:.3f}")
+            return "".join(f"<td>{html.escape(str(v))}</td>" for v in values)
+
+        title = html.escape(self.__repr__().splitlines()[0])
+        head = "".join(f"<th>{c}</th>" for c in columns)
+        body = "".join(f"<tr>{cells(name, row)}</tr>" for name, row in rows)
+        notes = "".join(f"<p>{html.escape(note)}</p>" for note in self._notes())
+        return (f"<div><p><b>{title}</b></p><table><thead><tr>{head}</tr></thead>"
+                f"<tbody>{body}</tbody></table>{notes}</div>")
