@@ -493,8 +493,11 @@ class CommReport:
 
     def _notes(self):
         """The sentences under the table: where the measured bytes come from, the bytes
-        read from storage, and the options chosen during the fit."""
-        notes = [f"measured: {self.measurement}; read from storage: {self.bytes_read:,} B"]
+        loaded from the input (when any), and the options chosen during the fit."""
+        notes = [f"measured: {self.measurement}"]
+        if self.bytes_read:
+            notes.append(f"loaded from the input (its Dask graph computed, or its store "
+                         f"read): {self.bytes_read:,} B")
         notes.extend(f"chosen: {option}={value!r}: {reason}"
                      for option, (value, reason) in self.choices.items())
         return notes
