@@ -94,3 +94,23 @@ def make_partition(family, n, d, weights=True, dtype=np.float64, order="C", seed
         y = rng.poisson(np.exp(eta)).astype(float) + (0.5 if isinstance(family, Gamma) else 0.0)
     w = rng.uniform(0.2, 3.0, size=n) if weights else None
     return np.asarray(X, dtype=dtype, order=order), y, w
+
+
+def keys_held(client):
+    """Keys the scheduler keeps for ``client``."""
+    def held(dask_scheduler, client_id=client.id):
+        state = dask_scheduler.clients.get(client_id)
+        return sorted(ts.key for ts in state.wants_what) if state else []
+
+    return client.run_on_scheduler(held)
+
+
+def released(client, prefix, seconds=10.0):
+    """Whether the scheduler forgets ``client``'s keys named ``prefix...`` within ``seconds``
+    (a client sends its releases in batches)."""
+    deadline = time.monotonic() + seconds
+    while [k for k in keys_held(client) if k.startswith(prefix)]:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True

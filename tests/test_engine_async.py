@@ -17,7 +17,7 @@ from daskglm.engine import make_engine
 from daskglm.engine.asynchronous import ActorHolder, AsCompleted, HolderLostError, ParameterHolder
 from daskglm.model.families import Binomial
 from daskglm.testing import slow_worker
-from tests.conftest import SlowOn, kill_worker, make_data
+from tests.conftest import SlowOn, kill_worker, make_data, released
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -41,23 +41,8 @@ def _params(X):
     return np.linspace(-0.5, 0.5, X.shape[1] + 1)
 
 
-def _keys_held(client):
-    def held(dask_scheduler, client_id=client.id):
-        state = dask_scheduler.clients.get(client_id)
-        return sorted(ts.key for ts in state.wants_what) if state else []
-
-    return client.run_on_scheduler(held)
 
 
-def _released(client, prefix, seconds=10):
-    """Whether no key starting with ``prefix`` is wanted by ``client`` (releases are
-    batched messages: allowed ``seconds`` to arrive)."""
-    deadline = time.monotonic() + seconds
-    while [k for k in _keys_held(client) if k.startswith(prefix)]:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _holders(client, futures):
@@ -130,7 +115,7 @@ def test_map_as_completed_on_a_cluster_with_a_slowed_worker(data, client):
         assert record.kind == "async" and record.tasks == 4 and record.dropped == ()
         assert record.bytes_returned == sum(nbytes(g) for g in expected)
         assert record.bytes_sent == 4 * nbytes(params)
-        assert _released(client, "daskglm_async")
+        assert released(client, "daskglm_async")
 
         # stopping early cancels what was not consumed; the partitions' places are read
         # again, since the idle worker may have taken over a partition above
@@ -142,7 +127,7 @@ def test_map_as_completed_on_a_cluster_with_a_slowed_worker(data, client):
             assert index not in on_slow
             assert set(it.cancelled) >= on_slow
             assert engine.ledger.records[-1].dropped == it.cancelled
-            assert _released(client, "daskglm_early")
+            assert released(client, "daskglm_early")
         # the shared cluster is left idle; later rounds are unaffected
         again = engine.map(gradient, params, kind="check")
         for a, b in zip(again, expected):

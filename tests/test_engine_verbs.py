@@ -19,7 +19,7 @@ from daskglm.engine import partitions as partitions_module
 from daskglm.engine import tasks as engine_tasks
 from daskglm.model.families import Binomial
 from daskglm.testing import slow_worker
-from tests.conftest import SlowOn, kill_worker, make_data
+from tests.conftest import SlowOn, keys_held, kill_worker, make_data, released
 
 # the kernels below run on the workers, which cannot import this test module
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
@@ -336,23 +336,8 @@ def test_deadline_round_in_process_drops_the_slow_partition(data):
 
 
 # deadline rounds, on a cluster -----------------------------------------------------------
-def _keys_held(client):
-    def held(dask_scheduler, client_id=client.id):
-        state = dask_scheduler.clients.get(client_id)
-        return sorted(ts.key for ts in state.wants_what) if state else []
-
-    return client.run_on_scheduler(held)
 
 
-def _released(client, prefix, seconds=10.0):
-    """Whether the scheduler forgets this client's keys named ``prefix...`` within
-    ``seconds``."""
-    deadline = time.monotonic() + seconds
-    while [k for k in _keys_held(client) if k.startswith(prefix)]:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def _delays(client):
@@ -385,11 +370,11 @@ def test_deadline_round_on_a_cluster_drops_the_slowed_worker(data, client):
         assert record.dropped == (alone,) and record.tasks == 3 and record.groups == 3
         assert 1.0 <= record.seconds < 3.0
         # the late task is no longer wanted by anyone: its result will be dropped
-        assert not [k for k in _keys_held(client) if k.startswith("daskglm_deadline")]
+        assert not [k for k in keys_held(client) if k.startswith("daskglm_deadline")]
         # the dropped partition is copied to the worker that met the deadline, once
         assert record.backups == () and record.bytes_replicated == _nbytes(client, engine,
                                                                           [alone])
-        assert len([k for k in _keys_held(client) if k.startswith("daskglm-replica-")]) == 1
+        assert len([k for k in keys_held(client) if k.startswith("daskglm-replica-")]) == 1
         fast = next(h[0] for h in holders if h[0] != slow)
         replica = engine._backups[alone].replica
         wait(replica)
@@ -421,7 +406,7 @@ def test_deadline_round_on_a_cluster_drops_the_slowed_worker(data, client):
         # leave the shared cluster idle: this round waits for the late task to end
         assert_same_stats(engine.reduce(gradient, params, kind="gradient"), full)
     # the engine's replicas are released with it (the client sends releases in batches)
-    assert _released(client, "daskglm-replica-")
+    assert released(client, "daskglm-replica-")
 
 
 def _nbytes(client, engine, indices):
@@ -475,7 +460,7 @@ def test_backups_cover_a_persistent_straggler_bit_for_bit(data, client):
         # the partitions change: the replicas are released
         engine.relabel(1.0)
         assert engine._backups == {}
-        assert _released(client, "daskglm-replica-")
+        assert released(client, "daskglm-replica-")
         # leave the shared cluster idle: this round waits for the late tasks to end
         engine.reduce(gradient, params, kind="gradient")
 

@@ -16,7 +16,7 @@ from daskglm.compute.kernels import loss_grad_hess
 from daskglm.engine import DistributedEngine, make_engine
 from daskglm.engine import partitions as engine_module
 from daskglm.model.families import Binomial
-from tests.conftest import kill_worker, make_data
+from tests.conftest import keys_held, kill_worker, make_data
 
 UNEVEN = (400, 13, 700, 1, 300, 286, 300)  # 7 uneven row chunks of 2000 rows
 
@@ -125,13 +125,6 @@ def test_a_worker_lost_mid_fit_with_numpy_input_is_survived(own_client, monkeypa
     np.testing.assert_allclose(got.intercept_, expected.intercept_, rtol=0, atol=1e-10)
 
 
-def _keys_held(client):
-    """Keys the scheduler keeps for ``client``."""
-    def held(dask_scheduler, client_id=client.id):
-        state = dask_scheduler.clients.get(client_id)
-        return sorted(ts.key for ts in state.wants_what) if state else []
-
-    return client.run_on_scheduler(held)
 
 
 def test_an_interrupted_fit_leaves_nothing_on_the_cluster(client):
@@ -163,9 +156,9 @@ def test_an_interrupted_fit_leaves_nothing_on_the_cluster(client):
         interrupter.join()
     assert held is not None, "the fit ended before the interrupt"
     deadline = time.monotonic() + 10
-    while _keys_held(client) and time.monotonic() < deadline:
+    while keys_held(client) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _keys_held(client) == []
+    assert keys_held(client) == []
     del held
 
 
