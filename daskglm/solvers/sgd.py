@@ -316,9 +316,10 @@ class SGD(Solver):
         waits = deadline is not None or min_fraction is not None
         codec = self.codec
         sync_every = self.opts["sync_every"]
+        first_counts = None  # the first epoch's split, when the round sizing drew it
         if sync_every == "auto":
-            sync_every = self._auto_sync_every(engine, config, state, rows, steps_per_epoch,
-                                               waits)
+            sync_every, first_counts = self._auto_sync_every(engine, config, state, rows,
+                                                             steps_per_epoch, waits)
         if sync_every is None and engine.n_partitions == 1 and codec is None and not waits:
             sync_every = steps_per_epoch  # the same computation, one round per epoch
         if codec is not None:
@@ -329,7 +330,10 @@ class SGD(Solver):
         converged, n_epochs = False, 0
         try:
             for n_epochs in range(1, self.max_iter + 1):
-                counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
+                if n_epochs == 1 and first_counts is not None:
+                    counts = first_counts
+                else:
+                    counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
                 extra = {}
                 if waits:
                     loss, penalty, weight, rate, dropped = deadline_epoch(
@@ -377,8 +381,10 @@ class SGD(Solver):
 
     def _auto_sync_every(self, engine, config, state, rows, steps_per_epoch, waits):
         """``sync_every="auto"``: local steps per round from the measured cost of a round,
-        recorded in the ledger's choices."""
+        recorded in the ledger's choices; returns it and the first epoch's split of the
+        steps over the partitions where the timing rounds drew it (else None)."""
         hogwild = self.opts["hogwild"] is not None
+        counts = None
         if waits:
             value, reason = None, "deadline and min_fraction wait on every synchronous step"
         elif engine.n_partitions == 1:
@@ -398,7 +404,7 @@ class SGD(Solver):
                 sizing = timer.add(engine.ledger.records[-1].seconds)
             value, reason = sizing.steps, sizing.reason
         engine.ledger.note_choice("sync_every", value, reason)
-        return value
+        return value, counts
 
     def _resume(self, problem, state):
         """Continue ``state``; a changed step rule starts afresh from its iterate."""
