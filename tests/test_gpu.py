@@ -194,3 +194,14 @@ def test_the_ledger_counts_cupy_bytes():
     from daskglm.accounting.bytemodel import nbytes
 
     assert nbytes(cp.zeros(1000)) == 8000
+
+
+def test_cupy_partitions_are_stacked_on_the_device():
+    """In this process, dense CuPy partitions of one GPU are stacked into one buffer: a
+    gradient round is one task over all the rows (:mod:`daskglm.engine.device_rows`)."""
+    X, y, _ = make_data("binomial", n=4000)
+    model = daskglm.LogisticRegression(tol=1e-10).fit(device_chunks(X), device_chunks(y))
+    rounds = [r for r in model.comm_.records if r.kind == "gradient"]
+    assert rounds and all(r.tasks == 1 for r in rounds)
+    reference = daskglm.LogisticRegression(tol=1e-10).fit(da.from_array(X, chunks=(500, -1)), y)
+    agree(model, reference, 1e-7)

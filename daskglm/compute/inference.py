@@ -27,6 +27,7 @@ from .kernels import (
     linear_predictor,
     partition_offset,
 )
+from .tree import row_additive
 
 #: Entries of :attr:`InferenceStats.loglik`: the most sums a distribution's
 #: log-likelihood needs (the Gamma's four).
@@ -49,6 +50,7 @@ class TargetMoments:
                              self.offset + other.offset)
 
 
+@row_additive
 def target_moments(part):
     """Total weight, ``sum w y`` and ``sum w offset`` of one partition."""
     y, weight = part[1], part[2]
@@ -113,6 +115,7 @@ def _signed_information(X_b, h, n_coef, fit_intercept, scratch):
     return positive - _information(X_b, xp.maximum(-h, 0.0), n_coef, fit_intercept, scratch)
 
 
+@row_additive
 def inference_sums(part, params, family, fit_intercept, null_mean):
     """Information matrices, sandwich meat, deviances, Pearson's chi-squared and
     log-likelihood sums of one partition at ``params``; ``null_mean`` is the mean of the
@@ -158,6 +161,7 @@ def inference_sums(part, params, family, fit_intercept, null_mean):
                           float(null_deviance), pearson, loglik)
 
 
+@row_additive
 def null_model_sums(part, intercept, family):
     """``[sum w dloss, sum w d2loss, deviance]`` of the intercept-only model with the
     partition's offset, ``eta = intercept + offset``, at ``intercept``: one Newton step of

@@ -50,6 +50,7 @@ from ..backend import (
 )
 from .blocked import augmented_gram, fused_loss_grad, fused_loss_grad_hess, pointwise_for
 from .csr_products import csr_weighted_gram
+from .tree import row_additive
 
 __all__ = [
     "Stats", "GramStats", "loss_grad", "loss_grad_hess", "gram", "linear_predictor",
@@ -236,6 +237,7 @@ def _total_weight(X, weight):
     return float(namespace(weight).sum(weight))
 
 
+@row_additive
 def loss_grad(part, params, family, fit_intercept):
     """Loss and gradient sums of one partition at ``params``: one read of ``X``."""
     X, y, weight = part[:3]
@@ -295,6 +297,7 @@ def _weighted_gram(X_b, h, scratch):
     return scaled.T @ scaled, _block_transpose_product(X_b, h)
 
 
+@row_additive
 def loss_grad_hess(part, params, family, fit_intercept):
     """Loss, gradient and Hessian sums of one partition at ``params``: one read of ``X``."""
     X, y, weight = part[:3]
@@ -430,6 +433,7 @@ def _sparse_gram(X, y, weight):
                      float(wyc @ yc))
 
 
+@row_additive
 def gram(part):
     """Centred weighted Gram statistics of one partition: one read of ``X``."""
     X, y, weight = part

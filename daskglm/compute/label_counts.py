@@ -72,30 +72,32 @@ def count_labels(part, per_class_moments=False, limit=1001):
     weights (1 per row when unweighted) and the number of rows of each; with
     ``per_class_moments`` also the weighted column sums and squares of ``X`` per label
     (up to :data:`MAX_MOMENT_CLASSES` labels)."""
-    X, y, weight = part[0], to_host(part[1]), part[2]
-    weight = None if weight is None else to_host(weight)
-    labels, index = _distinct(y)
-    weights = np.bincount(index, weights=weight, minlength=labels.size).astype(np.float64)
-    rows = np.bincount(index, minlength=labels.size).astype(np.int64)
+    X, y, weight = part[:3]
+    xp = array_module(y)
+    labels, index = _distinct(xp, y)
+    weights = to_host(xp.bincount(index, weights=weight, minlength=labels.size)).astype(
+        np.float64)
+    rows = to_host(xp.bincount(index, minlength=labels.size)).astype(np.int64)
     sums = squares = None
     if per_class_moments and labels.size <= MAX_MOMENT_CLASSES:
-        sums, squares = _class_moments(X, index, weight, labels.size)
+        sums, squares = _class_moments(X, to_host(index), to_host(weight), labels.size)
     keep = min(labels.size, limit)
     return LabelCounts(labels[:keep], weights[:keep], rows[:keep], sums, squares, limit)
 
 
-def _distinct(y):
-    """The sorted distinct values of ``y`` and the index of each row's value among them
-    (one comparison when there are at most two)."""
+def _distinct(xp, y):
+    """The sorted distinct values of ``y`` (numpy) and the index of each row's value among
+    them (where ``y`` lives; one comparison when there are at most two)."""
     if y.size == 0:
-        return np.empty(0), np.empty(0, dtype=np.intp)
-    low, high = y.min(), y.max()
+        return np.empty(0), xp.empty(0, dtype=xp.intp)
+    low, high = float(y.min()), float(y.max())
     is_high = y == high
-    if low == high or np.all(is_high | (y == low)):
-        labels = np.array([low], dtype=np.float64) if low == high else np.array([low, high])
-        return labels, is_high.astype(np.intp) if low != high else np.zeros(y.size, np.intp)
-    labels, index = np.unique(y, return_inverse=True)
-    return labels.astype(np.float64), index.ravel()
+    if low == high:
+        return np.array([low]), xp.zeros(y.size, dtype=xp.intp)
+    if bool(xp.all(is_high | (y == low))):
+        return np.array([low, high]), is_high.astype(xp.intp)
+    labels, index = xp.unique(y, return_inverse=True)
+    return to_host(labels).astype(np.float64), index.ravel()
 
 
 def _class_moments(X, index, weight, n_labels):
@@ -131,10 +133,10 @@ def encode_and_weigh(part, encoding):
     classes, codes, class_weights = encoding
     X, y, weight = part[:3]
     xp = array_module(y)
-    index = np.clip(np.searchsorted(classes, to_host(y)), 0, classes.size - 1)
-    y = xp.asarray(np.asarray(codes, dtype=np.float64)[index])
+    index = xp.clip(xp.searchsorted(xp.asarray(classes), y), 0, classes.size - 1)
+    y = xp.asarray(np.asarray(codes, dtype=np.float64))[index]
     if class_weights is not None:
-        row_weight = xp.asarray(np.asarray(class_weights, dtype=np.float64)[index])
+        row_weight = xp.asarray(np.asarray(class_weights, dtype=np.float64))[index]
         weight = row_weight if weight is None else weight * row_weight
     return (X, y, weight, *part[3:])
 

@@ -28,6 +28,7 @@ from .kernels import (
     _total_weight,
     _weighted_gram,
 )
+from .tree import row_additive
 
 __all__ = [
     "multinomial_loss_grad", "multinomial_loss_grad_hess", "PerClassCoordinates", "class_indices",
@@ -58,6 +59,7 @@ def _class_products(X_b, residual):
     return residual.T @ X_b
 
 
+@row_additive
 def multinomial_loss_grad(part, params, n_classes, fit_intercept):
     """Softmax loss and gradient sums of one partition: one read of ``X`` for all classes.
 
@@ -137,6 +139,7 @@ def _weighted_products(X_b, h, negative, scratch):
     return -gram, -sums
 
 
+@row_additive
 def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
     """Loss, gradient and Hessian sums of one partition: one read of ``X``.
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..backend import from_host, is_numpy_namespace, is_sparse, namespace, to_host
 from .kernels import GramStats, _row_blocks, _scratch, _transpose_product, gram
+from .tree import row_additive
 
 __all__ = [
     "PartitionSummary", "ColumnMoments", "column_moments", "summarize", "all_finite",
@@ -40,6 +41,7 @@ class ColumnMoments:
         )
 
 
+@row_additive
 def column_moments(part):
     """Weighted first and second column moments (as sums) of one partition: one read of ``X``."""
     X, weight = part[0], part[2]
@@ -61,8 +63,9 @@ def column_moments(part):
                                      X_b.indptr), shape=X_b.shape)
             elif fast:
                 squared = np.square(X_b, out=scratch[: stop - start], dtype=np.float64)
-            else:
-                squared = xp.astype(X_b, xp.float64) ** 2
+            else:  # one temporary: X_b itself when it is float64 already
+                wide = X_b if X_b.dtype == xp.float64 else xp.astype(X_b, xp.float64)
+                squared = wide * wide
             squares += _transpose_product(squared, w_b)
     return ColumnMoments(float(xp.sum(weight)), to_host(sums), to_host(squares))
 
@@ -90,6 +93,7 @@ class ColumnMaxima:
         return ColumnMaxima(np.maximum(self.values, other.values))
 
 
+@row_additive
 def column_max_abs(part):
     """Largest absolute value of each column of one partition."""
     X = part[0]
@@ -203,6 +207,7 @@ def all_finite(a):
     return bool(namespace(a).all(namespace(a).isfinite(a)))
 
 
+@row_additive
 def summarize(part, family, labels=False, sums_finite=None):
     """Row count, total weight, column moments and a list of problems (NaN/inf, bad labels,
     bad weights).
@@ -291,6 +296,7 @@ class FusedSummary:
         return FusedSummary(self.summary + other.summary, result)
 
 
+@row_additive
 def summarize_gram(part, family):
     """:func:`summarize` and the Gram statistics (:func:`~daskglm.compute.kernels.gram`) of
     one partition in one read of ``X``: the column moments are left to the driver, which
@@ -313,6 +319,7 @@ def gram_moments(stats: GramStats) -> ColumnMoments:
     return ColumnMoments(float(stats.weight), sums, squares)
 
 
+@row_additive
 def summarize_and_evaluate(part, family, kernel, *args):
     """:func:`summarize` and ``kernel(part, *args)`` (a solver's first evaluation) in the
     same task; the kernel runs only on a partition without problems."""

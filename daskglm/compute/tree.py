@@ -11,8 +11,23 @@ from __future__ import annotations
 
 __all__ = [
     "tree_sum", "complete_nodes", "combine_nodes", "tree_root", "tree_children", "node_start",
-    "run_group", "run_stateful_group", "partial_tree_sum",
+    "run_group", "run_stateful_group", "partial_tree_sum", "row_additive", "is_row_additive",
 ]
+
+
+def row_additive(kernel):
+    """Declare that ``kernel(part, *args)`` is a sum over the rows of ``part``: run on the
+    rows of several partitions stacked into one, it gives the tree sum of its results on
+    each (round-off apart).  Engines that hold partitions stacked in one buffer (CuPy
+    partitions on one GPU, :mod:`daskglm.engine.device_rows`) run such a kernel once per
+    round instead of once per partition."""
+    kernel.row_additive = True
+    return kernel
+
+
+def is_row_additive(kernel) -> bool:
+    """Whether ``kernel`` was declared :func:`row_additive`."""
+    return getattr(kernel, "row_additive", False)
 
 
 def tree_sum(items):

@@ -9,9 +9,16 @@ from concurrent.futures import wait as wait_threads
 
 from threadpoolctl import ThreadpoolController
 
-from ..compute.tree import combine_nodes, run_group, run_stateful_group, tree_root
+from ..compute.tree import (
+    combine_nodes,
+    is_row_additive,
+    run_group,
+    run_stateful_group,
+    tree_root,
+)
 from .base import Engine
 from .deadline import Arrivals
+from .device_rows import DeviceRows
 from .measure import LocalProbe
 
 
@@ -29,14 +36,22 @@ class LocalEngine(Engine):
     """Partitions held in this process; rounds run on a thread pool.
 
     Each partition's kernel runs single-threaded (BLAS limited to one thread) and the
-    partitions run concurrently, as on single-threaded workers.
+    partitions run concurrently, as on single-threaded workers.  Dense CuPy partitions on
+    one GPU run one after another in the calling thread (one task: threads would only
+    contend for the device's queue) and are stacked in one buffer (:class:`DeviceRows`),
+    on which a row-additive kernel runs once per round.
     """
 
     def __init__(self, parts, n_features, n_threads=None, ledger=None, split_every=8):
         super().__init__(n_features, ledger, split_every)
         self.parts = list(parts)
         self.n_partitions = len(self.parts)
-        self.groups = [[i] for i in range(self.n_partitions)]
+        self.device_rows = DeviceRows.of(self.parts)
+        if self.device_rows is None:
+            self.groups = [[i] for i in range(self.n_partitions)]
+        else:
+            self.groups = [list(range(self.n_partitions))]
+            n_threads = 1
         self.n_threads = max(1, min(n_threads or os.cpu_count() or 1, self.n_partitions))
         self._pool = ThreadPoolExecutor(self.n_threads) if self.n_threads > 1 else None
         self._deadline_pool = None  # the pool, or one thread when there is no pool
@@ -47,6 +62,10 @@ class LocalEngine(Engine):
     def _execute(self, fn, args, each, tree, probe):
         run = probe.timed(run_group)
         n = self.n_partitions
+        if tree and each is None and self.device_rows is not None and is_row_additive(fn):
+            whole, self.parts = self.device_rows.whole(self.parts)
+            if whole is not None:
+                return run(fn, [whole], None, args)[0], 0
         jobs = [
             (fn, [self.parts[i] for i in group], None if each is None else [each[i] for i in group],
              args) + ((group, n) if tree else ())
@@ -135,6 +154,7 @@ class LocalEngine(Engine):
         self._pool = self._deadline_pool = None
         self._states = {}
         self.parts = []
+        self.device_rows = None
 
 
 class _Loading:
