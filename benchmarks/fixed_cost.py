@@ -7,8 +7,9 @@ from Dask's counters (the engine's own ledger):
 
 * ``task``: a gradient round through the scheduler (direct rounds switched off);
 * ``direct``: the same round straight to the partition holders;
-* ``stateful``: a round with partition state (the rounds of compressed SGD and gossip's
-  local steps), which runs as scheduler tasks;
+* ``stateful``: a round with partition state: the states in tasks (gossip's local
+  steps), and kept by the partition holders, whose rounds go straight to the workers
+  (compressed SGD's and compressed gradient descent's senders);
 * ``push`` / ``pull``: one call from the driver to a parameter holder (``solver="async"``);
 * ``gossip exchange``: every partition's state mixed with its neighbours' (a ring).
 
@@ -18,7 +19,8 @@ coefficients a compressed gradient saves about ``8 d (1 - 1 / ratio)`` bytes per
 which pays once it is well above the stateful round's fixed bytes.
 
 With ``--by-d``, it also measures one epoch of synchronous SGD (batch 100, 1,000 rows,
-2 partitions) at several ``d``, uncompressed and with 4-bit QSGD and sign compression:
+2 partitions) at several ``d``, uncompressed and with 4-bit QSGD (one norm, the default,
+and a norm per 64 entries) and sign compression:
 the measured bytes per round both ways, their ratio, and the seconds per round (the
 table "From which d compression pays" in the communication tutorial).
 
@@ -76,7 +78,8 @@ def compression_by_width(client, widths=WIDTHS):
     from daskglm.model.problem import Problem
     from daskglm.solvers.sgd import SGD
 
-    codecs = {"none": None, "qsgd-4bit": {"name": "qsgd", "bits": 4, "bucket": 64},
+    codecs = {"none": None, "qsgd (4 bits, one norm)": "qsgd",
+              "qsgd (4 bits, a norm per 64)": {"name": "qsgd", "bits": 4, "bucket": 64},
               "sign": "sign"}
     rows = []
     for d in widths:
@@ -132,8 +135,13 @@ def main(args):
                                                   kind=Kind.GRADIENT), args.repeats)))
         with make_engine(X, y, family=family, client=client, n_partitions=n_parts) as engine:
             engine.put_state("bench", [params.copy() for _ in range(n_parts)])
-            rows.append(("stateful", *_median_rounds(
+            rows.append(("stateful, states in tasks", *_median_rounds(
                 engine, lambda: engine.reduce_stateful(_keep, "bench", kind=Kind.GOSSIP),
+                args.repeats)))
+            engine.keep_states_in_holders("kept")
+            engine.put_state("kept", [params.copy() for _ in range(n_parts)])
+            rows.append(("stateful, states kept by the holders", *_median_rounds(
+                engine, lambda: engine.reduce_stateful(_keep, "kept", kind=Kind.GOSSIP),
                 args.repeats)))
             links = neighbours_of(n_parts, "ring", 2, 0)
             weights = metropolis_weights(links)

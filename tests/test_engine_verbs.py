@@ -15,6 +15,7 @@ from distributed import wait
 from daskglm.compute.kernels import Stats, loss_grad
 from daskglm.compute.tree import partial_tree_sum, tree_sum
 from daskglm.engine import DeadlineRound, DistributedEngine, LocalEngine, StateRound, make_engine
+from daskglm.engine import direct as engine_direct
 from daskglm.engine import partitions as partitions_module
 from daskglm.engine import tasks as engine_tasks
 from daskglm.model.families import Binomial
@@ -519,3 +520,67 @@ def test_streaming_engines_run_the_new_verbs(data, client):
         with pytest.raises(NotImplementedError, match="cache='memory'"):
             remote.reduce_stateful(tracked_gradient, "s", params, kind="st")
         assert remote.state_names() == []
+
+
+# states kept by the partition holders ------------------------------------------------
+def _stateful_rounds(engine, name, rounds):
+    results = []
+    for round_ in range(rounds):
+        results.append(engine.reduce_stateful(tracked_gradient, name,
+                                              params_of_width(engine, round_), kind="st"))
+    return results
+
+
+def params_of_width(engine, round_):
+    return np.linspace(-0.5, 0.5, engine.n_features + 1) * (1 + round_)
+
+
+def test_states_kept_by_holders_run_direct_and_equal_states_in_tasks(data, client):
+    """A state kept by the partition holders: its rounds go straight to the workers, its
+    results and fetched states are those of the same rounds as tasks, bit for bit."""
+    X, y, w = data
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        engine.map(rows_and_rounds_plain, kind="warm")  # the holders are made meanwhile
+        engine.keep_states_in_holders("kept")
+        kept = _stateful_rounds(engine, "kept", 3)
+        in_tasks = _stateful_rounds(engine, "tasks", 3)
+        records = [r for r in engine.ledger.records if r.kind == "st"]
+        assert [r.route for r in records[:3]] == ["direct"] * 3
+        assert all(r.route != "direct" for r in records[3:])
+        for a, b in zip(kept, in_tasks):
+            assert a.reset == () and b.reset == ()
+            assert_same_stats(a.result, b.result)
+        assert all(isinstance(s, engine_direct.HeldState) for s in engine._states["kept"])
+        fetched, expected = engine.fetch_state("kept"), engine.fetch_state("tasks")
+        assert [s["rounds"] for s in fetched] == [3] * 4
+        for a, b in zip(fetched, expected):
+            np.testing.assert_array_equal(a["grad_sum"], b["grad_sum"])
+        engine.put_state("kept", [{"rounds": 10, "grad_sum": 0.0, "first": False}] * 4)
+        assert [s["rounds"] for s in engine.fetch_state("kept")] == [10] * 4
+        engine.drop_state("kept")
+        assert "kept" not in engine.state_names()
+        again = engine.reduce_stateful(tracked_gradient, "kept", params_of(X), kind="st")
+        assert again.reset == ()
+        assert [s["rounds"] for s in engine.fetch_state("kept")] == [1] * 4  # from None
+
+
+def rows_and_rounds_plain(part):
+    return part[0].shape[0]
+
+
+def test_states_kept_by_holders_are_reset_when_a_worker_is_lost(data, own_client):
+    """Kept states have no lineage: a worker lost takes the holders with it, and the next
+    round reports every kept state reset and starts them from None, with the right sums."""
+    client = own_client
+    X, y, w = data
+    with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
+        engine.map(rows_and_rounds_plain, kind="warm")
+        engine.keep_states_in_holders("kept")
+        _stateful_rounds(engine, "kept", 2)
+        assert all(isinstance(s, engine_direct.HeldState) for s in engine._states["kept"])
+        kill_worker(client, engine._direct.workers[0])
+        got = engine.reduce_stateful(tracked_gradient, "kept", params_of(X), kind="st")
+        assert got.reset == (0, 1, 2, 3)
+        assert_same_stats(got.result, engine.reduce(loss_grad, params_of(X), Binomial(), True,
+                                                    kind="gradient"))
+        assert [s["first"] for s in engine.fetch_state("kept")] == [True] * 4

@@ -264,3 +264,42 @@ def test_a_scatter_that_outlives_its_worker_is_given_up(cluster3, client3, monke
     where = client.who_has(futures)
     assert len(asked) == 2 and seconds < 5
     assert all(where[future.key] and gone not in where[future.key] for future in futures)
+
+
+def test_compressed_sgd_survives_a_worker_killed_during_the_fit(cluster3, client3,
+                                                                 monkeypatch):
+    """Compressed SGD keeps its senders (residuals, coefficient replicas) in the partition
+    holders: a worker killed during the fit takes them with it, every sender starts again
+    from the driver's coefficients (reported in the ledger), and the fit ends as good."""
+    monkeypatch.setattr(engine_partitions, "PARTITION_BYTES", 256 << 10)  # 13 partitions
+    X, y, _ = make_data("binomial", n=20_000, d=20)
+    options = {"compression": "qsgd", "sync_every": None, "batch_size": 500,
+               "random_state": 0}
+
+    def fit():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return daskglm.LogisticRegression(solver="sgd", max_iter=6, tol=None,
+                                              solver_options=options).fit(X, y)
+
+    fit()  # compiled loops loaded on the workers
+    start = time.monotonic()
+    expected = fit()
+    seconds = time.monotonic() - start
+    assert any(r.route == "direct" for r in expected.comm_.records
+               if r.kind == "compressed_batch")
+    pids = client3.run(os.getpid)
+    victim = sorted(pids)[0]
+    killer = threading.Timer(0.4 * seconds, os.kill, (pids[victim], signal.SIGKILL))
+    killer.start()
+    try:
+        got = fit()
+    finally:
+        killer.join()
+    _wait_until_removed(client3, victim)
+    rounds = [r for r in got.comm_.records if r.kind == "compressed_batch"]
+    reset_at = [i for i, r in enumerate(rounds) if r.state_reset]
+    assert reset_at, "the kill landed during the fit and reset the senders"
+    # new holders keep the senders put back: the later rounds go straight to the workers
+    assert rounds[-1].route == "direct"
+    assert got.score(X, y) > expected.score(X, y) - 0.02

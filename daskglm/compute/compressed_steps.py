@@ -199,7 +199,10 @@ def compressed_batch_loss_grad(part, sender, draws, downlink, config, epoch, ste
     Returns
     -------
     (CompressedBatch, Sender)
+        ``(None, None)`` for a sender lost with its worker (None).
     """
+    if sender is None:  # lost (StateRound.reset): the solver puts it back, runs again
+        return None, None
     if isinstance(downlink, np.ndarray):
         downlink = Downlink(params=downlink)
     params = replica(sender, downlink, codec, config)
@@ -222,6 +225,8 @@ def compressed_local_sgd(part, sender, draws, params, rule_state, config, step, 
     -------
     (CompressedLocal, Sender)
     """
+    if sender is None:  # lost (StateRound.reset): the solver puts it back, runs again
+        return None, None
     stats = local_sgd(part, draws[sender.index], params, rule_state, None, config)
     _, weight = partition_size(part)
     fraction = weight / config.total_weight if weight > 0 else 0.0
@@ -247,6 +252,8 @@ def compressed_loss_grad(part, sender, params, family, fit_intercept, codec, rou
     -------
     (CompressedBatch, Sender)
     """
+    if sender is None:  # lost (StateRound.reset): the solver puts it back, runs again
+        return None, None
     stats = loss_grad(part, params, family, fit_intercept)
     grad = np.asarray(stats.grad, dtype=np.float64)
     change = grad if sender.reference is None else grad - sender.reference

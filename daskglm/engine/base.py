@@ -64,6 +64,8 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
         self.column_scale = None
         #: partition states by name: one state (or future of one) per partition
         self._states = {}
+        #: names of the states kept by partition holders (:meth:`keep_states_in_holders`)
+        self._held_names = set()
         self._partition_weights = None
         #: open parameter holders (see :meth:`parameter_holder`)
         self._holders = []

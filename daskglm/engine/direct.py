@@ -20,6 +20,13 @@ a regrouping) and when a call fails: that round runs again as tasks, where Dask'
 and the engine's recovery rebuild what was lost.  A kernel's own error is raised as it
 would be from a task.
 
+A holder also keeps partition states that the engine was asked to keep there
+(:meth:`~daskglm.engine.Engine.keep_states_in_holders`): a stateful round on them is one
+direct call per worker whose kernels leave their new states in the holder
+(:meth:`PartitionHolder.run` with a state name), and putting, fetching and dropping them
+are calls too.  The engine then lists :class:`HeldState` markers for them, naming the
+holders' generation; states kept by holders since dropped are lost, and reset.
+
 The calls use internals of ``distributed`` (:mod:`.dask_compat`, which checks for them);
 where the installed version lacks them, every round runs as tasks.
 
@@ -34,16 +41,18 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 import math
 import pickle
 import threading
 import time
+from typing import NamedTuple
 
-from ..compute.tree import combine_nodes, run_group, tree_root
+from ..compute.tree import combine_nodes, run_group, run_stateful_group, tree_root
 from . import tasks
 from .dask_compat import actor_call, worker_executor
 
-__all__ = ["PartitionHolder", "DirectRounds", "DirectRoundFailed"]
+__all__ = ["PartitionHolder", "DirectRounds", "DirectRoundFailed", "HeldState"]
 
 #: Seconds a direct call waits to connect to a worker before its round runs as tasks.
 CONNECT_SECONDS = 5.0
@@ -54,6 +63,20 @@ MAKE_SECONDS = 2.0
 
 class DirectRoundFailed(Exception):
     """A holder could not be reached or answered outside the kernel: run the round as tasks."""
+
+
+#: Numbers the sets of holders an engine makes, so that a state kept by holders since
+#: dropped is known to be lost.
+_GENERATIONS = itertools.count()
+
+
+class HeldState(NamedTuple):
+    """Where the engine's list of partition states says a state is kept by a partition
+    holder: state ``name`` of partition ``index``, in the holders of ``generation``."""
+
+    name: str
+    index: int
+    generation: int
 
 
 def _dumps(value):
@@ -87,18 +110,50 @@ class PartitionHolder:
         self.worker = get_worker()
         self.address = self.worker.address
         self.executor = worker_executor(self.worker)
+        #: partition states kept here: ``{name: {partition index: state}}``
+        self.states = {}
 
-    def _run_group(self, fn, group, items, args, reduce_args):
+    def _run_group(self, fn, group, items, args, reduce_args, state=None, fresh=()):
         start = time.perf_counter()
         if tasks._TASK_DELAYS:  # slowed as its tasks would be (daskglm.testing.slow_worker)
             time.sleep(tasks._TASK_DELAYS.get(self.address, 0.0))
-        result = run_group(fn, [self.parts[i] for i in group], items, args, *reduce_args)
+        parts = [self.parts[i] for i in group]
+        if state is None:
+            result = run_group(fn, parts, items, args, *reduce_args)
+        else:  # a stateful round: the new states stay here
+            held = self.states[state]
+            states = [None if i in fresh else held.get(i) for i in group]
+            result, new_states = run_stateful_group(fn, parts, states, args, *reduce_args)
+            held.update(zip(group, new_states))
         stop = time.perf_counter()
         return result, (threading.get_ident(), stop - start, stop)
 
+    async def put_states(self, payload):
+        """Keep the pickled ``(name, {index: state})`` (a state None is dropped)."""
+        name, states = _loads(payload)
+        held = self.states.setdefault(name, {})
+        for index, state in states.items():
+            if state is None:
+                held.pop(index, None)
+            else:
+                held[index] = state
+        return _dumps(True)
+
+    async def fetch_states(self, payload):
+        """The pickled ``{index: state}`` of the pickled state ``name``."""
+        return _dumps(dict(self.states.get(_loads(payload), {})))
+
+    async def drop_states(self, payload):
+        """Forget the states of the pickled ``name``."""
+        self.states.pop(_loads(payload), None)
+        return _dumps(True)
+
     async def run(self, payload, relay=()):
-        """Run one round's call: ``payload`` is the pickled ``(fn, args, items, n_leaves)``,
-        ``items`` None or one list per group, ``n_leaves`` None for a gather round.
+        """Run one round's call: ``payload`` is the pickled ``(fn, args, items, n_leaves,
+        state, fresh)``, ``items`` None or one list per group, ``n_leaves`` None for a
+        gather round, ``state`` None or the name of the partition states the kernel takes
+        and leaves here (``fn(part, state, *args) -> (result, new state)``), ``fresh``
+        the partitions whose kernel gets None instead of the state kept.
         ``relay``: ``(holder key, worker address, payload)`` of the holders this one
         calls for the driver (see :class:`DirectRounds`), whose answers it merges with
         its own; a payload None is this holder's own (a call the same for every holder
@@ -152,7 +207,9 @@ class PartitionHolder:
     async def _run_own(self, payload):
         """This worker's groups: ``(ok, answer or error, stops, n_leaves)``, ``stops`` one
         ``(worker, thread, seconds, end on this process's clock)`` per group."""
-        fn, args, items, n_leaves = _loads(payload)
+        fn, args, items, n_leaves, state, fresh = _loads(payload)
+        if state is not None:
+            self.states.setdefault(state, {})
         loop = asyncio.get_running_loop()
         jobs = []
         for g, group in enumerate(self.groups):
@@ -160,7 +217,7 @@ class PartitionHolder:
             # in a copy of this call's context, where get_worker() finds the worker
             jobs.append(loop.run_in_executor(
                 self.executor, contextvars.copy_context().run, self._run_group, fn, group,
-                None if items is None else items[g], args, reduce_args))
+                None if items is None else items[g], args, reduce_args, state, fresh))
         try:
             outputs = await asyncio.gather(*jobs)
         except Exception as exc:  # the kernel's error, raised on the driver
@@ -174,9 +231,10 @@ class PartitionHolder:
         return True, answer, stops, n_leaves
 
 
-async def _call_holder(pool, key, address, payload, relay=(), straight=True, scheduler=None):
-    """Call holder ``key`` on ``address`` with ``payload``: ``(pickled answer, time
-    received)``.  Straight to the worker through the connection ``pool`` (with a short
+async def _call_holder(pool, key, address, payload, relay=(), straight=True, scheduler=None,
+                       method="run"):
+    """Call ``method`` (:meth:`PartitionHolder.run` unless named) of holder ``key`` on
+    ``address`` with ``payload``: ``(pickled answer, time received)``.  Straight to the worker through the connection ``pool`` (with a short
     connect timeout: a worker that does not answer ends the direct rounds, instead of
     Dask's 30 s of retries), or through the ``scheduler``'s proxy.
 
@@ -185,7 +243,7 @@ async def _call_holder(pool, key, address, payload, relay=(), straight=True, sch
     DirectRoundFailed
         The holder answered outside its kernel (it was lost, or a relay failed).
     """
-    response = await actor_call(pool, scheduler, address, key, "run", [payload],
+    response = await actor_call(pool, scheduler, address, key, method, [payload],
                                 {"relay": list(relay)} if relay else {}, straight=straight,
                                 connect_seconds=CONNECT_SECONDS)
     received = time.perf_counter()
@@ -271,6 +329,7 @@ class DirectRounds:
 
     def __init__(self, client, parts, groups, keys, fan_in):
         self.client = client
+        self.generation = next(_GENERATIONS)
         self.engine_groups = [list(group) for group in groups]
         self._made = False
         self.n_partitions = len(parts)
@@ -328,8 +387,12 @@ class DirectRounds:
             raise DirectRoundFailed(f"partition holders are {sorted(statuses)}")
         self._made = True
 
-    def run(self, fn, args, each, tree):
+    def run(self, fn, args, each, tree, state=None, fresh=frozenset()):
         """One round on the holders: ``(tree sum or per-partition results, measurement)``.
+
+        With ``state`` (a name), ``fn(part, state_i, *args)`` returns ``(result, new
+        state_i)`` and the holders keep the new states under that name; the partitions in
+        ``fresh`` get None instead of the state kept.
 
         Raises
         ------
@@ -338,10 +401,10 @@ class DirectRounds:
         """
         n_leaves = self.n_partitions if tree else None
         if each is None:  # the same call to every holder: pickled once
-            payloads = [_dumps((fn, args, None, n_leaves))] * len(self.groups)
+            payloads = [_dumps((fn, args, None, n_leaves, state, fresh))] * len(self.groups)
         else:
             payloads = [_dumps((fn, args, [[each[i] for i in group] for group in worker_groups],
-                                n_leaves))
+                                n_leaves, state, fresh))
                         for worker_groups in self.groups]
         try:
             answers = self.client.sync(self._call_all, payloads)
@@ -368,6 +431,65 @@ class DirectRounds:
             for i, item in answer.items():
                 results[i] = item
         return results, measurement
+
+    def put_states(self, name, states):
+        """Give each holder the states of its partitions (one call each): the measurement
+        of the calls.
+
+        Raises
+        ------
+        DirectRoundFailed
+            A holder could not be reached.
+        """
+        payloads = [_dumps((name, {i: states[i] for group in worker_groups for i in group}))
+                    for worker_groups in self.groups]
+        answers = self._call_each("put_states", payloads)
+        return DirectMeasurement(sum(map(len, payloads)), sum(len(a) for a, _ in answers),
+                                 len(payloads), self.n_groups, [])
+
+    def fetch_states(self, name):
+        """``(states, measurement)``: the states kept under ``name``, one per partition
+        (None where a holder keeps none).
+
+        Raises
+        ------
+        DirectRoundFailed
+            A holder could not be reached.
+        """
+        payload = _dumps(name)
+        answers = self._call_each("fetch_states", [payload] * len(self.futures))
+        states = [None] * self.n_partitions
+        for answer, _ in answers:
+            for index, state in _loads(answer).items():
+                states[index] = state
+        return states, DirectMeasurement(len(payload) * len(answers),
+                                         sum(len(a) for a, _ in answers), len(answers),
+                                         self.n_groups, [])
+
+    def drop_states(self, name):
+        """Ask every holder to forget the states kept under ``name`` (best effort: a
+        holder that cannot be reached has lost them anyway)."""
+        try:
+            self._call_each("drop_states", [_dumps(name)] * len(self.futures))
+        except DirectRoundFailed:
+            pass
+
+    def _call_each(self, method, payloads):
+        """Call ``method`` of every holder, holder ``j`` with ``payloads[j]``."""
+        self.check()
+        client = self.client
+        straight = self._reaches_workers()
+
+        async def calls():
+            return await asyncio.gather(*(
+                _call_holder(client.rpc, future.key, worker, payload, (), straight,
+                             client.scheduler, method=method)
+                for future, worker, payload in zip(self.futures, self.workers, payloads)))
+
+        try:
+            return client.sync(calls)
+        except Exception as exc:
+            raise DirectRoundFailed(f"{type(exc).__name__}: {exc}") from exc
 
     def _reaches_workers(self):
         """Whether calls go straight to the workers: as the client says, and by default

@@ -19,7 +19,7 @@ from .base import Engine
 from .dask_compat import cancel as cancel_futures
 from .dask_compat import warn_without_direct_rounds
 from .deadline import Arrivals
-from .direct import DirectRoundFailed, DirectRounds
+from .direct import DirectRoundFailed, DirectRounds, HeldState
 from .measure import DaskMeter
 from .partitions import scatter_partitions
 from .tasks import (
@@ -177,6 +177,14 @@ class DistributedEngine(Engine):
             return None
         return direct
 
+    def _holders_now(self):
+        """The partition holders if they are for the current partitions (no checks, no
+        side effects: :meth:`_ready_direct` checks them before a round)."""
+        direct = self._direct
+        if direct is None or not self._direct_applies() or direct.engine_groups != self.groups:
+            return None
+        return direct
+
     def _request_direct(self, probe):
         """Start making partition holders for the current partitions (without waiting),
         grouped by where the partitions are now, as part of ``probe``'s round."""
@@ -291,7 +299,20 @@ class DistributedEngine(Engine):
             pass
 
     # partition state ----------------------------------------------------------------
-    def _execute_stateful(self, fn, states, args, tree, probe):
+    def _execute_stateful(self, fn, states, args, tree, probe, name=None):
+        direct = self._ready_direct() if name in self._held_names else None
+        if direct is not None and all(s is None or _kept_by(s, direct) for s in states):
+            fresh = frozenset(i for i, s in enumerate(states) if s is None)
+            try:
+                result, probe.direct = direct.run(fn, args, None, tree, state=name,
+                                                  fresh=fresh)
+            except DirectRoundFailed:
+                self._give_up_direct()  # with the states its holders kept
+                raise HeldStatesLost(name) from None
+            kept = [HeldState(name, i, direct.generation) for i in range(self.n_partitions)]
+            return result, kept, 0, 0
+        if any(isinstance(s, HeldState) for s in states):  # their holders are gone
+            raise HeldStatesLost(name)
         created = []  # released at once if the round fails or is interrupted
         try:
             return self._submit_stateful(fn, states, args, tree, probe, created)
@@ -345,9 +366,33 @@ class DistributedEngine(Engine):
         can recompute from their lineage (partitions computed from Dask collections)
         are left to it."""
         return [i for i, future in enumerate(states)
-                if future is not None and future.status in ("cancelled", "error")]
+                if future is not None and (not _kept_by(future, self._holders_now()) if
+                                           isinstance(future, HeldState) else
+                                           future.status in ("cancelled", "error"))]
 
     def _fetch(self, states, probe):
+        kept = [s for s in states if isinstance(s, HeldState)]
+        if not kept:
+            return self._fetch_futures(states, probe)
+        fetched, tasks = [None] * self.n_partitions, 0
+        direct = self._ready_direct()
+        if direct is not None and all(_kept_by(s, direct) for s in kept):
+            try:
+                from_holders, probe.direct = direct.fetch_states(kept[0].name)
+            except DirectRoundFailed:
+                self._give_up_direct()  # the states are lost with the holders: None
+            else:
+                for s in kept:
+                    fetched[s.index] = from_holders[s.index]
+        futures = [None if isinstance(s, HeldState) else s for s in states]
+        if any(f is not None for f in futures):
+            from_futures, tasks = self._fetch_futures(futures, probe)
+            for i, item in enumerate(from_futures):
+                if item is not None:
+                    fetched[i] = item
+        return fetched, tasks
+
+    def _fetch_futures(self, states, probe):
         held = [i for i, future in enumerate(states) if future is not None]
         # one task per state, on the state's worker, named for this round so that the
         # transfers are measured as this round's
@@ -367,7 +412,19 @@ class DistributedEngine(Engine):
                 future.release()
         return fetched, len(held)
 
-    def _put(self, states, probe):
+    def _put(self, states, probe, name=None):
+        direct = None
+        if name in self._held_names:
+            self._request_direct(probe)  # new holders, after the last were dropped
+            direct = self._ready_direct()
+        if direct is not None:
+            try:
+                probe.direct = direct.put_states(name, states)
+            except DirectRoundFailed:
+                self._give_up_direct()
+            else:
+                return [None if s is None else HeldState(name, i, direct.generation)
+                        for i, s in enumerate(states)], 0
         places = self._placement(range(self.n_partitions))
         by_worker = {}
         for i, (item, place) in enumerate(zip(states, places)):
@@ -383,9 +440,18 @@ class DistributedEngine(Engine):
         return placed, 0
 
     def _release_states(self, states):
+        # states kept by holders are replaced there by the round after, or dropped with
+        # the holders (:meth:`drop_state` forgets them)
         for future in states:
-            if future is not None:
+            if future is not None and not isinstance(future, HeldState):
                 future.release()
+
+    def drop_state(self, state):
+        states = self._states.get(state) or ()
+        direct = self._holders_now()
+        if any(_kept_by(s, direct) for s in states if isinstance(s, HeldState)):
+            direct.drop_states(state)
+        super().drop_state(state)
 
     # deadline rounds ----------------------------------------------------------------
     def _placement(self, indices):
@@ -644,6 +710,8 @@ class DistributedEngine(Engine):
             future.release()
 
     def _lost(self, exc):
+        if isinstance(exc, HeldStatesLost):  # run again, with the lost states reset
+            return True
         return isinstance(exc, cancellation_errors()) and (
             self._lost_parts() != []
             or any(self._unrecoverable_states(states) for states in self._states.values())
@@ -703,6 +771,16 @@ class DistributedEngine(Engine):
             future.release()
         self.parts = []
         self.sources = None
+
+
+class HeldStatesLost(Exception):
+    """States kept by partition holders were lost with them: the round runs again, with
+    those states reset (:meth:`DistributedEngine._unrecoverable_states`)."""
+
+
+def _kept_by(state, direct):
+    """Whether ``state`` (a :class:`HeldState`) is kept by the holders ``direct``."""
+    return direct is not None and state.generation == direct.generation
 
 
 def cancellation_errors():

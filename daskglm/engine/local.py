@@ -83,7 +83,7 @@ class LocalEngine(Engine):
         with _blas_controller().limit(limits=1):
             return list(self._pool.map(lambda job: run(*job), jobs))
 
-    def _execute_stateful(self, fn, states, args, tree, probe):
+    def _execute_stateful(self, fn, states, args, tree, probe, name=None):
         run = probe.timed(run_stateful_group)
         n = self.n_partitions
         jobs = [
@@ -183,8 +183,8 @@ class StreamingLocalEngine(LocalEngine):
     def _execute(self, fn, args, each, tree, probe):
         return super()._execute(_Loading(fn), args, each, tree, probe)
 
-    def _execute_stateful(self, fn, states, args, tree, probe):
-        return super()._execute_stateful(_Loading(fn), states, args, tree, probe)
+    def _execute_stateful(self, fn, states, args, tree, probe, name=None):
+        return super()._execute_stateful(_Loading(fn), states, args, tree, probe, name)
 
     def _execute_deadline(self, fn, args, probe, cutoff, each=None):
         return super()._execute_deadline(_Loading(fn), args, probe, cutoff, each)

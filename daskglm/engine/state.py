@@ -59,6 +59,19 @@ class StateVerbs:
         result per partition: ``StateRound(results, reset)``."""
         return self._stateful_round(fn, state, args, False, kind)
 
+    def keep_states_in_holders(self, state):
+        """Keep the states named ``state`` in the partition holders, where an engine has
+        them (:mod:`daskglm.engine.direct`): its stateful rounds then go straight to the
+        workers, as direct rounds do, instead of as scheduler tasks.
+
+        For states that only the kernels of stateful rounds read (compressed SGD's
+        senders): states so kept have no lineage, so a worker lost loses them (the next
+        round reports them in :attr:`StateRound.reset`), and when the holders are dropped
+        (a holder that could not be reached, the partitions transformed or regrouped) every
+        state they kept is reset.  A no-op for engines without holders.
+        """
+        self._held_names.add(state)
+
     def state_names(self):
         """Names of the partition states the engine holds."""
         return sorted(self._states)
@@ -94,7 +107,7 @@ class StateVerbs:
         self._states_of(state)  # checks the name
         states = self._check_each(states)
         with Timer() as timer, self._probe(kind) as probe:
-            placed, tasks = self._put(states, probe)
+            placed, tasks = self._put(states, probe, state)
         old = self._states.get(state)
         self._states[state] = placed
         if old is not None:
@@ -103,7 +116,7 @@ class StateVerbs:
                            partitions=self.n_partitions, groups=tasks or self.n_partitions,
                            probe=probe)
 
-    def _put(self, states, probe):
+    def _put(self, states, probe, name=None):
         """``(the states where the partitions live, tasks run to put them there)``."""
         return list(states), 0
 
@@ -136,7 +149,7 @@ class StateVerbs:
                 reset.add(i)
             if state in self._states:
                 self._states[state] = states
-            return self._execute_stateful(fn, states, args, tree, probe)
+            return self._execute_stateful(fn, states, args, tree, probe, state)
 
         with Timer() as timer, self._probe(kind) as probe:
             result, new_states, combine_tasks, pick_tasks = self._recovering(attempt)
@@ -159,7 +172,7 @@ class StateVerbs:
             record.bytes_read = self.data_bytes
         return StateRound(result, tuple(sorted(reset)))
 
-    def _execute_stateful(self, fn, states, args, tree, probe):
+    def _execute_stateful(self, fn, states, args, tree, probe, name=None):
         """Run a stateful kernel over every group: ``(result, new states, combine tasks,
         other tasks)``."""
         raise NotImplementedError

@@ -52,7 +52,7 @@ class StreamingDistributedEngine(DistributedEngine):
                                         (), dask_key_name=keys[i])
                                     for i, part in enumerate(self.parts)])
 
-    def _execute_stateful(self, fn, states, args, tree, probe):
+    def _execute_stateful(self, fn, states, args, tree, probe, name=None):
         raise NotImplementedError(
             "Partition state lives next to a partition kept in memory; with cache='none' "
             "the partitions are read again in every round and live nowhere.  Use "

@@ -60,6 +60,7 @@ class ApproximateRounds:
 
     def _put_senders(self):
         self.reference = None
+        self.engine.keep_states_in_holders(GD_SENDER_STATE)
         self.engine.put_state(GD_SENDER_STATE,
                               [Sender(i) for i in range(self.engine.n_partitions)])
 

@@ -60,7 +60,9 @@ SENDER_STATE = "sgd_compression_senders"
 
 
 def start_senders(engine):
-    """Put a fresh :class:`Sender` (its index, no residual) on every partition: one round."""
+    """Put a fresh :class:`Sender` (its index, no residual) on every partition, kept by
+    the partition holders where the engine has them: one round."""
+    engine.keep_states_in_holders(SENDER_STATE)
     engine.put_state(SENDER_STATE, [Sender(i) for i in range(engine.n_partitions)])
 
 
