@@ -170,6 +170,26 @@ def test_fused_gradient_covers_the_common_families_and_only_them():
         assert blocked.pointwise_for(family) is None
 
 
+def test_families_name_their_compiled_loss_and_subclasses_lose_it():
+    """Each family names its loop (:meth:`Family.compiled_loss`); the codes are the
+    loops' own; a subclass, which may change the loss, takes the generic path."""
+    from daskglm.compute import fused_loops, loss_codes
+
+    expected = {Gaussian(): (fused_loops.GAUSSIAN, 0.0), Binomial(): (fused_loops.BINOMIAL, 0.0),
+                Poisson(): (fused_loops.POISSON, 0.0), Gamma("log"): (fused_loops.GAMMA_LOG, 0.0),
+                Tweedie(power=2.0): (fused_loops.GAMMA_LOG, 0.0),
+                Tweedie(power=1.5): (fused_loops.TWEEDIE_LOG, 1.5),
+                Tweedie(power=10.0): (fused_loops.TWEEDIE_LOG, 10.0),
+                NegativeBinomial(alpha=0.5): (fused_loops.NEGATIVE_BINOMIAL_LOG, 0.5)}
+    for family, code in expected.items():
+        assert loss_codes.loss_code(family) == code, family
+
+    class ChangedLoss(Binomial):
+        pass
+
+    assert ChangedLoss().compiled_loss() is None and blocked.pointwise_for(ChangedLoss()) is None
+
+
 @pytest.mark.parametrize("family", [Binomial(), Poisson(), Gamma("log"), Tweedie(power=1.5),
                                     Tweedie(power=3.0), NegativeBinomial(alpha=0.5)], ids=repr)
 def test_fused_hessian_at_extreme_predictors(family):

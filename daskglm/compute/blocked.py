@@ -36,6 +36,8 @@ import threading
 
 import numpy as np
 
+from .loss_codes import loss_code
+
 __all__ = ["fused_loss_grad", "fused_loss_grad_hess", "pointwise_for", "augmented_gram",
            "gram_block_rows", "warm_up"]
 
@@ -52,38 +54,12 @@ def gram_block_rows(n_features):
     return max(width, GRAM_BLOCK_BYTES // (8 * width))
 
 
-#: Tweedie powers with a compiled loss (with the log link): the compound Poisson-Gamma
-#: range and powers above 2 up to this (its ``exp`` arguments stay in range).
-MAX_COMPILED_POWER = 10.0
-
-
 def pointwise_for(family):
     """``(code, parameter)`` of ``family``'s compiled pointwise loss in :mod:`.fused_loops`,
-    or None when it has none.
-
-    Only the canonical links of the exact classes ``Gaussian``, ``Binomial`` and
-    ``Poisson``, and the log link of ``Gamma``, ``NegativeBinomial`` and ``Tweedie``
-    (power in (1, 2], the Gamma's code at 2, or in (2, :data:`MAX_COMPILED_POWER`]) have
-    one (a subclass may change the loss).  ``parameter`` is the Tweedie power or the
-    negative binomial's ``alpha``, 0 for the others.
-    """
-    from ..model.families import Binomial, Gamma, Gaussian, NegativeBinomial, Poisson, Tweedie
-    from ..model.links import Log
-
-    codes = {Gaussian: 0, Binomial: 1, Poisson: 2}  # fused_loops.GAUSSIAN, BINOMIAL, POISSON
-    kind = type(family)
-    if kind in codes:
-        return (codes[kind], 0.0) if family.canonical else None
-    if kind not in (Gamma, Tweedie, NegativeBinomial) or type(family.link) is not Log:
-        return None  # other families, and losses that are not GLM families (SGD's)
-    if kind is NegativeBinomial:
-        return 5, float(family.distribution.alpha)  # fused_loops.NEGATIVE_BINOMIAL_LOG
-    power = family.distribution.power if kind is Tweedie else None
-    if kind is Gamma or power == 2.0:
-        return 3, 0.0  # fused_loops.GAMMA_LOG
-    if power is not None and 1.0 < power <= MAX_COMPILED_POWER:
-        return 4, float(power)  # fused_loops.TWEEDIE_LOG
-    return None
+    or None when it has none: the family names it (:meth:`Family.compiled_loss`), and
+    :func:`~daskglm.compute.loss_codes.loss_code` gives its code.  ``parameter`` is the
+    Tweedie power or the negative binomial's ``alpha``, 0 for the others."""
+    return loss_code(family)
 
 
 _NONE = np.empty(0)

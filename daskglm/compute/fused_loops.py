@@ -41,16 +41,20 @@ import numba
 import numpy as np
 
 from ..model.numerics import _EPS, _EXP_SAFE, _LOG_MAX
+from .loss_codes import (
+    BINOMIAL,
+    GAMMA_LOG,
+    GAUSSIAN,
+    NEGATIVE_BINOMIAL_LOG,
+    POISSON,
+    TWEEDIE_LOG,
+)
 from .vector_math import exp_into, log1p_unit
 
 __all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "GAMMA_LOG", "TWEEDIE_LOG",
            "NEGATIVE_BINOMIAL_LOG", "fused_rows", "fused_rows_into", "fused_workspace",
            "rows_one_pass", "rows_one_pass_into", "rows_in_chunks", "hessian_rows"]
 
-#: Family codes: the canonical Gaussian, Binomial and Poisson, and with the log link the
-#: Gamma, the Tweedie (power in (1, 2) or (2, 10], the ``parameter``; scikit-learn's
-#: GammaRegressor and TweedieRegressor) and the negative binomial (``alpha``).
-GAUSSIAN, BINOMIAL, POISSON, GAMMA_LOG, TWEEDIE_LOG, NEGATIVE_BINOMIAL_LOG = 0, 1, 2, 3, 4, 5
 
 #: Reassociation lets the compiler vectorise each row's dot product (a fixed order for a
 #: given machine, so still reproducible); no assumption about NaN or infinities is made.

@@ -95,6 +95,13 @@ class Family:
         """Whether the link is the distribution's canonical link."""
         return self.link == self.distribution.canonical_link
 
+    def compiled_loss(self):
+        """``(name, parameter)`` of this family's loss among the compiled row loops
+        (:mod:`daskglm.compute.fused_loops`), or None: those kernels then take the generic
+        path over :meth:`loss_and_dloss`.  A subclass that changes the loss must return
+        None (the named families check their exact class)."""
+        return None
+
     @property
     def exact_d2loss(self):
         """Whether :meth:`d2loss` is the loss's exact second derivative in ``eta`` (the link
@@ -269,6 +276,9 @@ class Gaussian(_NamedFamily):
             return super().loss_and_dloss(y, eta, weight)
         return self.loss(y, eta, weight), self.dloss(y, eta, weight)
 
+    def compiled_loss(self):
+        return ("gaussian", 0.0) if type(self) is Gaussian and self.canonical else None
+
 
 class Binomial(_NamedFamily):
     """Bernoulli distribution on {0, 1}, logit link by default: loss
@@ -307,6 +317,9 @@ class Binomial(_NamedFamily):
         loss = xp.log1p(shrink) + xp.maximum(eta, 0.0) - y * eta
         prob = xp.where(eta >= 0, 1.0, shrink) / (1.0 + shrink)
         return _weighted_sum(loss, weight), _scale(prob - y, weight)
+
+    def compiled_loss(self):
+        return ("binomial", 0.0) if type(self) is Binomial and self.canonical else None
 
 
 class Poisson(_NamedFamily):
@@ -352,6 +365,9 @@ class Poisson(_NamedFamily):
         safe, _ = _split_exponent(eta)
         return _scale(namespace(safe).exp(safe), weight)
 
+    def compiled_loss(self):
+        return ("poisson", 0.0) if type(self) is Poisson and self.canonical else None
+
 
 class _StartAtTypicalMean:
     """Start fits at ``g(start_mean)`` with every link: for these distributions a zero
@@ -369,6 +385,9 @@ class Gamma(_StartAtTypicalMean, _NamedFamily):
 
     name = "gamma"
     _distribution = GammaDistribution
+
+    def compiled_loss(self):
+        return ("gamma_log", 0.0) if type(self) is Gamma and type(self.link) is Log else None
 
 
 class InverseGaussian(_StartAtTypicalMean, _NamedFamily):
@@ -410,6 +429,13 @@ class Tweedie(_ParametrisedFamily):
     def power(self):
         return self.distribution.power
 
+    def compiled_loss(self):
+        """The Gamma's loop at power 2, the Tweedie loop above 1 (the loops decide up to
+        which power they hold)."""
+        if type(self) is not Tweedie or type(self.link) is not Log or not self.power > 1.0:
+            return None
+        return ("gamma_log", 0.0) if self.power == 2.0 else ("tweedie_log", float(self.power))
+
 
 class NegativeBinomial(_ParametrisedFamily):
     """Negative binomial distribution with a fixed ``alpha`` (``V(mu) = mu + alpha mu**2``),
@@ -424,6 +450,11 @@ class NegativeBinomial(_ParametrisedFamily):
     @property
     def alpha(self):
         return self.distribution.alpha
+
+    def compiled_loss(self):
+        if type(self) is not NegativeBinomial or type(self.link) is not Log:
+            return None
+        return "negative_binomial_log", float(self.alpha)
 
 
 _FAMILIES = {cls.name: cls for cls in (Gaussian, Binomial, Poisson, Gamma, InverseGaussian)}
