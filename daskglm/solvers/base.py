@@ -10,10 +10,9 @@ import numpy as np
 
 from .. import progress
 from ..accounting.kinds import Kind
-from ..compute.kernels import gram, loss_grad, loss_grad_hess
-from ..compute.multinomial import multinomial_loss_grad, multinomial_loss_grad_hess
-from ..model.multinomial import MultinomialProblem
+from ..compute.kernels import gram
 from ..model.problem import Problem
+from .evaluations import loss_kernel
 
 __all__ = ["Objective", "SolverResult", "Solver", "History", "StallMonitor", "EarlyStopping",
            "FirstEvaluation", "ROUND_OFF"]
@@ -70,25 +69,15 @@ class Objective:
 
     def value_and_grad(self, params):
         """Smooth objective (mean loss + smooth penalty part) and its gradient: one round."""
-        p = self.problem
-        if isinstance(p, MultinomialProblem):
-            stats = self._reduce(multinomial_loss_grad, params, p.n_classes, p.fit_intercept,
-                                 kind=Kind.GRADIENT)
-        else:
-            stats = self._reduce(loss_grad, params, p.family, p.fit_intercept,
-                                 kind=Kind.GRADIENT)
+        kernel, args, kind = loss_kernel(self.problem)
+        stats = self._reduce(kernel, params, *args, kind=kind)
         value, grad, _ = self._penalise(params, stats.loss, stats.grad)
         return value, grad
 
     def value_grad_hess(self, params):
         """Smooth objective, gradient and Hessian: one round."""
-        p = self.problem
-        if isinstance(p, MultinomialProblem):
-            stats = self._reduce(multinomial_loss_grad_hess, params, p.n_classes,
-                                 p.fit_intercept, kind=Kind.HESSIAN)
-        else:
-            stats = self._reduce(loss_grad_hess, params, p.family, p.fit_intercept,
-                                 kind=Kind.HESSIAN)
+        kernel, args, kind = loss_kernel(self.problem, hessian=True)
+        stats = self._reduce(kernel, params, *args, kind=kind)
         return self._penalise(params, stats.loss, stats.grad, stats.hess)
 
     def gram(self):

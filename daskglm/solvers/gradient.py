@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..compute.coordinates import Standardised
-from ..compute.multinomial import PerClassCoordinates
-from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
+from .evaluations import per_class
 from .gradient_communication import ApproximateRounds
 from .linesearch import backtracking
 
@@ -167,11 +166,8 @@ class GradientDescent(Solver):
     def _coordinates(self, problem, objective, curvature):
         """Standardised coordinates with the penalty's curvature in the coefficients' scales
         (the same map for every class of a multinomial problem)."""
-        coordinates = self._single_output_coordinates(problem, objective, curvature)
-        if isinstance(problem, MultinomialProblem):
-            return PerClassCoordinates(coordinates, problem.n_features, problem.n_classes,
-                                       problem.fit_intercept)
-        return coordinates
+        return per_class(problem,
+                         self._single_output_coordinates(problem, objective, curvature))
 
     def _single_output_coordinates(self, problem, objective, curvature):
         n_features = problem.n_features

@@ -5,12 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.kernels import loss_grad
-from ..compute.multinomial import multinomial_loss_grad
 from ..compute.restarted_lbfgs import MAX_RESTARTS, MEMORY, minimize_to_tol
-from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult
+from .evaluations import loss_kernel
 
 __all__ = ["LBFGS"]
 
@@ -106,12 +104,8 @@ class LBFGS(Solver):
         if self.opts["sharded"]:
             return None
         params0 = np.array(params0, dtype=float)
-        if isinstance(problem, MultinomialProblem):
-            return FirstEvaluation(multinomial_loss_grad,
-                                   (params0, problem.n_classes, problem.fit_intercept),
-                                   Kind.VALIDATE_GRADIENT)
-        return FirstEvaluation(loss_grad, (params0, problem.family, problem.fit_intercept),
-                               Kind.VALIDATE_GRADIENT)
+        kernel, args, _ = loss_kernel(problem)
+        return FirstEvaluation(kernel, (params0, *args), Kind.VALIDATE_GRADIENT)
 
     def solve(self, problem, engine, params0):
         if self.opts["sharded"]:

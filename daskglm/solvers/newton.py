@@ -6,12 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.kernels import loss_grad_hess
 from ..compute.linalg import solve_symmetric
-from ..compute.multinomial import multinomial_loss_grad_hess
-from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult, StallMonitor
+from .evaluations import is_multinomial, loss_kernel
 from .linesearch import LineSearchResult, backtracking
 
 __all__ = ["Newton"]
@@ -75,12 +73,8 @@ class Newton(Solver):
     def first_evaluation(self, problem, params0):
         """The loss, gradient and Hessian at ``params0``."""
         params0 = np.array(params0, dtype=float)
-        if isinstance(problem, MultinomialProblem):
-            return FirstEvaluation(multinomial_loss_grad_hess,
-                                   (params0, problem.n_classes, problem.fit_intercept),
-                                   Kind.VALIDATE_HESSIAN)
-        return FirstEvaluation(loss_grad_hess, (params0, problem.family, problem.fit_intercept),
-                               Kind.VALIDATE_HESSIAN)
+        kernel, args, _ = loss_kernel(problem, hessian=True)
+        return FirstEvaluation(kernel, (params0, *args), Kind.VALIDATE_HESSIAN)
 
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
@@ -189,7 +183,7 @@ class _WithHessian:
 def _exact_hessian(problem):
     """Whether Newton's Hessian is the objective's own (the family's ``exact_hessian``, or
     the softmax of the multinomial model), so that its steps converge quadratically."""
-    if isinstance(problem, MultinomialProblem):
+    if is_multinomial(problem):
         return True
     return bool(getattr(problem.family, "exact_hessian", False))
 

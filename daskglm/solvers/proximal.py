@@ -20,11 +20,10 @@ import math
 import numpy as np
 
 from ..compute.coordinates import Standardised
-from ..compute.multinomial import PerClassCoordinates
-from ..model.multinomial import MultinomialProblem
 from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .duality_gap import DualityGap
+from .evaluations import is_multinomial, per_class
 
 __all__ = ["ProximalGradient", "accelerated_proximal_gradient", "solve_composite_quadratic"]
 
@@ -189,16 +188,14 @@ class ProximalGradient(Solver):
         if self.opts["standardize"]:
             coordinates = Standardised.from_moments(*objective.column_moments(),
                                                     problem.fit_intercept)
-        if isinstance(problem, MultinomialProblem):
-            coordinates = PerClassCoordinates(coordinates, problem.n_features, problem.n_classes,
-                                              problem.fit_intercept)
+        coordinates = per_class(problem, coordinates)
 
         moments = objective.column_moments() if engine.column_moments is not None else None
         duality = None
         # a fold's path fit keeps the optimality rule: with the gap rule, LassoCV chose a
         # different alpha for weighted rows than for the same rows repeated (scikit-learn's
         # sample-weight equivalence check), as the folds' path fits stop at different points
-        if moments is not None and not isinstance(problem, MultinomialProblem) \
+        if moments is not None and not is_multinomial(problem) \
                 and not getattr(engine, "is_fold", False):
             duality = DualityGap.for_problem(problem, moments[0], engine.n_samples)
         gaps = {}  # the gap at the latest points evaluated, by theta
