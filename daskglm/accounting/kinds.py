@@ -54,4 +54,8 @@ class Kind:
     GOSSIP_START = "gossip_start"  # every node's first model and partition index
     GOSSIP_FETCH = "gossip_fetch"  # the nodes' models fetched once, at the end, to average
     CLASS_MOMENTS = "class_moments"  # column moments again after class weights (> 64 classes)
+    #: a Dask computation an estimator runs itself, outside the engine's rounds (the
+    #: classes of labels that are not numbers, class counts, the labels a stratified
+    #: splitter reads): timed, its input bytes read counted, its traffic not measured
+    DRIVER_PASS = "driver_pass"
     VALIDATION_SCORE = "validation_score"  # SGD's early stopping: the held-out rows' score sums

@@ -29,6 +29,7 @@ from ..compute.multinomial import multinomial_loss_grad
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
 from ..engine.distributed import active_client
+from ..engine.driver_passes import records_driver_passes
 from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, Solver, get_solver
@@ -161,6 +162,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             self._family().check_target(y)
         return y
 
+    @records_driver_passes
     def fit(self, X, y, sample_weight=None, offset=None, exposure=None):
         """Fit the model.
 

@@ -38,6 +38,7 @@ from sklearn.utils.metadata_routing import (
 from .. import progress
 from ..accounting.kinds import Kind
 from ..compute.folds import fold_grams, held_out_errors
+from ..engine.driver_passes import records_driver_passes
 from ..engine.folds import TrainingView
 from ..model.families import Gaussian
 from ..model.penalties import NonNegative, make_penalty
@@ -362,6 +363,7 @@ class _RegressionPathCV(_PathCV):
                 .add(splitter=check_cv(self.cv),
                      method_mapping=MethodMapping().add(caller="fit", callee="split")))
 
+    @records_driver_passes
     def fit(self, X, y, sample_weight=None, **params):
         """Fit every fold's path, choose the penalty, refit on all rows.
 

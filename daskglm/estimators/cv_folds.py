@@ -6,9 +6,10 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from sklearn.model_selection import check_cv
+from sklearn.model_selection import KFold, ShuffleSplit, check_cv
 
 from ..engine import is_dask
+from ..engine.driver_passes import compute_pass
 from ..engine.folds import fold_ids_by_partition
 
 __all__ = ["Folds", "_assign_folds", "_positive_grid"]
@@ -78,14 +79,16 @@ def _assign_folds(cv, y, n_samples, classifier, split_params=None):
     go to its ``split``.
     """
     if is_dask(y):
-        if not classifier and (cv is None or isinstance(cv, numbers.Integral)):
-            y = None  # KFold splits on row positions alone: no need to read y
+        if not classifier and (cv is None or isinstance(cv, numbers.Integral)
+                               or type(cv) in (KFold, ShuffleSplit)):
+            y = None  # these split on row positions alone: no need to read y
         else:
             # The splitter is scikit-learn's (stratified k-fold, or the caller's own),
             # running on the driver over every label, before the engine exists: the one
             # read of Dask ``y`` outside the engine's rounds, for the folds alone (the
-            # classes and their counts come from the engine's validation round).
-            y = y.compute()
+            # classes and their counts come from the engine's validation round), in the
+            # ledger as a driver pass.
+            y = compute_pass(y)[0]
     splitter = check_cv(cv, y, classifier=classifier)
     splits = [(np.asarray(train), np.asarray(test))
               for train, test in splitter.split(np.zeros((n_samples, 1)), y,

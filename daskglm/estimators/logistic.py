@@ -25,6 +25,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..backend import array_module, is_device, namespace, to_host
 from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
+from ..engine.driver_passes import compute_pass, records_driver_passes
 from ..engine.labels import encode_and_weigh_classes, encode_class_indices
 from ..model.families import Binomial
 from ..model.multinomial import Multinomial, MultinomialProblem
@@ -114,6 +115,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         self.verbose = verbose
         self.warm_start = warm_start
 
+    @records_driver_passes
     def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, coef_init=None,
             intercept_init=None):
         """Fit the model.
@@ -281,7 +283,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         if is_dask(y):
             import dask.array as da
 
-            classes = np.unique(da.unique(y).compute())
+            classes = np.unique(compute_pass(da.unique(y), reads=(y,))[0])
             kind = type_of_target(classes, input_name="y")
         else:
             kind = type_of_target(y, input_name="y")
@@ -488,7 +490,9 @@ def _class_weights(class_weight, classes, y_index, sample_weight, counts=None):
             import dask.array as da
 
             index = da.asarray(y_index).astype(np.intp)
-            counts = da.bincount(index, weights=sample_weight, minlength=classes.size).compute()
+            counts = compute_pass(
+                da.bincount(index, weights=sample_weight, minlength=classes.size),
+                reads=tuple(a for a in (y_index, sample_weight) if is_dask(a)))[0]
         elif counts is None:
             counts = np.bincount(np.asarray(y_index).astype(np.intp), weights=sample_weight,
                                  minlength=classes.size)

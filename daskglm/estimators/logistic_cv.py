@@ -27,6 +27,7 @@ from sklearn.utils.metadata_routing import (
 from sklearn.utils.validation import _check_method_params
 
 from ..engine import is_dask
+from ..engine.driver_passes import records_driver_passes
 from ..model.penalties import L1, L2, make_penalty
 from .base import _COMMON_DOC
 from .cv import _PathCV
@@ -285,6 +286,7 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         return _dask_neg_log_loss(self, X, y, sample_weight)
 
     # fit -----------------------------------------------------------------------------
+    @records_driver_passes
     def fit(self, X, y, sample_weight=None, **params):
         """Fit every fold's path, choose C (and l1_ratio), refit on all rows.
 

@@ -21,6 +21,7 @@ from ..accounting.ledger import CommReport
 from ..compute.kernels import as_csr_or_dense
 from ..compute.summaries import all_finite
 from ..engine import is_dask
+from ..engine.driver_passes import records_driver_passes
 from .validation import (
     _check_dask_matrix,
     _check_feature_names_match,
@@ -94,6 +95,7 @@ class _MultiOutputMixin:
     #: Whether a ``y`` of shape (n_samples, 1) gives ``coef_`` of shape (n_features,).
     _ravel_one_target = True
 
+    @records_driver_passes
     def fit(self, X, y, sample_weight=None, offset=None, exposure=None):
         """Fit the model, to one target or to several.
 

@@ -23,6 +23,7 @@ from ..accounting.kinds import Kind
 from ..compute.folds import fold_grams, leave_one_out_errors
 from ..compute.kernels import gram
 from ..engine import is_dask
+from ..engine.driver_passes import records_driver_passes
 from ..engine.folds import fold_ids_by_partition
 from ..model.families import Gaussian
 from .cv_folds import _assign_folds
@@ -254,6 +255,7 @@ class RidgeCV(Ridge):
                 f"or cv=None (leave-one-out) for any scorer on in-memory data."
             )
 
+    @records_driver_passes
     def fit(self, X, y, sample_weight=None):
         """Fit every fold's path from one pass over the data, choose alpha, fit all rows.
 

@@ -23,6 +23,7 @@ from ..compute.schedules import make_step_rule
 from ..compute.sgd_losses import REGRESSION_LOSSES
 from ..compute.sgd_validation import score_of_sums, validation_sums
 from ..engine import is_dask, make_engine, stream_engines
+from ..engine.driver_passes import records_driver_passes
 from ..model.families import Gaussian
 from ..model.penalties import make_penalty
 from ..solvers import Problem, get_solver
@@ -154,6 +155,7 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
                        alpha=getattr(problem.penalty, "alpha", 0.0))
         return solver
 
+    @records_driver_passes
     def fit(self, X, y, coef_init=None, intercept_init=None, sample_weight=None):
         """Fit by SGD for up to ``max_iter`` epochs, from zero or from the given start.
 

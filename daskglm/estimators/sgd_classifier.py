@@ -25,6 +25,7 @@ from ..compute.seeds import root_seed
 from ..compute.sgd_losses import CLASSIFICATION_LOSSES
 from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
+from ..engine.driver_passes import records_driver_passes
 from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
 from .base import _dense, _to_float, _weighted_mean
@@ -131,6 +132,7 @@ default="log_loss"
             _check_class_weight(self.class_weight)
 
     # fitting -------------------------------------------------------------------------
+    @records_driver_passes
     def fit(self, X, y, coef_init=None, intercept_init=None, sample_weight=None):
         """Fit by SGD for up to ``max_iter`` epochs; one-vs-rest for more than two classes.
 

@@ -1,0 +1,96 @@
+"""Passes over Dask inputs that an estimator computes itself, outside the engine's rounds,
+written to the fit's ledger all the same.
+
+Some inputs must be read before an engine exists (the classes of labels that are not
+numbers, the labels a stratified splitter reads) or beside it (class counts for a start
+given before the classes are known).  :func:`compute_pass` computes them with Dask and,
+inside :func:`collecting` (an estimator's ``fit``), notes each as a
+:data:`~daskglm.accounting.kinds.Kind.DRIVER_PASS` record: its seconds, the tasks of its
+graph, the bytes of its inputs (read) and of its result; its traffic is not measured
+(``bytes_measured`` stays None).  :func:`records_driver_passes` (on an estimator's
+``fit``) puts them at the front of the fit's ledger, before the rounds of the engine
+made after them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import math
+import time
+
+from ..accounting.bytemodel import nbytes
+from ..accounting.kinds import Kind
+from ..accounting.ledger import RoundRecord
+
+__all__ = ["collecting", "compute_pass", "add_to", "records_driver_passes"]
+
+_PASSES = contextvars.ContextVar("daskglm_driver_passes", default=None)
+
+
+@contextlib.contextmanager
+def collecting():
+    """Collect the driver passes computed inside the block: yields their list."""
+    passes = []
+    token = _PASSES.set(passes)
+    try:
+        yield passes
+    finally:
+        _PASSES.reset(token)
+
+
+def compute_pass(*collections, reads=()):
+    """``dask.compute(*collections)``, noted as one driver pass of the fit collecting;
+    ``reads``: the Dask arrays the pass reads (their bytes are the record's
+    ``bytes_read``; the collections' own when not given)."""
+    import dask
+
+    tasks = set()
+    for collection in collections:
+        tasks.update(collection.__dask_graph__().keys())
+    start = time.perf_counter()
+    results = dask.compute(*collections)
+    seconds = time.perf_counter() - start
+    passes = _PASSES.get()
+    if passes is not None:
+        read = tuple(reads) or collections
+        record = RoundRecord(Kind.DRIVER_PASS, len(tasks), 0, nbytes(results), seconds,
+                             max(_chunks(c) for c in read))
+        record.bytes_read = sum(_bytes_of(c) for c in read)
+        passes.append(record)
+    return results
+
+
+def records_driver_passes(fit):
+    """Decorate an estimator's ``fit``: the driver passes computed during it go to the front
+    of the ledger it leaves in ``comm_``."""
+
+    @functools.wraps(fit)
+    def fit_recording(self, *args, **kwargs):
+        with collecting() as passes:
+            result = fit(self, *args, **kwargs)
+        if passes and getattr(self, "comm_", None) is not None:
+            add_to(self.comm_, passes)
+        return result
+
+    return fit_recording
+
+
+def add_to(ledger, passes):
+    """Put ``passes`` at the front of ``ledger`` (they ran before its engine's rounds)."""
+    ledger.records[:0] = list(passes)
+
+
+def _chunks(collection):
+    numblocks = getattr(collection, "numblocks", None)
+    return int(numblocks[0]) if numblocks else 1
+
+
+def _bytes_of(collection):
+    """Bytes of a Dask array's data (0 when its chunk sizes are unknown)."""
+    try:
+        size = float(getattr(collection, "nbytes", 0))
+    except (TypeError, ValueError):
+        return 0
+    return int(size) if math.isfinite(size) else 0
