@@ -18,7 +18,7 @@ import daskglm
 from daskglm.accounting.bytemodel import nbytes, payload_model
 from daskglm.accounting.costmodel import layout_bytes
 from daskglm.accounting.kinds import Kind
-from daskglm.compute.vector_free_lbfgs import plain_lbfgs
+from daskglm.optim.vector_free_lbfgs import plain_lbfgs
 from tests.conftest import make_data
 from tests.test_sharded_lbfgs import (
     TIGHT,

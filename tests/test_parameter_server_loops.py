@@ -21,11 +21,11 @@ from daskglm.compute.parameter_server import (
     compiled_steps_apply,
     parameter_server_task,
 )
-from daskglm.compute.schedules import OptimalDecay, make_step_rule
 from daskglm.engine.asynchronous import ParameterHolder
 from daskglm.model.families import Binomial, Gaussian, Poisson
 from daskglm.model.links import Identity
 from daskglm.model.penalties import L1, L2, NoPenalty, make_penalty
+from daskglm.optim.schedules import OptimalDecay, make_step_rule
 from tests.conftest import make_partition
 
 N, D = 300, 6

@@ -15,8 +15,8 @@ from sklearn import linear_model as sk
 from sklearn.base import clone
 
 import daskglm
-from daskglm.compute.linalg import solve_nonnegative
 from daskglm.model.penalties import L1, L2, NonNegative, NoPenalty
+from daskglm.optim.linalg import solve_nonnegative
 
 
 def _data(n=500, d=6, seed=0):

@@ -19,7 +19,11 @@ from sklearn.utils.estimator_checks import check_estimator
 
 import daskglm
 from daskglm.compute.sampling import partition_size
-from daskglm.compute.schedules import (
+from daskglm.compute.stochastic import SGDConfig, batch_loss_grad
+from daskglm.engine import make_engine
+from daskglm.model.families import Binomial, Gaussian
+from daskglm.model.penalties import L2, NoPenalty, make_penalty
+from daskglm.optim.schedules import (
     AdagradScaling,
     Chain,
     OptimalDecay,
@@ -27,10 +31,6 @@ from daskglm.compute.schedules import (
     Scale,
     make_step_rule,
 )
-from daskglm.compute.stochastic import SGDConfig, batch_loss_grad
-from daskglm.engine import make_engine
-from daskglm.model.families import Binomial, Gaussian
-from daskglm.model.penalties import L2, NoPenalty, make_penalty
 from daskglm.solvers import Problem, get_solver
 
 GAP = 1e-3

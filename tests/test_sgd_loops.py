@@ -13,11 +13,11 @@ import pytest
 import scipy.sparse as sp
 
 from daskglm.compute import sgd_loops, stochastic
-from daskglm.compute.schedules import make_step_rule
 from daskglm.compute.stochastic import SGDConfig, local_sgd
 from daskglm.model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
 from daskglm.model.links import Identity
 from daskglm.model.penalties import L2, NoPenalty, make_penalty
+from daskglm.optim.schedules import make_step_rule
 from tests.conftest import make_partition
 
 N, D = 400, 6

@@ -12,7 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from daskglm import SGDClassifier, SGDRegressor
 from daskglm.accounting.bytemodel import payload_model
 from daskglm.accounting.kinds import Kind
-from daskglm.compute.schedules import AdaptiveScale, make_step_rule
+from daskglm.optim.schedules import AdaptiveScale, make_step_rule
 
 IRIS_X, IRIS_Y = load_iris(return_X_y=True)
 X_STD = StandardScaler().fit_transform(IRIS_X)

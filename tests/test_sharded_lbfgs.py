@@ -23,8 +23,8 @@ from sklearn.linear_model import LogisticRegression as SkLogistic
 import daskglm
 from daskglm import progress
 from daskglm.accounting.kinds import Kind
-from daskglm.compute.vector_free_lbfgs import gram_two_loop, plain_lbfgs
 from daskglm.engine.shards import ShardLostError
+from daskglm.optim.vector_free_lbfgs import gram_two_loop, plain_lbfgs
 from daskglm.testing import slow_worker
 from tests.conftest import kill_worker, make_data
 

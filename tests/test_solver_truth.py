@@ -21,7 +21,7 @@ from sklearn.datasets import make_regression
 from sklearn.exceptions import ConvergenceWarning
 
 import daskglm
-from daskglm.compute.linalg import solve_symmetric
+from daskglm.optim.linalg import solve_symmetric
 from tests.conftest import make_data
 
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..optim.restarted_lbfgs import EVALUATIONS_PER_ITERATION, minimize_to_tol
 from .coordinates import Standardised
 from .kernels import loss_grad
-from .restarted_lbfgs import EVALUATIONS_PER_ITERATION, minimize_to_tol
 
 __all__ = ["LocalFit", "partition_weight", "fit_partition", "proximal_point"]
 

@@ -55,7 +55,7 @@ class ParameterServerConfig:
     Attributes
     ----------
     family, penalty, rule, fit_intercept, n_features
-        The model and the step rule (:mod:`daskglm.compute.schedules`).
+        The model and the step rule (:mod:`daskglm.optim.schedules`).
     batch_size : int
         Rows per local step.
     seed : int

@@ -33,6 +33,7 @@ import scipy.sparse as sp
 
 from ..model.families import Family
 from ..model.penalties import L1, L2, ElasticNet, NoPenalty, Penalty
+from ..optim.schedules import Chain, OptimalDecay, PolynomialDecay, Scale, add_states, scale_state
 from .blocked import pointwise_for
 from .kernels import Stats, linear_predictor, loss_grad
 from .sampling import (
@@ -43,7 +44,6 @@ from .sampling import (
     take_rows,
     take_rows_to_host,
 )
-from .schedules import Chain, OptimalDecay, PolynomialDecay, Scale, add_states, scale_state
 from .sparse_vectors import ScaledVector, SparseGradient, _smaller, column_gradient, dense_gradient
 
 __all__ = [
@@ -63,7 +63,7 @@ class SGDConfig:
         On the mean-loss scale; its smooth part enters through the gradient, its L1 part
         through a soft-thresholding step after each update.
     rule : step rule
-        From :mod:`daskglm.compute.schedules`.
+        From :mod:`daskglm.optim.schedules`.
     fit_intercept : bool
     n_features : int
     batch_size : int

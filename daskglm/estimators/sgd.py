@@ -19,13 +19,13 @@ from sklearn.utils import _safe_indexing
 
 from ..accounting.kinds import Kind
 from ..accounting.ledger import CommReport
-from ..compute.schedules import make_step_rule
 from ..compute.sgd_losses import REGRESSION_LOSSES
 from ..compute.sgd_validation import score_of_sums, validation_sums
 from ..engine import is_dask, make_engine, stream_engines
 from ..engine.driver_passes import records_driver_passes
 from ..model.families import Gaussian
 from ..model.penalties import make_penalty
+from ..optim.schedules import make_step_rule
 from ..solvers import Problem, get_solver
 from .base import _check_numbers_are_not_text, _GLMBase
 from .linear import _RegressorGLM

@@ -13,13 +13,13 @@ import numpy as np
 from ..accounting.kinds import Kind
 from ..compute.hogwild import SCHEDULES as HOGWILD_SCHEDULES
 from ..compute.parameter_server import ParameterServerConfig, hogwild_loss, parameter_server_task
-from ..compute.schedules import LEARNING_RATES, make_step_rule
 from ..compute.seeds import root_seed
 from ..engine.asynchronous import HolderLostError
 from ..engine.clocks import ParameterServer
 from ..engine.tasks import pause_if_slowed
 from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
+from ..optim.schedules import LEARNING_RATES, make_step_rule
 from .base import EarlyStopping, History, Solver, SolverResult
 from .round_sizing import COMPUTE_TO_FIXED
 
@@ -86,7 +86,7 @@ class AsyncSGD(Solver):
     batch_size : int, default 32
         Rows per local step of one task.
     learning_rate : {"constant", "invscaling", "optimal", "adagrad"}, default "invscaling"
-        Step rule (:func:`daskglm.compute.schedules.make_step_rule`); the step number is
+        Step rule (:func:`daskglm.optim.schedules.make_step_rule`); the step number is
         estimated from the holder's version.  Each task keeps its own Adagrad sums.
     eta0, power_t : float, default 0.1, 0.25
     push_every, fetch_every : int or "auto", default "auto"

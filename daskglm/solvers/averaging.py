@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.linalg import solve_symmetric
 from ..compute.local_solves import fit_partition
 from ..model.problem import Feature
+from ..optim.linalg import solve_symmetric
 from .base import History, Objective, Solver, SolverResult
 from .proximal import solve_composite_quadratic
 

@@ -18,11 +18,11 @@ from ..compute.gossip import (
     spread,
 )
 from ..compute.sampling import epoch_counts, partition_size
-from ..compute.schedules import LEARNING_RATES, make_step_rule
 from ..compute.seeds import root_seed
 from ..compute.stochastic import SGDConfig
 from ..engine.neighbours import exchange_with_neighbours
 from ..model.problem import Feature
+from ..optim.schedules import LEARNING_RATES, make_step_rule
 from .base import EarlyStopping, History, Solver, SolverResult
 from .round_sizing import StepTimer
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.restarted_lbfgs import MAX_RESTARTS, MEMORY, minimize_to_tol
 from ..model.problem import Feature
+from ..optim.restarted_lbfgs import MAX_RESTARTS, MEMORY, minimize_to_tol
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult
 from .evaluations import loss_kernel
 
@@ -54,7 +54,7 @@ class LBFGS(Solver):
         L-BFGS, :mod:`daskglm.solvers.sharded_lbfgs`): each partition moves only the
         coefficients and gradient entries of the columns its rows touch.  For many
         features (hashed text).  The iteration is the package's own L-BFGS with a
-        backtracking line search (:func:`~daskglm.compute.vector_free_lbfgs.run_lbfgs`),
+        backtracking line search (:func:`~daskglm.optim.vector_free_lbfgs.run_lbfgs`),
         not scipy's; it stops on the same criterion.
     shards : int or None, default None
         With ``sharded``: the number of column shards (None: one per worker, or per

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.linalg import solve_symmetric
 from ..model.problem import Feature
+from ..optim.linalg import solve_symmetric
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult, StallMonitor
 from .evaluations import is_multinomial, loss_kernel
 from .linesearch import LineSearchResult, backtracking

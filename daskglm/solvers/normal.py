@@ -9,9 +9,9 @@ import numpy as np
 
 from ..accounting.kinds import Kind
 from ..compute.kernels import gram
-from ..compute.linalg import solve_nonnegative, solve_symmetric
 from ..model.penalties import L2, NonNegative
 from ..model.problem import Feature
+from ..optim.linalg import solve_nonnegative, solve_symmetric
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult
 
 __all__ = ["NormalEquations"]
@@ -24,7 +24,7 @@ class NormalEquations(Solver):
     workers; the driver solves ``(Sxx / W + alpha I) coef = Sxy / W`` by Cholesky, falling
     back to the minimum-norm solution when ``Sxx`` is singular (as numpy's ``lstsq``).
     With non-negative coefficients (``positive=True``) the same quadratic is minimised
-    over ``coef >= 0`` on the driver (:func:`~daskglm.compute.linalg.solve_nonnegative`,
+    over ``coef >= 0`` on the driver (:func:`~daskglm.optim.linalg.solve_nonnegative`,
     non-negative least squares from the Gram matrix), still in one round.
     Gaussian family, no penalty or L2 only.  The Gram round is the fit's validation
     round (``validate_gram``): a fit reads the data once.

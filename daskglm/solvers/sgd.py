@@ -10,7 +10,6 @@ import numpy as np
 from ..accounting.kinds import Kind
 from ..compute.parameter_server import hogwild_loss
 from ..compute.sampling import epoch_counts, partition_size
-from ..compute.schedules import LEARNING_RATES, make_step_rule
 from ..compute.seeds import root_seed
 from ..compute.stochastic import (
     SGDConfig,
@@ -22,6 +21,7 @@ from ..compute.stochastic import (
 )
 from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
+from ..optim.schedules import LEARNING_RATES, make_step_rule
 from .base import EarlyStopping, History, Solver, SolverResult
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
 from .round_sizing import StepTimer
@@ -150,7 +150,7 @@ class SGD(Solver):
     batch_size : int, default 16
         Rows per step over all partitions (the last step of an epoch takes what is left).
     learning_rate : {"constant", "invscaling", "optimal", "adagrad", "adaptive"}, default "invscaling"
-        See :func:`daskglm.compute.schedules.make_step_rule`; ``"optimal"`` needs a penalty with
+        See :func:`daskglm.optim.schedules.make_step_rule`; ``"optimal"`` needs a penalty with
         ``alpha > 0``; ``"adaptive"`` keeps ``eta0`` and divides it by 5 each time the
         stopping rule fires, stopping once it is at most 1e-6 (scikit-learn's rule).
     eta0 : float, default 0.01

@@ -21,9 +21,9 @@ Per iteration and trial step:
 and, per iteration, ``accept`` (move, store the pair, the new dot products with the
 basis) and ``direction`` (``d`` as the combination of the basis that the two-loop
 recursion computed on the driver from the Gram matrix alone:
-:func:`~daskglm.compute.vector_free_lbfgs.gram_two_loop`).  The iteration itself is
-:func:`~daskglm.compute.vector_free_lbfgs.run_lbfgs`, the same code that runs on numpy
-vectors in :func:`~daskglm.compute.vector_free_lbfgs.plain_lbfgs`.
+:func:`~daskglm.optim.vector_free_lbfgs.gram_two_loop`).  The iteration itself is
+:func:`~daskglm.optim.vector_free_lbfgs.run_lbfgs`, the same code that runs on numpy
+vectors in :func:`~daskglm.optim.vector_free_lbfgs.plain_lbfgs`.
 
 The whole parameter vector moves twice: onto the shards at the start and back at the end
 (and once more each way when the shards are rebuilt after a worker was lost: see
@@ -38,10 +38,10 @@ import warnings
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.vector_free_lbfgs import gram_two_loop, run_lbfgs
 from ..compute.worker_columns import register_columns, sharded_loss_grad
 from ..engine.column_blocks import ColumnBlocks
 from ..engine.shards import ShardLostError, make_shards
+from ..optim.vector_free_lbfgs import gram_two_loop, run_lbfgs
 from .base import History, SolverResult
 
 __all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded", "MAX_REBUILDS"]
@@ -55,7 +55,7 @@ LOSS_NOTICE_SECONDS = 2.0
 
 
 class ShardedSpace:
-    """The space of :func:`~daskglm.compute.vector_free_lbfgs.run_lbfgs` on column shards.
+    """The space of :func:`~daskglm.optim.vector_free_lbfgs.run_lbfgs` on column shards.
 
     The driver keeps the Gram matrix of the basis ``[s_0..s_{m-1}, y_0..y_{m-1}, g]``
     (``(2 m + 1)^2`` numbers) and which slots hold pairs; everything of length ``d`` stays
