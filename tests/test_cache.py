@@ -45,10 +45,33 @@ def test_auto_streams_when_the_data_do_not_fit(store, monkeypatch, caplog):
     X, y, _ = store
     with caplog.at_level(logging.INFO, logger="daskglm"):
         assert _fit(X, y, "auto").cache_ == "memory"
-        monkeypatch.setattr(engine_module, "free_memory", lambda client: X.nbytes)
-        assert _fit(X, y, "auto").cache_ == "none"
+        monkeypatch.setattr(engine_module, "free_memory", lambda client: 1000)
+        assert _fit(X, y, "auto").cache_ == "none"  # not even one partition fits
     messages = " ".join(record.getMessage() for record in caplog.records)
     assert "-> 'memory'" in messages and "-> 'none'" in messages and "streaming" in messages
+
+
+@pytest.mark.parametrize("where", ["in-process", "cluster"])
+def test_auto_keeps_the_partitions_that_fit_and_streams_the_others(store, where, request,
+                                                                   monkeypatch):
+    """Free memory for two of the six partitions (half of it kept free): those two are
+    read once and kept, the other four read from the store in every round, and the fit
+    is the all-in-memory fit's."""
+    if where == "cluster":
+        request.getfixturevalue("client")
+    X, y, _ = store
+    cached = _fit(X, y, "memory")
+    data_bytes = X.nbytes + y.nbytes
+    monkeypatch.setattr(engine_module, "free_memory", lambda client: X.nbytes)
+    partial = _fit(X, y, "auto")
+    assert partial.cache_ == "partial"
+    np.testing.assert_allclose(partial.coef_, cached.coef_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(partial.intercept_, cached.intercept_, rtol=0, atol=1e-10)
+    assert X.chunks[0] == (700,) * 5 + (500,)
+    streamed = data_bytes * (4 * 700 - 200) // 4000  # the last four chunks' rows
+    reads = [r.bytes_read for r in partial.comm_.records]
+    assert reads[0] == data_bytes  # the validation round reads everything, once
+    assert reads[1:] and all(read == streamed for read in reads[1:])
 
 
 def test_in_memory_input_is_always_cached():

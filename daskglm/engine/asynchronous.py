@@ -423,8 +423,7 @@ class AsyncVerbs:
             record = self.ledger.record(kind, n, n * nbytes(args), it._returned, timer.seconds,
                                         partitions=n, groups=n, probe=probe)
             record.dropped = tuple(sorted(set(it.failed) | set(it.cancelled)))
-            if self.cache == "none":
-                record.bytes_read = self.data_bytes * len(it.yielded) // max(n, 1)
+            record.bytes_read = self.round_bytes_read() * len(it.yielded) // max(n, 1)
             return record
 
         return AsCompleted(stream, cancel, finish)

@@ -29,8 +29,9 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
 
     Attributes
     ----------
-    cache : {"memory", "none"}
-        Whether the partitions are kept in memory or read from their source every round.
+    cache : {"memory", "none", "partial"}
+        Whether the partitions are kept in memory, read from their source every round, or
+        some kept and the others read (``streamed_share`` of the bytes).
     n_partitions : int
     n_samples : int
     n_features : int
@@ -42,6 +43,8 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
     """
 
     cache = "memory"
+    #: the share of the data's bytes each round reads from their source
+    streamed_share = 0.0
     #: Whether a round crosses processes: a fixed cost (messages, scheduling) that a
     #: solver taking many small steps amortises over several steps per round.
     remote_rounds = False
@@ -107,9 +110,12 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
             kind, tasks, sent, returned, timer.seconds, partitions=self.n_partitions,
             groups=groups, split_every=self.split_every if tree else None, probe=probe,
         )
-        if self.cache == "none":
-            record.bytes_read = self.data_bytes
+        record.bytes_read = self.round_bytes_read()
         return result
+
+    def round_bytes_read(self):
+        """Bytes a round over every partition reads from the data's source."""
+        return int(round(self.data_bytes * self.streamed_share))
 
     def _execute_recovering(self, fn, args, each, tree, probe):
         """:meth:`_execute`, run again after rebuilding partitions lost with a worker."""

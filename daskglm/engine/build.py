@@ -17,6 +17,20 @@ from .streaming import StreamingDistributedEngine
 from .topologies import check_topology
 
 
+def _keep_leading(delayed_parts, kept, client):
+    """The partitions, the first ``kept`` computed and kept in memory (futures on the
+    workers, or tuples in this process), the others still delayed (read every round)."""
+    if not kept:
+        return list(delayed_parts)
+    if client is None:
+        import dask
+
+        leading = list(dask.compute(*delayed_parts[:kept], scheduler="threads"))
+    else:
+        leading = client.compute(delayed_parts[:kept])
+    return leading + list(delayed_parts[kept:])
+
+
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
                 split_every=8, group_partitions=True, cache="memory", labels=False,
                 rescale=False, offset=None, topology="tree", first=None):
@@ -45,8 +59,9 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         ``"memory"`` persists the partitions once (on the workers, or in this process);
         ``"none"`` reads them from the source of the Dask arrays in every round, with
         memory bounded by about one partition per thread; ``"auto"`` persists when the
-        data take at most half of the free memory (:func:`choose_cache`).  In-memory input
-        is always ``"memory"``.
+        data take at most half of the free memory, and otherwise persists the leading
+        partitions that fit there and reads the others in every round (``"partial"``,
+        :func:`choose_cache`).  In-memory input is always ``"memory"``.
     labels : bool
         Collect the distinct target values (``engine.labels``) instead of checking the
         targets against ``family``: for class labels, encoded afterwards with
@@ -76,19 +91,24 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         client = active_client()
     ledger = CommReport()
     dask_input = any(is_dask(a) for a in (X, y, sample_weight, offset))
-    policy, reason = choose_cache(cache, X, y, sample_weight, client)
+    policy, reason, kept = choose_cache(cache, X, y, sample_weight, client)
     if dask_input and not is_dask(X):
         import dask.array as da
 
         n_partitions = n_partitions or default_partitions(X)
         X = da.from_array(X, chunks=(max(1, -(-X.shape[0] // n_partitions)), -1))
-    if policy == "none":
+    if policy in ("none", "partial"):
         delayed_parts, d = _dask_partitions(X, y, sample_weight, offset)
+        parts = _keep_leading(delayed_parts, kept if policy == "partial" else 0, client)
         if client is None:
-            engine = StreamingLocalEngine(delayed_parts, d, ledger=ledger, split_every=split_every)
+            engine = StreamingLocalEngine(parts, d, ledger=ledger, split_every=split_every)
         else:
-            engine = StreamingDistributedEngine(client, delayed_parts, d, ledger=ledger,
+            engine = StreamingDistributedEngine(client, parts, d, ledger=ledger,
                                                 split_every=split_every)
+        if policy == "partial":
+            rows = [int(r) for r in X.chunks[0]]
+            engine.cache = "partial"
+            engine.streamed_share = sum(rows[kept:]) / max(1, sum(rows))
     elif client is None:
         if dask_input:
             import dask

@@ -73,7 +73,14 @@ def _available_memory():
 
 
 def choose_cache(cache, X, y, sample_weight, client):
-    """The cache policy for a fit and why: ``("memory" | "none", reason)``.
+    """The cache policy for a fit, why, and how many partitions to keep in memory:
+    ``("memory" | "none" | "partial", reason, kept)``.
+
+    ``"auto"`` keeps every partition when the data fit in :data:`CACHE_SAFETY` of the
+    free memory; otherwise the leading partitions that fit there (``"partial"``, when at
+    least one does), the others read from their source in every round; ``kept`` is the
+    number of leading row chunks of ``X`` kept (all of them for ``"memory"``, none for
+    ``"none"``).
 
     Parameters
     ----------
@@ -88,15 +95,46 @@ def choose_cache(cache, X, y, sample_weight, client):
     """
     if cache not in ("auto", "memory", "none"):
         raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {cache!r}.")
+    chunks = _row_chunks(X)
     if not any(is_dask(a) for a in (X, y, sample_weight)):
-        return "memory", "the data are already in memory"
+        return "memory", "the data are already in memory", len(chunks)
     if cache != "auto":
-        return cache, f"cache={cache!r} was asked for"
+        return cache, f"cache={cache!r} was asked for", len(chunks) if cache == "memory" else 0
     need = data_nbytes(X, y, sample_weight)
     free = free_memory(client)
     where = "on the workers" if client is not None else "in this process"
-    if need <= CACHE_SAFETY * free:
+    room = CACHE_SAFETY * free
+    if need <= room:
         return "memory", (f"the data ({need / 1e9:.2f} GB) fit in {CACHE_SAFETY:.0%} of the "
-                          f"{free / 1e9:.2f} GB free {where}")
-    return "none", (f"the data ({need / 1e9:.2f} GB) exceed {CACHE_SAFETY:.0%} of the "
-                    f"{free / 1e9:.2f} GB free {where}: streaming them from their source")
+                          f"{free / 1e9:.2f} GB free {where}"), len(chunks)
+    kept = _leading_chunks_within(chunks, need, room)
+    if kept == 0:
+        return "none", (f"the data ({need / 1e9:.2f} GB) exceed {CACHE_SAFETY:.0%} of the "
+                        f"{free / 1e9:.2f} GB free {where}, and so does their first "
+                        "partition: streaming them from their source"), 0
+    share = sum(chunks[:kept]) / sum(chunks)
+    return "partial", (f"the data ({need / 1e9:.2f} GB) exceed {CACHE_SAFETY:.0%} of the "
+                       f"{free / 1e9:.2f} GB free {where}: keeping the first {kept} of "
+                       f"{len(chunks)} partitions ({share:.0%} of the rows) in memory and "
+                       "streaming the others from their source"), kept
+
+
+def _row_chunks(X):
+    """Rows of each row chunk of ``X`` (one chunk for in-memory input)."""
+    if is_dask(X):
+        return [int(rows) for rows in X.chunks[0]] if not any(
+            math.isnan(rows) for rows in X.chunks[0]) else []
+    return [int(np.shape(X)[0])]
+
+
+def _leading_chunks_within(chunks, need, room):
+    """How many leading chunks hold at most ``room`` bytes, the data's ``need`` bytes
+    spread over the rows."""
+    per_row = need / max(1, sum(chunks))
+    used, kept = 0.0, 0
+    for rows in chunks:
+        used += rows * per_row
+        if used > room:
+            break
+        kept += 1
+    return kept

@@ -198,8 +198,7 @@ class DeadlineVerbs:
         record.dropped = dropped
         record.backups = arrivals.backups
         record.bytes_replicated = arrivals.bytes_copied
-        if self.cache == "none":
-            record.bytes_read = self.data_bytes
+        record.bytes_read = self.round_bytes_read()
         return DeadlineRound(partial_tree_sum(results, n), arrived, dropped,
                              float(weights[list(arrived)].sum()), total, arrivals.backups)
 

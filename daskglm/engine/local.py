@@ -164,7 +164,9 @@ class _Loading:
         self.fn = fn
 
     def __call__(self, part, *args):
-        return self.fn(part.compute(scheduler="sync"), *args)
+        if not isinstance(part, tuple):  # a tuple: kept in memory (cache="partial")
+            part = part.compute(scheduler="sync")
+        return self.fn(part, *args)
 
 
 class StreamingLocalEngine(LocalEngine):
@@ -175,6 +177,7 @@ class StreamingLocalEngine(LocalEngine):
     """
 
     cache = "none"
+    streamed_share = 1.0
 
     def __init__(self, parts, n_features, **kwargs):
         super().__init__(parts, n_features, **kwargs)
@@ -195,4 +198,5 @@ class StreamingLocalEngine(LocalEngine):
     def _replace_parts(self, fn, arg, probe):
         import dask
 
-        self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
+        self.parts = [fn(part, arg) if isinstance(part, tuple)
+                      else dask.delayed(fn, pure=False)(part, arg) for part in self.parts]

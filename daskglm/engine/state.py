@@ -168,8 +168,7 @@ class StateVerbs:
             groups=groups, split_every=self.split_every if tree else None, probe=probe,
         )
         record.state_reset = tuple(sorted(reset))
-        if self.cache == "none":
-            record.bytes_read = self.data_bytes
+        record.bytes_read = self.round_bytes_read()
         return StateRound(result, tuple(sorted(reset)))
 
     def _execute_stateful(self, fn, states, args, tree, probe, name=None):

@@ -20,6 +20,7 @@ class StreamingDistributedEngine(DistributedEngine):
     """
 
     cache = "none"
+    streamed_share = 1.0
 
     def __init__(self, client, delayed_parts, n_features, **kwargs):
         super().__init__(client, delayed_parts, n_features, group_partitions=False, **kwargs)
@@ -54,9 +55,9 @@ class StreamingDistributedEngine(DistributedEngine):
 
     def _execute_stateful(self, fn, states, args, tree, probe, name=None):
         raise NotImplementedError(
-            "Partition state lives next to a partition kept in memory; with cache='none' "
-            "the partitions are read again in every round and live nowhere.  Use "
-            "cache='memory'."
+            f"Partition state lives next to a partition kept in memory; with "
+            f"cache={self.cache!r} partitions are read again in every round and live "
+            "nowhere.  Use cache='memory'."
         )
 
     def _lost_parts(self):
@@ -64,8 +65,16 @@ class StreamingDistributedEngine(DistributedEngine):
 
     def _replace_parts(self, fn, arg, probe):
         import dask
+        from distributed import Future
 
-        self.parts = [dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
+        new = []
+        for part in self.parts:
+            if isinstance(part, Future):  # kept in memory (cache="partial"): stays there
+                new.append(self.client.submit(fn, part, arg, pure=False))
+                part.release()
+            else:
+                new.append(dask.delayed(fn, pure=False)(part, arg))
+        self.parts = new
 
     def close(self):
         self._close_holders()

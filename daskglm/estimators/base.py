@@ -597,9 +597,10 @@ _COMMON_DOC = """
         For Dask input: ``"memory"`` reads the data once and keeps the partitions on the
         workers; ``"none"`` reads them from their source (e.g. zarr) in every round, with
         memory bounded by about one partition per worker thread; ``"auto"`` keeps them
-        when they take at most half of the free worker memory and streams otherwise.
-        The choice is in ``cache_`` and logged; bytes read from storage are in
-        ``comm_.bytes_read``.
+        when they take at most half of the free worker memory, and otherwise keeps the
+        leading partitions that fit in that half and streams the others (``cache_`` is
+        then ``"partial"``).  The choice and its reason are logged; bytes read from
+        storage are in ``comm_.bytes_read``.
     verbose : int, default=0
         ``1`` or more shows a progress bar (objective and gradient per iteration) and logs
         every iteration on the ``daskglm`` logger at INFO level.

@@ -469,7 +469,8 @@ default="%(learning_rate)s"
     cache : {"auto", "memory", "none"}, default="auto"
         For Dask input, keep the partitions in worker memory or read them from their
         source in every round (``"auto"``: keep them when they take at most half of the
-        free worker memory).  ``partial_fit`` always streams its chunks.
+        free worker memory, else keep the leading partitions that fit there and stream
+        the others).  ``partial_fit`` always streams its chunks.
     verbose : int, default=0
         ``1`` or more shows a progress bar (one update per epoch) and logs every epoch on
         the ``daskglm`` logger at INFO level.
