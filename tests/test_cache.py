@@ -109,3 +109,26 @@ def test_a_store_twice_the_workers_memory_fits_without_losing_a_worker(tmp_path)
         peak = sampler.to_pandas()["fit"].max()
         assert peak < 2 * 600e6  # both workers together stay under their limits
         assert model.comm_.bytes_read >= model.comm_.rounds * X.nbytes
+
+
+def test_auto_counts_passes_over_the_source_when_the_data_are_streamed():
+    """With every round reading the data from their source, ``solver="auto"`` weighs
+    methods by their passes: a slow source turns the choice from L-BFGS (many cheap
+    rounds) to Newton (few rounds, each dearer in compute)."""
+    from daskglm.estimators.base import _choose_solver
+    from daskglm.model.families import Binomial
+    from daskglm.model.penalties import L2
+    from daskglm.model.problem import Problem
+
+    problem = Problem(Binomial(), L2(1e-4), True, 50)
+    assert _choose_solver(problem, 100_000, 1e-4, 2) == "lbfgs"
+    assert _choose_solver(problem, 100_000, 1e-4, 2, pass_seconds=1.0) == "newton"
+
+
+def test_a_streamed_fit_chooses_its_solver_from_the_measured_pass(store):
+    X, y, _ = store
+    streamed = daskglm.LogisticRegression(cache="none").fit(X, y)
+    value, reason = streamed.comm_.choices["solver"]
+    assert value == streamed.comm_.method and "read from their source" in reason
+    cached = daskglm.LogisticRegression(cache="memory").fit(X, y)
+    assert "solver" not in cached.comm_.choices

@@ -102,7 +102,7 @@ def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False):
     return seconds
 
 
-def predict_methods(problem, n_samples, *, tol=1e-4, workers=1):
+def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0):
     """Predicted rounds and seconds of every candidate method for ``problem``.
 
     Parameters
@@ -116,6 +116,10 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1):
         The fit's tolerance.
     workers : int
         Worker threads the rounds run on.
+    pass_seconds : float
+        Seconds a round spends reading the data from their source, for data streamed in
+        every round (0 for data in memory): every round of these methods reads ``X`` once,
+        so on a slow source the fewest passes win.
 
     Returns
     -------
@@ -127,8 +131,9 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1):
     decades = _decades(tol)
     family = problem.family
     exact = getattr(family, "exact_hessian", True)
-    gradient = _round_seconds(n, p, W, payload=8 * p)
-    hessian = _round_seconds(n, p, W, products=True, payload=8 * p * p, driver=True)
+    gradient = _round_seconds(n, p, W, payload=8 * p) + pass_seconds
+    hessian = _round_seconds(n, p, W, products=True, payload=8 * p * p, driver=True) \
+        + pass_seconds
     newton_iterations = NEWTON_ITERATIONS if exact else FISHER_ITERATIONS
     newton_seconds = newton_iterations * hessian + (gradient if exact else hessian)
     lbfgs_rounds = math.ceil(LBFGS_ROUNDS_PER_DECADE * decades)
@@ -145,7 +150,7 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1):
     ]
 
 
-def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1):
+def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds=0.0):
     """The cheapest candidate of :func:`predict_methods` among the method names in
     ``able`` (those that handle the problem): least predicted seconds, then fewest
     rounds, then the order of the candidates.  The normal equations, exact in one round,
@@ -155,7 +160,8 @@ def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1):
     strongly convex problem, whose optimum is unique and finite); an unpenalised fit
     on separable data has no finite optimum, and Newton steps would race to infinity.
     None when no candidate handles the problem."""
-    costs = [c for c in predict_methods(problem, n_samples, tol=tol, workers=workers)
+    costs = [c for c in predict_methods(problem, n_samples, tol=tol, workers=workers,
+                                        pass_seconds=pass_seconds)
              if c.method in able]
     if Feature.NON_QUADRATIC_LOSS in problem.features() and not _strongly_convex(problem):
         costs = [c for c in costs if c.method != "newton"]

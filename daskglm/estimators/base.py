@@ -64,12 +64,14 @@ def _auto_options(name, problem, options):
     return options
 
 
-def _choose_solver(problem, n_samples=1, tol=1e-4, workers=1):
+def _choose_solver(problem, n_samples=1, tol=1e-4, workers=1, pass_seconds=0.0):
     """The solver ``solver="auto"`` picks: the one of least predicted time among those
-    that handle the problem (:func:`~daskglm.accounting.choice.choose_method`)."""
+    that handle the problem (:func:`~daskglm.accounting.choice.choose_method`), a
+    round reading the data from their source for ``pass_seconds``."""
     able = {name for name in ("normal", "newton", "lbfgs", "proximal")
             if name in SOLVERS and SOLVERS[name].unsupported(problem) is None}
-    chosen = choose_method(problem, n_samples, able, tol=tol, workers=workers)
+    chosen = choose_method(problem, n_samples, able, tol=tol, workers=workers,
+                           pass_seconds=pass_seconds)
     return "lbfgs" if chosen is None else chosen.method
 
 
@@ -201,6 +203,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         self._check_inference(self._penalty(1.0))
         first = self._first_evaluation(name, n_features, previous, offset is not None)
         with self._engine(X, y, sample_weight, family, offset, first) as engine:
+            name = self._solver_for_streamed_data(name, engine, n_features, offset is not None)
             problem, solver = self._configure(name, engine.sum_weight, n_features,
                                               **offset_flag)
             scale = engine.column_scale
@@ -303,6 +306,26 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         get_solver(name, trial, tol=self.tol, max_iter=self.max_iter,
                    options=self._solver_options(name, trial))
         return name
+
+    def _solver_for_streamed_data(self, name, engine, n_features, has_offset):
+        """``solver="auto"`` again once the engine streams data from their source: the
+        validation round has just read them all, so a pass's seconds are measured, and
+        the method of fewest predicted seconds with that many passes is taken (the choice
+        and its reason go to the ledger).  ``name`` itself otherwise."""
+        if self.solver != "auto" or not engine.streamed_share:
+            return name
+        validation = next(r for r in engine.ledger.records if r.kind.startswith("validate"))
+        pass_seconds = validation.seconds * engine.streamed_share
+        trial = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
+        chosen = _choose_solver(trial, engine.n_samples, self.tol, _worker_threads(),
+                                pass_seconds=pass_seconds)
+        engine.ledger.note_choice(
+            "solver", chosen,
+            f"{engine.streamed_share:.0%} of the data are read from their source in every "
+            f"round ({pass_seconds:.3g} s a pass, from the validation round), and "
+            f"{chosen!r} is predicted fastest with that cost per pass"
+            + ("" if chosen == name else f" (before the data were read: {name!r})"))
+        return chosen
 
     def _problem(self, penalty, n_features, has_offset=False):
         """The problem of this estimator's family with ``penalty``."""
