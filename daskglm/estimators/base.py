@@ -29,11 +29,12 @@ from ..compute.multinomial import multinomial_loss_grad
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
 from ..engine.distributed import active_client
-from ..engine.driver_passes import records_driver_passes
+from ..engine.driver_passes import compute_pass, records_driver_passes
 from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, Solver, get_solver
 from ..solvers.base import DEFAULT_MAX_ITER, SolverResult
+from .categorical import encoded_array, is_table_with_categories, table_encoding
 from .inference import (
     _check_offset,
     _InferenceMixin,
@@ -110,6 +111,28 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     def _checked_input(self, X, y, sample_weight):
         _reject_datetimes(X)
+        encoding = None
+        if is_table_with_categories(X):
+            encoding = table_encoding(X, drop_first=not self._penalised(),
+                                      compute=compute_pass)
+            X = encoded_array(X, encoding, compute=compute_pass)
+        X, y, sample_weight = self._checked_arrays(X, y, sample_weight)
+        self.__dict__.pop("table_encoding_", None)
+        self.__dict__.pop("feature_names_out_", None)
+        if encoding is not None:
+            self.table_encoding_ = encoding
+            self.feature_names_in_ = np.asarray(encoding.columns, dtype=object)
+            self.n_features_in_ = len(encoding.columns)
+            self.feature_names_out_ = encoding.feature_names_out
+        return X, y, sample_weight
+
+    def _penalised(self):
+        """Whether the fit's penalty is not zero (a table's categorical columns then keep
+        every level)."""
+        penalty = self._penalty(1.0)
+        return bool(np.any(np.asarray(getattr(penalty, "alpha", 0.0)) > 0))
+
+    def _checked_arrays(self, X, y, sample_weight):
         if is_dask(X) or is_dask(y) or is_dask(sample_weight):
             X, names = _dask_frame_to_array(X) if is_dask(X) else (X, None)
             y, _ = _dask_frame_to_array(y) if is_dask(y) else (y, None)
@@ -416,6 +439,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
     def _prediction_input(self, X):
         """``X`` checked against the fit: a Dask array in one column chunk, or in memory."""
         check_is_fitted(self)
+        encoding = getattr(self, "table_encoding_", None)
+        if encoding is not None:
+            return self._encoded_table(X, encoding)
         if is_dask(X):
             X, names = _dask_frame_to_array(X)
             _check_feature_names_match(self, names)
@@ -430,6 +456,14 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         _reject_datetimes(X)
         return validate_data(self, X, reset=False, accept_sparse=["csr", "csc", "coo"],
                              dtype=[np.float64, np.float32])
+
+    def _encoded_table(self, X, encoding):
+        """A table like the one fitted, encoded as at fit (:mod:`.categorical`)."""
+        if not (hasattr(X, "columns") and hasattr(X, "dtypes")):
+            raise ValueError(f"{type(self).__name__} was fitted on a table with categorical "
+                             f"columns; predict takes such a table (got {type(X).__name__}).")
+        _check_feature_names_match(self, np.asarray([str(c) for c in X.columns], dtype=object))
+        return encoded_array(X, encoding, dtype=self._fit_dtype)
 
     def _linear_predictor(self, X):
         X = self._prediction_input(X)

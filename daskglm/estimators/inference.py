@@ -366,7 +366,9 @@ def _scaled_inverse(matrix):
 
 
 def _param_names(estimator, problem):
-    names = getattr(estimator, "feature_names_in_", None)
+    names = getattr(estimator, "feature_names_out_", None)  # a table's categories expanded
+    if names is None:
+        names = getattr(estimator, "feature_names_in_", None)
     names = [str(n) for n in names] if names is not None else \
         [f"x{i + 1}" for i in range(problem.n_features)]
     return (["intercept"] + names) if problem.fit_intercept else names

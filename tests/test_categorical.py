@@ -1,0 +1,84 @@
+"""Tables with categorical and string columns (:mod:`daskglm.estimators.categorical`),
+against the same models fitted on dummies made by hand."""
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+from sklearn.linear_model import LogisticRegression as SkLogistic
+
+import daskglm
+from daskglm.accounting.kinds import Kind
+
+
+def _table(n=3000, seed=0):
+    rng = np.random.default_rng(seed)
+    region = rng.choice(["north", "south", "west"], size=n)
+    plan = rng.choice(["basic", "gold"], size=n)
+    age = rng.uniform(18, 80, size=n)
+    eta = -1.0 + 0.01 * age + np.select([region == "south", region == "west"], [0.4, -0.3], 0.0) \
+        + 0.5 * (plan == "gold")
+    frame = pd.DataFrame({"age": age, "region": pd.Categorical(region), "plan": plan})
+    return frame, eta, rng
+
+
+def _dummies(frame, drop_first):
+    return pd.get_dummies(frame, columns=["region", "plan"], drop_first=drop_first,
+                          dtype=float).to_numpy()
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["pandas", "dask"])
+def test_unpenalised_poisson_drops_each_reference_level_as_statsmodels(as_dask):
+    frame, eta, rng = _table()
+    y = rng.poisson(np.exp(eta)).astype(float)
+    X = dd.from_pandas(frame, npartitions=4) if as_dask else frame
+    model = daskglm.PoissonRegressor(alpha=0.0, tol=1e-10).fit(X, y)
+    reference = sm.GLM(y, sm.add_constant(_dummies(frame, True)),
+                       family=sm.families.Poisson()).fit(tol=1e-12)
+    np.testing.assert_allclose(model.intercept_, reference.params[0], rtol=1e-7)
+    np.testing.assert_allclose(model.coef_, reference.params[1:], rtol=1e-7, atol=1e-9)
+    assert list(model.feature_names_out_) == ["age", "region[south]", "region[west]",
+                                              "plan[gold]"]
+    assert list(model.feature_names_in_) == ["age", "region", "plan"]
+    assert model.n_features_in_ == 3
+    # the string column's levels took one pass over it (the category column knew its own)
+    if as_dask:
+        assert model.comm_.count(Kind.DRIVER_PASS) >= 1
+    prediction = model.predict(X)
+    expected = reference.predict(sm.add_constant(_dummies(frame, True)))
+    np.testing.assert_allclose(np.asarray(prediction), expected, rtol=1e-7)
+
+
+def test_penalised_logistic_keeps_every_level_as_scikit_learn_on_all_dummies():
+    frame, eta, rng = _table()
+    y = (rng.uniform(size=len(frame)) < 1 / (1 + np.exp(-eta))).astype(int)
+    model = daskglm.LogisticRegression(C=0.5, tol=1e-10).fit(dd.from_pandas(frame, 3), y)
+    reference = SkLogistic(C=0.5, tol=1e-12, max_iter=10_000).fit(_dummies(frame, False), y)
+    assert list(model.feature_names_out_) == ["age", "region[north]", "region[south]",
+                                              "region[west]", "plan[basic]", "plan[gold]"]
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.intercept_, reference.intercept_, rtol=1e-5, atol=1e-6)
+
+
+def test_an_unseen_level_counts_as_the_reference_and_a_missing_one_is_an_error():
+    frame, eta, rng = _table(n=600)
+    y = rng.poisson(np.exp(eta)).astype(float)
+    model = daskglm.PoissonRegressor(alpha=0.0).fit(frame, y)
+    new = frame.head(3).copy()
+    new["region"] = pd.Categorical(["east", "north", "east"])
+    reference = new.copy()
+    reference["region"] = pd.Categorical(["north"] * 3, categories=["north", "south", "west"])
+    np.testing.assert_allclose(model.predict(new), model.predict(reference))
+    missing = frame.copy()
+    missing.loc[5, "plan"] = None
+    with pytest.raises(ValueError, match="'plan' has missing values"):
+        daskglm.PoissonRegressor(alpha=0.0).fit(missing, y)
+
+
+def test_the_summary_names_each_level():
+    frame, eta, rng = _table(n=2000)
+    y = rng.poisson(np.exp(eta)).astype(float)
+    model = daskglm.PoissonRegressor(alpha=0.0, inference=True).fit(frame, y)
+    text = str(model.summary())
+    assert "region[south]" in text and "plan[gold]" in text
