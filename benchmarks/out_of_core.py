@@ -18,7 +18,9 @@ compare
     file, decode it with zarr, pack it, run the gradient kernel) in this process.
 bounded
     A store larger than the workers' memory limits (``--memory-limit`` each), fitted with
-    ``cache="auto"``, which must choose ``"none"``: time per pass, read throughput, peak
+    ``cache="auto"``, which keeps the leading partitions that fit in half the free
+    memory and streams the others (``"partial"``, or ``"none"`` when none fits), with
+    ``solver="auto"`` choosing by the measured cost of a pass: time per pass, read throughput, peak
     worker memory against the limit (``distributed.diagnostics.MemorySampler`` with
     ``measure="process"``, which sums the workers, and each worker process's resident
     memory polled from this process) and whether a worker was restarted or warned about
@@ -530,13 +532,13 @@ def _check_free_space(directory, nbytes):
 
 
 # fits -----------------------------------------------------------------------------------------
-def _fit(X, y, cache, tol, max_iter):
-    """``LogisticRegression(solver="lbfgs")`` fitted with ``cache``; the model and seconds."""
+def _fit(X, y, cache, tol, max_iter, solver="lbfgs"):
+    """``LogisticRegression(solver=solver)`` fitted with ``cache``; the model and seconds."""
     from sklearn.exceptions import ConvergenceWarning
 
     import daskglm
 
-    model = daskglm.LogisticRegression(solver="lbfgs", tol=tol, max_iter=max_iter, cache=cache)
+    model = daskglm.LogisticRegression(solver=solver, tol=tol, max_iter=max_iter, cache=cache)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         start = time.perf_counter()
@@ -562,11 +564,12 @@ def fit_summary(model, seconds, bytes_on_disk, monitor=None):
     Returns
     -------
     dict
-        ``cache`` (asked) and ``cache_`` (chosen), ``fit_seconds``, ``n_iter``,
+        ``cache`` (asked) and ``cache_`` (chosen), ``method`` and ``solver_choice`` (what
+        ``solver="auto"`` took on streamed data, and why), ``fit_seconds``, ``n_iter``,
         ``rounds``, ``outside_rounds`` (seconds of the fit not in any round: building the
         engine, persisting the partitions for ``cache="memory"``, the driver's work
         between rounds), ``passes`` (gradient rounds), ``pass_seconds`` (each, in order),
-        ``pass_median`` and ``pass_min``, ``pass_compute_median`` (thread-seconds of the
+        ``pass_median`` and ``pass_min`` (a pass: a gradient, Hessian or Gram round), ``pass_compute_median`` (thread-seconds of the
         rounds' own tasks), ``first_round`` (the validation round: with ``cache="none"``
         it reads the store; with ``"memory"`` it records the store's bytes, read before it
         starts), ``bytes_read`` and, where passes read the store, the median
@@ -579,7 +582,7 @@ def fit_summary(model, seconds, bytes_on_disk, monitor=None):
         waiting for a core.
     """
     records = model.comm_.records
-    passes = [r for r in records if r.kind == "gradient"]
+    passes = [r for r in records if r.kind in ("gradient", "hessian", "gram")]
     reading = [r for r in passes if r.bytes_read]
     first = records[0]
     cpu = sum(monitor.cpu_seconds.values()) if monitor and monitor.cpu_seconds else None
@@ -588,6 +591,8 @@ def fit_summary(model, seconds, bytes_on_disk, monitor=None):
     return {
         "cache": model.cache,
         "cache_": model.cache_,
+        "method": model.comm_.method,
+        "solver_choice": model.comm_.choices.get("solver"),
         "fit_seconds": seconds,
         "n_iter": int(np.max(model.n_iter_)),
         "converged": bool(model.converged_),
@@ -894,7 +899,7 @@ def run_bounded(path, store, args, log=_log):
         try:
             with WorkerMonitor(pids) as monitor, \
                     sampler.sample("fit", client=client, measure="process", interval=0.25):
-                model, seconds = _fit(X, y, "auto", args.tol, args.max_iter)
+                model, seconds = _fit(X, y, "auto", args.tol, args.max_iter, solver="auto")
         finally:
             logging.getLogger("daskglm").removeHandler(reasons)
         resident_after = _resident_share(files)
@@ -908,7 +913,7 @@ def run_bounded(path, store, args, log=_log):
                             or restarted["workers_before"] != restarted["workers_after"])
         worker_warnings = _worker_warnings(client)
     fit = fit_summary(model, seconds, store["bytes_on_disk"], monitor)
-    if fit["cache_"] != "none":
+    if fit["cache_"] == "memory":
         log(f"bounded: cache='auto' chose {fit['cache_']!r}: the store fits in the workers' "
             f"memory (use a larger --n or a smaller --memory-limit)")
     samples = sampler.samples.get("fit", [])
@@ -1132,6 +1137,9 @@ def _bounded_tables(bounded):
         ["worker memory limit", f"{len(limits)} x {_fmt(_gb(limit), '.2f')} GB"],
         ["store / all limits", f"{store['bytes'] / sum(limits):.1f}x" if limits else ""],
         ["cache chosen (`auto`)", f"`{fit['cache_']}`"],
+        ["solver chosen (`auto`)", f"`{fit.get('method')}`"
+                                   + (f": {fit['solver_choice'][1]}" if fit.get("solver_choice")
+                                      else "")],
         ["cold sequential read of X", f"{bounded['disk']['gb_per_s']:.2f} GB/s "
                                       f"({_gb(bounded['disk']['bytes']):.2f} GB)"],
         ["store cached before / after the fit",
@@ -1144,7 +1152,7 @@ def _bounded_tables(bounded):
         ["first round (validate; the store evicted before the fit)",
          f"{fit['first_round']['seconds']:.2f} s, "
          f"{_fmt(fit['first_round']['read_gb_per_s'], '.2f')} GB/s"],
-        ["s / pass (median of gradient rounds)", f"{fit['pass_median']:.2f} "
+        ["s / pass (median of gradient, Hessian or Gram rounds)", f"{fit['pass_median']:.2f} "
                                                  f"(min {fit['pass_min']:.2f}, {fit['passes']} passes)"],
         ["pass read throughput", f"{_fmt(fit['read_gb_per_s'], '.2f', '-')} GB/s of data, "
                                  f"{_fmt(fit['read_disk_gb_per_s'], '.2f', '-')} GB/s of files"],
@@ -1157,7 +1165,7 @@ def _bounded_tables(bounded):
         ["worker restarted", "yes" if restarted else "no (same worker processes)"],
         ["worker warnings", str(len(bounded["worker_warnings"]))],
     ]
-    out = ["**Bounded memory**: `LogisticRegression(solver=\"lbfgs\", cache=\"auto\")` on a "
+    out = ["**Bounded memory**: `LogisticRegression(solver=\"auto\", cache=\"auto\")` on a "
            "store larger than the workers' memory.", "", _table(["", ""], rows)]
     messages = {}
     for line in bounded["worker_warnings"]:
@@ -1165,7 +1173,7 @@ def _bounded_tables(bounded):
         messages[text] = messages.get(text, 0) + 1
     if messages:
         out += [""] + [f"* {count} x {text}" for text, count in messages.items()]
-    if fit["cache_"] != "none":
+    if fit["cache_"] == "memory":
         out += ["", f"**`cache=\"auto\"` chose `\"{fit['cache_']}\"`**: the store fits in the "
                     "workers' memory, so this is not an out-of-core fit (use a larger --n or a "
                     "smaller --memory-limit)."]
