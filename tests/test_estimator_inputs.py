@@ -211,8 +211,20 @@ def test_verbose_shows_a_progress_bar_and_logs_each_iteration(classification, ca
     assert "LogisticRegression(lbfgs)" in bar and "objective=" in bar
     lines = [r for r in caplog.records if "iteration" in r.getMessage()]
     assert len(lines) == len(model.history_) >= 2
+    # a converged fit ends full, showing its last iteration's figures
+    last = bar.rstrip().split("\r")[-1]
+    n = len(model.history_)
+    assert "100%" in last and f"{n}/{n}" in last, last
+    assert f"objective={model.history_[-1]['objective']:.6g}" in last
     daskglm.LogisticRegression(solver="lbfgs").fit(X, y)
     assert capsys.readouterr().err == ""  # quiet by default
+
+
+def test_an_sgd_bar_shows_no_gradient_it_does_not_have(classification, capsys):
+    X, y = classification
+    daskglm.SGDClassifier(max_iter=3, tol=None, random_state=0, verbose=1).fit(X, y)
+    bar = capsys.readouterr().err
+    assert "objective=" in bar and "nan" not in bar and "IProgress" not in bar
 
 
 @pytest.mark.parametrize("solver", ["gd", "lbfgs", "newton", "proximal", "admm"])
