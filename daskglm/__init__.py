@@ -11,6 +11,8 @@ __version__ = "0.1.0"
 
 #: Public name -> the module that defines it.
 _EXPORTS = {
+    "save": "model_files",
+    "load": "model_files",
     "GLM": "estimators",
     "LinearRegression": "estimators",
     "Ridge": "estimators",
