@@ -30,6 +30,9 @@ The modules, each importing only from those above it:
     ``GammaRegressor`` and ``TweedieRegressor``.
 ``inference`` (used by ``base``)
     ``inference=True``: standard errors, ``summary()``, deviances, AIC/BIC; offsets.
+``categorical``, ``text``
+    tables with categorical columns encoded per partition; text columns hashed per
+    partition (``HashingFeatures``).
 ``cv_folds``, ``ridge_cv``, ``cv``
     which fold holds out each row; ``RidgeCV`` from Gram statistics; ``LassoCV``,
     ``ElasticNetCV`` and ``LogisticRegressionCV`` (and ``RidgeCV`` again): penalties
@@ -42,10 +45,11 @@ from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
 from .sgd import SGDRegressor
 from .sgd_classifier import SGDClassifier
+from .text import HashingFeatures
 from .tweedie import GammaRegressor, TweedieRegressor
 
 __all__ = [
     "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
     "PoissonRegressor", "GammaRegressor", "TweedieRegressor", "SGDRegressor", "SGDClassifier",
-    "RidgeCV", "LassoCV", "ElasticNetCV", "LogisticRegressionCV",
+    "RidgeCV", "LassoCV", "ElasticNetCV", "LogisticRegressionCV", "HashingFeatures",
 ]
