@@ -54,7 +54,8 @@ def save(model, path):
     name = type(model).__name__
     if getattr(daskglm, name, None) is not type(model):
         raise ValueError(f"Only daskglm's own estimators are saved; got {name}.")
-    params = model.get_params(deep=False)
+    params = {key: _typed_options_to_json(value)
+              for key, value in model.get_params(deep=False).items()}
     for key, value in params.items():
         if not _is_json(value):
             raise ValueError(f"Parameter {key}={value!r} of {name} cannot be saved: only "
@@ -108,7 +109,8 @@ def load(path):
     cls = getattr(daskglm, meta["class"], None)
     if not isinstance(cls, type):
         raise ValueError(f"{path} holds an unknown estimator class {meta['class']!r}.")
-    model = cls(**meta["params"])
+    model = cls(**{key: _typed_options_from_json(value)
+                   for key, value in meta["params"].items()})
     for key, value in meta["attributes"].items():
         if key == "table_encoding_":
             value = TableEncoding(tuple(value["columns"]),
@@ -122,6 +124,22 @@ def load(path):
     model._fit_dtype = np.dtype(meta["fit_dtype"])
     model.comm_summary_ = meta["comm_summary"]
     return model
+
+
+def _typed_options_to_json(value):
+    from .solvers.options import SolverOptions
+
+    if isinstance(value, SolverOptions):
+        return {"solver_options_of": value.solver, "values": value.as_dict()}
+    return value
+
+
+def _typed_options_from_json(value):
+    if isinstance(value, dict) and set(value) == {"solver_options_of", "values"}:
+        from .solvers.options import options_type
+
+        return options_type(value["solver_options_of"])(**value["values"])
+    return value
 
 
 def _is_json(value):

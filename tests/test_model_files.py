@@ -67,3 +67,14 @@ def test_what_cannot_be_saved_or_loaded_is_refused(tmp_path):
         daskglm.load(tmp_path / "other.npz")
     with pytest.raises(Exception, match="not fitted"):
         daskglm.save(daskglm.Ridge(), tmp_path / "unfitted.npz")
+
+
+def test_typed_solver_options_are_saved_as_such(tmp_path):
+    from daskglm.solvers.options import LBFGSOptions
+
+    X, y, _ = make_data("binomial", n=400)
+    model = daskglm.LogisticRegression(solver="lbfgs",
+                                       solver_options=LBFGSOptions(memory=4)).fit(X, y)
+    loaded = _round_trip(model, tmp_path)
+    assert loaded.solver_options == LBFGSOptions(memory=4)
+    np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))

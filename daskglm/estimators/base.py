@@ -34,6 +34,7 @@ from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, Solver, get_solver
 from ..solvers.base import DEFAULT_MAX_ITER, SolverResult
+from ..solvers.options import options_dict
 from .categorical import encoded_array, is_table_with_categories, table_encoding
 from .inference import (
     _check_offset,
@@ -96,8 +97,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         if self.solver != "auto" and self.solver not in SOLVERS:
             raise ValueError(f"Unknown solver {self.solver!r}; choose 'auto' or one of {sorted(SOLVERS)}.")
-        if self.solver_options is not None and not isinstance(self.solver_options, dict):
-            raise TypeError("solver_options must be a dict or None.")
+        options_dict(self.solver_options)  # a dict, typed options or None
         if self.cache not in ("auto", "memory", "none"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
         if not isinstance(getattr(self, "positive", False), (bool, np.bool_)):
@@ -356,9 +356,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     def _solver_options(self, name, problem):
         """The solver's options: ``solver_options``, and what ``"auto"`` adds."""
+        options = options_dict(self.solver_options, name)
         if self.solver == "auto":
-            return _auto_options(name, problem, self.solver_options)
-        return self.solver_options
+            return _auto_options(name, problem, options)
+        return options
 
     def _configure(self, name, total_weight, n_features, has_offset=False):
         """The problem (its penalty scaled to the data's total weight) and its solver."""
@@ -648,7 +649,7 @@ _COMMON_DOC = """
         solves' gradients for ``"averaging"``).
     max_iter : int, default=100
         Most iterations of the solver.
-    solver_options : dict, optional
+    solver_options : dict or SolverOptions, optional
         Method-specific options, e.g. ``{"memory": 20}`` for ``"lbfgs"``.
     cache : {"auto", "memory", "none"}, default="auto"
         For Dask input: ``"memory"`` reads the data once and keeps the partitions on the

@@ -43,6 +43,7 @@ from ..engine.folds import TrainingView
 from ..model.families import Gaussian
 from ..model.penalties import NonNegative, make_penalty
 from ..solvers import Problem, get_solver
+from ..solvers.options import options_dict
 from ..solvers.proximal import solve_composite_quadratic
 from .base import _COMMON_DOC, _choose_solver
 from .cv_folds import _assign_folds
@@ -149,7 +150,7 @@ class _PathCV:
                     self._path_penalty(values[best_value], l1_ratio, engine.sum_weight), n_features)
                 if refit:
                     solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
-                                        options=self.solver_options)
+                                        options=options_dict(self.solver_options, name))
                     result = solver.solve(problem, engine, self._start(problem))
             self.comm_ = engine.ledger
             self.comm_.method = name
@@ -200,7 +201,7 @@ class _PathCV:
             problem = self._problem(self._path_penalty(value, l1_ratio, view.sum_weight),
                                     n_features)
             solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
-                                options=self.solver_options)
+                                options=options_dict(self.solver_options, name))
             result = solver.solve(problem, view, self._start(problem) if params is None else params)
             params = np.asarray(result.params, dtype=float)
             missed += not result.converged

@@ -27,6 +27,7 @@ from ..model.families import Gaussian
 from ..model.penalties import make_penalty
 from ..optim.schedules import make_step_rule
 from ..solvers import Problem, get_solver
+from ..solvers.options import options_dict
 from .base import _check_numbers_are_not_text, _GLMBase
 from .linear import _RegressorGLM
 from .validation import _check_feature_names_match, _n_columns
@@ -134,9 +135,7 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         name = self.solver
         if name not in STOCHASTIC_SOLVERS:
             raise ValueError(f"solver must be one of {list(STOCHASTIC_SOLVERS)}; got {name!r}.")
-        if self.solver_options is not None and not isinstance(self.solver_options, dict):
-            raise ValueError(f"solver_options must be a dict or None; got "
-                             f"{type(self.solver_options).__name__}.")
+        extra = options_dict(self.solver_options, name, given=True)
         options = {
             "batch_size": self.batch_size, "learning_rate": self.learning_rate, "eta0": self.eta0,
             "power_t": self.power_t, "n_iter_no_change": self.n_iter_no_change,
@@ -148,7 +147,7 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         elif self.average is not False or self.sync_every not in (None, "auto"):
             raise ValueError(f"average and sync_every are options of solver='sgd'; "
                              f"solver={name!r} takes neither.")
-        options.update(self.solver_options or {})
+        options.update(extra or {})
         solver = get_solver(name, problem, tol=tol, max_iter=max_iter, options=options)
         # "optimal" needs alpha > 0: say so before any pass
         make_step_rule(solver.opts["learning_rate"], solver.opts["eta0"], solver.opts["power_t"],
