@@ -115,7 +115,8 @@ def load(path):
         if key == "table_encoding_":
             value = TableEncoding(tuple(value["columns"]),
                                   {c: np.asarray(levels) for c, levels in value["levels"].items()},
-                                  bool(value["drop_first"]))
+                                  bool(value["drop_first"]), dict(value.get("means") or {}),
+                                  bool(value.get("missing_level", False)))
         elif isinstance(value, dict) and set(value) == {"object_array"}:
             value = np.asarray(value["object_array"], dtype=object)
         setattr(model, key, value)
@@ -159,7 +160,9 @@ def _plain(value):
 
 def _encoding_to_json(encoding):
     return {"columns": list(encoding.columns), "drop_first": encoding.drop_first,
-            "levels": {c: _plain_list(levels) for c, levels in encoding.levels.items()}}
+            "levels": {c: _plain_list(levels) for c, levels in encoding.levels.items()},
+            "means": {c: float(v) for c, v in (encoding.means or {}).items()},
+            "missing_level": encoding.missing_level}
 
 
 def _plain_list(values):

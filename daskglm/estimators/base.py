@@ -35,7 +35,13 @@ from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, Solver, get_solver
 from ..solvers.base import DEFAULT_MAX_ITER, SolverResult
 from ..solvers.options import options_dict
-from .categorical import encoded_array, is_table_with_categories, table_encoding
+from .categorical import (
+    check_missing,
+    encoded_array,
+    is_table,
+    is_table_with_categories,
+    table_encoding,
+)
 from .inference import (
     _check_offset,
     _InferenceMixin,
@@ -98,6 +104,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         if self.solver != "auto" and self.solver not in SOLVERS:
             raise ValueError(f"Unknown solver {self.solver!r}; choose 'auto' or one of {sorted(SOLVERS)}.")
         options_dict(self.solver_options)  # a dict, typed options or None
+        check_missing(getattr(self, "missing", "error"))
         if self.cache not in ("auto", "memory", "none"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
         if not isinstance(getattr(self, "positive", False), (bool, np.bool_)):
@@ -111,14 +118,19 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     def _checked_input(self, X, y, sample_weight):
         _reject_datetimes(X)
-        encoding = None
-        if is_table_with_categories(X):
+        missing = getattr(self, "missing", "error")
+        encoding = means = None
+        if is_table_with_categories(X) or (missing == "mean" and is_table(X)):
             encoding = table_encoding(X, drop_first=not self._penalised(),
-                                      compute=compute_pass)
+                                      compute=compute_pass, missing=missing)
             X = encoded_array(X, encoding, compute=compute_pass)
+        elif missing == "mean":
+            X, means = _filled_with_means(X)
         X, y, sample_weight = self._checked_arrays(X, y, sample_weight)
-        self.__dict__.pop("table_encoding_", None)
-        self.__dict__.pop("feature_names_out_", None)
+        for name in ("table_encoding_", "feature_names_out_", "column_means_"):
+            self.__dict__.pop(name, None)
+        if means is not None:
+            self.column_means_ = means
         if encoding is not None:
             self.table_encoding_ = encoding
             self.feature_names_in_ = np.asarray(encoding.columns, dtype=object)
@@ -443,6 +455,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         encoding = getattr(self, "table_encoding_", None)
         if encoding is not None:
             return self._encoded_table(X, encoding)
+        means = getattr(self, "column_means_", None)
+        if means is not None:
+            X = _filled_with_means(X, means)[0]
         if is_dask(X):
             X, names = _dask_frame_to_array(X)
             _check_feature_names_match(self, names)
@@ -612,6 +627,46 @@ def _block_predictors(X_block, coef, intercept):
     return eta
 
 
+def _filled_with_means(X, means=None):
+    """``(X with each missing value replaced by its column's mean, the means)``; the means
+    are found (one pass over Dask ``X``, a ``driver_pass``) unless given.  ``X`` itself is
+    never modified."""
+    if sp.issparse(X) or (is_dask(X) and sp.issparse(getattr(X, "_meta", None))):
+        raise ValueError("missing='mean' takes dense X (or a table); sparse X stores no "
+                         "missing values to fill.")
+    if is_dask(X):
+        if means is None:
+            means = compute_pass(_nanmean(X))[0]
+            _check_means(means)
+        return X.map_blocks(_fill_block, np.asarray(means), dtype=X.dtype), np.asarray(means)
+    X = np.asarray(X)
+    if means is None:
+        with np.errstate(all="ignore"):
+            means = np.nanmean(np.asarray(X, dtype=np.float64), axis=0)
+        _check_means(means)
+    return _fill_block(X, means), np.asarray(means)
+
+
+def _check_means(means):
+    empty = np.flatnonzero(~np.isfinite(means))
+    if empty.size:
+        raise ValueError(f"Column(s) {empty.tolist()} of X have no values to take a mean of.")
+
+
+def _nanmean(X):
+    import dask.array as da
+
+    with np.errstate(all="ignore"):
+        return da.nanmean(X.astype(np.float64), axis=0)
+
+
+def _fill_block(block, means):
+    missing = np.isnan(block)
+    if not missing.any():
+        return block
+    return np.where(missing, np.asarray(means, dtype=block.dtype), block)
+
+
 def _to_float(value):
     if is_dask(value):
         value = value.compute()
@@ -651,6 +706,11 @@ _COMMON_DOC = """
         Most iterations of the solver.
     solver_options : dict or SolverOptions, optional
         Method-specific options, e.g. ``{"memory": 20}`` for ``"lbfgs"``.
+    missing : {"error", "mean"}, default="error"
+        Missing values in ``X``: ``"error"`` refuses them; ``"mean"`` fills each numeric
+        column's with its mean at fit (one pass over Dask data, kept in ``column_means_``
+        or the table encoding for prediction) and gives a table's categorical columns a
+        level of their own, ``"(missing)"``.
     cache : {"auto", "memory", "none"}, default="auto"
         For Dask input: ``"memory"`` reads the data once and keeps the partitions on the
         workers; ``"none"`` reads them from their source (e.g. zarr) in every round, with

@@ -11,9 +11,12 @@ do, an unpenalised fit drops each column's first level (its reference: the inter
 carries it, and the dummies are not collinear with it); a penalised fit keeps every level,
 so no level is singled out by the penalty.
 
-Missing values in a categorical column are an error at fit and at prediction.  A level
-not seen at fit, met at prediction, gets no column: its rows contribute nothing from that
-column, as the reference level's rows do when it was dropped.
+Missing values are chosen by the estimator's ``missing``: ``"error"`` (the default) refuses
+them, naming the column; ``"mean"`` fills a numeric column's with its mean at fit (found by
+one pass over the columns that have any, a ``driver_pass``, and kept for prediction) and
+gives a categorical column's their own level, :data:`MISSING_LEVEL`, as H2O does.  A
+level not seen at fit, met at prediction, gets no column: its rows contribute nothing from
+that column, as the reference level's rows do when it was dropped.
 """
 
 from __future__ import annotations
@@ -24,7 +27,17 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = ["TableEncoding", "table_encoding", "encode_frame", "categorical_columns",
-           "is_table_with_categories", "encoded_array"]
+           "is_table_with_categories", "is_table", "encoded_array", "MISSING_LEVEL",
+           "check_missing"]
+
+#: The level of a categorical column's missing values with ``missing="mean"``.
+MISSING_LEVEL = "(missing)"
+
+
+def check_missing(missing):
+    """ValueError unless ``missing`` is ``"error"`` or ``"mean"``."""
+    if missing not in ("error", "mean"):
+        raise ValueError(f"missing must be 'error' or 'mean'; got {missing!r}.")
 
 
 @dataclass(frozen=True)
@@ -40,11 +53,19 @@ class TableEncoding:
         fit (sorted, unless the dtype gave its own order).
     drop_first : bool
         Whether each categorical column's first level is the reference (no column).
+    means : dict
+        ``{column: mean}`` filling the missing values of numeric columns (``missing="mean"``;
+        empty otherwise).
+    missing_level : bool
+        Whether a categorical column's missing values are a level of their own
+        (:data:`MISSING_LEVEL`, last); otherwise they are an error.
     """
 
     columns: tuple
     levels: dict
     drop_first: bool
+    means: dict = None
+    missing_level: bool = False
 
     @property
     def numeric(self):
@@ -82,7 +103,7 @@ def categorical_columns(frame):
     return found
 
 
-def table_encoding(frame, drop_first, compute=None):
+def table_encoding(frame, drop_first, compute=None, missing="error"):
     """The :class:`TableEncoding` of ``frame`` (pandas or Dask DataFrame).
 
     Parameters
@@ -92,8 +113,10 @@ def table_encoding(frame, drop_first, compute=None):
         Make each categorical column's first level its reference.
     compute : callable, optional
         Computes Dask collections (``compute(*collections)``), for the columns whose
-        dtype does not know its categories: the estimator's, so that the pass is in the
-        fit's ledger.
+        dtype does not know its categories and for the means of ``missing="mean"``: the
+        estimator's, so that the passes are in the fit's ledger.
+    missing : {"error", "mean"}
+        What missing values become (see the module's docstring).
 
     Raises
     ------
@@ -107,6 +130,7 @@ def table_encoding(frame, drop_first, compute=None):
     if len(set(columns)) != len(columns):
         raise ValueError(f"The table's column names must be unique; got {columns}.")
     categorical = categorical_columns(frame)
+    check_missing(missing)
     levels, unknown = {}, []
     for column in categorical:
         dtype = frame[column].dtype
@@ -121,12 +145,37 @@ def table_encoding(frame, drop_first, compute=None):
         values = compute(*distinct) if hasattr(distinct[0], "__dask_graph__") else distinct
         for column, found in zip(unknown, values):
             levels[column] = np.asarray(sorted(pd.unique(np.asarray(found)), key=_order))
+    means = {}
+    if missing == "mean":
+        numeric = [c for c in frame.columns if c not in categorical]
+        found = _column_means(frame, numeric, categorical, compute)
+        means = {str(c): value for c, value in found[0].items()}
+        empty = [c for c, value in means.items() if not np.isfinite(value)]
+        if empty:
+            raise ValueError(f"Numeric column(s) {empty} have no values to take a mean of.")
+        for column in categorical:
+            if found[1][column]:
+                levels[column] = np.append(levels[column].astype(object), MISSING_LEVEL)
     for column in categorical:
         if drop_first and len(levels[column]) < 2:
             raise ValueError(f"Column {column!r} has one level ({levels[column].tolist()}); "
                              "its dummy would be the intercept. Drop the column.")
     return TableEncoding(tuple(columns), {str(c): levels[c] for c in categorical},
-                         bool(drop_first))
+                         bool(drop_first), means, missing == "mean")
+
+
+def _column_means(frame, numeric, categorical, compute):
+    """``(means of the numeric columns, {categorical column: whether it has a missing
+    value})``, skipping missing values: one pass for a Dask frame."""
+    means = frame[numeric].mean() if numeric else None
+    gaps = frame[categorical].isna().any() if categorical else None
+    wanted = [v for v in (means, gaps) if v is not None]
+    if wanted and hasattr(wanted[0], "__dask_graph__"):
+        wanted = list(compute(*wanted))
+    values = iter(wanted)
+    means = next(values) if numeric else {}
+    gaps = next(values) if categorical else {}
+    return dict(means.items()) if numeric else {}, dict(gaps.items()) if categorical else {}
 
 
 def _order(value):
@@ -147,15 +196,19 @@ def encode_frame(frame, encoding, dtype=np.float64):
     n = len(frame)
     blocks = []
     if encoding.numeric:
-        values = frame[list(encoding.numeric)].to_numpy(dtype=dtype)
-        blocks.append(sp.csr_matrix(values))
+        numeric = frame[list(encoding.numeric)]
+        if encoding.means:
+            numeric = numeric.fillna(encoding.means)
+        blocks.append(sp.csr_matrix(numeric.to_numpy(dtype=dtype)))
     for column, levels in encoding.levels.items():
         values = frame[column]
         missing = values.isna().to_numpy()
-        if missing.any():
+        if missing.any() and not encoding.missing_level:
             raise ValueError(f"Column {column!r} has missing values; fill them (or drop "
-                             "those rows) before fitting or predicting.")
-        codes = pd.Index(levels).get_indexer(values.to_numpy()).astype(np.int64)  # -1: unseen
+                             "those rows), or fit with missing='mean' (a level of their own).")
+        values = np.array(values.astype(object).to_numpy(), dtype=object)  # a copy
+        values[missing] = MISSING_LEVEL
+        codes = pd.Index(levels).get_indexer(values).astype(np.int64)  # -1: unseen
         width = len(encoding.kept_levels(column))
         if encoding.drop_first:
             codes = codes - 1  # the reference level, code 0, has no column: -1 as unseen
@@ -169,7 +222,12 @@ def encode_frame(frame, encoding, dtype=np.float64):
 
 def is_table_with_categories(X):
     """Whether ``X`` is a pandas or Dask DataFrame with a categorical or string column."""
-    return hasattr(X, "dtypes") and hasattr(X, "columns") and bool(categorical_columns(X))
+    return is_table(X) and bool(categorical_columns(X))
+
+
+def is_table(X):
+    """Whether ``X`` is a pandas or Dask DataFrame."""
+    return hasattr(X, "dtypes") and hasattr(X, "columns")
 
 
 def encoded_array(frame, encoding, dtype=np.float64, compute=None):

@@ -462,7 +462,7 @@ class LassoCV(_RegressionPathCV, Lasso):
 
     def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, cv=None, solver="auto",
                  tol=1e-4, max_iter=1000, solver_options=None, cache="auto", verbose=0,
-                 positive=False):
+                 positive=False, missing="error"):
         self.eps = eps
         self.alphas = alphas
         self.fit_intercept = fit_intercept
@@ -474,6 +474,7 @@ class LassoCV(_RegressionPathCV, Lasso):
         self.cache = cache
         self.verbose = verbose
         self.positive = positive
+        self.missing = missing
 
 
 class ElasticNetCV(_RegressionPathCV, ElasticNet):
@@ -493,7 +494,7 @@ class ElasticNetCV(_RegressionPathCV, ElasticNet):
 
     def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True, cv=None,
                  solver="auto", tol=1e-4, max_iter=1000, solver_options=None, cache="auto",
-                 verbose=0, positive=False):
+                 verbose=0, positive=False, missing="error"):
         self.l1_ratio = l1_ratio
         self.eps = eps
         self.alphas = alphas
@@ -506,6 +507,7 @@ class ElasticNetCV(_RegressionPathCV, ElasticNet):
         self.cache = cache
         self.verbose = verbose
         self.positive = positive
+        self.missing = missing
 
 
 from .logistic_cv import LogisticRegressionCV  # noqa: E402  (it subclasses _PathCV)

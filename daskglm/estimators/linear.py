@@ -183,7 +183,8 @@ class GLM(_RegressorGLM):
 
     def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
                  fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto",
-                 verbose=0, warm_start=False, link=None, inference=False, positive=False):
+                 verbose=0, warm_start=False, link=None, inference=False, positive=False,
+                 missing="error"):
         self.inference = inference
         self.family = family
         self.link = link
@@ -199,6 +200,7 @@ class GLM(_RegressorGLM):
         self.verbose = verbose
         self.warm_start = warm_start
         self.positive = positive
+        self.missing = missing
 
     def _family(self):
         return get_family(self.family, self.link)
@@ -235,7 +237,7 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
 
     def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False, positive=False):
+                 warm_start=False, inference=False, positive=False, missing="error"):
         self.inference = inference
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -246,6 +248,7 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
         self.verbose = verbose
         self.warm_start = warm_start
         self.positive = positive
+        self.missing = missing
 
     def _family(self):
         return Gaussian()
@@ -278,7 +281,7 @@ class Ridge(_MultiOutputMixin, _RegressorGLM):
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, positive=False):
+                 warm_start=False, positive=False, missing="error"):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -289,6 +292,7 @@ class Ridge(_MultiOutputMixin, _RegressorGLM):
         self.verbose = verbose
         self.warm_start = warm_start
         self.positive = positive
+        self.missing = missing
 
     def _family(self):
         return Gaussian()
@@ -321,7 +325,7 @@ class PoissonRegressor(_RegressorGLM):
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False):
+                 warm_start=False, inference=False, missing="error"):
         self.inference = inference
         self.alpha = alpha
         self.solver = solver
@@ -332,6 +336,7 @@ class PoissonRegressor(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.missing = missing
 
     def _family(self):
         return Poisson()
@@ -410,7 +415,7 @@ class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=1000,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, positive=False):
+                 warm_start=False, positive=False, missing="error"):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -421,6 +426,7 @@ class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
         self.verbose = verbose
         self.warm_start = warm_start
         self.positive = positive
+        self.missing = missing
 
     def _family(self):
         return Gaussian()
@@ -456,7 +462,7 @@ class ElasticNet(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorG
 
     def __init__(self, alpha=1.0, *, l1_ratio=0.5, solver="auto", fit_intercept=True, tol=1e-4,
                  max_iter=1000, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, positive=False):
+                 warm_start=False, positive=False, missing="error"):
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.solver = solver
@@ -468,6 +474,7 @@ class ElasticNet(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorG
         self.verbose = verbose
         self.warm_start = warm_start
         self.positive = positive
+        self.missing = missing
 
     def _family(self):
         return Gaussian()

@@ -100,7 +100,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
     def __init__(self, penalty="auto" if PENALTY_FROM_L1_RATIO else "l2", *, C=1.0,
                  l1_ratio=0.0 if PENALTY_FROM_L1_RATIO else None, solver="auto", fit_intercept=True,
                  tol=1e-4, max_iter=100, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False, class_weight=None):
+                 warm_start=False, inference=False, class_weight=None, missing="error"):
         self.inference = inference
         self.penalty = penalty
         self.C = C
@@ -114,6 +114,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
+        self.missing = missing
 
     @records_driver_passes
     def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, coef_init=None,

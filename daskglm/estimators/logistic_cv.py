@@ -130,7 +130,8 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
 
     def __init__(self, *, Cs=10, l1_ratios=None, fit_intercept=True, cv=None, scoring=None,
                  solver="auto", tol=1e-4, max_iter=100, class_weight=None, refit=True,
-                 use_legacy_attributes=True, solver_options=None, cache="auto", verbose=0):
+                 use_legacy_attributes=True, solver_options=None, cache="auto", verbose=0,
+                 missing="error"):
         self.Cs = Cs
         self.l1_ratios = l1_ratios
         self.fit_intercept = fit_intercept
@@ -145,6 +146,7 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         self.solver_options = solver_options
         self.cache = cache
         self.verbose = verbose
+        self.missing = missing
 
     warm_start = False
     # score's sample_weight goes to the scorer (metadata routing), not to score itself

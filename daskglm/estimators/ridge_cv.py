@@ -187,6 +187,11 @@ class RidgeCV(Ridge):
         With ``cv=None`` and several targets, choose an alpha for each target (from the
         same two rounds); ``alpha_`` and ``best_score_`` are then arrays.  As in
         scikit-learn, not with k folds.
+    missing : {"error", "mean"}, default="error"
+        Missing values in ``X``: ``"error"`` refuses them; ``"mean"`` fills each numeric
+        column's with its mean at fit (one pass over Dask data, kept in ``column_means_``
+        or the table encoding for prediction) and gives a table's categorical columns a
+        level of their own, ``"(missing)"``.
     cache : {"auto", "memory", "none"}, default="auto"
         As for :class:`Ridge`.
 
@@ -214,7 +219,8 @@ class RidgeCV(Ridge):
     )
 
     def __init__(self, alphas=(0.1, 1.0, 10.0), *, fit_intercept=True, scoring=None, cv=None,
-                 gcv_mode=None, store_cv_results=False, alpha_per_target=False, cache="auto"):
+                 gcv_mode=None, store_cv_results=False, alpha_per_target=False, cache="auto",
+                 missing="error"):
         self.alphas = alphas
         self.fit_intercept = fit_intercept
         self.scoring = scoring
@@ -223,6 +229,7 @@ class RidgeCV(Ridge):
         self.store_cv_results = store_cv_results
         self.alpha_per_target = alpha_per_target
         self.cache = cache
+        self.missing = missing
 
     solver = "normal"
     solver_options = None

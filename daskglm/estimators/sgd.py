@@ -465,6 +465,11 @@ default="%(learning_rate)s"
     solver_options : dict, optional
         Further options of the solver, e.g. ``{"staleness": 2, "push_every": 4}`` for
         ``"async"`` or ``{"topology": "random"}`` for ``"gossip"``.
+    missing : {"error", "mean"}, default="error"
+        Missing values in ``X``: ``"error"`` refuses them; ``"mean"`` fills each numeric
+        column's with its mean at fit (one pass over Dask data, kept in ``column_means_``
+        or the table encoding for prediction) and gives a table's categorical columns a
+        level of their own, ``"(missing)"``.
     cache : {"auto", "memory", "none"}, default="auto"
         For Dask input, keep the partitions in worker memory or read them from their
         source in every round (``"auto"``: keep them when they take at most half of the
@@ -532,7 +537,7 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
                  eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
                  batch_size=16, sync_every="auto", solver="sgd", solver_options=None,
                  cache="auto", verbose=0, warm_start=False, epsilon=0.1, early_stopping=False,
-                 validation_fraction=0.1):
+                 validation_fraction=0.1, missing="error"):
         self.loss = loss
         self.epsilon = epsilon
         self.penalty = penalty
@@ -556,6 +561,7 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         self.warm_start = warm_start
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
+        self.missing = missing
 
     def _family(self):
         return Gaussian()

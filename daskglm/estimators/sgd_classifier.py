@@ -94,7 +94,7 @@ default="log_loss"
                  power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
                  batch_size=16, sync_every="auto", solver="sgd", solver_options=None,
                  cache="auto", verbose=0, warm_start=False, epsilon=0.1, class_weight=None,
-                 early_stopping=False, validation_fraction=0.1):
+                 early_stopping=False, validation_fraction=0.1, missing="error"):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -119,6 +119,7 @@ default="log_loss"
         self.class_weight = class_weight
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
+        self.missing = missing
 
     def _family(self):
         return Binomial()

@@ -36,7 +36,7 @@ class GammaRegressor(_RegressorGLM):
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0, warm_start=False,
-                 inference=False):
+                 inference=False, missing="error"):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -47,6 +47,7 @@ class GammaRegressor(_RegressorGLM):
         self.verbose = verbose
         self.warm_start = warm_start
         self.inference = inference
+        self.missing = missing
 
     def _family(self):
         return Gamma("log")
@@ -87,7 +88,7 @@ class TweedieRegressor(_RegressorGLM):
 
     def __init__(self, *, power=0.0, alpha=1.0, link="auto", solver="auto", fit_intercept=True,
                  tol=1e-4, max_iter=100, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False):
+                 warm_start=False, inference=False, missing="error"):
         self.power = power
         self.alpha = alpha
         self.link = link
@@ -100,6 +101,7 @@ class TweedieRegressor(_RegressorGLM):
         self.verbose = verbose
         self.warm_start = warm_start
         self.inference = inference
+        self.missing = missing
 
     def _family(self):
         if self.link not in ("auto", "identity", "log"):
