@@ -14,6 +14,7 @@ _EXPORTS = {
     "save": "model_files",
     "load": "model_files",
     "GLM": "estimators",
+    "GLMCV": "estimators",
     "HashingFeatures": "estimators",
     "LinearRegression": "estimators",
     "Ridge": "estimators",

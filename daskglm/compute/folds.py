@@ -106,7 +106,8 @@ def held_out_errors(part, fold_ids, fold, coefs, intercepts, task):
         ``(n_models, d)`` for regression and two classes, ``(n_models, K, d)`` for more.
     intercepts : ndarray
         ``(n_models,)`` or ``(n_models, K)``.
-    task : {"regression", "binary", "multinomial"}
+    task : {"regression", "binary", "multinomial"} or Family
+        A family: its unit loss (``pointwise_loss``) at each model's predictors.
 
     Returns
     -------
@@ -129,7 +130,10 @@ def held_out_errors(part, fold_ids, fold, coefs, intercepts, task):
         correct = np.argmax(eta, axis=2) == labels[:, None]
     else:
         eta = np.asarray(X_t @ coefs.T) + intercepts[None, :]
-        if task == "binary":
+        if not isinstance(task, str):
+            losses = task.pointwise_loss(y_t[:, None], eta)
+            correct = np.zeros_like(losses, dtype=bool)
+        elif task == "binary":
             positive = y_t[:, None] == 1.0
             losses = -np.where(positive, log_expit(eta), log_expit(-eta))
             correct = (eta > 0) == positive

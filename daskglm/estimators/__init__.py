@@ -39,7 +39,7 @@ The modules, each importing only from those above it:
     chosen by cross-validation, folds as row weights.
 """
 
-from .cv import ElasticNetCV, LassoCV, LogisticRegressionCV, RidgeCV
+from .cv import GLMCV, ElasticNetCV, LassoCV, LogisticRegressionCV, RidgeCV
 from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, Ridge
 from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
@@ -52,4 +52,5 @@ __all__ = [
     "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
     "PoissonRegressor", "GammaRegressor", "TweedieRegressor", "SGDRegressor", "SGDClassifier",
     "RidgeCV", "LassoCV", "ElasticNetCV", "LogisticRegressionCV", "HashingFeatures",
+    "GLMCV",
 ]

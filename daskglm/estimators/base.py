@@ -141,7 +141,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
     def _penalised(self):
         """Whether the fit's penalty is not zero (a table's categorical columns then keep
         every level)."""
-        penalty = self._penalty(1.0)
+        try:
+            penalty = self._penalty(1.0)
+        except AttributeError:  # a cross-validated path: every fit on it is penalised
+            return True
         return bool(np.any(np.asarray(getattr(penalty, "alpha", 0.0)) > 0))
 
     def _checked_arrays(self, X, y, sample_weight):
