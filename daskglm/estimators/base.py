@@ -29,7 +29,7 @@ from ..compute.multinomial import multinomial_loss_grad
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
 from ..engine.distributed import active_client
-from ..engine.driver_passes import compute_pass, records_driver_passes
+from ..engine.driver_passes import add_to, collecting, compute_pass, records_driver_passes
 from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, Solver, get_solver
@@ -127,7 +127,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         elif missing == "mean":
             X, means = _filled_with_means(X)
         X, y, sample_weight = self._checked_arrays(X, y, sample_weight)
-        for name in ("table_encoding_", "feature_names_out_", "column_means_"):
+        for name in ("table_encoding_", "feature_names_out_", "column_means_", "formula_",
+                     "formula_design_"):
             self.__dict__.pop(name, None)
         if means is not None:
             self.column_means_ = means
@@ -137,6 +138,49 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             self.n_features_in_ = len(encoding.columns)
             self.feature_names_out_ = encoding.feature_names_out
         return X, y, sample_weight
+
+    @classmethod
+    def from_formula(cls, formula, data, **params):
+        """Fit ``cls(**params)`` to the table ``data`` as ``formula`` describes it
+        (``"claims ~ C(region) + age + np.log(density)"``, through formulaic; see
+        :mod:`daskglm.estimators.formulas`).
+
+        The formula's intercept is ``fit_intercept``; its right-hand side is evaluated per
+        partition, with every categorical variable's levels found first, into CSR
+        features named in ``feature_names_out_``.  ``predict`` and ``score`` then take
+        tables with the formula's columns.
+
+        Parameters
+        ----------
+        formula : str
+        data : pandas.DataFrame or dask.dataframe.DataFrame
+        **params
+            The estimator's parameters (``family=``, ``alpha=``, ...); not
+            ``fit_intercept``, which the formula sets.
+
+        Returns
+        -------
+        estimator
+            Fitted; ``formula_`` holds the formula.
+        """
+        from .formulas import design
+
+        if "fit_intercept" in params:
+            raise ValueError("The formula sets the intercept ('- 1' drops it); do not pass "
+                             "fit_intercept.")
+        estimator = cls(**params)
+        with collecting() as passes:
+            built = design(formula, data, full_rank=not estimator._penalised(),
+                           compute=compute_pass)
+            X = built.features(data, compute=compute_pass)
+            y = data[built.target]
+        estimator.set_params(fit_intercept=built.intercept)
+        estimator.fit(X, y)
+        add_to(estimator.comm_, passes)
+        estimator.formula_ = formula
+        estimator.formula_design_ = built
+        estimator.feature_names_out_ = built.names
+        return estimator
 
     def _penalised(self):
         """Whether the fit's penalty is not zero (a table's categorical columns then keep
@@ -458,6 +502,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         encoding = getattr(self, "table_encoding_", None)
         if encoding is not None:
             return self._encoded_table(X, encoding)
+        built = getattr(self, "formula_design_", None)
+        if built is not None and is_table(X):
+            return built.features(X, dtype=self._fit_dtype)
         means = getattr(self, "column_means_", None)
         if means is not None:
             X = _filled_with_means(X, means)[0]

@@ -1,0 +1,66 @@
+"""Formulas on tables (:mod:`daskglm.estimators.formulas`, through formulaic), against
+statsmodels' formula interface on the same rows."""
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.api as sm
+import statsmodels.formula.api as smf
+
+import daskglm
+
+pytest.importorskip("formulaic")
+
+FORMULA = "claims ~ C(region) + age + np.log(density)"
+
+
+def _policies(n=4000, seed=0):
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "region": rng.choice(["north", "south", "west"], n),
+        "age": rng.uniform(18, 80, n),
+        "density": rng.uniform(10, 5000, n),
+    })
+    eta = -2 + 0.01 * frame.age + 0.1 * np.log(frame.density) \
+        + frame.region.map({"north": 0.0, "south": 0.3, "west": -0.2})
+    frame["claims"] = rng.poisson(np.exp(eta)).astype(float)
+    return frame
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["pandas", "dask"])
+def test_a_poisson_formula_fits_as_statsmodels_does(as_dask):
+    frame = _policies()
+    data = dd.from_pandas(frame, npartitions=4) if as_dask else frame
+    model = daskglm.GLM.from_formula(FORMULA, data, family="poisson", alpha=0.0, tol=1e-8)
+    reference = smf.glm(FORMULA, frame, family=sm.families.Poisson()).fit(tol=1e-12)
+    names = list(model.feature_names_out_)
+    assert names == ["C(region)[T.south]", "C(region)[T.west]", "age", "np.log(density)"]
+    # both to their own gradient tolerance: the coefficients agree to 1e-6 relative
+    np.testing.assert_allclose(model.intercept_, reference.params["Intercept"], rtol=1e-6)
+    np.testing.assert_allclose(model.coef_, reference.params[names].to_numpy(), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(model.predict(data)), reference.predict(frame),
+                               rtol=1e-6)
+    assert model.formula_ == FORMULA
+
+
+def test_a_penalised_formula_keeps_every_level_and_no_intercept_column():
+    frame = _policies(n=1500)
+    frame["claimed"] = (frame.claims > 0).astype(int)
+    model = daskglm.LogisticRegression.from_formula(
+        "claimed ~ C(region) + age", dd.from_pandas(frame, 3), C=1.0)
+    assert list(model.feature_names_out_) == ["C(region)[north]", "C(region)[south]",
+                                              "C(region)[west]", "age"]
+    assert model.fit_intercept
+    no_intercept = daskglm.GLM.from_formula("claims ~ age - 1", frame, family="poisson")
+    assert not no_intercept.fit_intercept and list(no_intercept.feature_names_out_) == ["age"]
+
+
+def test_formula_mistakes_are_said_plainly():
+    frame = _policies(n=200)
+    with pytest.raises(ValueError, match="not columns of the data"):
+        daskglm.GLM.from_formula("claims ~ agee", frame, family="poisson")
+    with pytest.raises(ValueError, match="one column on its left-hand side"):
+        daskglm.GLM.from_formula("~ age", frame, family="poisson")
+    with pytest.raises(ValueError, match="do not pass fit_intercept"):
+        daskglm.GLM.from_formula("claims ~ age", frame, family="poisson", fit_intercept=False)
