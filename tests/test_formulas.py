@@ -64,3 +64,13 @@ def test_formula_mistakes_are_said_plainly():
         daskglm.GLM.from_formula("~ age", frame, family="poisson")
     with pytest.raises(ValueError, match="do not pass fit_intercept"):
         daskglm.GLM.from_formula("claims ~ age", frame, family="poisson", fit_intercept=False)
+
+
+def test_a_formula_takes_the_exposure_by_its_column_name():
+    frame = _policies(n=3000)
+    frame["exposure"] = np.random.default_rng(5).uniform(0.2, 1.0, len(frame))
+    model = daskglm.GLM.from_formula("claims ~ C(region) + age", dd.from_pandas(frame, 3),
+                                     family="poisson", alpha=0.0, tol=1e-8, exposure="exposure")
+    reference = smf.glm("claims ~ C(region) + age", frame, family=sm.families.Poisson(),
+                        exposure=frame.exposure).fit(tol=1e-12)
+    np.testing.assert_allclose(model.coef_, reference.params.to_numpy()[1:], rtol=1e-6)

@@ -140,7 +140,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return X, y, sample_weight
 
     @classmethod
-    def from_formula(cls, formula, data, **params):
+    def from_formula(cls, formula, data, *, sample_weight=None, offset=None, exposure=None,
+                     **params):
         """Fit ``cls(**params)`` to the table ``data`` as ``formula`` describes it
         (``"claims ~ C(region) + age + np.log(density)"``, through formulaic; see
         :mod:`daskglm.estimators.formulas`).
@@ -154,6 +155,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         ----------
         formula : str
         data : pandas.DataFrame or dask.dataframe.DataFrame
+        sample_weight, offset, exposure : str, array-like or None
+            As ``fit`` takes them; a string names a column of ``data``.
         **params
             The estimator's parameters (``family=``, ``alpha=``, ...); not
             ``fit_intercept``, which the formula sets.
@@ -175,7 +178,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             X = built.features(data, compute=compute_pass)
             y = data[built.target]
         estimator.set_params(fit_intercept=built.intercept)
-        estimator.fit(X, y)
+        extra = {name: data[value] if isinstance(value, str) else value
+                 for name, value in (("sample_weight", sample_weight), ("offset", offset),
+                                     ("exposure", exposure)) if value is not None}
+        estimator.fit(X, y, **extra)
         add_to(estimator.comm_, passes)
         estimator.formula_ = formula
         estimator.formula_design_ = built
@@ -214,7 +220,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                     _check_numeric_target(y, self)
             if sample_weight is not None:
                 if is_dask(sample_weight):
-                    sample_weight = _check_dask_vector(sample_weight, "sample_weight", X.shape[0])
+                    sample_weight = _check_dask_vector(_dask_frame_to_array(sample_weight)[0],
+                                                       "sample_weight", X.shape[0])
                 else:
                     sample_weight = np.asarray(sample_weight, dtype=np.float64)
                     if sample_weight.shape != (X.shape[0],):

@@ -141,7 +141,7 @@ def table_encoding(frame, drop_first, compute=None, missing="error"):
         else:
             unknown.append(column)
     if unknown:
-        distinct = [frame[c].dropna().unique() for c in unknown]
+        distinct = [distinct_values(frame[c]) for c in unknown]
         values = compute(*distinct) if hasattr(distinct[0], "__dask_graph__") else distinct
         for column, found in zip(unknown, values):
             levels[column] = np.asarray(sorted(pd.unique(np.asarray(found)), key=_order))
@@ -176,6 +176,18 @@ def _column_means(frame, numeric, categorical, compute):
     means = next(values) if numeric else {}
     gaps = next(values) if categorical else {}
     return dict(means.items()) if numeric else {}, dict(gaps.items()) if categorical else {}
+
+
+def distinct_values(column):
+    """The distinct non-missing values of a pandas or Dask Series: for Dask, each
+    partition's, collected (no shuffle), to be made unique on the driver."""
+    if hasattr(column, "__dask_graph__"):
+        return column.map_partitions(_partition_distinct, meta=column._meta)
+    return column.dropna().unique()
+
+
+def _partition_distinct(part):
+    return part.dropna().drop_duplicates()
 
 
 def _order(value):

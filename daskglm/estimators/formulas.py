@@ -142,7 +142,9 @@ def _levels(data, columns, compute):
         else:
             unknown.append(column)
     if unknown:
-        distinct = [data[c].dropna().unique() for c in unknown]
+        from .categorical import distinct_values
+
+        distinct = [distinct_values(data[c]) for c in unknown]
         if hasattr(distinct[0], "__dask_graph__"):
             distinct = (compute or _compute)(*distinct)
         for column, values in zip(unknown, distinct):

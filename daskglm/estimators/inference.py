@@ -26,7 +26,7 @@ from ..model.distributions import BinomialDistribution, GaussianDistribution, Po
 from ..model.distributions_extra import NegativeBinomialDistribution
 from ..model.families import _StartAtTypicalMean
 from ..model.links import Identity, Log
-from .validation import _check_dask_vector
+from .validation import _check_dask_vector, _dask_frame_to_array
 
 #: Distributions whose dispersion is 1, not estimated.
 _FIXED_DISPERSION = (BinomialDistribution, PoissonDistribution, NegativeBinomialDistribution)
@@ -74,7 +74,7 @@ def _check_offset(estimator, offset, exposure, X, family):
         return None
     n_rows = X.shape[0]
     if is_dask(values):
-        values = _check_dask_vector(values, name, n_rows)
+        values = _check_dask_vector(_dask_frame_to_array(values)[0], name, n_rows)
         if exposure is not None:
             import dask.array as da
 
