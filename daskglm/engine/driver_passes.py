@@ -19,7 +19,6 @@ import contextvars
 import functools
 import math
 import time
-import warnings
 
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
@@ -69,16 +68,8 @@ def records_driver_passes(fit):
 
     @functools.wraps(fit)
     def fit_recording(self, *args, **kwargs):
-        # the fit's warnings are said again from here, so that they point at the line that
-        # called fit, as they did before this wrapper added a frame
-        with collecting() as passes, warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            try:
-                result = fit(self, *args, **kwargs)
-            finally:
-                said = list(caught)
-        for warning in said:
-            warnings.warn(warning.message, warning.category, stacklevel=2)
+        with collecting() as passes:
+            result = fit(self, *args, **kwargs)
         if passes and getattr(self, "comm_", None) is not None:
             add_to(self.comm_, passes)
         return result
