@@ -12,6 +12,8 @@ estimators share (``_COMMON_DOC``, ``_FITTED_DOC``).
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -350,7 +352,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                 f"Solver {name!r} did not converge "
                 f"({result.message or 'tolerance not reached'}); {advice}.",
                 ConvergenceWarning,
-                stacklevel=3,
+                stacklevel=_caller_level(),
             )
 
     #: What ``max_iter`` counts.
@@ -682,6 +684,17 @@ def _block_predictors(X_block, coef, intercept):
     if not np.isfinite(eta).all() and not all_finite(X_block):
         raise ValueError("Input X contains NaN or infinity.")
     return eta
+
+
+def _caller_level():
+    """The ``stacklevel`` that points a warning raised by this function's caller at the
+    first frame outside daskglm (the user's line, however many of the package's frames,
+    decorators included, lie between)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _filled_with_means(X, means=None):
