@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 
 from .datasets import KINDS
 
@@ -52,36 +53,132 @@ def make_data(args):
 
 
 def demo(args):
-    """Fit one synthetic problem with every solver on a LocalCluster and print a table."""
+    """Fit one synthetic problem with every method on a LocalCluster and print a table."""
+    import time
+
     from distributed import Client
 
     from .comparison import compare
 
+    started = time.perf_counter()
+    if args.plot:
+        _check_matplotlib()  # before any cluster starts
     with _local_cluster(args) as cluster, Client(cluster):
         X, y = _synthetic_persisted(args)
+        n_test = int(round(DEMO_TEST_SIZE * args.n))
         print(
-            f"daskglm demo: {args.family} family, L2 alpha={args.alpha}, n={args.n}, d={args.d}, "
-            f"{args.partitions} partitions, {args.workers} worker processes"
+            f"daskglm demo: {args.family} family, L2 alpha={args.alpha:g}, every method at its "
+            f"defaults;\nn={args.n:,} rows ({args.n - n_test:,} to train, the last {n_test:,} "
+            f"held out), d={args.d}, {args.partitions} partitions, {args.workers} worker "
+            "processes",
+            flush=True,
         )
-        result = compare(X, y, family=args.family, penalty="l2", alpha=args.alpha, tol=1e-6,
-                         max_iter=100, test_size=0.2)
-        result.rows = [row for row in result.rows if row.ok]  # only the methods that apply
+        result = compare(X, y, list(DEMO_METHODS), family=args.family, penalty="l2",
+                         alpha=args.alpha, test_size=DEMO_TEST_SIZE, at_defaults=True,
+                         warm_up="fits")
+        print(f"one-time set-up, not in the seconds below: {result.warm_up_seconds:.1f} s: every "
+              "worker compiles (first run)\nor loads the compiled loops of every method, in "
+              "a fit of each on a few rows of each partition\n")
         print(result.table(DEMO_COLUMNS))
-        print(
-            "\nrounds: passes over the data (each one round of communication); bytes: what "
-            "Dask moved, measured;\nobjective gap: distance to the best objective any method "
-            "reached; held-out score: " + _SCORE_OF_FAMILY[args.family] + " on the last 20% of "
-            "the rows."
-        )
+        chosen = _choices_made(result)
+        if chosen:
+            print("\n" + "\n".join(textwrap.wrap(
+                f"chosen during the fits (from timings, so they vary): {chosen}", LEGEND_WIDTH)))
+        print()
+        print(demo_legend(args.family, args.n - n_test))
+        if args.plot:
+            result.plot(args.plot, against=("seconds", "bytes"))
+            print(f"\nplot written to {args.plot}")
+    print(f"\ndemo wall time: {time.perf_counter() - started:.1f} s (cluster start, data, "
+          "set-up, fits, objectives, scores)")
     return 0
 
 
+#: Every method the demo fits, in the order of its table (every ``solver=`` value).
+DEMO_METHODS = ("auto", "normal", "newton", "lbfgs", "gd", "proximal", "admm", "averaging",
+                "sgd", "async", "gossip")
+
+#: Share of the rows the demo holds out for the score: the last ones.
+DEMO_TEST_SIZE = 0.2
+
+#: Characters per line of the demo's legend.
+LEGEND_WIDTH = 92
+
 #: The columns ``daskglm demo`` shows.
-DEMO_COLUMNS = ("method", "rounds", "bytes measured", "seconds", "objective gap",
+DEMO_COLUMNS = ("method", "rounds", "passes", "bytes measured", "seconds", "objective gap",
                 "held-out score")
 
 _SCORE_OF_FAMILY = {"binomial": "accuracy", "gaussian": "R^2",
-                    "poisson": "D^2 (deviance explained)"}
+                    "poisson": "D^2 (share of the null deviance explained)"}
+
+#: The per-row loss of each family, as the estimators define it (``eta`` the linear
+#: predictor, ``mu`` the mean).
+_LOSS_OF_FAMILY = {"binomial": "log-loss -[y*log(mu) + (1-y)*log(1-mu)]",
+                   "gaussian": "half squared error (y-eta)^2/2",
+                   "poisson": "Poisson negative log-likelihood mu - y*log(mu)"}
+
+
+def demo_legend(family, n_train):
+    """What each column of the demo's table means, one entry per column."""
+    entries = {
+        "method": 'the solver= value; "auto (newton)": the solver that solver="auto" chose.',
+        "rounds": "rounds of communication: the records of the fit's ledger "
+                  "(est.comm_.rounds), each one map over the partitions followed by a "
+                  "reduction or a gather, except async's pushes to and pulls from its "
+                  "parameter holder: one record each, however many there were.",
+        "passes": f"passes over the {n_train:,} training rows: 1 for each round that reads "
+                  "every row (validation, gradient, Hessian, Gram); 1 per epoch for sgd, async and "
+                  "gossip (an epoch reads every row once; sgd adds the share of an epoch its "
+                  'timing rounds read); ">=" for admm and averaging: a lower bound, as their '
+                  "local solves read a partition's rows once per L-BFGS-B evaluation and only "
+                  "the iterations of the longest one are recorded (counted 1 + those per "
+                  "round).",
+        "bytes measured": "bytes Dask moved for the fit's rounds, from its own counters: "
+                          "client to scheduler, scheduler to workers and client, worker to "
+                          'worker and to the client; "+ N modelled": rounds those counters '
+                          "do not see (async's pushes to and pulls from its parameter "
+                          "holder), by the byte model.",
+        "seconds": "wall time of the fit alone, after the set-up above (the objective and "
+                   "the held-out score are computed apart).",
+        "objective gap": "the method's training objective minus the lowest objective any "
+                         "method reached (0: the best), the objective being the mean "
+                         f"{_LOSS_OF_FAMILY[family]} over the training rows "
+                         "+ alpha/2 * |coef|^2 (intercept not penalised), as the estimators "
+                         "define it, evaluated for every method the same way after the fits.",
+        "held-out score": f"{_SCORE_OF_FAMILY[family]} on the last {DEMO_TEST_SIZE:.0%} of the "
+                          "rows, not trained on.",
+        "n/a": "the method does not apply to this family and penalty; why.",
+    }
+    width = max(len(name) for name in entries)
+    lines = []
+    for name, text in entries.items():
+        wrapped = textwrap.wrap(text, LEGEND_WIDTH - width - 2)
+        lines.append(f"{name.ljust(width)}  {wrapped[0]}")
+        lines += [" " * (width + 2) + line for line in wrapped[1:]]
+    lines += textwrap.wrap("sgd, async and gossip draw their rows at random (no random_state "
+                           "at the defaults), and size their rounds from timings: their rows "
+                           "vary from run to run.", LEGEND_WIDTH)
+    return "\n".join(lines)
+
+
+def _choices_made(result):
+    """The options the fits chose as they ran (``comm_.choices``), e.g. ``"sgd
+    sync_every=10000; gossip local_steps=5000"``."""
+    parts = []
+    for row in result.rows:
+        choices = getattr(row.report, "choices", None) or {}
+        if row.ok and choices:
+            options = ", ".join(f"{option}={value}" for option, (value, _) in choices.items())
+            parts.append(f"{row.method} {options}")
+    return "; ".join(parts)
+
+
+def _check_matplotlib():
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CommandError('--plot needs matplotlib: pip install matplotlib '
+                           '(or pip install "daskglm[plot]")') from None
 
 
 def _open_data(args):
@@ -203,14 +300,17 @@ def main(argv=None):
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser(
         "demo", parents=[debug],
-        help="fit a synthetic data set with every method on a LocalCluster"
+        help="fit a synthetic data set with every method, at its defaults, on a LocalCluster"
     )
-    demo_parser.add_argument("--n", type=int, default=100_000, help="rows")
+    demo_parser.add_argument("--n", type=int, default=200_000, help="rows")
     demo_parser.add_argument("--d", type=int, default=20, help="features")
     demo_parser.add_argument("--family", default="binomial", choices=["binomial", "gaussian", "poisson"])
     demo_parser.add_argument("--alpha", type=float, default=1e-4, help="L2 strength (mean-loss scale)")
     demo_parser.add_argument("--partitions", type=int, default=8)
     demo_parser.add_argument("--workers", type=int, default=2)
+    demo_parser.add_argument("--plot", metavar="PATH", default=None,
+                             help="save the objective gap against seconds and against "
+                                  "measured bytes to PATH, e.g. demo.png (needs matplotlib)")
     demo_parser.set_defaults(run=demo)
 
     compare_parser = commands.add_parser(

@@ -2,11 +2,12 @@
 
 :func:`compare` fits one :class:`~daskglm.GLM` per method on the same training rows and
 returns a :class:`Comparison`: one row per method with its iterations, rounds of
-communication, bytes (measured from Dask's counters and modelled), seconds, seconds
-workers spent waiting for the slowest partition, the gap of its objective to the best
-one reached, and its score on held-out rows.  Every objective is evaluated the same way
-after the fits (one extra round on the training data, not counted in the methods'
-ledgers), so that the gaps compare like with like.
+communication, passes over the training rows (:func:`passes_over_data`), bytes (measured
+from Dask's counters and modelled), seconds, seconds workers spent waiting for the
+slowest partition, the gap of its objective to the best one reached, and its score on
+held-out rows.  Every objective is evaluated the same way after the fits (one extra round
+on the training data, not counted in the methods' ledgers), so that the gaps compare like
+with like.
 """
 
 from __future__ import annotations
@@ -19,19 +20,26 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .accounting.kinds import Kind
 from .engine import is_dask, make_engine
 from .estimators import GLM
 from .model.families import get_family
 from .solvers import SOLVERS, Objective, Problem
+from .solvers.round_sizing import FIRST_PROBE_STEPS
 
-__all__ = ["compare", "Comparison", "MethodResult", "format_table"]
+__all__ = ["compare", "Comparison", "MethodResult", "format_table", "passes_over_data",
+           "EVERY_METHOD"]
+
+#: Every ``solver=`` value of the estimators, ``"auto"`` first.
+EVERY_METHOD = ("auto", *SOLVERS)
 
 #: Table columns: heading and the :class:`MethodResult` attribute shown.
 COLUMNS = {
-    "method": "method",
+    "method": "label",
     "iterations": "iterations",
     "rounds": "rounds",
-    "bytes measured": "bytes_measured",
+    "passes": "passes_text",
+    "bytes measured": "bytes_measured_text",
     "bytes modelled": "bytes_modelled",
     "bytes per iteration": "bytes_per_iteration",
     "seconds": "seconds",
@@ -53,7 +61,14 @@ class MethodResult:
     Attributes
     ----------
     method : str
+    chosen : str or None
+        The solver a method of ``"auto"`` chose (``model.solver_``); None otherwise.
     iterations, rounds : int or None
+    passes : float or None
+        Passes over the training rows (:func:`passes_over_data`); None where the ledger
+        holds rounds whose reads it cannot count.
+    passes_at_least : bool
+        Whether ``passes`` is a lower bound (local solves) rather than a count.
     bytes_measured, bytes_modelled : int or None
         From the fit's :class:`~daskglm.accounting.ledger.CommReport`.
     seconds : float or None
@@ -76,8 +91,11 @@ class MethodResult:
     """
 
     method: str
+    chosen: str | None = None
     iterations: int | None = None
     rounds: int | None = None
+    passes: float | None = None
+    passes_at_least: bool = False
     bytes_measured: int | None = None
     bytes_modelled: int | None = None
     seconds: float | None = None
@@ -100,6 +118,41 @@ class MethodResult:
         return getattr(self.model, "comm_", None)
 
     @property
+    def label(self):
+        """The method, and for ``"auto"`` the solver it chose: ``"auto (newton)"``."""
+        return self.method if self.chosen is None else f"{self.method} ({self.chosen})"
+
+    @property
+    def bytes_unmeasured(self):
+        """Modelled bytes of the fit's rounds that Dask's counters do not see (a parameter
+        holder's pushes and pulls: actor calls), 0 when every round was measured; None
+        if the method did not run."""
+        report = self.report
+        if not self.ok or report is None:
+            return None
+        return sum(r.bytes_modelled for r in report.records if r.bytes_measured is None)
+
+    @property
+    def bytes_measured_text(self):
+        """``bytes_measured`` as shown in a table, followed by ``+ N modelled`` where
+        some rounds were not measured (:attr:`bytes_unmeasured`)."""
+        if self.bytes_measured is None:
+            return None
+        text = f"{int(self.bytes_measured):,}"
+        unmeasured = self.bytes_unmeasured
+        return f"{text} + {unmeasured:,} modelled" if unmeasured else text
+
+    @property
+    def passes_text(self):
+        """``passes`` as shown in a table: a whole number, else one decimal; ``>=``
+        before a lower bound; None where not counted."""
+        if self.passes is None:
+            return None
+        value = self.passes
+        text = f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
+        return f">={text}" if self.passes_at_least else text
+
+    @property
     def bytes_per_iteration(self):
         """Modelled bytes of the fit divided by its iterations (None if it did not run):
         with the set-up rounds amortised, what one iteration costs; it grows with the
@@ -107,6 +160,95 @@ class MethodResult:
         if self.bytes_modelled is None or not self.iterations:
             return None
         return self.bytes_modelled / self.iterations
+
+
+#: Kinds of rounds that read the features of every training row once: one pass each.
+PASS_KINDS = frozenset({
+    Kind.VALIDATE, Kind.MAXIMA, Kind.SCALE, Kind.GRADIENT, Kind.HESSIAN, Kind.GRAM,
+    Kind.VALIDATE_GRAM, Kind.VALIDATE_GRADIENT, Kind.VALIDATE_HESSIAN,
+    Kind.COMPRESSED_GRADIENT, Kind.DEADLINE_GRADIENT, Kind.SPARSE_GRADIENT,
+    Kind.SHARD_COLUMNS, Kind.BLOCK_SPLIT, Kind.BLOCK_GRADIENT, Kind.INFERENCE,
+    Kind.CLASS_MOMENTS, Kind.FOLD_GRAM,
+})
+#: Kinds of rounds of stochastic solvers, whose reads are counted by epochs (an epoch reads
+#: every training row once; ``n_iter_`` counts them).
+EPOCH_KINDS = frozenset({
+    Kind.SGD_BATCH, Kind.LOCAL_SGD, Kind.COMPRESSED_BATCH, Kind.COMPRESSED_LOCAL_SGD,
+    Kind.DEADLINE_BATCH, Kind.ASYNC_SGD, Kind.GOSSIP,
+})
+#: Local solves (ADMM, averaging): every partition's L-BFGS-B reads its rows once per
+#: evaluation; only the iterations of the longest solve are recorded (``local_iterations``).
+LOCAL_KINDS = frozenset({Kind.LOCAL_SOLVE})
+#: Kinds of rounds that read no row's features: sizes, targets only, model state,
+#: parameters, column shards.
+NO_PASS_KINDS = frozenset({
+    Kind.SIZES, Kind.ENCODE, Kind.TARGET_MEAN, Kind.NULL_MODEL, Kind.PUSH, Kind.PULL,
+    Kind.PUT_STATE, Kind.FETCH_STATE, Kind.SHARD_REGISTER, Kind.SHARD_PULL, Kind.SHARD_PUSH,
+    Kind.SHARD_OP, Kind.SHARD_LOAD, Kind.SHARD_FETCH, Kind.GOSSIP_EXCHANGE,
+    Kind.GOSSIP_START, Kind.GOSSIP_FETCH,
+})
+#: Kinds of rounds whose reads this module does not count (a part of the rows: folds,
+#: held-out rows; or whatever columns a driver pass reads): a ledger holding one has no
+#: pass count.
+UNCOUNTED_KINDS = frozenset({Kind.HELD_OUT, Kind.LEAVE_ONE_OUT, Kind.FOLD_MOMENTS,
+                             Kind.VALIDATION_SCORE, Kind.DRIVER_PASS})
+
+
+def _probe_passes(model, n_rows, probes):
+    """Share of an epoch read by SGD's ``probes`` timing rounds (``sync_every="auto"``):
+    rounds of 64, 128, 256, ... steps of ``batch_size`` rows, at most one epoch each
+    (:class:`daskglm.solvers.round_sizing.StepTimer`), their results dropped."""
+    history = getattr(model, "history_", None) or []
+    steps_per_epoch = history[0].get("steps") if history else None
+    batch = (getattr(model, "solver_options_", None) or {}).get("batch_size")
+    if not steps_per_epoch or not batch or not n_rows:
+        return None
+    steps = [min(FIRST_PROBE_STEPS * 2**k, steps_per_epoch) for k in range(probes)]
+    return sum(min(k * batch, n_rows) for k in steps) / n_rows
+
+
+def passes_over_data(model, n_rows=None):
+    """Passes over the training rows a fitted estimator's rounds made: ``(passes,
+    at_least)``, from its ledger (``model.comm_``) and ``history_``.
+
+    * A round that reads the features of every training row (validation, a gradient, a
+      Hessian, a Gram matrix: :data:`PASS_KINDS`) counts 1.
+    * Stochastic rounds (:data:`EPOCH_KINDS`) count by epochs: each of the ``n_iter_``
+      epochs reads every row once, whatever its number of rounds; SGD's timing rounds
+      (``step_probe``) add the share of an epoch they read (needs ``n_rows``).
+    * A local-solve round (ADMM, averaging) reads each partition's rows once per L-BFGS-B
+      evaluation, and only the iterations of the longest local solve are recorded: the
+      count is then a lower bound for the rows of that partition, ``1 + iterations`` per
+      round (``at_least`` True).
+    * Rounds that move sizes, targets or parameters only count 0.
+
+    ``passes`` is None where the ledger holds a round whose reads are not counted here.
+    """
+    report = model.comm_
+    counts = {}
+    for record in report.records:
+        counts[record.kind] = counts.get(record.kind, 0) + 1
+    known = PASS_KINDS | EPOCH_KINDS | LOCAL_KINDS | NO_PASS_KINDS | {Kind.STEP_PROBE}
+    if any(kind not in known for kind in counts):
+        return None, False
+    passes = float(sum(n for kind, n in counts.items() if kind in PASS_KINDS))
+    if any(kind in EPOCH_KINDS for kind in counts):
+        passes += int(np.max(model.n_iter_))
+    if counts.get(Kind.STEP_PROBE):
+        probes = _probe_passes(model, n_rows, counts[Kind.STEP_PROBE])
+        if probes is None:
+            return None, False
+        passes += probes
+    at_least = False
+    if counts.get(Kind.LOCAL_SOLVE):
+        local = [entry["local_iterations"] for entry in model.history_
+                 if "local_iterations" in entry]
+        if len(local) == counts[Kind.LOCAL_SOLVE]:
+            passes += sum(1 + int(n) for n in local)
+        else:  # at least one read per local solve
+            passes += counts[Kind.LOCAL_SOLVE]
+        at_least = True
+    return passes, at_least
 
 
 def _held_out_score(model, family, X_test, y_test):
@@ -155,12 +297,17 @@ class Comparison:
         The problem and data compared on.
     data_bytes : int
         ``8 * n_train * n_features``, used to calibrate throughput in the cost model.
+    warm_up_seconds : float or None
+        Wall time of the untimed warm-up before the fits (``compare``'s ``warm_up``):
+        what a first fit would otherwise pay once, such as compiling or loading the
+        compiled loops on every worker.
     """
 
-    def __init__(self, rows, description="", data_bytes=None):
+    def __init__(self, rows, description="", data_bytes=None, warm_up_seconds=None):
         self.rows = list(rows)
         self.description = description
         self.data_bytes = data_bytes
+        self.warm_up_seconds = warm_up_seconds
 
     def __getitem__(self, method):
         for row in self.rows:
@@ -215,10 +362,14 @@ class Comparison:
         Returns
         -------
         dict
-            ``{method: {"gap": [...], "bytes": [...], "rounds": [...], "seconds": [...]}}``
-            from the fit's ``history_`` (entries with an objective), ending at the
-            objective evaluated after the fit.  Bytes are the measured ones when every
-            round was measured on a cluster, else the modelled ones.
+            ``{method: {"gap": [...], "bytes": [...], "rounds": [...], "seconds": [...],
+            "measured": bool, "estimated": bool}}`` from the fit's ``history_`` (entries
+            with an objective), ending at the objective evaluated after the fit.  Bytes
+            are the measured ones when every round was measured on a cluster
+            (``measured``), else the modelled ones.  ``estimated``: the history's
+            objectives are the stochastic solvers' per-epoch estimates (the mean over the
+            epoch's rows of each row's loss at the iterate it was read at, plus the
+            penalty), not the objective at an iterate; only the last point is exact.
         """
         best = min((r.objective for r in self.rows if r.ok and r.objective is not None),
                    default=None)
@@ -242,13 +393,19 @@ class Comparison:
                 "rounds": [n for _, n in points],
                 "bytes": [int(cum_bytes[min(n, len(cum_bytes) - 1)]) for _, n in points],
                 "seconds": [float(cum_seconds[min(n, len(cum_seconds) - 1)]) for _, n in points],
+                "measured": measured,
+                "estimated": (row.chosen or row.method) in STOCHASTIC and len(points) > 1,
             }
         return curves
 
-    def plot(self, path):
-        """Save objective gap against bytes, rounds and seconds for every method to ``path``.
+    def plot(self, path, against=("bytes", "rounds", "seconds")):
+        """Save the objective gap of every method against each of ``against`` (``"bytes"``,
+        ``"rounds"``, ``"seconds"``: one panel each) to ``path``; returns ``path``.
 
-        Needs matplotlib (``pip install "daskglm[plot]"``).
+        One line per method from its ``history_`` (a single point where the history has
+        no objective at an iterate, as for averaging); the stochastic solvers' per-epoch
+        estimates dotted (see :meth:`curves`).  Needs matplotlib (``pip install
+        "daskglm[plot]"``).
         """
         try:
             from matplotlib.figure import Figure
@@ -256,21 +413,43 @@ class Comparison:
             raise ImportError(
                 'Plotting needs matplotlib: pip install "daskglm[plot]"'
             ) from exc
-        fig = Figure(figsize=(15, 4.5), layout="constrained")
-        axes = fig.subplots(1, 3, sharey=True)
-        labels = {"bytes": "bytes communicated", "rounds": "rounds",
+        against = tuple(against)
+        unknown = [x for x in against if x not in ("bytes", "rounds", "seconds")]
+        if unknown or not against:
+            raise ValueError(f"against: choose from 'bytes', 'rounds' and 'seconds'; got "
+                             f"{list(against)}.")
+        curves = self.curves()
+        modelled = [method for method, c in curves.items() if not c["measured"]]
+        if not modelled:
+            source = "measured"
+        elif len(modelled) == len(curves):
+            source = "modelled"
+        else:
+            source = f"measured; modelled for {', '.join(modelled)}"
+        fig = Figure(figsize=(5 * len(against) + 1, 4.5), layout="constrained")
+        axes = np.atleast_1d(fig.subplots(1, len(against), sharey=True))
+        labels = {"bytes": f"bytes communicated ({source})", "rounds": "rounds",
                   "seconds": "seconds in rounds"}
-        for method, curve in self.curves().items():
-            for ax, x in zip(axes, ("bytes", "rounds", "seconds")):
-                ax.plot(curve[x], curve["gap"], marker=".", label=method)
-        for ax, x in zip(axes, ("bytes", "rounds", "seconds")):
+        best = min((r.objective for r in self.rows if r.ok and r.objective is not None),
+                   default=0.0)
+        floor = 1e-16 * max(1.0, abs(best))
+        for method, curve in curves.items():
+            label = f"{method} (per-epoch estimates)" if curve["estimated"] else method
+            # an estimate below the best objective has no place on a log scale
+            keep = [i for i, gap in enumerate(curve["gap"])
+                    if not curve["estimated"] or gap > floor or i == len(curve["gap"]) - 1]
+            for ax, x in zip(axes, against):
+                ax.plot([curve[x][i] for i in keep], [curve["gap"][i] for i in keep],
+                        marker="." if len(keep) > 1 else "o",
+                        linestyle=":" if curve["estimated"] else "-", label=label)
+        for ax, x in zip(axes, against):
             ax.set_xlabel(labels[x])
             ax.set_yscale("log")
             if x == "bytes":
                 ax.set_xscale("log")
             ax.grid(True, alpha=0.3)
-        axes[0].set_ylabel("objective gap to the best")
-        axes[-1].legend()
+        axes[0].set_ylabel("objective gap to the best (the best drawn at 1e-16)")
+        axes[-1].legend(fontsize="small")
         if self.description:
             fig.suptitle(self.description)
         fig.savefig(path)
@@ -313,6 +492,102 @@ def _warm_up(X, y, family, rows=64):
         pass
 
 
+def _first_rows_of_every_partition(X, y, rows):
+    """The first ``rows`` rows of every row chunk of Dask ``X`` and ``y`` (each computed
+    where its chunk lives), or the first ``8 * rows`` rows of in-memory arrays."""
+    if not is_dask(X):
+        return X[: 8 * rows], y[: 8 * rows]
+    if not is_dask(y):
+        import dask.array as da
+
+        y = da.from_array(np.asarray(y), chunks=(X.chunks[0],))
+    elif y.chunks[0] != X.chunks[0]:
+        y = y.rechunk((X.chunks[0],))
+    sizes = tuple(min(rows, n) for n in X.chunks[0])
+    X_few = X.map_blocks(lambda block: block[:rows], chunks=(sizes, X.chunks[1]),
+                         dtype=X.dtype)
+    y_few = y.map_blocks(lambda block: block[:rows], chunks=(sizes,), dtype=y.dtype)
+    return X_few, y_few
+
+
+#: Methods whose compiled loops one worker compiles while another compiles the others'
+#: (:func:`_compile_apart`), balanced by their first-compile times on two cores: the
+#: fused loss, gradient and Hessian loops of the batch methods with parameter-server SGD
+#: (about 7 s and 2.5 s), against the local SGD loops of ``sgd`` and ``gossip`` (5 to 10 s).
+COMPILE_GROUPS = (("normal", "newton", "lbfgs", "gd", "proximal", "admm", "averaging",
+                   "async"), ("sgd", "gossip"))
+
+
+def _small_fit(model, X, y):
+    """Fit ``model`` for at most 2 iterations, warnings silenced, a method that does not
+    apply ignored."""
+    from sklearn.base import clone
+
+    small = clone(model).set_params(max_iter=min(2, model.max_iter))
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            small.fit(X, y)
+    except ValueError:  # the method does not apply: its timed fit says why
+        pass
+
+
+def _compile_in_process(models, X, y):
+    """On a worker: fit ``models`` in this process (an in-memory engine), so that numba
+    compiles their loops here and writes them to its on-disk cache.  Skipped where the
+    worker has a client of its own (a fit would then run on the cluster)."""
+    from .engine.distributed import active_client
+
+    if active_client() is not None:
+        return False
+    for model in models:
+        _small_fit(model, X, y)
+    return True
+
+
+def _compile_apart(client, models, X, y, rows=256):
+    """Each worker fits, in its own process and at the same time as the others, the
+    models of one of :data:`COMPILE_GROUPS` on the first ``rows`` training rows: the
+    workers compile different loops at once and share them through numba's on-disk cache
+    (``cache=True``), instead of each compiling every loop one method after the other."""
+    X_few, y_few = X[:rows], y[:rows]
+    X_few = X_few.compute() if is_dask(X_few) else X_few
+    y_few = np.asarray(y_few.compute() if is_dask(y_few) else y_few)
+    groups = [[] for _ in COMPILE_GROUPS]
+    for model in models:
+        solver = model.solver
+        if solver == "sgd" and (model.solver_options or {}).get("sync_every", "auto") == "auto":
+            # in this process "auto" is synchronous SGD; on a cluster, local SGD's loops
+            options = {**(model.solver_options or {}), "sync_every": 4}
+            model = GLM(**{**model.get_params(), "solver_options": options})
+        index = next((i for i, group in enumerate(COMPILE_GROUPS) if solver in group), 0)
+        groups[index].append(model)
+    workers = sorted(client.scheduler_info()["workers"])
+    futures = [client.submit(_compile_in_process, group, X_few, y_few, pure=False,
+                             workers=[workers[i % len(workers)]], allow_other_workers=False)
+               for i, group in enumerate(groups) if group and workers]
+    client.gather(futures)
+
+
+def _warm_up_fits(X, y, models, rows=32):
+    """Untimed: every worker compiles (or loads from numba's on-disk cache) the compiled
+    loops of every method and runs each method's first calls, so that no timed fit pays
+    for them.  On a cluster the workers first compile different methods' loops at once
+    (:func:`_compile_apart`); then each of ``models`` is fitted (at most 2 iterations)
+    on the first ``rows`` rows of every partition, on every worker.  Returns the wall
+    time."""
+    from .engine.distributed import active_client
+
+    start = time.perf_counter()
+    client = active_client()
+    if client is not None:
+        _compile_apart(client, [m for m in models if m.solver != "auto"], X, y)
+    X_few, y_few = _first_rows_of_every_partition(X, y, rows)
+    for model in models:
+        _small_fit(model, X_few, y_few)
+    return time.perf_counter() - start
+
+
 def _params(model, fit_intercept):
     coef = np.ravel(model.coef_)
     return np.r_[coef, float(np.ravel(model.intercept_)[0])] if fit_intercept else coef
@@ -340,9 +615,13 @@ METHOD_VARIANTS = {
     "lbfgs-sharded": ("lbfgs", {"sharded": True}),
 }
 
+#: Stochastic solvers: their ``history_`` holds per-epoch estimates of the objective.
+STOCHASTIC = ("sgd", "async", "gossip")
+
 
 def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, l1_ratio=0.5,
-            fit_intercept=True, test_size=0.2, tol=1e-8, max_iter=500, solver_options=None):
+            fit_intercept=True, test_size=0.2, tol=1e-8, max_iter=500, solver_options=None,
+            at_defaults=False, warm_up="round"):
     """Fit each method on the same rows and tabulate what each one cost.
 
     Runs on the active ``distributed.Client`` if there is one, in this process otherwise.
@@ -352,8 +631,9 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
     X : ndarray or dask.array.Array of shape (n_samples, n_features)
     y : ndarray or dask.array.Array of shape (n_samples,)
     methods : list of str, optional
-        Solver names, or the variants of :data:`METHOD_VARIANTS` (``"lbfgs-sharded"``:
-        L-BFGS on column shards); default: every solver but those of :data:`ON_REQUEST`.
+        Solver names, ``"auto"`` (its row names the solver it chose), or the variants of
+        :data:`METHOD_VARIANTS` (``"lbfgs-sharded"``: L-BFGS on column shards); default:
+        every solver but those of :data:`ON_REQUEST` (:data:`EVERY_METHOD`: all of them).
         A method that cannot handle the problem gets a row saying why.
     family : str or Family, default="binomial"
     penalty : {"l2", "l1", "elasticnet", "none"}, default="l2"
@@ -368,31 +648,51 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
     solver_options : dict, optional
         ``{method: options}`` passed to that method's ``solver_options``, on top of
         :data:`METHOD_DEFAULTS`.
+    at_defaults : bool, default=False
+        Fit every method as a new user would, at the estimator's own ``tol``,
+        ``max_iter`` and solver options (``tol``, ``max_iter`` and
+        :data:`METHOD_DEFAULTS` are then not used; ``solver_options`` still is).
+    warm_up : {"round", "fits"} or None, default="round"
+        Untimed work before the timed fits.  ``"round"``: one validation round on a few
+        rows.  ``"fits"``: a fit of every method (2 iterations at most) on the first rows
+        of every partition, so that every worker compiles or loads every method's
+        compiled loops before any fit is timed (its wall time is the comparison's
+        ``warm_up_seconds``).
 
     Returns
     -------
     Comparison
     """
     methods = [m for m in SOLVERS if m not in ON_REQUEST] if methods is None else list(methods)
-    unknown = [m for m in methods if m not in SOLVERS and m not in METHOD_VARIANTS]
+    unknown = [m for m in methods
+               if m != "auto" and m not in SOLVERS and m not in METHOD_VARIANTS]
     if unknown:
         raise ValueError(f"Unknown method(s) {unknown}; choose from "
-                         f"{sorted(SOLVERS) + sorted(METHOD_VARIANTS)}.")
+                         f"{['auto'] + sorted(SOLVERS) + sorted(METHOD_VARIANTS)}.")
+    if warm_up not in ("round", "fits", None):
+        raise ValueError(f"warm_up must be 'round', 'fits' or None; got {warm_up!r}.")
     X_train, y_train, X_test, y_test = _split(X, y, test_size)
     family_obj = get_family(family)
     n_train, n_features = _n_rows(X_train), int(X.shape[1])
     options = solver_options or {}
-    _warm_up(X_train, y_train, family_obj)
-    rows = []
+    models = []
     for method in methods:
         solver, variant = METHOD_VARIANTS.get(method, (method, {}))
-        defaults = METHOD_DEFAULTS.get(method, {})
+        defaults = {} if at_defaults else METHOD_DEFAULTS.get(method, {})
         method_options = {**variant, **defaults.get("options", {}),
                           **(options.get(method) or {})}
-        model = GLM(family=family, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
-                    solver=solver, fit_intercept=fit_intercept, tol=tol,
-                    max_iter=min(max_iter, defaults.get("max_iter", max_iter)),
-                    solver_options=method_options or None)
+        stopping = {} if at_defaults else {
+            "tol": tol, "max_iter": min(max_iter, defaults.get("max_iter", max_iter))}
+        models.append(GLM(family=family, penalty=penalty, alpha=alpha, l1_ratio=l1_ratio,
+                          solver=solver, fit_intercept=fit_intercept,
+                          solver_options=method_options or None, **stopping))
+    warm_up_seconds = None
+    if warm_up == "round":
+        _warm_up(X_train, y_train, family_obj)
+    elif warm_up == "fits":
+        warm_up_seconds = _warm_up_fits(X_train, y_train, models)
+    rows = []
+    for method, model in zip(methods, models):
         start = time.perf_counter()
         try:
             with warnings.catch_warnings():
@@ -403,11 +703,14 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
             continue
         seconds = time.perf_counter() - start
         report = model.comm_
+        passes, at_least = passes_over_data(model, n_train)
         rows.append(MethodResult(
-            method, iterations=int(np.max(model.n_iter_)), rounds=report.rounds,
-            bytes_measured=report.bytes_measured, bytes_modelled=report.bytes_modelled,
-            seconds=seconds, seconds_waiting=report.seconds_waiting,
-            converged=bool(model.converged_), model=model,
+            method, chosen=model.solver_ if model.solver == "auto" else None,
+            iterations=int(np.max(model.n_iter_)), rounds=report.rounds, passes=passes,
+            passes_at_least=at_least, bytes_measured=report.bytes_measured,
+            bytes_modelled=report.bytes_modelled, seconds=seconds,
+            seconds_waiting=report.seconds_waiting, converged=bool(model.converged_),
+            model=model,
         ))
         if X_test is not None:
             rows[-1].score = _held_out_score(model, family_obj, X_test, y_test)
@@ -431,4 +734,5 @@ def compare(X, y, methods=None, *, family="binomial", penalty="l2", alpha=1e-4, 
     description = (f"{name} family, {penalty} penalty alpha={alpha:g}, {n_train} training rows "
                    f"x {n_features} features ({where})"
                    + (f", {_n_rows(X_test)} held out" if X_test is not None else ""))
-    return Comparison(rows, description, data_bytes=8 * n_train * n_features)
+    return Comparison(rows, description, data_bytes=8 * n_train * n_features,
+                      warm_up_seconds=warm_up_seconds)

@@ -10,25 +10,6 @@ from daskglm.cli import CommandError, main
 from daskglm.io import load_zarr
 
 
-def test_demo_prints_a_row_per_method():
-    result = subprocess.run(
-        [sys.executable, "-m", "daskglm.cli", "demo", "--n", "20000", "--d", "5", "--partitions", "4"],
-        capture_output=True, text=True, timeout=180,
-    )
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    header = next(line for line in lines if line.startswith("method"))
-    for column in ("rounds", "bytes measured", "seconds", "objective gap", "held-out score"):
-        assert column in header
-    body = lines[lines.index(header) + 2:]
-    rows = {line.split()[0]: line.split() for line in body[:body.index("")]}
-    assert "lbfgs" in rows and "gd" in rows
-    assert "normal" not in rows  # only the methods that apply to the binomial family
-    accuracy = float(rows["lbfgs"][-1])
-    assert 0.5 < accuracy <= 1.0
-    assert "accuracy" in result.stdout
-
-
 def test_fit_fits_a_zarr_store_and_saves_the_model_and_its_ledger(tmp_path, capsys):
     import json
     import pickle
