@@ -140,21 +140,33 @@ def table_encoding(frame, drop_first, compute=None, missing="error"):
             levels[column] = np.asarray(dtype.categories)
         else:
             unknown.append(column)
-    if unknown:
-        distinct = [distinct_values(frame[c]) for c in unknown]
-        values = compute(*distinct) if hasattr(distinct[0], "__dask_graph__") else distinct
-        for column, found in zip(unknown, values):
-            levels[column] = np.asarray(sorted(pd.unique(np.asarray(found)), key=_order))
+    # one pass for all that must be read: unknown levels, and with missing="mean" the
+    # numeric columns' means and which categorical columns have gaps
+    numeric = [c for c in frame.columns if c not in categorical]
+    wanted = [distinct_values(frame[c]) for c in unknown]
+    if missing == "mean":
+        wanted += [frame[numeric].mean() if numeric else None,
+                   frame[categorical].isna().any() if categorical else None]
+    dask_values = [v for v in wanted if v is not None and hasattr(v, "__dask_graph__")]
+    if dask_values:
+        if compute is None:
+            import dask
+
+            compute = dask.compute
+        computed = iter(compute(*dask_values))
+        wanted = [next(computed) if v is not None and hasattr(v, "__dask_graph__") else v
+                  for v in wanted]
+    for column, found in zip(unknown, wanted):
+        levels[column] = np.asarray(sorted(pd.unique(np.asarray(found)), key=_order))
     means = {}
     if missing == "mean":
-        numeric = [c for c in frame.columns if c not in categorical]
-        found = _column_means(frame, numeric, categorical, compute)
-        means = {str(c): value for c, value in found[0].items()}
+        found_means, gaps = wanted[len(unknown):]
+        means = {str(c): float(v) for c, v in (found_means.items() if numeric else ())}
         empty = [c for c, value in means.items() if not np.isfinite(value)]
         if empty:
             raise ValueError(f"Numeric column(s) {empty} have no values to take a mean of.")
         for column in categorical:
-            if found[1][column]:
+            if bool(gaps[column]):
                 levels[column] = np.append(levels[column].astype(object), MISSING_LEVEL)
     for column in categorical:
         if drop_first and len(levels[column]) < 2:
@@ -162,20 +174,6 @@ def table_encoding(frame, drop_first, compute=None, missing="error"):
                              "its dummy would be the intercept. Drop the column.")
     return TableEncoding(tuple(columns), {str(c): levels[c] for c in categorical},
                          bool(drop_first), means, missing == "mean")
-
-
-def _column_means(frame, numeric, categorical, compute):
-    """``(means of the numeric columns, {categorical column: whether it has a missing
-    value})``, skipping missing values: one pass for a Dask frame."""
-    means = frame[numeric].mean() if numeric else None
-    gaps = frame[categorical].isna().any() if categorical else None
-    wanted = [v for v in (means, gaps) if v is not None]
-    if wanted and hasattr(wanted[0], "__dask_graph__"):
-        wanted = list(compute(*wanted))
-    values = iter(wanted)
-    means = next(values) if numeric else {}
-    gaps = next(values) if categorical else {}
-    return dict(means.items()) if numeric else {}, dict(gaps.items()) if categorical else {}
 
 
 def distinct_values(column):
