@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator
 
 __all__ = ["HashingFeatures"]
 
 
-class HashingFeatures(TransformerMixin, BaseEstimator):
+class HashingFeatures(BaseEstimator):
     """Hashed token counts of a text column, one CSR chunk per partition.
 
     Parameters
@@ -65,6 +65,10 @@ class HashingFeatures(TransformerMixin, BaseEstimator):
         self._vectorizer()._validate_params()
         self.n_features_out_ = int(self.n_features)
         return self
+
+    def fit_transform(self, X, y=None):
+        """:meth:`fit`, then :meth:`transform` (a pipeline's step)."""
+        return self.fit(X, y).transform(X)
 
     def transform(self, X):
         """The hashed features of ``X``: a CSR matrix for in-memory text, a Dask array of
