@@ -133,11 +133,9 @@ def table_encoding(frame, drop_first, compute=None, missing="error"):
     check_missing(missing)
     levels, unknown = {}, []
     for column in categorical:
-        dtype = frame[column].dtype
-        known = isinstance(dtype, pd.CategoricalDtype) and (
-            not hasattr(frame[column], "cat") or getattr(frame[column].cat, "known", True))
-        if known:
-            levels[column] = np.asarray(dtype.categories)
+        known = known_levels(frame[column])
+        if known is not None:
+            levels[column] = np.asarray(known)
         else:
             unknown.append(column)
     # one pass for all that must be read: unknown levels, and with missing="mean" the
@@ -174,6 +172,19 @@ def table_encoding(frame, drop_first, compute=None, missing="error"):
                              "its dummy would be the intercept. Drop the column.")
     return TableEncoding(tuple(columns), {str(c): levels[c] for c in categorical},
                          bool(drop_first), means, missing == "mean")
+
+
+def known_levels(column):
+    """The categories a pandas or Dask Series's dtype holds, or None when it holds none
+    (not a category, or a Dask category whose categories are not known yet)."""
+    import pandas as pd
+
+    dtype = column.dtype
+    if not isinstance(dtype, pd.CategoricalDtype):
+        return None
+    if hasattr(column, "cat") and not getattr(column.cat, "known", True):
+        return None
+    return list(dtype.categories)
 
 
 def distinct_values(column):

@@ -132,18 +132,16 @@ _NAMESPACE = {"np", "numpy"}
 def _levels(data, columns, compute):
     import pandas as pd
 
+    from .categorical import distinct_values, known_levels
+
     levels, unknown = {}, []
     for column in columns:
-        dtype = data[column].dtype
-        known = isinstance(dtype, pd.CategoricalDtype) and (
-            not hasattr(data[column], "cat") or getattr(data[column].cat, "known", True))
-        if known:
-            levels[column] = list(dtype.categories)
+        known = known_levels(data[column])
+        if known is not None:
+            levels[column] = known
         else:
             unknown.append(column)
     if unknown:
-        from .categorical import distinct_values
-
         distinct = [distinct_values(data[c]) for c in unknown]
         if hasattr(distinct[0], "__dask_graph__"):
             distinct = (compute or _compute)(*distinct)
