@@ -22,6 +22,7 @@ import pytest
 
 import daskglm
 from daskglm.engine import partitions as engine_partitions
+from daskglm.engine.distributed import DistributedEngine
 from daskglm.engine.partitions import _in_memory_parts, scatter_partitions
 from tests.conftest import make_data
 
@@ -282,21 +283,26 @@ def test_compressed_sgd_survives_a_worker_killed_during_the_fit(cluster3, client
             return daskglm.LogisticRegression(solver="sgd", max_iter=6, tol=None,
                                               solver_options=options).fit(X, y)
 
-    fit()  # compiled loops loaded on the workers
-    start = time.monotonic()
-    expected = fit()
-    seconds = time.monotonic() - start
+    expected = fit()  # also loads the compiled loops on the workers
     assert any(r.route == "direct" for r in expected.comm_.records
                if r.kind == "compressed_batch")
     pids = client3.run(os.getpid)
     victim = sorted(pids)[0]
-    killer = threading.Timer(0.4 * seconds, os.kill, (pids[victim], signal.SIGKILL))
-    killer.start()
-    try:
-        got = fit()
-    finally:
-        killer.join()
-    _wait_until_removed(client3, victim)
+    # the kill lands between two compressed rounds, after the senders are kept
+    run_round = DistributedEngine._execute_stateful
+    calls = []
+
+    def kill_before_the_fourth_round(engine, fn, *args, **kwargs):
+        calls.append(fn)
+        if len(calls) == 4:
+            os.kill(pids[victim], signal.SIGKILL)
+            _wait_until_removed(client3, victim)
+        return run_round(engine, fn, *args, **kwargs)
+
+    monkeypatch.setattr(DistributedEngine, "_execute_stateful",
+                        kill_before_the_fourth_round)
+    got = fit()
+    assert len(calls) > 4
     rounds = [r for r in got.comm_.records if r.kind == "compressed_batch"]
     reset_at = [i for i, r in enumerate(rounds) if r.state_reset]
     assert reset_at, "the kill landed during the fit and reset the senders"
