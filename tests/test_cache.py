@@ -74,6 +74,39 @@ def test_auto_keeps_the_partitions_that_fit_and_streams_the_others(store, where,
     assert reads[1:] and all(read == streamed for read in reads[1:])
 
 
+@pytest.mark.parametrize("where", ["in-process", "cluster"])
+def test_auto_starts_from_the_kept_partitions_and_reads_the_store_fewer_times(
+        store, where, request, monkeypatch):
+    """With some partitions kept and the others streamed, solver="auto" first solves on
+    the kept ones (no read of the store), then on all the data from there: the same
+    coefficients as all in memory, in fewer rounds that read the store."""
+    if where == "cluster":
+        request.getfixturevalue("client")
+    X, y, _ = store
+
+    def fit(cache):
+        return daskglm.LogisticRegression(C=0.5, tol=1e-8, cache=cache).fit(X, y)
+
+    cached = fit("memory")
+    monkeypatch.setattr(engine_module, "free_memory", lambda client: X.nbytes)
+    started = fit("auto")
+    assert started.cache_ == "partial"
+    value, reason = started.comm_.choices["start"]
+    assert value == "kept part" and "1400 rows kept in memory" in reason
+    np.testing.assert_allclose(started.coef_, cached.coef_, rtol=0, atol=1e-7)
+    monkeypatch.setattr(daskglm.LogisticRegression, "_start_on_kept_part",
+                        lambda self, plan, name, problem, solver, engine, params0: params0)
+    from_zero = fit("auto")
+    assert "start" not in from_zero.comm_.choices
+    assert from_zero.solver_ == started.solver_
+
+    def reads(model):
+        return sum(1 for r in model.comm_.records if r.bytes_read)
+
+    kept_rounds = [r for r in started.comm_.records if not r.bytes_read]
+    assert kept_rounds and reads(started) < reads(from_zero)
+
+
 def test_in_memory_input_is_always_cached():
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(200, 3)), rng.integers(0, 2, 200)

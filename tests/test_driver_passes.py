@@ -37,3 +37,31 @@ def test_passes_outside_a_fit_are_computed_and_not_recorded():
     with collecting() as passes:
         compute_pass(da.ones(10, chunks=5).sum())
     assert len(passes) == 1 and passes[0].partitions == 1
+
+
+def test_rows_counted_after_boolean_indexing_are_a_driver_pass():
+    """Cross-validation needs the rows of each chunk before the engine exists: counted in
+    one pass over X and one over y, both in the ledger, and the fit is that of the same
+    rows with known chunks."""
+    X, y, _ = make_data("gaussian", n=1200)
+    Xd, yd = da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300)
+    keep = da.from_array(np.arange(1200) % 5 != 0, chunks=300)
+    model = daskglm.LassoCV(alphas=3, cv=3).fit(Xd[keep], yd[keep])
+    counted = [r for r in model.comm_.records if r.kind == Kind.DRIVER_PASS]
+    assert len(counted) == 2 and all(r.tasks > 0 and r.seconds > 0 for r in counted)
+    assert model.comm_.records[0].kind == Kind.DRIVER_PASS
+    expected = daskglm.LassoCV(alphas=3, cv=3).fit(X[np.arange(1200) % 5 != 0],
+                                                     y[np.arange(1200) % 5 != 0])
+    np.testing.assert_allclose(model.coef_, expected.coef_, rtol=1e-8, atol=1e-10)
+
+
+def test_with_known_rows_counts_each_chunk():
+    from daskglm.engine.driver_passes import with_known_rows
+
+    a = da.arange(20, chunks=6)
+    picked = a[a % 3 != 0]
+    with collecting() as passes:
+        known = with_known_rows(picked)
+    assert known.chunks == ((4, 4, 4, 1),) and len(passes) == 1
+    np.testing.assert_array_equal(known.compute(), picked.compute())
+    assert with_known_rows(a) is a

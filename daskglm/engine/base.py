@@ -113,6 +113,12 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
         record.bytes_read = self.round_bytes_read()
         return result
 
+    def kept_part(self, family):
+        """An engine of the partitions kept in memory when the others are read from
+        their source in every round (``cache="partial"``); None here: all or none are
+        kept (the streaming engines say otherwise)."""
+        return None
+
     def round_bytes_read(self):
         """Bytes a round over every partition reads from the data's source."""
         return int(round(self.data_bytes * self.streamed_share))

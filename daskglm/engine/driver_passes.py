@@ -24,7 +24,8 @@ from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
 from ..accounting.ledger import RoundRecord
 
-__all__ = ["collecting", "compute_pass", "add_to", "records_driver_passes"]
+__all__ = ["collecting", "compute_pass", "add_to", "records_driver_passes",
+           "with_known_rows"]
 
 _PASSES = contextvars.ContextVar("daskglm_driver_passes", default=None)
 
@@ -60,6 +61,26 @@ def compute_pass(*collections, reads=()):
         record.bytes_read = sum(_bytes_of(c) for c in read)
         passes.append(record)
     return results
+
+
+def with_known_rows(array):
+    """``array`` (a Dask array) with its unknown row chunk sizes (after boolean indexing,
+    say) counted in one driver pass, as Dask's ``compute_chunk_sizes`` counts them but
+    noted in the ledger; ``array`` itself when they are known."""
+    import dask
+    import dask.array as da
+
+    if not any(math.isnan(size) for size in array.chunks[0]):
+        return array
+    blocks = array.to_delayed()
+    firsts = blocks.reshape(blocks.shape[0], -1)[:, 0]
+    rows = compute_pass(*[dask.delayed(_n_rows)(block) for block in firsts], reads=(array,))
+    chunks = (tuple(int(r) for r in rows),) + tuple(array.chunks[1:])
+    return da.Array(array.dask, array.name, chunks, meta=array._meta)
+
+
+def _n_rows(block):
+    return block.shape[0]
 
 
 def records_driver_passes(fit):

@@ -195,6 +195,18 @@ class StreamingLocalEngine(LocalEngine):
     def _submit_as_completed(self, fn, args, probe):
         return super()._submit_as_completed(_Loading(fn), args, probe)
 
+    def kept_part(self, family):
+        """An engine of the partitions kept in memory (``cache="partial"``) and nothing
+        else, validated by a round of its own over them (no read from the source) and
+        writing its rounds to this engine's ledger; None when no partition is kept."""
+        kept = [part for part in self.parts if isinstance(part, tuple)]
+        if not kept:
+            return None
+        engine = LocalEngine(kept, self.n_features, ledger=self.ledger,
+                             split_every=self.split_every)
+        engine.validate(family)
+        return engine
+
     def _replace_parts(self, fn, arg, probe):
         import dask
 

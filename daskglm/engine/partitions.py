@@ -7,7 +7,6 @@ scattered exactly as ``y`` is.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 
 import numpy as np
@@ -231,8 +230,9 @@ def _align_dask(X, y, weight, offset=None):
     """Whole-row chunks of X with y, weight and offset chunked like X's rows."""
     import dask.array as da
 
-    if any(math.isnan(c) for c in X.chunks[0]):
-        X = X.compute_chunk_sizes()
+    from .driver_passes import with_known_rows  # driver side: not on the workers' path
+
+    X = with_known_rows(X)
     if X.numblocks[1] != 1:
         X = X.rechunk({1: -1})
     row_chunks = X.chunks[0]
@@ -242,8 +242,7 @@ def _align_dask(X, y, weight, offset=None):
             return None
         if not is_dask(a):
             return da.from_array(np.asarray(a), chunks=(row_chunks,) + a.shape[1:])
-        if any(math.isnan(c) for c in a.chunks[0]):
-            a = a.compute_chunk_sizes()
+        a = with_known_rows(a)
         if a.shape[0] != X.shape[0]:
             raise ValueError(
                 f"Found input variables with inconsistent numbers of samples: "

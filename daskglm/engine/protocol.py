@@ -77,6 +77,10 @@ class EngineVerbs(BatchEngine, Protocol):
     def drop_state(self, state):
         """Release the states named ``state`` (no round)."""
 
+    def kept_part(self, family):
+        """An engine of the partitions kept in memory when the others are streamed
+        (``cache="partial"``), on the same ledger; None otherwise."""
+
     def keep_states_in_holders(self, state):
         """Keep the states named ``state`` in the partition holders, where there are."""
 

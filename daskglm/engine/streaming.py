@@ -11,6 +11,15 @@ from .distributed import DistributedEngine
 from .tasks import _run_task
 
 
+def _validated(engine, family):
+    try:
+        engine.validate(family)
+    except BaseException:
+        engine.close()
+        raise
+    return engine
+
+
 class StreamingDistributedEngine(DistributedEngine):
     """Partitions read from their source in every round, on the workers (``cache="none"``).
 
@@ -62,6 +71,24 @@ class StreamingDistributedEngine(DistributedEngine):
 
     def _lost_parts(self):
         return []  # read from their source in every round
+
+    def kept_part(self, family):
+        """An engine of the partitions kept in memory (``cache="partial"``) and nothing
+        else, validated by a round of its own over them (no read from the source) and
+        writing its rounds to this engine's ledger; None when no partition is kept.
+
+        Its futures are new references to the same keys, so closing it leaves this
+        engine's partitions where they are.
+        """
+        from distributed import Future
+
+        kept = [Future(part.key, self.client) for part in self.parts
+                if isinstance(part, Future)]
+        if not kept:
+            return None
+        engine = DistributedEngine(self.client, kept, self.n_features, ledger=self.ledger,
+                                   split_every=self.split_every)
+        return _validated(engine, family)
 
     def _replace_parts(self, fn, arg, probe):
         import dask

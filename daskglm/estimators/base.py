@@ -1,12 +1,16 @@
 """The shared fit template of the estimators: :class:`_GLMBase`.
 
-``fit`` checks the parameters and the input, picks the solver (``solver="auto"``:
-:func:`_choose_solver`), builds the engine (honouring ``cache``), starts from zero or,
-with ``warm_start``, from the previous fit, runs the solver under a progress bar and sets
-the fitted attributes in the training data's dtype.  Subclasses supply the family and the
-penalty (``_family``, ``_penalty``).  Also here: the linear predictor of ``predict``
-(block by block for Dask input), the helpers of ``score``, and the docstring pieces the
-estimators share (``_COMMON_DOC``, ``_FITTED_DOC``).
+``fit`` is one template (:meth:`_GLMBase._fit_template`) of four steps, each handing its
+result to the next as a value (:mod:`.plan`): the checked input (:class:`~.plan.FitData`),
+the plan made before any pass (:class:`~.plan.FitPlan`: the solver, ``"auto"`` chosen
+for the shape of the data, its problem, the start and the first evaluation the
+validation round computes), the engines, and the solve, whose result becomes the fitted
+attributes in the training data's dtype.  Subclasses supply the family and the penalty
+(``_family``, ``_penalty``) and, for classifiers, the labels
+(``_labels_for_engine``, ``_prepare_target``, ``_classes_from_engine``).  Also here: the
+linear predictor of ``predict`` (block by block for Dask input), the helpers of
+``score``, and the docstring pieces the estimators share (``_COMMON_DOC``,
+``_FITTED_DOC``).
 """
 
 from __future__ import annotations
@@ -34,8 +38,9 @@ from ..engine.distributed import active_client
 from ..engine.driver_passes import add_to, collecting, compute_pass, records_driver_passes
 from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
-from ..solvers import SOLVERS, Problem, Solver, get_solver
+from ..solvers import SOLVERS, Problem, get_solver
 from ..solvers.base import DEFAULT_MAX_ITER, SolverResult
+from ..solvers.evaluations import is_multinomial
 from ..solvers.options import options_dict
 from .categorical import (
     check_missing,
@@ -50,6 +55,7 @@ from .inference import (
     _start_intercept,
     _target_moments,
 )
+from .plan import FitData, FitEngines, FitPlan
 from .validation import (
     _check_dask_matrix,
     _check_dask_vector,
@@ -115,7 +121,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
     def _validate_input(self, X, y, sample_weight):
         """Cheap checks that need no pass over the data; NaN/inf come in the engine's round."""
         X, y, sample_weight = self._checked_input(X, y, sample_weight)
-        self._fit_dtype = np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
+        self._fit_dtype = _coef_dtype(X)
         return X, y, sample_weight
 
     def _checked_input(self, X, y, sample_weight):
@@ -245,8 +251,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             )
         return X, y, sample_weight
 
-    def _weigh_samples(self, y, sample_weight):
-        """Hook for weights that depend on the (encoded) target, e.g. class weights."""
+    def _weigh_samples(self, y, sample_weight, labels=None):
+        """Hook for weights that depend on the (encoded) target, e.g. class weights;
+        with ``labels`` (a :class:`~.plan.LabelRequest`) the engine weighs the rows."""
         return sample_weight
 
     def _prepare_target(self, y):
@@ -277,67 +284,116 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         -------
         self
         """
+        return self._fit_template(X, y, sample_weight, offset, exposure)
+
+    def _fit_template(self, X, y, sample_weight=None, offset=None, exposure=None, init=None,
+                      held_out=None, labels=None):
+        """The fit: check the parameters and the input (:class:`~.plan.FitData`), plan
+        before any pass (:class:`~.plan.FitPlan`), read the data once in the engine's
+        validation round, solve, record the fitted attributes.
+
+        ``init`` is ``(coef_init, intercept_init)``; ``held_out`` the rows held out for
+        early stopping; ``labels`` a :class:`~.plan.LabelRequest` the caller decided (one
+        class of one-vs-rest), else the estimator's own (:meth:`_labels_for_engine`).
+        """
         self._check_params()
-        X, y, sample_weight = self._validate_input(X, y, sample_weight)
-        family = self._family()
-        offset = _check_offset(self, offset, exposure, X, family)
-        y = self._prepare_target(y)
-        family = self._family()  # classifiers know their classes now
-        if offset is not None and not getattr(family, "takes_offset", True):
-            raise ValueError(f"The {family.name} model takes no offset.")
-        sample_weight = self._weigh_samples(y, sample_weight)
-        previous = self._previous_params()
-        n_features = int(X.shape[1])
-        # before any pass over the data
-        offset_flag = {} if offset is None else {"has_offset": True}  # SGD's hooks take none
-        name = self._check_solver(n_features, **offset_flag, n_samples=_n_rows(X))
-        self._check_inference(self._penalty(1.0))
-        first = self._first_evaluation(name, n_features, previous, offset is not None)
-        with self._engine(X, y, sample_weight, family, offset, first) as engine:
-            name = self._solver_for_streamed_data(name, engine, n_features, offset is not None)
-            problem, solver = self._configure(name, engine.sum_weight, n_features,
-                                              **offset_flag)
+        data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels)
+        plan = self._plan(data, init)
+        with self._open_engines(data, plan) as engines:
+            engine = engines.training
+            if data.labels is not None:
+                self._classes_from_engine(engine, data.labels)
+            name = self._solver_for_streamed_data(plan, engine)
+            problem, solver = self._configure(plan, name, engines)
             scale = engine.column_scale
             means = _target_moments(engine, problem.family, getattr(self, "inference", False))
-            params0 = _start_params(problem, means, previous, scale)
-            if offset is None:
+            params0 = _start_params(problem, means, plan.start, scale)
+            params0 = self._start_on_kept_part(plan, name, problem, solver, engine, params0)
+            if data.offset is None:
                 self._first_evaluation_from_classes(engine, problem, solver, params0)
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 result = _solve(solver, problem, engine, params0)
-            fitted_params = result.params
-            self._record_fit_in_scale(problem, result, scale)
-            self._fit_statistics(engine, problem, fitted_params, means, offset is not None)
+            params_in_scale = result.params
+            self._record_fit_in_scale(problem, result, scale, data.dtype)
+            self._fit_statistics(engine, problem, params_in_scale, means,
+                                 data.offset is not None)
             self.comm_ = engine.ledger
             self.comm_.method = name
             self.solver_options_ = solver.options_used(self.comm_)
         self._finish_fit(name, result)
         return self
 
-    def _first_evaluation(self, name, n_features, previous, has_offset=False):
+    def _fit_data(self, X, y, sample_weight, offset, exposure, init=None, held_out=None,
+                  labels=None):
+        """The checked input of one fit: cheap checks that need no pass over the data
+        (NaN and infinity are found in the engine's validation round)."""
+        X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        offset = _check_offset(self, offset, exposure, X, self._family())
+        if labels is None:
+            labels = self._labels_for_engine(y, init)
+        if labels is None:
+            y = self._prepare_target(y)
+        family = self._family()  # of the classes found on the driver
+        if offset is not None and not getattr(family, "takes_offset", True):
+            raise ValueError(f"The {family.name} model takes no offset.")
+        sample_weight = self._weigh_samples(y, sample_weight, labels)
+        return FitData(X, y, sample_weight, offset, family, _coef_dtype(X), labels, held_out)
+
+    def _labels_for_engine(self, y, init):
+        """The labels whose classes the validation round finds (classifiers), else None:
+        regressors' targets are checked and prepared on the driver."""
+        return None
+
+    def _plan(self, data, init):
+        """The fit's :class:`~.plan.FitPlan`: the solver (``"auto"`` chosen for the
+        shape of the data) and its problem at unit total weight, checked before any pass;
+        the start point; the solver's first evaluation for the validation round."""
+        start = self._previous_params(init, data.n_features)
+        name, problem, solver = self._planned_solver(data.n_features, data.offset is not None,
+                                                     _n_rows(data.X))
+        self._check_inference(problem.penalty)
+        first = self._first_evaluation(solver, problem, start)
+        final = not self._penalty_scales_with_weight and data.labels is None
+        return FitPlan(name, problem, solver, start, first, self._rescalable(), final)
+
+    def _first_evaluation(self, solver, problem, start):
         """The solver's first evaluation, for the validation round to compute in the same
         read of the data, when its start point is known before that read: zero (or the
-        family's own start intercept), or the previous fit's or ``coef_init``'s
-        parameters.  None when the start needs the data (the families that start the
-        intercept at the mean target) or the solver's first round cannot be shared."""
-        if SOLVERS[name].first_evaluation is Solver.first_evaluation:
-            return None  # the solver shares no first evaluation
-        problem = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
-        params0 = _start_params(problem, None, previous, None)
-        if params0 is None:
-            return None
-        solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
-                            options=self._solver_options(name, problem))
-        return solver.first_evaluation(problem, params0)
+        family's own start intercept), or ``start`` (the previous fit's or
+        ``coef_init``'s parameters).  None when the start needs the data (the families
+        that start the intercept at the mean target) or the solver's first round cannot
+        be shared."""
+        params0 = _start_params(problem, None, start, None)
+        return None if params0 is None else solver.first_evaluation(problem, params0)
 
-    def _record_fit_in_scale(self, problem, result, scale):
-        """The fitted attributes, the coefficients mapped back from the engine's column
-        scale."""
+    def _planned_solver(self, n_features, has_offset=False, n_samples=1):
+        """``(name, problem, solver)`` at unit total weight: the solver checked to handle
+        the problem (with an offset, when ``has_offset``) and its options; ``"auto"``
+        chooses for ``n_samples`` rows."""
+        problem = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
+        if self.solver == "auto":
+            name = _choose_solver(problem, n_samples, self.tol, _worker_threads())
+        else:
+            name = self.solver
+        return name, problem, self._solver_of(name, problem)
+
+    def _solver_of(self, name, problem):
+        return get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
+                          options=self._solver_options(name, problem))
+
+    #: Whether :meth:`_penalty` depends on the data's total weight (``C``, ``Ridge``'s
+    #: summed-loss ``alpha``): the problem is then made again once the weight is known.
+    _penalty_scales_with_weight = False
+
+    def _record_fit_in_scale(self, problem, result, scale, dtype):
+        """The fitted attributes in ``dtype``, the coefficients mapped back from the
+        engine's column scale."""
         if scale is not None:
             result.params = np.array(result.params, dtype=float)
             n_coef = _n_coef(problem)
             result.params[:n_coef] *= np.tile(scale, n_coef // problem.n_features)
         self._record_fit(problem, result)
-        self._cast_fitted()
+        self._cast_fitted(dtype)
 
     def _finish_fit(self, name, result):
         """The solver's name and a ConvergenceWarning when it stopped short of ``tol``."""
@@ -358,7 +414,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
     #: What ``max_iter`` counts.
     _iterations = "iterations"
 
-    def _previous_params(self):
+    def _previous_params(self, init, n_features):
         """The fitted parameters to start from with ``warm_start``, else None."""
         if not self.warm_start or not hasattr(self, "coef_"):
             return None
@@ -372,9 +428,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         unpenalised problem does not depend on column scales."""
         return getattr(self._penalty(1.0), "alpha", 0.0) == 0
 
-    def _cast_fitted(self):
+    def _cast_fitted(self, dtype=None):
         """Coefficients in the dtype of the training data (float32 stays float32)."""
-        dtype = self._fit_dtype
+        dtype = self._fit_dtype = np.dtype(self._fit_dtype if dtype is None else dtype)
         self.coef_ = np.asarray(self.coef_, dtype=dtype)
         if isinstance(self.intercept_, np.ndarray):
             self.intercept_ = self.intercept_.astype(dtype)
@@ -386,29 +442,17 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         penalty = self._penalty(total_weight)
         return NonNegative(penalty) if getattr(self, "positive", False) else penalty
 
-    def _check_solver(self, n_features, has_offset=False, n_samples=1):
-        """The solver's name, after checking it handles the problem (with an offset, when
-        ``has_offset``) and its options; ``"auto"`` chooses for ``n_samples`` rows."""
-        trial = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
-        if self.solver == "auto":
-            name = _choose_solver(trial, n_samples, self.tol, _worker_threads())
-        else:
-            name = self.solver
-        get_solver(name, trial, tol=self.tol, max_iter=self.max_iter,
-                   options=self._solver_options(name, trial))
-        return name
-
-    def _solver_for_streamed_data(self, name, engine, n_features, has_offset):
+    def _solver_for_streamed_data(self, plan, engine):
         """``solver="auto"`` again once the engine streams data from their source: the
         validation round has just read them all, so a pass's seconds are measured, and
         the method of fewest predicted seconds with that many passes is taken (the choice
-        and its reason go to the ledger).  ``name`` itself otherwise."""
+        and its reason go to the ledger).  The plan's solver otherwise."""
+        name = plan.solver_name
         if self.solver != "auto" or not engine.streamed_share:
             return name
         validation = next(r for r in engine.ledger.records if r.kind.startswith("validate"))
         pass_seconds = validation.seconds * engine.streamed_share
-        trial = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
-        chosen = _choose_solver(trial, engine.n_samples, self.tol, _worker_threads(),
+        chosen = _choose_solver(plan.problem, engine.n_samples, self.tol, _worker_threads(),
                                 pass_seconds=pass_seconds)
         engine.ledger.note_choice(
             "solver", chosen,
@@ -417,6 +461,32 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             f"{chosen!r} is predicted fastest with that cost per pass"
             + ("" if chosen == name else f" (before the data were read: {name!r})"))
         return chosen
+
+    def _start_on_kept_part(self, plan, name, problem, solver, engine, params0):
+        """With ``solver="auto"`` on data partly kept in memory and partly read from their
+        source in every round (``cache_ == "partial"``), start from the same solver's
+        solution on the kept partitions alone: it costs no read of the source, and the
+        fit on all the data then needs fewer rounds, each a read of the source.  The
+        kept part's rounds go to the ledger (no bytes read) and the start to its
+        choices.  ``params0`` otherwise, and for a start given (``warm_start``,
+        ``coef_init``), the normal equations (one round whatever the start) and the
+        multinomial model."""
+        if self.solver != "auto" or engine.cache != "partial" or plan.start is not None \
+                or params0 is None or name == "normal" or is_multinomial(problem):
+            return params0
+        kept = engine.kept_part(problem.family)
+        if kept is None:
+            return params0
+        try:
+            found = _solve(solver, problem, kept, params0)
+        finally:
+            kept.close()
+        engine.ledger.note_choice(
+            "start", "kept part",
+            f"{name!r} solved on the {kept.n_samples} rows kept in memory first "
+            f"({found.n_iter} iterations, no read of the source), then on all "
+            f"{engine.n_samples} rows from that solution")
+        return np.asarray(found.params, dtype=float)
 
     def _problem(self, penalty, n_features, has_offset=False):
         """The problem of this estimator's family with ``penalty``."""
@@ -429,12 +499,16 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             return _auto_options(name, problem, options)
         return options
 
-    def _configure(self, name, total_weight, n_features, has_offset=False):
-        """The problem (its penalty scaled to the data's total weight) and its solver."""
-        problem = self._problem(self._constrained_penalty(total_weight), n_features, has_offset)
-        solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
-                            options=self._solver_options(name, problem))
-        return problem, solver
+    def _configure(self, plan, name, engines):
+        """The fit's problem (its penalty scaled to the data's total weight, the family
+        of the classes found) and solver: the plan's own when nothing the data hold
+        changes them."""
+        if plan.final and name == plan.solver_name:
+            return plan.problem, plan.solver
+        planned = plan.problem
+        problem = self._problem(self._constrained_penalty(engines.training.sum_weight),
+                                planned.n_features, planned.has_offset)
+        return problem, self._solver_of(name, problem)
 
     def _record_fit(self, problem, result):
         """The fitted attributes from a solver's result."""
@@ -444,26 +518,26 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         self.converged_ = bool(result.converged)
         self.history_ = result.history
 
-    def _engine(self, X, y, sample_weight, family, offset=None, first=None):
+    def _open_engines(self, data, plan):
+        """The :class:`~.plan.FitEngines` of a fit: here the training rows' engine."""
+        return FitEngines(self._engine(data.X, data.y, data.sample_weight, data.family,
+                                       data.offset, plan.first, data.labels, plan.rescale))
+
+    def _engine(self, X, y, sample_weight, family, offset=None, first=None, labels=None,
+                rescale=None):
         """The validated engine of a fit, honouring the ``cache`` policy; ``first`` (a
         solver's :class:`~daskglm.solvers.base.FirstEvaluation`) runs in the validation
-        round unless that round collects the class labels."""
-        label_dtype = self.__dict__.pop("_labels_from_engine", None)
-        labels = False if label_dtype is None else self._label_summary()
-        by_class = bool(labels) and offset is None and _follows_from_class_sums(first, X)
-        if by_class:
+        round unless that round collects the class labels (``labels``, a
+        :class:`~.plan.LabelRequest`)."""
+        summary = False if labels is None else labels.summary
+        if summary and offset is None and _follows_from_class_sums(first, X):
             # the first evaluation follows from the classes' column sums
             # (:meth:`_first_evaluation_from_classes`)
-            labels = "moments"
-        engine = make_engine(X, y, sample_weight, family=family, cache=self.cache, labels=labels,
-                             rescale=self._rescalable(), offset=offset,
-                             first=None if labels else first)
-        if label_dtype is not None:
-            try:
-                self._classes_from_engine(engine, label_dtype)
-            except BaseException:
-                engine.close()
-                raise
+            summary = "moments"
+        engine = make_engine(X, y, sample_weight, family=family, cache=self.cache,
+                             labels=summary,
+                             rescale=self._rescalable() if rescale is None else rescale,
+                             offset=offset, first=None if summary else first)
         self.cache_ = engine.cache
         logger.info("%s: cache=%r -> %r (%s)", type(self).__name__, self.cache, engine.cache,
                     engine.cache_reason)
@@ -573,6 +647,11 @@ def _follows_from_class_sums(first, X):
     meta = X._meta if is_dask(X) else X
     return type(meta) is np.ndarray and meta.dtype in (np.float32, np.float64) \
         and not np.any(coef)
+
+
+def _coef_dtype(X):
+    """The dtype of the coefficients fitted to ``X``: float32 stays float32."""
+    return np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
 
 
 def _dense(coef):

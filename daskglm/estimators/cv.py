@@ -104,16 +104,20 @@ class _PathCV:
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
         X, y, sample_weight = _with_known_rows(X, y, sample_weight)
         raw_y = y
-        y = self._prepare_target(y)
+        labels = self._labels_for_engine(y, None)
+        if labels is None:
+            y = self._prepare_target(y)
         folds = _assign_folds(self.cv, y, X.shape[0], classifier=self._classifier,
                               split_params=self.__dict__.get("_split_params"))
         n_folds = folds.n_folds
         self._keep_for_scoring(X, raw_y, sample_weight, folds)
-        sample_weight = self._weigh_samples(y, sample_weight)
+        sample_weight = self._weigh_samples(y, sample_weight, labels)
         n_features = int(X.shape[1])
         refit = getattr(self, "refit", True)
         result = None
-        with self._engine(X, y, sample_weight, self._family()) as engine:
+        with self._engine(X, y, sample_weight, self._family(), labels=labels) as engine:
+            if labels is not None:
+                self._classes_from_engine(engine, labels)
             splits = folds.on(engine)
             grid = self._grid(engine)
             # "auto" chooses per l1_ratio: 0 (smooth) and > 0 (non-smooth) need different solvers

@@ -297,6 +297,9 @@ class Ridge(_MultiOutputMixin, _RegressorGLM):
     def _family(self):
         return Gaussian()
 
+    #: ``alpha`` weighs ``|coef|^2`` against the summed loss, as scikit-learn's Ridge.
+    _penalty_scales_with_weight = True
+
     def _penalty(self, total_weight):
         return make_penalty("l2", self.alpha / total_weight)
 

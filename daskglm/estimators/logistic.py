@@ -41,6 +41,7 @@ from .base import (
     _weighted_mean,
 )
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
+from .plan import LabelRequest
 from .validation import _check_score_input
 
 #: scikit-learn 1.8 deprecated ``LogisticRegression(penalty=...)``: the penalty follows
@@ -140,12 +141,9 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         -------
         self
         """
-        self._init = (coef_init, intercept_init)
         self._warn_ignored_parameters()
-        try:
-            return super().fit(X, y, sample_weight, offset, exposure)
-        finally:
-            del self._init
+        return self._fit_template(X, y, sample_weight, offset, exposure,
+                                  init=(coef_init, intercept_init))
 
     def _warn_ignored_parameters(self):
         """scikit-learn's UserWarnings for a ``C`` or ``l1_ratio`` the penalty ignores."""
@@ -172,6 +170,15 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         super()._record_fit(problem, result)
         self.n_iter_ = np.array([result.n_iter], dtype=np.int32)
 
+    #: ``C`` weighs the summed loss: the penalty on the mean-loss scale is ``1 / (C * total weight)``.
+    _penalty_scales_with_weight = True
+
+    @property
+    def _n_classes(self):
+        """Classes of the fit: those found (``classes_``), two until they are."""
+        classes = getattr(self, "classes_", None)
+        return 2 if classes is None else int(np.size(classes))
+
     def _check_inference(self, penalty):
         super()._check_inference(penalty)
         if getattr(self, "inference", False) and self._n_classes > 2:
@@ -179,7 +186,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
                              f"{self._n_classes} (the multinomial model).")
 
     def _family(self):
-        n_classes = getattr(self, "_n_classes", 2)
+        n_classes = self._n_classes
         return Multinomial(n_classes) if n_classes > 2 else Binomial()
 
     def _problem(self, penalty, n_features, has_offset=False):
@@ -189,10 +196,11 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
                                       has_offset, n_classes=family.n_classes)
         return super()._problem(penalty, n_features, has_offset)
 
-    def _previous_params(self):
-        """``coef_init``/``intercept_init``, else with ``warm_start`` the previous fit's
-        coefficients, as one parameter vector; ValueError when their shape does not fit."""
-        coef_init, intercept_init = getattr(self, "_init", (None, None))
+    def _previous_params(self, init, n_features):
+        """``init`` (``coef_init``, ``intercept_init``), else with ``warm_start`` the
+        previous fit's coefficients, as one parameter vector; ValueError when their shape
+        does not fit."""
+        coef_init, intercept_init = (None, None) if init is None else init
         if coef_init is None:
             if intercept_init is not None:
                 raise ValueError("intercept_init needs coef_init.")
@@ -202,7 +210,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         else:
             source = "coef_init"
         rows = self._n_classes if self._n_classes > 2 else 1
-        shape = (rows, self.n_features_in_)
+        shape = (rows, n_features)
         coef = np.asarray(coef_init, dtype=np.float64)
         if coef.shape != shape and not (rows == 1 and coef.shape == shape[1:]):
             raise ValueError(
@@ -220,11 +228,11 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         params = coef.ravel()
         return np.concatenate([params, intercept]) if self.fit_intercept else params.copy()
 
-    def _weigh_samples(self, y, sample_weight):
+    def _weigh_samples(self, y, sample_weight, labels=None):
         """``sample_weight`` times the weight of each row's class (``class_weight``)."""
         if self.class_weight is None:
             return sample_weight
-        if "_labels_from_engine" in self.__dict__:  # weighed by the engine, by class
+        if labels is not None:  # weighed by the engine, by class
             _check_class_weight(self.class_weight)
             return sample_weight
         weights = _class_weights(self.class_weight, self.classes_, y, sample_weight)
@@ -264,23 +272,24 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
             )
         return None if self.penalty == "none" else self.penalty
 
-    def _prepare_target(self, y):
-        """Labels encoded as class indices (0/1 for two classes).
-
-        Numeric Dask labels stay as they are: the engine's validation round finds the
+    def _labels_for_engine(self, y, init):
+        """Numeric Dask labels stay as they are: the engine's validation round finds the
         classes and their weighted counts, and one ``encode`` round encodes them and
         weighs the rows by class where they live (:meth:`_classes_from_engine`).  Only a
         start given before the classes are known (``coef_init``, ``warm_start``) and
-        labels that are not numbers take a pass over Dask ``y`` here.
+        labels that are not numbers take a pass over Dask ``y`` (:meth:`_prepare_target`).
         """
-        self._n_classes = 2
-        self.__dict__.pop("_labels_from_engine", None)
-        needs_classes = (getattr(self, "_init", (None,))[0] is not None
+        needs_classes = ((init is not None and init[0] is not None)
                          or (self.warm_start and hasattr(self, "coef_")))
         if is_dask(y) and (np.issubdtype(y.dtype, np.number) or y.dtype == bool) \
                 and not needs_classes:
-            self._labels_from_engine = y.dtype
-            return y
+            self.__dict__.pop("classes_", None)  # the previous fit's; found again
+            return LabelRequest(y.dtype, self._label_summary())
+        return None
+
+    def _prepare_target(self, y):
+        """Labels encoded as class indices (0/1 for two classes), their classes found
+        here (a pass over Dask labels)."""
         if is_dask(y):
             import dask.array as da
 
@@ -318,14 +327,15 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         if kind not in ("binary", "multiclass"):
             raise ValueError(f"Unknown label type: {kind}. Labels must be one class per sample.")
         self.classes_ = classes
-        self._n_classes = int(classes.size)
 
-    def _classes_from_engine(self, engine, dtype):
-        """``classes_`` (of the labels' dtype) from the labels the validation round found;
+    def _classes_from_engine(self, engine, labels):
+        """``classes_`` (of the labels' dtype) from the labels the validation round found
+        (``labels``, a :class:`~.plan.LabelRequest`);
         the targets are then encoded (0/1, or class indices) where they live, and with
         ``class_weight`` the rows weighed by class in the same round."""
         counts = engine.label_counts
         found = counts.labels
+        dtype = labels.dtype
         kind = type_of_target(found.astype(dtype), input_name="y")
         if kind != "continuous" and found.size >= MAX_LABELS:
             raise ValueError(f"y has more than {MAX_LABELS - 1} classes.")

@@ -124,7 +124,7 @@ class _MultiOutputMixin:
         alphas = self._per_target_alphas(y)
         if alphas is not None:  # each target's fit checks its own solver
             self._fit_targets_in_turn(X, y, sample_weight, alphas)
-        elif self._check_solver(0 if n_features is None else n_features) == "normal":
+        elif self._planned_solver(0 if n_features is None else n_features)[0] == "normal":
             self._fit_targets_at_once(X, y, sample_weight)
         else:
             self._fit_targets_in_turn(X, y, sample_weight)
@@ -139,10 +139,12 @@ class _MultiOutputMixin:
         joined, Y = _join_targets(X, Y)
         n_features, n_targets = X.shape[1], Y.shape[1]
         # the Gram round of the features and targets is the validation round
-        first = self._first_evaluation("normal", n_features, None)
+        planned = self._problem(self._constrained_penalty(1.0), n_features)
+        first = self._first_evaluation(self._solver_of("normal", planned), planned, None)
         with self._engine(joined, Y[:, 0], sample_weight, self._family(),
                           first=first) as engine:
-            problem, solver = self._configure("normal", engine.sum_weight, n_features)
+            problem = self._problem(self._constrained_penalty(engine.sum_weight), n_features)
+            solver = self._solver_of("normal", problem)
             result = solver.solve_targets(problem, engine, n_targets)
             scale = engine.column_scale
             self.comm_ = engine.ledger

@@ -30,7 +30,8 @@ from ..solvers import Problem, get_solver
 from ..solvers.options import options_dict
 from .base import _check_numbers_are_not_text, _GLMBase
 from .linear import _RegressorGLM
-from .validation import _check_feature_names_match, _n_columns
+from .plan import FitEngines
+from .validation import _check_feature_names_match
 
 #: The solvers the SGD estimators run (``solver=``).
 STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
@@ -175,22 +176,16 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         self
         """
         self._check_params()
-        self._fit_start = _initial_params(X, coef_init, intercept_init, self.fit_intercept)
-        try:
-            if self.early_stopping and "_held_out" not in self.__dict__:
-                X, y, sample_weight = self._split_held_out(X, y, sample_weight)
-            return super().fit(X, y, sample_weight)
-        finally:
-            self.__dict__.pop("_fit_start", None)
-            self.__dict__.pop("_held_out", None)
-            held_out_engine = self.__dict__.pop("_held_out_engine", None)
-            if held_out_engine is not None:
-                held_out_engine.close()
+        held_out = None
+        if self.early_stopping:
+            (X, y, sample_weight), held_out = self._split_held_out(X, y, sample_weight)
+        return self._fit_template(X, y, sample_weight, init=(coef_init, intercept_init),
+                                  held_out=held_out)
 
     # early stopping ------------------------------------------------------------------
     def _split_held_out(self, X, y, sample_weight):
-        """The training rows of ``(X, y, sample_weight)``; the held-out rows go to
-        ``self._held_out``.
+        """The training rows of ``(X, y, sample_weight)`` and the held-out rows, two
+        tuples.
 
         scikit-learn's split: :class:`~sklearn.model_selection.ShuffleSplit` (stratified
         for a classifier) with ``test_size=validation_fraction`` and ``random_state`` (a
@@ -232,37 +227,35 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             )
         mask = np.zeros(n_samples, dtype=bool)
         mask[held_out] = True  # the training rows keep their order
-        self._held_out = tuple(_rows_of(part, mask) for part in (X, y, sample_weight))
-        return tuple(_rows_of(part, ~mask) for part in (X, y, sample_weight))
+        parts = (X, y, sample_weight)
+        return (tuple(_rows_of(part, ~mask) for part in parts),
+                tuple(_rows_of(part, mask) for part in parts))
 
     def _held_out_target(self, y):
         """The held-out targets as the engine holds the training ones."""
         return y
 
-    def _engine(self, X, y, sample_weight, family, offset=None, first=None):
+    def _open_engines(self, data, plan):
         """The engine of the training rows and, with early stopping, one of the held-out
-        rows writing its rounds to the same ledger (``self._held_out_engine``)."""
-        engine = super()._engine(X, y, sample_weight, family, offset, first)
-        held_out = self.__dict__.get("_held_out")
-        if held_out is not None:
-            try:
-                X_val, y_val, weight_val = held_out
-                scorer = make_engine(X_val, self._held_out_target(y_val), weight_val,
-                                     family=family, cache=self.cache)
-            except BaseException:
-                engine.close()
-                raise
-            engine.ledger.records.extend(scorer.ledger.records)
-            scorer.ledger = engine.ledger
-            self._held_out_engine = scorer
-        return engine
+        rows writing its rounds to the same ledger."""
+        engines = super()._open_engines(data, plan)
+        if data.held_out is None:
+            return engines
+        try:
+            X_val, y_val, weight_val = data.held_out
+            scorer = make_engine(X_val, self._held_out_target(y_val), weight_val,
+                                 family=data.family, cache=self.cache)
+        except BaseException:
+            engines.training.close()
+            raise
+        ledger = engines.training.ledger
+        ledger.records.extend(scorer.ledger.records)
+        scorer.ledger = ledger
+        return FitEngines(engines.training, scorer)
 
-    def _validation_score(self, problem):
-        """``score(params)``: the held-out rows' accuracy or R^2, one round of the
-        held-out engine (``validation_score``); None without early stopping."""
-        engine = self.__dict__.get("_held_out_engine")
-        if engine is None:
-            return None
+    def _validation_score(self, problem, engine):
+        """``score(params)``: the held-out rows' accuracy or R^2, one round of their
+        ``engine`` (``validation_score``)."""
         classification = bool(self._classifier)
 
         def score(params):
@@ -273,20 +266,27 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
 
         return score
 
-    def _previous_params(self):
-        start = self.__dict__.get("_fit_start")
-        return super()._previous_params() if start is None else start
+    def _previous_params(self, init, n_features):
+        """``coef_init`` and ``intercept_init`` (``init``), else with ``warm_start`` the
+        previous fit's parameters."""
+        if init is not None and (init[0] is not None or init[1] is not None):
+            return _initial_params(n_features, *init, self.fit_intercept)
+        return super()._previous_params(init, n_features)
 
     _iterations = "epochs"
 
-    def _check_solver(self, n_features, n_samples=1):
-        self._solver(self._problem(n_features), self.tol, self.max_iter)
-        return self.solver
-
-    def _configure(self, name, total_weight, n_features):
+    def _planned_solver(self, n_features, has_offset=False, n_samples=1):
         problem = self._problem(n_features)
+        return self.solver, problem, self._solver(problem, self.tol, self.max_iter)
+
+    def _configure(self, plan, name, engines):
+        """The plan's problem, and its solver, scoring the held-out rows with early
+        stopping."""
+        if engines.held_out is None:
+            return plan.problem, plan.solver
+        problem = plan.problem
         return problem, self._solver(problem, self.tol, self.max_iter,
-                                     self._validation_score(problem))
+                                     self._validation_score(problem, engines.held_out))
 
     def _record_fit(self, problem, result):
         self.history_ = []
@@ -588,13 +588,10 @@ def _rows_of(part, mask):
     return _safe_indexing(part, np.flatnonzero(mask))
 
 
-def _initial_params(X, coef_init, intercept_init, fit_intercept):
+def _initial_params(n_features, coef_init, intercept_init, fit_intercept):
     """The starting parameters from ``coef_init`` and ``intercept_init``, checked against
-    ``X``'s columns before any work; None when neither is given."""
+    the ``n_features`` columns before any work; None when neither is given."""
     if coef_init is None and intercept_init is None:
-        return None
-    n_features = _n_columns(X)
-    if n_features is None:
         return None
     coef = np.zeros(n_features)
     if coef_init is not None:

@@ -31,6 +31,7 @@ from ..model.families import Binomial
 from .base import _dense, _to_float, _weighted_mean
 from .logistic import LogisticRegression, _check_class_weight, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
+from .plan import LabelRequest
 from .sgd import _SGD_DOC, _SGDBase
 from .validation import _check_score_input, _n_columns
 
@@ -158,20 +159,19 @@ default="log_loss"
             y = np.asarray(y)
             if y.ndim == 2 and y.shape[1] == 1:
                 y = column_or_1d(y, warn=True)
-        try:
-            if self.early_stopping:  # scikit-learn's split: on all labels, before class weights
-                X, y, sample_weight = self._split_held_out(X, y, sample_weight)
-            return self._fit_labels(X, y, coef_init, intercept_init, sample_weight)
-        finally:
-            self.__dict__.pop("_held_out", None)
+        held_out = None
+        if self.early_stopping:  # scikit-learn's split: on all labels, before class weights
+            (X, y, sample_weight), held_out = self._split_held_out(X, y, sample_weight)
+        return self._fit_labels(X, y, coef_init, intercept_init, sample_weight, held_out)
 
-    def _fit_labels(self, X, y, coef_init, intercept_init, sample_weight):
+    def _fit_labels(self, X, y, coef_init, intercept_init, sample_weight, held_out):
         """:meth:`fit` on checked labels: binary, or one-vs-rest."""
+        init = (coef_init, intercept_init)
         if _labels_found_by_engine(y, coef_init) \
                 and not (self.warm_start and hasattr(self, "coef_")):
             try:
                 self.__dict__.pop("_one_vs_rest", None)
-                return super().fit(X, y, coef_init, intercept_init, sample_weight)
+                return self._fit_template(X, y, sample_weight, init=init, held_out=held_out)
             except _MoreThanTwoClasses as found:
                 # the validation round of the binary fit found more classes: one-vs-rest,
                 # its round first in ``comm_``; each class's fit encodes y and weighs the
@@ -179,16 +179,17 @@ default="log_loss"
                 weights = None if self.class_weight is None else _per_class_weights(
                     found.classes, found.rows, self.class_weight)
                 return self._fit_one_vs_rest(X, y, found.classes, coef_init, intercept_init,
-                                             sample_weight, found.ledger, weights)
+                                             sample_weight, held_out, found.ledger, weights)
         classes, counts = _classes_and_counts(y)
         if classes is None:  # not class labels: the binary fit says what is wrong
-            return super().fit(X, y, coef_init, intercept_init, sample_weight)
+            return self._fit_template(X, y, sample_weight, init=init, held_out=held_out)
         if self.class_weight is not None:
             sample_weight = _weighted_rows(y, classes, counts, self.class_weight, sample_weight)
         if classes.size <= 2:
             self.__dict__.pop("_one_vs_rest", None)
-            return super().fit(X, y, coef_init, intercept_init, sample_weight)
-        return self._fit_one_vs_rest(X, y, classes, coef_init, intercept_init, sample_weight)
+            return self._fit_template(X, y, sample_weight, init=init, held_out=held_out)
+        return self._fit_one_vs_rest(X, y, classes, coef_init, intercept_init, sample_weight,
+                                     held_out)
 
     def _binary(self, random_state):
         """The binary classifier of one class of one-vs-rest."""
@@ -203,7 +204,7 @@ default="log_loss"
         return [int(s) for s in draws.randint(np.iinfo(np.int32).max, size=n_classes)]
 
     def _fit_one_vs_rest(self, X, y, classes, coef_init, intercept_init, sample_weight,
-                         discovery=None, class_weights=None):
+                         held_out=None, discovery=None, class_weights=None):
         """One binary fit per class.  With ``discovery`` (the ledger of the validation
         round that found the classes) each fit takes the labels as they are and its engine
         encodes them (1 for the class, else 0) and weighs the rows by ``class_weights``."""
@@ -217,21 +218,20 @@ default="log_loss"
         fits = []
         for k, (label, seed) in enumerate(zip(classes, self._class_seeds(n_classes))):
             binary = self._binary(seed)
-            if discovery is None:
-                target = (y == label).astype(np.float64)
-            else:
-                target, binary._versus = y, (label, class_weights)
-            held_out = self.__dict__.get("_held_out")
+            target, labels = (y == label).astype(np.float64), None
+            if discovery is not None:
+                target, labels = y, LabelRequest(
+                    y.dtype, "counts" if class_weights is None else "moments",
+                    (label, class_weights))
+            class_held_out = None
             if held_out is not None:  # the split of all labels, this class against the rest
                 X_val, y_val, weight_val = held_out
-                binary._held_out = (X_val, (y_val == label).astype(np.float64), weight_val)
+                class_held_out = (X_val, (y_val == label).astype(np.float64), weight_val)
             # the binary fit itself: its classes are known, no pass over y to find them
-            try:
-                _SGDBase.fit(binary, X, target, None if coef_init is None else coef_init[k],
-                             None if intercept_init is None else intercept_init[k:k + 1],
-                             sample_weight)
-            finally:
-                binary.__dict__.pop("_versus", None)
+            init = (None if coef_init is None else coef_init[k],
+                    None if intercept_init is None else intercept_init[k:k + 1])
+            binary._fit_template(X, target, sample_weight, init=init, held_out=class_held_out,
+                                 labels=labels)
             fits.append(binary)
         self._collect(fits, classes)
         if discovery is not None:
@@ -342,29 +342,25 @@ default="log_loss"
     def _held_out_target(self, y):
         return _encode_binary(np.asarray(y), self.classes_)
 
-    def _label_summary(self):
-        versus = self.__dict__.get("_versus")
-        if versus is not None and versus[1] is not None:
-            return "moments"
-        return LogisticRegression._label_summary(self)
+    _labels_for_engine = LogisticRegression._labels_for_engine
+    _label_summary = LogisticRegression._label_summary
 
-    def _classes_from_engine(self, engine, dtype):
+    def _classes_from_engine(self, engine, labels):
         """As :meth:`LogisticRegression._classes_from_engine` for two classes; more
         (multi-class labels) end this fit for one-vs-rest.  The fit of one class of
         one-vs-rest encodes that class as 1 and the others as 0."""
         counts = engine.label_counts
-        versus = self.__dict__.get("_versus")
-        if versus is not None:
-            label, class_weights = versus
-            self.classes_, self._n_classes = np.array([0.0, 1.0]), 2
+        if labels.versus is not None:
+            label, class_weights = labels.versus
+            self.classes_ = np.array([0.0, 1.0])
             codes = (counts.labels == label).astype(np.float64)
             encode_and_weigh_classes(engine, codes, class_weights)
             return
         if 2 < counts.labels.size < MAX_LABELS:
-            classes = counts.labels.astype(dtype)
+            classes = counts.labels.astype(labels.dtype)
             if type_of_target(classes) == "multiclass":
                 raise _MoreThanTwoClasses(classes, counts.rows, engine.ledger)
-        LogisticRegression._classes_from_engine(self, engine, dtype)
+        LogisticRegression._classes_from_engine(self, engine, labels)
 
     def _class_weights_of_counts(self, counts):
         """One weight per class, as scikit-learn's SGDClassifier: ``"balanced"`` from the

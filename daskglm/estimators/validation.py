@@ -16,6 +16,7 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.validation import _check_sample_weight, check_consistent_length, column_or_1d
 
 from ..engine import is_dask
+from ..engine.driver_passes import with_known_rows
 
 
 def _dask_frame_to_array(data):
@@ -79,9 +80,7 @@ def _with_known_rows(*arrays):
     """``arrays`` with the unknown row chunk sizes of Dask ones (after boolean indexing,
     say) computed, a pass over each such array: cross-validation's splits need the
     number of rows before the engine exists."""
-    return tuple(a.compute_chunk_sizes()
-                 if is_dask(a) and any(math.isnan(size) for size in a.chunks[0]) else a
-                 for a in arrays)
+    return tuple(with_known_rows(a) if is_dask(a) else a for a in arrays)
 
 
 def _reject_datetimes(X):
