@@ -1,118 +1,14 @@
 """How long would these fits take on another cluster?  A cost model of engine rounds.
 
-Every round of a fit (a :class:`~daskglm.accounting.ledger.RoundRecord`) is priced on a cluster
-described by a :class:`Cluster`: ``W`` workers of ``c`` threads (``C = W c`` cores), a
-network of ``bandwidth`` bytes per second per link and ``latency`` seconds per message,
-cores that stream through ``throughput`` bytes of ``X`` per second, and three software
-costs of Dask: ``step_overhead`` seconds per message step beyond the network's latency
-(event loops, batched sends, scheduler decisions), ``worker_overhead`` seconds a worker
-thread spends per task besides computing it, and ``scheduler_overhead`` seconds per task
-spent one after the other by the client and the scheduler.  A round over ``P``
-partitions, with ``T`` tasks, a tree of depth ``D`` (0 for a gather round) and
-``V = ceil(P / C)`` tasks per thread, costs
-
-``t = (8 + 4 D) (latency + step_overhead) + T scheduler_overhead + span + transfer``
-
-* ``8 + 4 D`` message steps lie on the round's critical path: the submission reaches
-  the scheduler and the tasks their workers (2); each level of combine tasks on the
-  workers needs the finished partials reported, the combine task dispatched, and its
-  inputs requested and sent (4 per level); the top level's ``m <= k`` partials
-  (:func:`~daskglm.accounting.bytemodel.top_partials`) are reported to the client,
-  which asks for them, and the scheduler fetches them from the workers and forwards
-  them (6); the client sums the root.
-* ``span = V worker_overhead + S (throughput_measured / throughput) V / P (1 + w)``: each
-  thread runs ``V`` tasks in turn; ``S`` is the round's measured compute time
-  (thread-seconds) and ``w`` its measured waiting time over ``S``, the imbalance between
-  partitions.
-* ``transfer = [G (b_down + TASK_BYTES) + D k f (b_up + TASK_BYTES) + 2 m b_up] / bandwidth``
-  for a tree round (``G`` the round's tasks, one per worker thread holding partitions,
-  ``k`` the fan-in, ``f = 1 - 1 / min(W, k)`` the share of a combine's inputs on other
-  workers, ``b_down`` a task's arguments, ``b_up`` one task's result): the scheduler
-  sends every task message over its own link, each tree level receives ``k f`` partials
-  over one link, the top level's ``m`` partials travel to the scheduler and on to the
-  client.  A gather round moves ``2 P b_up`` instead of the last two terms.
-* Topologies (:mod:`daskglm.engine.topologies`, ``RoundRecord.topology``): a **server**
-  round has one level (``D = 1``, ``T = G + 1``) whose ``G (1 - 1 / W)`` remote partials
-  all cross the server's link, ``G f (b_up + TASK_BYTES)``; a **ring** has ``D = 2 (G -
-  1)`` steps (``T = 3 G + 2 G (G - 1) + 1``), each moving one chunk ``b_up / G`` over every
-  link at once, ``D (b_up / G + TASK_BYTES)``.  The tree wins on latency (``log_k G``
-  levels), the ring on bytes per link when ``b_up`` is large, the server in between;
-  :func:`as_topology` re-prices a recorded round under another topology.
-
-A direct round (``route="direct"``: one call per worker to its partition holder, past the
-scheduler; :mod:`daskglm.engine.direct`) is priced as what it is, wherever the engine would
-run it direct (on at most ``split_every ** 2`` workers, ``split_every`` being 8 for a gather):
-``t = 2 L latency + L call_overhead + V worker_overhead + compute V / P (1 + w) + transfer /
-bandwidth``, with ``L`` the levels of calls (:func:`direct_levels`: 1 up to ``split_every``
-workers, 2 beyond, where the first holder of each team calls the rest of its team) and
-one call and one answer per worker (``CALL_BYTES`` each on top of the payload; a relayed
-call goes from the team's first holder, not from the driver).  On more workers the engine runs it as tasks, and so does the model,
-with the task overheads calibrated on the task rounds.
-
-A parameter holder's ``push`` and ``pull`` records (one each per holder, ``calls`` the
-updates or reads, no scheduler involved) are priced as direct messages to the holder's
-worker: ``t = 2 calls latency / C + bytes / bandwidth``: each call is a round trip, the
-``C`` tasks call at once, and every byte passes through the holder's one link.  The
-generations of ``async_sgd`` and the rounds of ``gossip`` are priced as the rounds they
-are (their measured compute includes the tasks' updates and waits).
-
-The model prices a fit's solver rounds; the validation round every fit runs first is left
-out (:data:`SETUP_KINDS`): it is the same for every method, and on Dask arrays it also
-builds the partitions from the array's chunks, which is loading data, not communicating.
-Where the validation round carries the solver's first evaluation (:data:`FUSED_KINDS`)
-it is priced as the solver round it also is, and left out of calibration.
-The number of rounds and their payloads are the fit's own: the model assumes the same
-rounds would run on the other cluster, on ``max(P, C)`` partitions.  That holds for the
-full-batch methods; the local-solve methods (``averaging``, ``admm``) may converge in a
-different number of rounds when the data are cut into more partitions.
-
-Calibration
------------
-:func:`calibrate` derives the cluster the fits ran on from their records alone.  Each
-parameter comes from its own measurement, so that the model is checked, not fitted, when
-it predicts the wall times of the rounds:
-
-``latency``
-    Half the median round trip of the workers' small data transfers (the transfer logs
-    time sending a partial and receiving its acknowledgement; transfers of at most
-    64 KiB, where bytes take a negligible share of the time).
-``bandwidth``
-    The least-squares slope of the rounds' transfer time beyond those round trips against
-    their transferred bytes, over rounds moving more than 64 KiB per transfer; infinite
-    (bytes cost nothing measurable) when no round moved that much.
-``step_overhead``
-    A quarter of the median time one level of combine tasks adds to a round (from the
-    end of the last partition task to the end of the last combine task, per level, from
-    the tasks' own times), less the latency.  When no round had combine tasks (at most
-    ``k`` worker threads: the driver sums the partials), an eighth of the median time a
-    round adds to its span (its ``8`` message steps), less the latency; its per-task
-    costs are then in the steps, and ``scheduler_overhead`` keeps what rounds of more
-    tasks add.
-``worker_overhead``
-    The median over rounds of the threads' time between the round's first task start and
-    its last partition's end that was neither computing nor waiting at the barrier, per
-    task: ``(min(P, C) span - S - waiting) / P``.
-``scheduler_overhead``
-    The median over rounds of what remains of the wall time after the span, the tree and
-    ``8`` message steps, per task.
-``call_overhead``
-    The median over direct rounds of what remains of the wall time after the span and
-    the ``2`` messages.  The three overheads above come from the task rounds alone, or,
-    when every solver round ran direct, from the validation rounds that carried a first
-    evaluation (:data:`FUSED_KINDS`); with neither they are 0, and projections onto more
-    workers than ``split_every ** 2`` (where the engine runs tasks) are optimistic by a
-    scheduler round trip per round.
-``throughput``
-    Data bytes (``8 n p``, given by the caller) over the median compute time of the
-    one-pass rounds (``gradient``, else ``validate``).  Without the data size the model
-    works in relative speed: a target's ``throughput`` must then be left unset.
-
-Medians over rounds are taken per round kind first and then across kinds, so that a
-method with many rounds does not set the cluster's parameters alone, and so that the odd
-slow round (the first one on fresh workers, which import the package) does not either.
-In-process runs have no network and no Dask scheduler to learn from: projecting one onto
-a cluster uses :data:`DEFAULT_TASK_OVERHEAD` per task for the scheduler and the workers,
-unless the target says otherwise.
+Every round of a fit (a :class:`~daskglm.accounting.ledger.RoundRecord`) is priced on a
+cluster described by a :class:`Cluster` (workers, threads, the network's bandwidth and
+latency, the cores' throughput and three software costs of Dask): message steps on the
+round's critical path, per-task overheads, the span of its measured compute and the
+bytes it transfers, priced as the task, direct or parameter-holder round it was, under
+the topology it used.  :func:`calibrate` derives the cluster the fits ran on from their
+records alone, each parameter from its own measurement, so that the model is checked,
+not fitted, when it predicts the rounds' wall times.  The formulas and the calibration
+are written out in ``docs/costs.md`` ("Projecting onto another cluster").
 """
 
 from __future__ import annotations

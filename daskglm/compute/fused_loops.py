@@ -2,11 +2,10 @@
 
 Imported on the first fused gradient only, so that a worker imports numba when a kernel
 needs it.  Every function here is defined at module level with ``cache=True``, and the
-family is an integer argument (:data:`GAUSSIAN`, :data:`BINOMIAL`, :data:`POISSON`,
-:data:`GAMMA_LOG`, :data:`TWEEDIE_LOG`, :data:`NEGATIVE_BINOMIAL_LOG`) with a float
+family is an integer argument (a code of :mod:`daskglm.compute.loss_codes`) with a float
 ``parameter`` (the Tweedie power, the negative binomial's ``alpha``; 0 for the others),
 not a compiled function passed in: numba then finds its compiled code in the on-disk
-cache in every new worker process instead of compiling it again (about 2 s per process).
+cache in every new worker process instead of compiling it again.
 
 Three loops, each reading each row of ``X`` from memory once:
 
@@ -16,13 +15,10 @@ Three loops, each reading each row of ``X`` from memory once:
   summing block) at a time: the chunk's predictors, then its losses and derivatives in
   loops the compiler vectorises (:mod:`.vector_math`'s ``exp`` and ``log1p`` instead of
   one C library call per row), then the products with the rows, read again from the
-  cache, four rows at a time.  All but the Gaussian gradient use it.  On one 5e5 x 50
-  float64 partition, with one read (``X @ v``) costing 1, the binomial gradient costs 1.2
-  here against 1.65 in :func:`rows_one_pass`, Poisson 1.16 against 1.3; at 5 columns 1.6
-  against 5.2 and 1.4 against 2.8 (``python -m benchmarks fused-kernel``;
-  ``benchmarks/README.md``).  The Gaussian gradient, with no
-  transcendental function, is as fast or faster in one pass at 20 to 50 float64 columns
-  (1.0 against 1.1 at 50).
+  cache, four rows at a time.  All but the Gaussian gradient use it, which, with no
+  transcendental function, is as fast or faster in one pass (the costs of both loops
+  against one read of ``X``: ``python -m benchmarks fused-kernel``,
+  ``benchmarks/README.md``).
 * :func:`hessian_rows` -- :func:`rows_in_chunks` with the rows' curvatures ``h`` (the
   family's ``hessian_d2loss``): it also sums ``h`` and ``h * x`` and writes each row
   scaled by ``sqrt(h)`` to a buffer, whose symmetric product (BLAS, in

@@ -1,7 +1,7 @@
 """Direct rounds: a round's calls sent straight to the workers, past the scheduler.
 
-Every task round costs a scheduler round trip (13 to 17 ms for two tasks on a two-core
-machine, as much as reading a 100 MB partition).  A *partition holder* is a Dask actor
+Every task round costs a scheduler round trip (``python -m benchmarks fixed-cost``
+measures it against a direct round's).  A *partition holder* is a Dask actor
 pinned to each worker that holds partitions: it keeps references to that worker's
 persisted partitions (no copy), and a direct round sends each holder one call.  The
 holder runs its worker's groups of partitions on the worker's own threads, as the round's

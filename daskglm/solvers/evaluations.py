@@ -4,7 +4,10 @@ the one place solvers tell a single-output problem from a multinomial one.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..accounting.kinds import Kind
+from ..compute.coordinates import Standardised
 from ..compute.kernels import loss_grad, loss_grad_hess
 from ..compute.multinomial import (
     PerClassCoordinates,
@@ -13,7 +16,7 @@ from ..compute.multinomial import (
 )
 from ..model.multinomial import MultinomialProblem
 
-__all__ = ["loss_kernel", "per_class", "is_multinomial"]
+__all__ = ["loss_kernel", "per_class", "is_multinomial", "preconditioned_coordinates"]
 
 
 def is_multinomial(problem) -> bool:
@@ -40,3 +43,23 @@ def per_class(problem, coordinates):
         return PerClassCoordinates(coordinates, problem.n_features, problem.n_classes,
                                    problem.fit_intercept)
     return coordinates
+
+
+def preconditioned_coordinates(problem, column_moments, curvature, standardize=True):
+    """Standardised coordinates (:class:`~daskglm.compute.coordinates.Standardised`) in
+    which the objective's Hessian has a diagonal close to ``curvature`` (the family's, at
+    the start point): columns centred and scaled to unit variance from the validation
+    round's ``column_moments`` (means, mean squares), each scale widened by the penalty's
+    curvature relative to the loss's, ``sqrt(var_j + alpha_j / curvature)``; the same map
+    for every class of a multinomial ``problem``.  Without ``standardize`` (or without
+    moments) only the penalty's widening."""
+    n_features = problem.n_features
+    coordinates = Standardised()
+    if standardize and column_moments is not None:
+        coordinates = Standardised.from_moments(*column_moments, problem.fit_intercept)
+    penalty_curvature = problem.penalty.hess_diag(np.zeros(n_features))
+    if np.any(penalty_curvature > 0):
+        scales = np.ones(n_features) if coordinates.scales is None else coordinates.scales
+        coordinates = Standardised(np.sqrt(scales**2 + penalty_curvature / curvature),
+                                   coordinates.means)
+    return per_class(problem, coordinates)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compute.coordinates import Standardised
 from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
-from .evaluations import per_class
+from .evaluations import preconditioned_coordinates
 from .gradient_communication import ApproximateRounds
 from .linesearch import backtracking
 
@@ -166,18 +165,5 @@ class GradientDescent(Solver):
     def _coordinates(self, problem, objective, curvature):
         """Standardised coordinates with the penalty's curvature in the coefficients' scales
         (the same map for every class of a multinomial problem)."""
-        return per_class(problem,
-                         self._single_output_coordinates(problem, objective, curvature))
-
-    def _single_output_coordinates(self, problem, objective, curvature):
-        n_features = problem.n_features
-        coordinates = Standardised()
-        if self.opts["standardize"]:
-            coordinates = Standardised.from_moments(*objective.column_moments(),
-                                                    problem.fit_intercept)
-        penalty_curvature = problem.penalty.hess_diag(np.zeros(n_features))
-        if not np.any(penalty_curvature > 0):
-            return coordinates
-        scales = np.ones(n_features) if coordinates.scales is None else coordinates.scales
-        return Standardised(np.sqrt(scales**2 + penalty_curvature / curvature),
-                            coordinates.means)
+        moments = objective.column_moments() if self.opts["standardize"] else None
+        return preconditioned_coordinates(problem, moments, curvature)

@@ -5,10 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting.kinds import Kind
+from ..compute.coordinates import Standardised
 from ..model.problem import Feature
-from ..optim.restarted_lbfgs import MAX_RESTARTS, MEMORY, minimize_to_tol
+from ..optim.restarted_lbfgs import (
+    MAX_RESTARTS,
+    MEMORY,
+    minimize_to_tol,
+    projected_gradient_max,
+)
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult
-from .evaluations import loss_kernel
+from .evaluations import loss_kernel, preconditioned_coordinates
 
 __all__ = ["LBFGS"]
 
@@ -48,6 +54,13 @@ class LBFGS(Solver):
     max_restarts : int, default 3
         Restarts on the gradient-based estimate of the objective after a stall (not
         used with ``sharded``).
+    standardize : bool, default True
+        Iterate in standardised coordinates (:mod:`daskglm.compute.coordinates`: as if
+        ``X`` were centred and scaled to unit variance, each scale widened by the
+        penalty's curvature, from the column moments of the validation round; no round
+        of their own), so that columns of unequal scales or offsets (a raw-scale column
+        beside 0/1 dummies) do not stall the iteration.  The stopping criterion stays
+        on the gradient in the original coordinates.  Not used with ``sharded``.
     sharded : bool, default False
         Keep the parameters, the gradient, the direction and the correction pairs in
         column shards on the workers, the driver seeing only scalars (Sandblaster
@@ -70,7 +83,7 @@ class LBFGS(Solver):
 
     name = "lbfgs"
     options = {"memory": MEMORY, "max_evaluations": 15000, "max_restarts": MAX_RESTARTS,
-               "sharded": False, "shards": None, "column_blocks": False}
+               "standardize": True, "sharded": False, "shards": None, "column_blocks": False}
     # a non-quadratic penalty only with non-negative coefficients: L-BFGS-B's bounds make
     # the L1 part linear (smooth problems with a non-smooth penalty are refused as such)
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
@@ -81,6 +94,9 @@ class LBFGS(Solver):
         self._check_option("memory", 1, integer=True)
         self._check_option("max_evaluations", 1, integer=True)
         self._check_option("max_restarts", 0, integer=True)
+        if not isinstance(self.opts["standardize"], (bool, np.bool_)):
+            raise ValueError(f"Option 'standardize' of solver 'lbfgs' must be True or False; "
+                             f"got {self.opts['standardize']!r}.")
         if not isinstance(self.opts["sharded"], (bool, np.bool_)):
             raise ValueError(f"Option 'sharded' of solver 'lbfgs' must be True or False; "
                              f"got {self.opts['sharded']!r}.")
@@ -118,16 +134,16 @@ class LBFGS(Solver):
             return solve_sharded(self, problem, engine, params0)
         objective = Objective(problem, engine)
         history = History(engine)
-        recorder = _Recorder(objective, history, params0)
-        fun, bounds, optimality = recorder.value_and_grad, None, objective.optimality
-        if getattr(problem.penalty, "nonnegative", False):
-            fun, bounds = recorder.bounded_value_and_grad, _nonnegative_bounds(problem)
-            optimality = None  # the projected gradient of what scipy minimises
+        params0 = np.array(params0, dtype=float)
+        bounded = getattr(problem.penalty, "nonnegative", False)
+        bounds = _nonnegative_bounds(problem) if bounded else None
+        coordinates = self._coordinates(problem, engine, params0)
+        recorder = _Recorder(objective, history, params0, coordinates, self.tol, bounds)
         found = minimize_to_tol(
-            fun, np.array(params0, dtype=float), tol=self.tol,
+            recorder.value_and_grad, recorder.theta0, tol=recorder.theta_tol,
             max_iter=self.max_iter, max_evaluations=int(self.opts["max_evaluations"]),
             memory=int(self.opts["memory"]), max_restarts=int(self.opts["max_restarts"]),
-            callback=recorder.callback, optimality=optimality, bounds=bounds,
+            callback=recorder.callback, optimality=recorder.optimality, bounds=bounds,
         )
         converged = found.optimality <= self.tol
         if converged:
@@ -136,7 +152,18 @@ class LBFGS(Solver):
             reason = "stalled: " if found.stalled else ""
             message = (f"{reason}scipy stopped with {found.message!r} at largest "
                        f"gradient entry {found.optimality:.3g} > tol {self.tol:g}")
-        return SolverResult(found.x, found.n_iter, converged, history.entries, message)
+        return SolverResult(recorder.params_of(found.x), found.n_iter, converged,
+                            history.entries, message)
+
+    def _coordinates(self, problem, engine, params0):
+        """The coordinates scipy iterates in: standardised (:func:`preconditioned_coordinates`,
+        from the validation round's column moments) with ``standardize``, else the
+        parameters themselves."""
+        stats = getattr(engine, "column_moments", None)
+        if not self.opts["standardize"] or stats is None:
+            return Standardised()
+        moments = (stats.sums / stats.weight, stats.squares / stats.weight)
+        return preconditioned_coordinates(problem, moments, problem.curvature_at(params0))
 
 
 def _nonnegative_bounds(problem):
@@ -146,42 +173,86 @@ def _nonnegative_bounds(problem):
 
 
 class _Recorder:
-    """The evaluations scipy asks for, and one history entry per iteration from them.
+    """scipy's objective in the solver's coordinates ``theta``, one round per new point,
+    and one history entry per iteration.
 
-    scipy's callback gets the accepted point but, during a restart, the estimated (not
-    the true) objective; the true value and gradient are looked up among the points
-    evaluated since the last iteration.
+    The start point is evaluated at the parameters given, bit for bit, so that the
+    validation round's first evaluation serves it.  scipy's callback gets the accepted
+    point but, during a restart, the estimated (not the true) objective; the true value
+    and gradient are looked up among the points evaluated since the last iteration.  The
+    callback ends the run as soon as the accepted point meets ``tol`` in the original
+    coordinates (scipy's own test, on the gradient in ``theta``, is set so that it can
+    only be stricter).
     """
 
-    def __init__(self, objective, history, params0):
+    def __init__(self, objective, history, params0, coordinates, tol, bounds):
         self.objective = objective
         self.history = history
-        self.previous = np.array(params0, dtype=float)
+        self.coordinates = coordinates
+        self.tol = tol
+        self.bounds = bounds
+        self.params0 = params0
+        self.theta0 = coordinates.to_theta(params0)
+        self.previous = params0.copy()
         self.evaluations = {}
+        #: largest factor from a gradient entry in ``theta`` to one in the parameters
+        scales = getattr(coordinates, "scales", None)
+        means = getattr(coordinates, "means", None)
+        widest = 1.0
+        if scales is not None:
+            widest = max(widest, float(np.max(scales, initial=1.0)))
+        if means is not None:
+            widest += float(np.max(np.abs(means), initial=0.0))
+        self.theta_tol = tol / widest
 
-    def value_and_grad(self, params):
-        value, grad = self.objective.value_and_grad(params)
-        self.evaluations[params.tobytes()] = (value, grad)
-        return value, grad
+    def params_of(self, theta):
+        if np.array_equal(theta, self.theta0):
+            return self.params0
+        return self.coordinates.to_params(theta)
 
-    def bounded_value_and_grad(self, params):
-        """The whole objective on the orthant ``coef >= 0``, where the L1 part of the
-        penalty is ``l1 * sum(coef)``; the history keeps the smooth gradient, from which
-        :meth:`Objective.optimality` measures the same violation."""
-        problem = self.objective.problem
-        n = problem.n_features
-        l1 = problem.penalty.l1_strength
-        value, grad = self.objective.value_and_grad(params)
-        value += l1 * float(np.sum(params[:n]))
-        self.evaluations[params.tobytes()] = (value, grad)
-        full = grad.copy()
-        full[:n] += l1
-        return value, full
+    def value_and_grad(self, theta):
+        key = theta.tobytes()
+        if key not in self.evaluations:
+            params = self.params_of(theta)
+            value, grad = self.objective.value_and_grad(params)
+            full = grad
+            if self.bounds is not None:
+                # on the orthant coef >= 0 the L1 part of the penalty is l1 * sum(coef);
+                # the history keeps the smooth gradient, from which
+                # Objective.optimality measures the same violation
+                problem = self.objective.problem
+                n = problem.n_features
+                l1 = problem.penalty.l1_strength
+                value += l1 * float(np.sum(params[:n]))
+                full = grad.copy()
+                full[:n] += l1
+            self.evaluations[key] = (params, value, grad, full)
+        _, value, _, full = self.evaluations[key]
+        return value, self.coordinates.grad_to_theta(full)
+
+    def optimality(self, theta, theta_grad):
+        """The largest violation of optimality at ``theta``, in the original coordinates."""
+        found = self.evaluations.get(np.asarray(theta).tobytes())
+        if found is None:
+            params = self.params_of(theta)
+            full = self.coordinates.grad_to_params(theta_grad)
+        else:
+            params, _, _, full = found
+        if self.bounds is not None:
+            return projected_gradient_max(full, params, self.bounds)
+        return self.objective.optimality(params, full)
 
     def callback(self, intermediate_result):
-        params = intermediate_result.x
-        value, grad = self.evaluations.get(params.tobytes(), (np.nan, None))
-        self.evaluations.clear()
-        optimality = self.objective.optimality(params, grad) if grad is not None else np.nan
+        theta = intermediate_result.x
+        key = theta.tobytes()
+        found = self.evaluations.get(key)
+        self.evaluations = {} if found is None else {key: found}
+        if found is None:
+            params, value, optimality = self.params_of(theta), np.nan, np.nan
+        else:
+            params, value, grad, _ = found
+            optimality = self.objective.optimality(params, grad)
         self.history.record(value, optimality, np.linalg.norm(params - self.previous))
         self.previous = params.copy()
+        if optimality <= self.tol:
+            raise StopIteration
