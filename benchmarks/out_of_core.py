@@ -566,7 +566,9 @@ def fit_summary(model, seconds, bytes_on_disk, monitor=None):
     dict
         ``cache`` (asked) and ``cache_`` (chosen), ``method`` and ``solver_choice`` (what
         ``solver="auto"`` took on streamed data, and why), ``fit_seconds``, ``n_iter``,
-        ``rounds``, ``outside_rounds`` (seconds of the fit not in any round: building the
+        ``rounds``, ``source_rounds`` and ``source_seconds`` (the rounds that read the
+        data's source, and their seconds), ``start`` (where the fit started, when not from
+        zero), ``outside_rounds`` (seconds of the fit not in any round: building the
         engine, persisting the partitions for ``cache="memory"``, the driver's work
         between rounds), ``passes`` (gradient rounds), ``pass_seconds`` (each, in order),
         ``pass_median`` and ``pass_min`` (a pass: a gradient, Hessian or Gram round), ``pass_compute_median`` (thread-seconds of the
@@ -608,6 +610,9 @@ def fit_summary(model, seconds, bytes_on_disk, monitor=None):
             "read_gb_per_s": _rate(first.bytes_read, first.seconds),
         },
         "bytes_read": model.comm_.bytes_read,
+        "source_rounds": sum(1 for r in records if r.bytes_read),
+        "source_seconds": sum(r.seconds for r in records if r.bytes_read),
+        "start": model.comm_.choices.get("start"),
         "read_gb_per_s": _median(_rate(r.bytes_read, r.seconds) for r in reading),
         "read_disk_gb_per_s": _median(_rate(bytes_on_disk, r.seconds) for r in reading),
         "worker_cpu_seconds": cpu,
@@ -846,6 +851,24 @@ def run_compare(client, path, args, log=_log):
             "chunk_steps": steps, "load_average": [load_start, load_average()]}
 
 
+@contextlib.contextmanager
+def _start(from_zero):
+    """With ``from_zero``, fits start from zero coefficients instead of from a solve on the
+    partitions kept in memory (the comparison the kept-part start is measured by)."""
+    if not from_zero:
+        yield
+        return
+    from daskglm.estimators.base import _GLMBase
+
+    kept_start = _GLMBase._start_on_kept_part
+    _GLMBase._start_on_kept_part = lambda self, plan, name, problem, solver, engine, params0: \
+        params0
+    try:
+        yield
+    finally:
+        _GLMBase._start_on_kept_part = kept_start
+
+
 def run_bounded(path, store, args, log=_log):
     """Part two: a store larger than the workers' memory limits, fitted with ``cache="auto"``.
 
@@ -857,7 +880,7 @@ def run_bounded(path, store, args, log=_log):
         Its description (:func:`write_store`); only ``bytes_on_disk`` and ``seconds`` may be
         missing.
     args : argparse.Namespace
-        ``memory_limit``, ``tol``, ``max_iter``, ``drop_caches``.
+        ``memory_limit``, ``tol``, ``max_iter``, ``drop_caches``, ``from_zero``.
     log : callable
 
     Returns
@@ -899,7 +922,9 @@ def run_bounded(path, store, args, log=_log):
         try:
             with WorkerMonitor(pids) as monitor, \
                     sampler.sample("fit", client=client, measure="process", interval=0.25):
-                model, seconds = _fit(X, y, "auto", args.tol, args.max_iter, solver="auto")
+                with _start(getattr(args, "from_zero", False)):
+                    model, seconds = _fit(X, y, "auto", args.tol, args.max_iter,
+                                          solver="auto")
         finally:
             logging.getLogger("daskglm").removeHandler(reasons)
         resident_after = _resident_share(files)
@@ -1122,6 +1147,27 @@ def _compare_tables(compare):
     return out
 
 
+def _passes_rows(bounded):
+    """The passes over the source and the disk target: ``fit seconds <= 1.3 x (passes x
+    one cold sequential read)`` plus the rounds that read nothing."""
+    fit, store, disk = bounded["fit"], bounded["store"], bounded["disk"]
+    if "source_rounds" not in fit:
+        return []
+    passes = fit["bytes_read"] / store["bytes"]
+    read_seconds = disk["bytes"] / (disk["gb_per_s"] * 1e9)
+    in_memory = fit["fit_seconds"] - fit["source_seconds"]
+    target = 1.3 * passes * read_seconds + in_memory
+    return [
+        ["rounds reading the store; passes over it (bytes read / store)",
+         f"{fit['source_rounds']}; {passes:.2f}"],
+        ["fit / (passes x one cold read of X + rounds reading nothing)",
+         f"{fit['fit_seconds']:.1f} s / ({passes:.2f} x {read_seconds:.1f} s + "
+         f"{in_memory:.1f} s) = "
+         f"{fit['fit_seconds'] / (passes * read_seconds + in_memory):.2f} (target 1.3: "
+         f"{target:.0f} s)"],
+    ]
+
+
 def _bounded_tables(bounded):
     store, fit = bounded["store"], bounded["fit"]
     limits = list(bounded["memory_limit"].values())
@@ -1147,6 +1193,8 @@ def _bounded_tables(bounded):
          f"{_percent(bounded['resident_after_fit'])}"],
         ["fit", f"{fit['fit_seconds']:.1f} s, {fit['n_iter']} iterations, "
                 f"{fit['rounds']} rounds"],
+        ["start", fit["start"][1] if fit.get("start") else "zero coefficients"],
+        *_passes_rows(bounded),
         ["workers' CPU busy; their threads waiting for a core (mean)",
          f"{_percent(fit['worker_cpu_share'])}; {_fmt(fit['worker_wait_threads'], '.2f', '?')}"],
         ["first round (validate; the store evicted before the fit)",
@@ -1249,6 +1297,9 @@ def _parser():
     parser.add_argument("--max-iter", type=int, default=5,
                         help="Iteration cap of the bounded fit (default: 5).")
     parser.add_argument("--seed", type=int, default=0, help="Random state of the data.")
+    parser.add_argument("--from-zero", action="store_true",
+                        help="Start the bounded fit from zero coefficients, not from a solve "
+                             "on the partitions kept in memory (for comparison).")
     parser.add_argument("--no-drop-caches", dest="drop_caches", action="store_false",
                         help="Do not try to drop the whole page cache before cold reads "
                              "(the store's own files are evicted either way).")
