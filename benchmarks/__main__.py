@@ -134,6 +134,12 @@ def _cold_start(args):
     return cold_start_main(args)
 
 
+def _categorical(args):
+    from benchmarks.categorical import main as categorical_main
+
+    return categorical_main(args)
+
+
 def _communication(args):
     from benchmarks.communication import main as communication_main
 
@@ -227,6 +233,14 @@ def build_parser():
     cold.add_argument("--partitions", type=int, default=8)
     cold.add_argument("--repeats", type=int, default=3, help="fresh clusters measured")
     cold.set_defaults(handler=_cold_start)
+
+    categorical = commands.add_parser(
+        "categorical", help="categorical columns: per-partition CSR vs dense dummies vs glum")
+    categorical.add_argument("--rows", type=int, default=10_000_000)
+    categorical.add_argument("--dummies-rows", type=int, default=1_000_000,
+                             help="the size at which dense dummies are fitted too")
+    categorical.add_argument("--seed", type=int, default=0)
+    categorical.set_defaults(handler=_categorical)
 
     comm = commands.add_parser("communication",
                                help="compressed SGD and deadlines: gap vs bytes and seconds")

@@ -1,0 +1,207 @@
+"""Categorical tables: daskglm's encoding per partition against dense dummies and glum.
+
+``python -m benchmarks categorical [--rows 10000000] [--dummies-rows 1000000]``
+
+The data: a policy table of ``rows`` rows with three categorical columns of 10, 100 and
+1,000 levels (pandas ``category``), 10 numeric columns, an exposure and Poisson claim
+counts.  The model: Poisson with ``log(exposure)`` as offset and an L2 penalty
+``alpha=1e-4`` (every level kept, as glum and H2O keep them under a penalty), to a
+gradient tolerance of 1e-6.
+
+Fits, each timed warm (a small fit first loads the compiled loops):
+
+* daskglm on a Dask DataFrame of the table on a ``LocalCluster`` of two single-threaded
+  worker processes, at ``rows`` and at ``dummies_rows``: the levels are one-hot encoded
+  per partition into CSR, where the partition lives;
+* daskglm on the same rows as dense float64 dummies (a Dask array made per partition), at
+  ``dummies_rows`` only: at ``rows`` = 1e7 they would take 90 GB;
+* glum (``GeneralizedLinearRegressor``, its categorical matrix type, on the pandas frame
+  in this machine's memory, in a process of its own), at both sizes, when installed
+  (``pip install glum``; skipped with a message otherwise).
+
+Peak memory: the workers' summed process memory (``MemorySampler``) for daskglm, the
+process's peak resident memory for glum.  The coefficients of each fit are compared with
+glum's (the largest absolute difference; both stop at a gradient tolerance of 1e-6, so a
+level seen in few rows may differ by up to about ``1e-6`` over its curvature).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+
+__all__ = ["make_table", "main"]
+
+LEVELS = (10, 100, 1000)
+N_NUMERIC = 10
+ALPHA = 1e-4
+TOL = 1e-6
+
+
+def make_table(rows, seed=0):
+    """The policy table: a pandas DataFrame with the columns ``cat0..cat2``,
+    ``num0..num9``, ``exposure`` and ``claims``."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    columns = {}
+    eta = np.full(rows, -2.0)
+    for i, levels in enumerate(LEVELS):
+        codes = rng.integers(0, levels, rows).astype(np.int16)
+        effects = rng.normal(0, 0.3, levels)
+        eta += effects[codes]
+        columns[f"cat{i}"] = pd.Categorical.from_codes(codes, [f"l{k}" for k in range(levels)])
+    for j in range(N_NUMERIC):
+        values = rng.normal(0, 1, rows)
+        eta += 0.05 * values
+        columns[f"num{j}"] = values
+    exposure = rng.uniform(0.2, 1.0, rows)
+    columns["exposure"] = exposure
+    columns["claims"] = rng.poisson(np.exp(eta) * exposure).astype(np.float64)
+    return pd.DataFrame(columns)
+
+
+FEATURES = [f"cat{i}" for i in range(len(LEVELS))] + [f"num{j}" for j in range(N_NUMERIC)]
+
+
+def _dummies_block(frame):
+    import pandas as pd
+
+    return pd.get_dummies(frame[FEATURES], columns=FEATURES[:len(LEVELS)],
+                          dtype=np.float64).to_numpy()
+
+
+def _daskglm_fit(client, X, y, exposure):
+    """A warm daskglm fit: seconds, peak summed worker memory, coefficients, iterations."""
+    from distributed.diagnostics import MemorySampler
+    from sklearn.exceptions import ConvergenceWarning
+
+    import daskglm
+
+    sampler = MemorySampler()
+    model = daskglm.PoissonRegressor(alpha=ALPHA, tol=TOL, max_iter=1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        with sampler.sample("fit", client=client, measure="process", interval=0.25):
+            start = time.perf_counter()
+            model.fit(X, y, exposure=exposure)
+            seconds = time.perf_counter() - start
+    peak = max((value for _, value in sampler.samples.get("fit", [])), default=None)
+    return {"seconds": seconds, "peak_bytes": peak, "coef": model.coef_.tolist(),
+            "intercept": float(model.intercept_), "n_iter": int(model.n_iter_),
+            "solver": model.solver_, "converged": bool(model.converged_),
+            "names": [str(n) for n in getattr(model, "feature_names_out_", [])]}
+
+
+_GLUM_SCRIPT = """
+import json, resource, sys, time
+import numpy as np
+sys.path.insert(0, {root!r})
+from benchmarks.categorical import make_table, FEATURES, ALPHA, TOL
+from glum import GeneralizedLinearRegressor
+frame = make_table({rows}, {seed})
+model = GeneralizedLinearRegressor(family="poisson", alpha=ALPHA, l1_ratio=0.0, gradient_tol=TOL,
+                                   drop_first=False, max_iter=1000)
+start = time.perf_counter()
+model.fit(frame[FEATURES], frame["claims"], offset=np.log(frame["exposure"]))
+seconds = time.perf_counter() - start
+print(json.dumps({{"seconds": seconds, "coef": model.coef_.tolist(),
+                   "intercept": float(model.intercept_), "n_iter": int(model.n_iter_),
+                   "names": list(model.feature_names_),
+                   "peak_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}}))
+"""
+
+
+def _glum_fit(rows, seed):
+    """glum in a process of its own, on the pandas table; None when not installed."""
+    import pathlib
+
+    try:
+        import glum  # noqa: F401
+    except ImportError:
+        print("glum is not installed (pip install glum): its rows are skipped", flush=True)
+        return None
+    root = str(pathlib.Path(__file__).resolve().parent.parent)
+    script = _GLUM_SCRIPT.format(root=root, rows=rows, seed=seed)
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _by_name(fit):
+    """Coefficients by feature name (``cat0[l3]`` or glum's ``cat0__l3``), normalised."""
+    names = [n.replace("__", "[") + "]" if "__" in n else n for n in fit["names"]]
+    return dict(zip(names, fit["coef"]))
+
+
+def _largest_difference(fit, reference):
+    if reference is None or not fit.get("names"):
+        return None
+    ours, theirs = _by_name(fit), _by_name(reference)
+    shared = sorted(set(ours) & set(theirs))
+    if len(shared) != len(theirs):
+        return None
+    return max(abs(ours[n] - theirs[n]) for n in shared) if shared else None
+
+
+def main(args):
+    import dask.dataframe as dd
+    from distributed import Client, LocalCluster
+
+    from benchmarks.environment import load_average
+
+    print(f"load average at the start: {load_average()}", flush=True)
+    results = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        warm = make_table(20_000, args.seed)
+        _daskglm_fit(client, dd.from_pandas(warm[FEATURES], npartitions=2),
+                     dd.from_pandas(warm["claims"], npartitions=2),
+                     dd.from_pandas(warm["exposure"], npartitions=2))
+        for rows in sorted({args.dummies_rows, args.rows}):
+            frame = make_table(rows, args.seed)
+            parts = max(2, rows // 500_000)
+            ddf = client.persist(dd.from_pandas(frame, npartitions=parts))
+            reference = _glum_fit(rows, args.seed)
+            if reference is not None:
+                results.append({"rows": rows, "method": "glum (tabmat categorical, in memory)",
+                                **reference, "difference": 0.0})
+            fit = _daskglm_fit(client, ddf[FEATURES], ddf["claims"], ddf["exposure"])
+            fit["difference"] = _largest_difference(fit, reference)
+            results.append({"rows": rows, "method": "daskglm, categorical columns (CSR per "
+                                                    "partition)", **fit})
+            if rows <= args.dummies_rows:
+                meta = np.empty((0, sum(LEVELS) + N_NUMERIC))
+                dense = ddf.map_partitions(_dummies_block, meta=meta)
+                X = client.persist(dense.compute_chunk_sizes())
+                y = ddf["claims"].to_dask_array(lengths=True)
+                exposure = ddf["exposure"].to_dask_array(lengths=True)
+                fit = _daskglm_fit(client, X, y, exposure)
+                fit["names"] = []
+                fit["difference"] = None
+                results.append({"rows": rows, "method": "daskglm, dense float64 dummies",
+                                "dummy_bytes": int(X.nbytes), **fit})
+                del X
+            else:
+                results.append({"rows": rows, "method": "daskglm, dense float64 dummies",
+                                "skipped": f"{rows * (sum(LEVELS) + N_NUMERIC) * 8 / 1e9:.0f}"
+                                           " GB of dummies"})
+            del ddf, frame
+    print(f"load average at the end: {load_average()}\n", flush=True)
+    print("| rows | fit | solver | seconds | peak memory | iterations | largest coefficient "
+          "difference from glum |")
+    print("|---|---|---|---|---|---|---|")
+    for r in results:
+        if "skipped" in r:
+            print(f"| {r['rows']:,} | {r['method']} | | not built: {r['skipped']} | | | |")
+            continue
+        difference = "" if r.get("difference") is None else f"{r['difference']:.1e}"
+        print(f"| {r['rows']:,} | {r['method']} | {r.get('solver', 'IRLS')} | "
+              f"{r['seconds']:.1f} | "
+              f"{(r['peak_bytes'] or 0) / 1e9:.2f} GB | {r['n_iter']} | {difference} |")
+    return 0
