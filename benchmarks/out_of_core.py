@@ -482,7 +482,8 @@ def _default_chunks(n_features):
     return max(1, CHUNK_BYTES // (8 * n_features))
 
 
-def write_store(path, n_samples, n_features, chunks, random_state=0):
+def write_store(path, n_samples, n_features, chunks, random_state=0, dtype="float64",
+                compressor="default"):
     """Write a classification data set to a zarr store on the active cluster; time it.
 
     Parameters
@@ -491,27 +492,40 @@ def write_store(path, n_samples, n_features, chunks, random_state=0):
     n_samples, n_features, chunks : int
         Shape of ``X`` and rows per chunk.
     random_state : int
+    dtype : {"float64", "float32"}
+        Of ``X`` in the store (the rows are drawn in float64 either way).
+    compressor : {"default", "none"}
+        zarr's default compression (zstd) or none.
 
     Returns
     -------
     dict
-        ``path``, ``n_samples``, ``n_features``, ``chunks``, ``n_chunks``, ``bytes``
-        (``X`` and ``y`` in memory: what a pass reads), ``bytes_on_disk`` (their chunk
-        files), ``seconds`` (writing, then ``sync`` to the disk), ``gb_per_s`` (bytes in
-        memory written per second).
+        ``path``, ``n_samples``, ``n_features``, ``chunks``, ``n_chunks``, ``dtype``,
+        ``compressor``, ``bytes`` (``X`` and ``y`` in memory: what a pass reads),
+        ``bytes_on_disk`` (their chunk files), ``seconds`` (writing, then ``sync`` to the
+        disk), ``gb_per_s`` (bytes in memory written per second).
     """
     from daskglm.datasets import make_classification
+    from daskglm.io import load_zarr, write_zarr
 
     start = time.perf_counter()
-    X, y, _ = make_classification(n_samples, n_features, chunks=chunks,
-                                  random_state=random_state, path=path)
+    if dtype == "float64" and compressor == "default":
+        X, y, _ = make_classification(n_samples, n_features, chunks=chunks,
+                                      random_state=random_state, path=path)
+    else:
+        X, y, _ = make_classification(n_samples, n_features, chunks=chunks,
+                                      random_state=random_state)
+        write_zarr(path, X.astype(dtype), y, chunks=chunks,
+                   compressor=None if compressor == "none" else "default")
+        X, y, _ = load_zarr(path)
     os.sync()
     seconds = time.perf_counter() - start
     on_disk = _file_bytes(store_files(path, "X") + store_files(path, "y"))
     nbytes = int(X.nbytes + y.nbytes)
     return {"path": str(path), "n_samples": int(n_samples), "n_features": int(n_features),
-            "chunks": int(chunks), "n_chunks": int(X.numblocks[0]), "bytes": nbytes,
-            "bytes_on_disk": on_disk, "seconds": seconds, "gb_per_s": _rate(nbytes, seconds)}
+            "chunks": int(chunks), "n_chunks": int(X.numblocks[0]), "dtype": str(X.dtype),
+            "compressor": compressor, "bytes": nbytes, "bytes_on_disk": on_disk,
+            "seconds": seconds, "gb_per_s": _rate(nbytes, seconds)}
 
 
 def _describe_store(path):
@@ -521,7 +535,8 @@ def _describe_store(path):
     X, y, _ = load_zarr(path)
     return {"path": str(path), "n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
             "chunks": int(X.chunks[0][0]), "n_chunks": int(X.numblocks[0]),
-            "bytes": int(X.nbytes + y.nbytes), "seconds": None, "gb_per_s": None}
+            "dtype": str(X.dtype), "bytes": int(X.nbytes + y.nbytes), "seconds": None,
+            "gb_per_s": None}
 
 
 def _check_free_space(directory, nbytes):
@@ -1038,11 +1053,12 @@ def run(args, log=_log):
                     writes.append(results["compare"]["store"])
                     shutil.rmtree(compare_path, ignore_errors=True)
                 if write_bounded:
-                    _check_free_space(workdir, 8 * args.n * (args.d + 1))
+                    itemsize = 4 if args.dtype == "float32" else 8
+                    _check_free_space(workdir, args.n * (itemsize * args.d + 8))
                     log(f"bounded: writing a {args.n:,} x {args.d} store ...")
                     bounded_store = write_store(bounded_path, args.n, args.d,
                                                 args.chunks or _default_chunks(args.d),
-                                                args.seed)
+                                                args.seed, args.dtype, args.compressor)
                     writes.append(bounded_store)
                     log(f"  {bounded_store['bytes'] / 1e9:.2f} GB in "
                         f"{bounded_store['seconds']:.1f} s")
@@ -1174,8 +1190,10 @@ def _bounded_tables(bounded):
     limit = limits[0] if limits else None
     peak_rss = max(bounded["peak_rss"].values(), default=None)
     restarted = bounded["restarted"]["any"]
+    compression = {"none": "uncompressed, ", "default": "zstd, "}.get(store.get("compressor"), "")
     rows = [
-        ["store", f"{store['n_samples']:,} x {store['n_features']}, "
+        ["store", f"{store['n_samples']:,} x {store['n_features']} "
+                  f"{store.get('dtype', 'float64')}, {compression}"
                   f"{_gb(store['bytes']):.2f} GB in memory, "
                   f"{_gb(store['bytes_on_disk']):.2f} GB on disk, {store['n_chunks']} chunks"],
         ["written in", (f"{store['seconds']:.0f} s ({store['gb_per_s']:.3f} GB/s)"
@@ -1297,6 +1315,11 @@ def _parser():
     parser.add_argument("--max-iter", type=int, default=5,
                         help="Iteration cap of the bounded fit (default: 5).")
     parser.add_argument("--seed", type=int, default=0, help="Random state of the data.")
+    parser.add_argument("--dtype", choices=("float64", "float32"), default="float64",
+                        help="dtype of X in the bounded run's store (default: float64).")
+    parser.add_argument("--compressor", choices=("default", "none"), default="default",
+                        help="Compression of the bounded run's store: zarr's default "
+                             "(zstd) or none (default: default).")
     parser.add_argument("--from-zero", action="store_true",
                         help="Start the bounded fit from zero coefficients, not from a solve "
                              "on the partitions kept in memory (for comparison).")
