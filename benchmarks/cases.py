@@ -184,7 +184,8 @@ DASKGLM_LOGISTIC = ("daskglm-lbfgs", "daskglm-gd", "daskglm-newton", "daskglm-pr
 DASK_GLM_LOGISTIC = ("dask-glm-lbfgs", "dask-glm-newton", "dask-glm-gradient_descent",
                      "dask-glm-proximal_grad")
 #: Peers of daskglm on the same problem (Spark only in the full suite).
-PEERS_LOGISTIC = ("dask-ml-logistic", "sklearn-lbfgs", "sklearn-lbfgs-1thread", "sklearn-sgd")
+PEERS_LOGISTIC = ("dask-ml-logistic", "sklearn-lbfgs", "sklearn-lbfgs-1thread", "sklearn-sgd",
+                  "glum")
 PEERS_OLS = ("dask-ml-linear", "sklearn-linear", "sklearn-linear-1thread", "numpy-gram-1thread")
 
 #: The gaps both ADMMs are held to in the quick suite: dask-glm's ADMM iterations take
@@ -368,7 +369,7 @@ def grid_cases(sizes, widths, sparse_widths, density=0.01, partitions=8, spark=T
                      + (("dask-ml-linear",) if layout is None else ())
                      + ("sklearn-linear",) + spark_linear),
                 Case(f"poisson-l2/{suffix}", data, PoissonL2(alpha=1e-4, fit_intercept=True),
-                     ("daskglm-lbfgs", "daskglm-newton", "sklearn-poisson")),
+                     ("daskglm-lbfgs", "daskglm-newton", "sklearn-poisson", "glum")),
             ]
     return tuple(cases)
 
@@ -392,7 +393,7 @@ _SCALING = Scaling(entries=(("logistic-l2", "daskglm-lbfgs"), ("logistic-l2", "d
 def _quick_cases():
     return head_to_head(STANDARD, ADMM_QUICK_GAPS, starts=QUICK_STARTS) + (
         Case("poisson-l2", SMALL, PoissonL2(alpha=1e-4, fit_intercept=True),
-             ("daskglm-lbfgs", "daskglm-newton", "sklearn-poisson"),
+             ("daskglm-lbfgs", "daskglm-newton", "sklearn-poisson", "glum"),
              QUICK_STARTS["poisson-l2"]),
         Case("logistic-l2-sparse", SMALL_SPARSE, LogisticL2(C=1.0, fit_intercept=False),
              ("daskglm-lbfgs", "daskglm-newton", "dask-glm-lbfgs", "sklearn-lbfgs"),

@@ -12,6 +12,7 @@ from benchmarks.methods import (
     dask_glm_algorithms,
     dask_ml_estimators,
     daskglm_estimators,
+    glum_estimators,
     numpy_kernels,
     sklearn_estimators,
     spark_mllib,
@@ -24,7 +25,7 @@ __all__ = ["METHODS", "get_method", "Fit", "Method", "Unsupported"]
 METHODS: dict[str, Method] = {
     method.name: method
     for module in (daskglm_estimators, dask_glm_algorithms, dask_ml_estimators,
-                   sklearn_estimators, spark_mllib, numpy_kernels)
+                   sklearn_estimators, glum_estimators, spark_mllib, numpy_kernels)
     for method in module.methods()
 }
 
