@@ -175,7 +175,9 @@ def test_unsupported_problems_and_estimator_options_raise_value_error():
 # in this process -------------------------------------------------------------------------
 # push_every is given: "auto" sizes pushes from timings, which makes the gap reached in 30
 # epochs depend on the machine's load (in-process, staleness 0: 1 run in 25 missed GAP,
-# against a median of a third of it with 16); the sizing has tests of its own
+# against a median of a third of it with 16); the sizing has tests of its own.  The cap is
+# 60 epochs: asynchronous SGD's stopping rule fires after 14 to 27 epochs here (24 fits,
+# two at a time, staleness 0), and once in CI, under load, not within 30
 @pytest.mark.parametrize("family", ["binomial", "gaussian"])
 @pytest.mark.parametrize("name, options", [
     ("async", {"push_every": 16}),
@@ -187,7 +189,7 @@ def test_unsupported_problems_and_estimator_options_raise_value_error():
 def test_every_method_reaches_the_gap_in_process(family, name, options):
     X, y = make_problem_data(family)
     problem = problem_of(family)
-    result, ledger = fit(name, problem, X, y, max_iter=30, **options)
+    result, ledger = fit(name, problem, X, y, max_iter=60, **options)
     assert gap(problem, X, y, result.params) <= GAP
     assert result.converged and result.message == "converged"
     if name == "async":
