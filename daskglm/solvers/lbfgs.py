@@ -137,7 +137,7 @@ class LBFGS(Solver):
         params0 = np.array(params0, dtype=float)
         bounded = getattr(problem.penalty, "nonnegative", False)
         bounds = _nonnegative_bounds(problem) if bounded else None
-        coordinates = self._coordinates(problem, engine, params0)
+        coordinates = self._coordinates(problem, objective, params0)
         recorder = _Recorder(objective, history, params0, coordinates, self.tol, bounds)
         found = minimize_to_tol(
             recorder.value_and_grad, recorder.theta0, tol=recorder.theta_tol,
@@ -155,15 +155,14 @@ class LBFGS(Solver):
         return SolverResult(recorder.params_of(found.x), found.n_iter, converged,
                             history.entries, message)
 
-    def _coordinates(self, problem, engine, params0):
+    def _coordinates(self, problem, objective, params0):
         """The coordinates scipy iterates in: standardised (:func:`preconditioned_coordinates`,
         from the validation round's column moments) with ``standardize``, else the
-        parameters themselves."""
-        stats = getattr(engine, "column_moments", None)
-        if not self.opts["standardize"] or stats is None:
+        parameters themselves (also on an engine that holds no moments)."""
+        if not self.opts["standardize"] or objective.engine.column_moments is None:
             return Standardised()
-        moments = (stats.sums / stats.weight, stats.squares / stats.weight)
-        return preconditioned_coordinates(problem, moments, problem.curvature_at(params0))
+        return preconditioned_coordinates(problem, objective.column_moments(),
+                                          problem.curvature_at(params0))
 
 
 def _nonnegative_bounds(problem):
