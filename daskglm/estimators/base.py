@@ -29,9 +29,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import progress
 from ..accounting.choice import SHARDED_FEATURES, choose_method
 from ..backend import array_module, from_host, is_device
-from ..compute.kernels import as_csr_or_dense, linear_predictor, loss_grad
-from ..compute.label_counts import loss_grad_by_class, softmax_loss_grad_by_class
-from ..compute.multinomial import multinomial_loss_grad
+from ..compute.kernels import as_csr_or_dense, linear_predictor
+from ..compute.losses import loss_of
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
 from ..engine.distributed import active_client
@@ -40,7 +39,6 @@ from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, get_solver
 from ..solvers.base import DEFAULT_MAX_ITER, SolverResult
-from ..solvers.evaluations import is_multinomial
 from ..solvers.options import options_dict
 from .categorical import (
     check_missing,
@@ -472,7 +470,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         ``coef_init``), the normal equations (one round whatever the start) and the
         multinomial model."""
         if self.solver != "auto" or engine.cache != "partial" or plan.start is not None \
-                or params0 is None or name == "normal" or is_multinomial(problem):
+                or params0 is None or name == "normal" or not loss_of(problem).single_output:
             return params0
         kept = engine.kept_part(problem.family)
         if kept is None:
@@ -547,26 +545,20 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """Hand the solver's first evaluation to the engine as computed, from the per-class
         column sums of the validation round, when that round found the classes (so could
         not run the evaluation) and the coefficients start at zero
-        (:func:`~daskglm.compute.label_counts.loss_grad_by_class`,
-        :func:`~daskglm.compute.label_counts.softmax_loss_grad_by_class`)."""
+        (:meth:`~daskglm.compute.losses.Loss.evaluation_from_class_counts`)."""
         counts = engine.label_counts
         if engine.first_evaluation is not None or counts is None or not counts.has_moments():
             return
         first = solver.first_evaluation(problem, params0)
         if first is None or np.any(problem.coef(params0)):
             return
+        if first.loss is None or first.hessian:
+            return
         class_weights = None
         if getattr(self, "class_weight", None) is not None:
             class_weights = self._class_weights_of_counts(counts)
-        if first.kernel is loss_grad and counts.labels.size == 2:
-            params, family, fit_intercept = first.args
-            stats = loss_grad_by_class(counts, np.arange(2.0), class_weights, params, family,
-                                       fit_intercept)
-        elif first.kernel is multinomial_loss_grad:
-            params, n_classes, fit_intercept = first.args
-            stats = softmax_loss_grad_by_class(counts, class_weights, params, n_classes,
-                                               fit_intercept)
-        else:
+        stats = first.loss.evaluation_from_class_counts(counts, class_weights, params0)
+        if stats is None:
             return
         engine.keep_first_evaluation(first, stats)
 
@@ -640,10 +632,9 @@ def _follows_from_class_sums(first, X):
     validation round's per-class column sums give without a round of their own, for two
     classes or more (:meth:`_GLMBase._first_evaluation_from_classes`), on dense numpy
     ``X`` (where those sums share the validation's one compiled read)."""
-    if first is None or first.kernel is not loss_grad:
+    if first is None or first.loss is None or first.hessian or not first.loss.single_output:
         return False
-    params, _, fit_intercept = first.args
-    coef = params[:-1] if fit_intercept else params
+    coef = first.params[:-1] if first.loss.fit_intercept else first.params
     meta = X._meta if is_dask(X) else X
     return type(meta) is np.ndarray and meta.dtype in (np.float32, np.float64) \
         and not np.any(coef)

@@ -11,8 +11,8 @@ import numpy as np
 from .. import progress
 from ..accounting.kinds import Kind
 from ..compute.kernels import gram
+from ..compute.losses import Loss, loss_of
 from ..model.problem import Problem
-from .evaluations import loss_kernel
 
 __all__ = ["Objective", "SolverResult", "Solver", "History", "StallMonitor", "EarlyStopping",
            "FirstEvaluation", "ROUND_OFF"]
@@ -30,6 +30,21 @@ class FirstEvaluation:
     kernel: object
     args: tuple
     kind: str
+    #: The loss evaluated, when the evaluation is of a loss (its sums may then also come
+    #: from the validation round's per-class column sums:
+    #: :meth:`~daskglm.compute.losses.Loss.evaluation_from_class_counts`).
+    loss: Loss | None = None
+    #: Whether the evaluation includes the Hessian.
+    hessian: bool = False
+    #: The parameters the loss is evaluated at.
+    params: object = None
+
+    @classmethod
+    def of_loss(cls, loss, params, hessian=False):
+        """The evaluation of ``loss`` at ``params`` (and its Hessian with ``hessian``)."""
+        kernel, args = loss.evaluation(params, hessian)
+        kind = Kind.VALIDATE_HESSIAN if hessian else Kind.VALIDATE_GRADIENT
+        return cls(kernel, args, kind, loss, hessian, params)
 
 
 class Objective:
@@ -43,6 +58,7 @@ class Objective:
 
     def __init__(self, problem: Problem, engine):
         self.problem = problem
+        self.loss = loss_of(problem)
         self.engine = engine
 
     @property
@@ -69,15 +85,15 @@ class Objective:
 
     def value_and_grad(self, params):
         """Smooth objective (mean loss + smooth penalty part) and its gradient: one round."""
-        kernel, args, kind = loss_kernel(self.problem)
-        stats = self._reduce(kernel, params, *args, kind=kind)
+        kernel, args = self.loss.evaluation(params)
+        stats = self._reduce(kernel, *args, kind=Kind.GRADIENT)
         value, grad, _ = self._penalise(params, stats.loss, stats.grad)
         return value, grad
 
     def value_grad_hess(self, params):
         """Smooth objective, gradient and Hessian: one round."""
-        kernel, args, kind = loss_kernel(self.problem, hessian=True)
-        stats = self._reduce(kernel, params, *args, kind=kind)
+        kernel, args = self.loss.evaluation(params, hessian=True)
+        stats = self._reduce(kernel, *args, kind=Kind.HESSIAN)
         return self._penalise(params, stats.loss, stats.grad, stats.hess)
 
     def gram(self):

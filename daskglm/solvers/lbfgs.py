@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accounting.kinds import Kind
 from ..compute.coordinates import Standardised
+from ..compute.losses import loss_of
 from ..model.problem import Feature
 from ..optim.restarted_lbfgs import (
     MAX_RESTARTS,
@@ -14,7 +14,7 @@ from ..optim.restarted_lbfgs import (
     projected_gradient_max,
 )
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult
-from .evaluations import loss_kernel, preconditioned_coordinates
+from .evaluations import preconditioned_coordinates
 
 __all__ = ["LBFGS"]
 
@@ -119,9 +119,7 @@ class LBFGS(Solver):
         iteration; none for the sharded one."""
         if self.opts["sharded"]:
             return None
-        params0 = np.array(params0, dtype=float)
-        kernel, args, _ = loss_kernel(problem)
-        return FirstEvaluation(kernel, (params0, *args), Kind.VALIDATE_GRADIENT)
+        return FirstEvaluation.of_loss(loss_of(problem), np.array(params0, dtype=float))
 
     def solve(self, problem, engine, params0):
         if self.opts["sharded"]:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accounting.kinds import Kind
+from ..compute.losses import loss_of
 from ..model.problem import Feature
 from ..optim.linalg import solve_symmetric
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult, StallMonitor
-from .evaluations import is_multinomial, loss_kernel
 from .linesearch import LineSearchResult, backtracking
 
 __all__ = ["Newton"]
@@ -72,9 +71,8 @@ class Newton(Solver):
 
     def first_evaluation(self, problem, params0):
         """The loss, gradient and Hessian at ``params0``."""
-        params0 = np.array(params0, dtype=float)
-        kernel, args, _ = loss_kernel(problem, hessian=True)
-        return FirstEvaluation(kernel, (params0, *args), Kind.VALIDATE_HESSIAN)
+        return FirstEvaluation.of_loss(loss_of(problem), np.array(params0, dtype=float),
+                                       hessian=True)
 
     def solve(self, problem, engine, params0):
         objective = Objective(problem, engine)
@@ -88,7 +86,7 @@ class Newton(Solver):
         n_iter = 0
         monitor = StallMonitor()
         message = "converged" if converged else "maximum number of iterations reached"
-        exact_hessian = _exact_hessian(problem)
+        exact_hessian = objective.loss.exact_hessian
         previous_optimality, full_steps = None, 0  # full steps in a row
         while not converged and n_iter < self.max_iter:
             n_iter += 1
@@ -178,14 +176,6 @@ class _WithHessian:
     def __call__(self, params):
         value, grad, self.hess = self.objective.value_grad_hess(params)
         return value, grad
-
-
-def _exact_hessian(problem):
-    """Whether Newton's Hessian is the objective's own (the family's ``exact_hessian``, or
-    the softmax of the multinomial model), so that its steps converge quadratically."""
-    if is_multinomial(problem):
-        return True
-    return bool(getattr(problem.family, "exact_hessian", False))
 
 
 def _predicts_tol(optimality, previous_optimality, tol):

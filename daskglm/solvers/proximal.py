@@ -23,7 +23,6 @@ from ..compute.coordinates import Standardised
 from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .duality_gap import DualityGap
-from .evaluations import is_multinomial, per_class
 
 __all__ = ["ProximalGradient", "accelerated_proximal_gradient", "solve_composite_quadratic"]
 
@@ -188,14 +187,14 @@ class ProximalGradient(Solver):
         if self.opts["standardize"]:
             coordinates = Standardised.from_moments(*objective.column_moments(),
                                                     problem.fit_intercept)
-        coordinates = per_class(problem, coordinates)
+        coordinates = objective.loss.per_class(coordinates)
 
         moments = objective.column_moments() if engine.column_moments is not None else None
         duality = None
         # a fold's path fit keeps the optimality rule: with the gap rule, LassoCV chose a
         # different alpha for weighted rows than for the same rows repeated (scikit-learn's
         # sample-weight equivalence check), as the folds' path fits stop at different points
-        if moments is not None and not is_multinomial(problem) \
+        if moments is not None and objective.loss.single_output \
                 and not getattr(engine, "is_fold", False):
             duality = DualityGap.for_problem(problem, moments[0], engine.n_samples)
         gaps = {}  # the gap at the latest points evaluated, by theta
