@@ -5,10 +5,10 @@
 limited to one thread:
 
 * one read of ``X``: ``X @ v`` (BLAS) and ``X.sum()``;
-* for each family with a compiled loss (Gaussian, binomial, Poisson) both loops of
-  :mod:`daskglm.compute.fused_loops`: ``rows_one_pass`` (predictor, loss and product one
-  row at a time) and ``rows_in_chunks`` (vectorised losses over chunks of rows), marking
-  the one ``fused_rows`` runs.
+* for each family with a compiled loss (Gaussian, binomial, Poisson) the gradient loop of
+  :mod:`daskglm.compute.fused_loops` (``rows_in_chunks``: predictors, then the family's
+  formula vectorised over a chunk of rows, then the products) and its Hessian loop
+  (``hessian_rows``, without the symmetric product BLAS adds).
 
 Every entry is timed once per round, rounds interleaved so that a change of the machine's
 load touches all entries alike; the table gives the median of the rounds and its ratio to
@@ -37,15 +37,15 @@ def _entries(X, y, coef):
     entries = {"read: X @ v": lambda: X @ read_coef, "read: X.sum()": X.sum}
     names = {fused_loops.GAUSSIAN: "gaussian", fused_loops.BINOMIAL: "binomial",
              fused_loops.POISSON: "poisson"}
-    chosen = {family: "one pass" if family == fused_loops.GAUSSIAN else "in chunks"
-              for family in names}
+    scaled = np.empty_like(X)
     for family, name in names.items():
-        for label, loop in (("one pass", fused_loops.rows_one_pass),
-                            ("in chunks", fused_loops.rows_in_chunks)):
-            mark = " (used)" if chosen[family] == label else ""
-            entries[f"{name}, {label}{mark}"] = (
-                lambda loop=loop, family=family: loop(X, y[family], none, none, coef, 0.1,
-                                                      family, 0.0, np.zeros(X.shape[1])))
+        entries[f"{name}, gradient"] = (
+            lambda family=family: fused_loops.rows_in_chunks(
+                X, y[family], none, none, coef, 0.1, family, 0.0, np.zeros(X.shape[1])))
+        entries[f"{name}, gradient and curvatures"] = (
+            lambda family=family: fused_loops.hessian_rows(
+                X, y[family], none, none, coef, 0.1, family, 0.0, np.zeros(X.shape[1]),
+                np.zeros(X.shape[1]), scaled))
     return entries
 
 

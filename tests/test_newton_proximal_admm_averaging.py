@@ -15,6 +15,7 @@ Tolerances, all stated relative to the reference:
 
 import inspect
 import warnings
+from types import SimpleNamespace
 
 import dask.array as da
 import numpy as np
@@ -406,6 +407,9 @@ class _PseudoHuber:
     of the evaluations in ``shrunk`` (by count) is scaled down so that its full step
     overshoots."""
 
+    #: Its Hessian is exact: a full step that meets the test is taken as quadratic.
+    loss = SimpleNamespace(exact_hessian=True)
+
     def __init__(self, shrunk):
         self.calls, self.shrunk, self.hessians = [], shrunk, {}
 
@@ -434,7 +438,6 @@ class _PseudoHuber:
 
 @pytest.mark.parametrize("shrunk", [set(), {3}, {3, 4, 5}])
 def test_newton_backtracks_from_a_rejected_predicted_step(monkeypatch, shrunk):
-    from types import SimpleNamespace
 
     from daskglm.solvers import newton
 
@@ -453,7 +456,7 @@ def test_newton_backtracks_from_a_rejected_predicted_step(monkeypatch, shrunk):
             (step, extra))))
     monkeypatch.setattr(newton, "solve_symmetric", solve_with_the_current_hessian)
     monkeypatch.setattr(newton, "_predicts_tol", lambda *args: True)
-    problem = SimpleNamespace(family=SimpleNamespace(exact_hessian=True))
+    problem = SimpleNamespace()
     result = newton.Newton(tol=1e-12, max_iter=50).solve(problem, None, np.array([0.9, -0.5]))
     assert result.converged and result.message == "converged"
     assert np.max(np.abs(result.params)) <= 1e-12

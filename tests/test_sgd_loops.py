@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from daskglm.compute import sgd_loops, stochastic
+from daskglm.compute import stochastic
 from daskglm.compute.stochastic import SGDConfig, local_sgd
 from daskglm.model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
 from daskglm.model.links import Identity
@@ -150,11 +150,11 @@ def test_partition_with_fewer_rows_than_the_steps_want(monkeypatch):
     assert compiled.batch_weight == pytest.approx(part[2].sum(), rel=1e-12)  # every row once
 
 
-def test_steps_of_many_rows_take_the_chunked_loop(monkeypatch):
+def test_steps_of_many_rows_sum_in_blocks(monkeypatch):
     # steps of 40 and 300 rows (over a summing block of 128) besides a few small ones
     config = make_config(Binomial(), L2(0.05), batch_size=N_ROWS // 4)
     params, state = start(config)
-    counts = [3, sgd_loops.CHUNKED_ROWS + 8, 0, 300]
+    counts = [3, 40, 0, 300]
     compiled, reference = both_paths(make_part(Binomial()), (0, 0, counts, 0), params, state,
                                      None, config, monkeypatch)
     assert_same(compiled, reference)

@@ -5,8 +5,8 @@ A gradient round needs ``eta = X @ coef``, the family's loss and derivative ``r`
 twice and the family's elementwise work makes several passes over ``n`` temporaries.  Here
 each row is read from memory once: :func:`fused_loss_grad` is a compiled loop that forms
 the row's ``eta``, its loss and derivative, and adds ``r * x`` to the gradient while the
-row is in registers (Gaussian) or in the cache (the other families, a chunk of rows at a
-time so that their ``exp`` and ``log1p`` vectorise; :mod:`.fused_loops`), and nothing of
+row is in the cache (a chunk of rows at a time, so that the family's ``exp`` and ``log1p``
+vectorise; :mod:`.fused_loops`), and nothing of
 length ``n`` is allocated.  :func:`fused_loss_grad_hess` adds the Hessian: per row block,
 the same compiled loop also writes the rows scaled by the square roots of their curvatures
 to a cache-sized buffer, and BLAS's symmetric product of that buffer is the block's

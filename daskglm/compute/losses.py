@@ -61,7 +61,8 @@ class Loss:
 
 
 class FamilyLoss(Loss):
-    """The negative log-likelihood of a GLM family and link, one coefficient vector."""
+    """A per-row loss of the linear predictor (a GLM family and link, or one of the SGD
+    losses of :mod:`.sgd_losses`), one coefficient vector."""
 
     def __init__(self, family, fit_intercept):
         self.family = family

@@ -5,14 +5,13 @@ partition.  With a few rows per step, each step written in numpy costs tens of
 microseconds of Python for well under one of arithmetic; :func:`local_steps` runs all
 ``K`` steps in one compiled call, with the arithmetic of the Python loop it replaces: each
 step's rows gathered in sorted order (as :func:`~daskglm.compute.sampling.draw_rows` gives
-them), their loss and gradient sums formed by the loops of the fused gradient
-(:mod:`.fused_loops`: its per-row code, summed in its order; :data:`CHUNKED_ROWS` says
-which of its loops), then the step, the L2 clip and the L1 prox as
+them), their loss and gradient sums formed by the loop of the fused gradient
+(:func:`.fused_loops.fused_rows_into`, summed in its order), then the step, the L2 clip and the L1 prox as
 :func:`~daskglm.compute.stochastic.sgd_step`, :func:`~daskglm.compute.stochastic.l1_prox`
 and :func:`~daskglm.compute.stochastic.average_update` take them.  What depends on Python
 objects (the step rule's rates, the gradient scales, the epoch's order of the rows) is
-computed by the caller and passed in as arrays.  At 2 rows of 20 columns a step costs
-about 0.2 us here (binomial), against about 25 us in the Python loop.
+computed by the caller and passed in as arrays.  A step of a few rows costs well under a
+microsecond here, against tens of microseconds in the Python loop.
 
 Imported on the first compiled round only.  As in :mod:`.fused_loops`, the family is an
 integer code with a float parameter, so that every worker process finds the compiled
@@ -27,17 +26,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .fused_loops import fused_rows_into, fused_workspace, rows_one_pass_into
+from .fused_loops import fused_rows_into, fused_workspace
 
-__all__ = ["CHUNKED_ROWS", "local_steps"]
-
-#: Rows from which a step's sums take :func:`~.fused_loops.fused_rows_into` (the fused
-#: gradient's loop, whose ``exp`` and ``log1p`` run over a chunk of rows in vector
-#: instructions) rather than :func:`~.fused_loops.rows_one_pass_into` (one row at a time,
-#: the C library's ``exp``): the chunked loop's fixed cost, about 0.5 us a call, is paid
-#: back from about 24 rows (binomial, 20 columns: one row at a time 0.2 us a step against
-#: 0.7 at 2 rows, 48 ns a row against 41 at 32).  Both give the same sums up to round-off.
-CHUNKED_ROWS = 32
+__all__ = ["local_steps"]
 
 #: Steps of at most this many rows sort them by insertion (numba's ``sort`` costs about
 #: 0.2 us a call).
@@ -147,14 +138,9 @@ def local_steps(X, y, weight, rows, bounds, factors, rates, family, parameter, f
                     batch_weight_rows[i] = weight[row]
             coef[:] = x[:d]
             intercept = x[d] if fit_intercept else 0.0
-            if count < CHUNKED_ROWS:
-                step_loss, intercept_grad = rows_one_pass_into(
-                    batch[:count], batch_y[:count], batch_weight_rows[:count], no_offset, coef,
-                    intercept, family, parameter, grad, block_grad)
-            else:
-                step_loss, intercept_grad = fused_rows_into(
-                    batch[:count], batch_y[:count], batch_weight_rows[:count], no_offset, coef,
-                    intercept, family, parameter, grad, buffers, scale_bits, block_grad)
+            step_loss, intercept_grad = fused_rows_into(
+                batch[:count], batch_y[:count], batch_weight_rows[:count], no_offset, coef,
+                intercept, family, parameter, grad, buffers, scale_bits, block_grad)
             if weighted:
                 for i in range(count):
                     step_weight += batch_weight_rows[i]

@@ -386,8 +386,7 @@ def compiled_local_steps(part, index, first_step, counts, params, rule_state, av
     epoch, sorted, as :func:`draw_rows` gives them), the same rates (``config.rule``
     called once per step, as :func:`sgd_step` does), the same gradient scales and the same
     arithmetic, up to round-off (the order of the sums of the penalty and of the sample
-    weights, and, on steps of fewer than :data:`~daskglm.compute.sgd_loops.CHUNKED_ROWS`
-    rows, the C library's ``exp`` and ``log1p``).
+    weights).
     """
     from .sgd_loops import local_steps
 
