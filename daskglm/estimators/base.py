@@ -127,9 +127,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         missing = getattr(self, "missing", "error")
         encoding = means = None
         if is_table_with_categories(X) or (missing == "mean" and is_table(X)):
-            encoding = table_encoding(X, drop_first=not self._penalised(),
-                                      compute=compute_pass, missing=missing)
-            X = encoded_array(X, encoding, compute=compute_pass)
+            encoding, lengths = table_encoding(X, drop_first=not self._penalised(),
+                                               compute=compute_pass, missing=missing,
+                                               with_lengths=True)
+            X = encoded_array(X, encoding, compute=compute_pass, lengths=lengths)
         elif missing == "mean":
             X, means = _filled_with_means(X)
         X, y, sample_weight = self._checked_arrays(X, y, sample_weight)

@@ -3,20 +3,22 @@ a CSR matrix where it lives, coefficients named ``column[level]``.
 
 A pandas or Dask DataFrame whose columns are numbers, ``category``, strings or booleans
 is fitted as is.  At fit, :func:`table_encoding` finds each categorical column's levels:
-the dtype's own categories when it knows them, otherwise one pass over the column (a
-``driver_pass`` in the fit's ledger).  Each partition is then encoded by
-:func:`encode_frame`: the numeric columns as they are, followed by one column per level of
-each categorical column, in one CSR matrix (never a dense dummy matrix).  As glum and H2O
-do, an unpenalised fit drops each column's first level (its reference: the intercept
-carries it, and the dummies are not collinear with it); a penalised fit keeps every level,
-so no level is singled out by the penalty.
+the dtype's own categories when it knows them, otherwise the column's distinct values.
+Each partition is then encoded by :func:`encode_frame`: the numeric columns as they are,
+followed by one column per level of each categorical column, in one CSR matrix (never a
+dense dummy matrix).  As glum and H2O do, an unpenalised fit drops each column's first
+level (its reference: the intercept carries it, and the dummies are not collinear with
+it); a penalised fit keeps every level, so no level is singled out by the penalty.
 
 Missing values are chosen by the estimator's ``missing``: ``"error"`` (the default) refuses
-them, naming the column; ``"mean"`` fills a numeric column's with its mean at fit (found by
-one pass over the columns that have any, a ``driver_pass``, and kept for prediction) and
-gives a categorical column's their own level, :data:`MISSING_LEVEL`, as H2O does.  A
-level not seen at fit, met at prediction, gets no column: its rows contribute nothing from
-that column, as the reference level's rows do when it was dropped.
+them, naming the column; ``"mean"`` fills a numeric column's with its mean at fit (kept for
+prediction) and gives a categorical column's their own level, :data:`MISSING_LEVEL`, as
+H2O does.  A level not seen at fit, met at prediction, gets no column: its rows contribute
+nothing from that column, as the reference level's rows do when it was dropped.
+
+A fit on a Dask DataFrame reads it once before the validation round, in one
+``driver_pass`` of the fit's ledger: the levels not known, the means, which categorical
+columns have gaps, and each partition's rows (the encoded array's chunk sizes), together.
 """
 
 from __future__ import annotations
@@ -103,7 +105,7 @@ def categorical_columns(frame):
     return found
 
 
-def table_encoding(frame, drop_first, compute=None, missing="error"):
+def table_encoding(frame, drop_first, compute=None, missing="error", with_lengths=False):
     """The :class:`TableEncoding` of ``frame`` (pandas or Dask DataFrame).
 
     Parameters
@@ -117,6 +119,13 @@ def table_encoding(frame, drop_first, compute=None, missing="error"):
         estimator's, so that the passes are in the fit's ledger.
     missing : {"error", "mean"}
         What missing values become (see the module's docstring).
+    with_lengths : bool
+        Also return the rows of each partition of a Dask ``frame`` (None for pandas),
+        counted in the same pass as the levels and means, for :func:`encoded_array`.
+
+    Returns
+    -------
+    TableEncoding, or ``(TableEncoding, lengths)`` with ``with_lengths``
 
     Raises
     ------
@@ -145,6 +154,8 @@ def table_encoding(frame, drop_first, compute=None, missing="error"):
     if missing == "mean":
         wanted += [frame[numeric].mean() if numeric else None,
                    frame[categorical].isna().any() if categorical else None]
+    if with_lengths and hasattr(frame, "__dask_graph__"):
+        wanted.append(frame.map_partitions(len))
     dask_values = [v for v in wanted if v is not None and hasattr(v, "__dask_graph__")]
     if dask_values:
         if compute is None:
@@ -158,7 +169,7 @@ def table_encoding(frame, drop_first, compute=None, missing="error"):
         levels[column] = np.asarray(sorted(pd.unique(np.asarray(found)), key=_order))
     means = {}
     if missing == "mean":
-        found_means, gaps = wanted[len(unknown):]
+        found_means, gaps = wanted[len(unknown):len(unknown) + 2]
         means = {str(c): float(v) for c, v in (found_means.items() if numeric else ())}
         empty = [c for c, value in means.items() if not np.isfinite(value)]
         if empty:
@@ -170,8 +181,12 @@ def table_encoding(frame, drop_first, compute=None, missing="error"):
         if drop_first and len(levels[column]) < 2:
             raise ValueError(f"Column {column!r} has one level ({levels[column].tolist()}); "
                              "its dummy would be the intercept. Drop the column.")
-    return TableEncoding(tuple(columns), {str(c): levels[c] for c in categorical},
-                         bool(drop_first), means, missing == "mean")
+    encoding = TableEncoding(tuple(columns), {str(c): levels[c] for c in categorical},
+                             bool(drop_first), means, missing == "mean")
+    if not with_lengths:
+        return encoding
+    lengths = wanted[-1] if hasattr(frame, "__dask_graph__") else None
+    return encoding, lengths
 
 
 def known_levels(column):
@@ -251,16 +266,17 @@ def is_table(X):
     return hasattr(X, "dtypes") and hasattr(X, "columns")
 
 
-def encoded_array(frame, encoding, dtype=np.float64, compute=None):
+def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None):
     """``frame`` encoded: a CSR matrix (pandas) or a Dask array of CSR chunks, one per
-    partition (Dask; ``compute`` computes the partitions' lengths, a pass)."""
+    partition (Dask; ``compute`` computes the partitions' lengths, a pass, unless
+    ``lengths`` gives them)."""
     if not hasattr(frame, "__dask_graph__"):
         return encode_frame(frame, encoding, dtype)
     import dask
     import dask.array as da
 
-    compute = compute or dask.compute
-    lengths = compute(frame.map_partitions(len))[0]
+    if lengths is None:
+        lengths = (compute or dask.compute)(frame.map_partitions(len))[0]
     encode = dask.delayed(encode_frame, pure=True)
     meta = sp.csr_matrix((0, encoding.n_features), dtype=dtype)
     blocks = [da.from_delayed(encode(part, encoding, dtype), shape=(int(rows), encoding.n_features),
