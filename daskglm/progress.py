@@ -2,9 +2,12 @@
 
 Solvers report each iteration through :func:`report` (from their history), without
 knowing whether anyone listens; an estimator fitted with ``verbose`` listens for the
-duration of its fit with :func:`watch`.  The bar is tqdm's text bar (the same in a
-terminal, a notebook and a saved notebook), full when the fit ends; every iteration is
-also logged on the ``daskglm`` logger.
+duration of its fit with :func:`watch`.  The bar is tqdm's text bar, full when the fit
+ends.  In a terminal it redraws its line (``\r``); in a Jupyter kernel it is one text
+output updated in place (a display with an id), which needs no widget library and which a
+notebook saved during or after the fit holds once, in its last state (a stream of ``\r``
+redraws would be saved whole, every state on its own line).  Every iteration is also
+logged on the ``daskglm`` logger.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import contextlib
 import contextvars
 import logging
 import math
+import sys
 
 __all__ = ["report", "watch"]
 
@@ -44,11 +48,11 @@ def watch(description, total, verbose):
     if not verbose:
         yield
         return
-    # the text bar renders the same in a terminal, in a notebook (as its output stream:
-    # no widget library needed) and in a saved notebook, which keeps its last state
     from tqdm.std import tqdm
 
-    bar = tqdm(total=total, desc=description, unit="it", leave=True, dynamic_ncols=True)
+    shown_in = _NotebookLine() if _in_notebook() else None
+    bar = tqdm(total=total, desc=description, unit="it", leave=True,
+               dynamic_ncols=shown_in is None, file=shown_in)
 
     def listen(entry):
         # the figures first, then the step, so that the bar shows the iteration it counts
@@ -70,3 +74,34 @@ def watch(description, total, verbose):
         bar.total = bar.n
         bar.refresh()
         bar.close()
+
+
+def _in_notebook():
+    """Whether this process is a Jupyter kernel (IPython's kernel shell is running)."""
+    if "ipykernel" not in sys.modules or "IPython" not in sys.modules:
+        return False
+    shell = sys.modules["IPython"].get_ipython()
+    return shell is not None and hasattr(shell, "kernel")
+
+
+class _NotebookLine:
+    """A file for tqdm that shows what it writes as one text output of the current cell,
+    replaced at every write (``display`` once, then ``update_display`` by its id)."""
+
+    def __init__(self):
+        self.handle = None
+
+    def write(self, text):
+        from IPython.display import display
+
+        line = text.replace("\r", "").strip("\n")
+        if not line.strip():
+            return
+        data = {"text/plain": line}
+        if self.handle is None:
+            self.handle = display(data, raw=True, display_id=True)
+        else:
+            self.handle.update(data, raw=True)
+
+    def flush(self):
+        pass
