@@ -18,7 +18,7 @@ import logging
 import math
 import sys
 
-__all__ = ["report", "watch"]
+__all__ = ["report", "report_part", "watch"]
 
 logger = logging.getLogger("daskglm")
 
@@ -29,7 +29,15 @@ def report(entry):
     """Tell the current listener, if any, about one iteration's history entry."""
     listener = _listener.get()
     if listener is not None:
-        listener(entry)
+        listener.iteration(entry)
+
+
+def report_part(share):
+    """Tell the current listener, if any, that ``share`` (in [0, 1]) of the iteration under
+    way is done: an SGD epoch's rounds, so that a long epoch moves the bar."""
+    listener = _listener.get()
+    if listener is not None:
+        listener.part(share)
 
 
 @contextlib.contextmanager
@@ -54,26 +62,56 @@ def watch(description, total, verbose):
     bar = tqdm(total=total, desc=description, unit="it", leave=True,
                dynamic_ncols=shown_in is None, file=shown_in)
 
-    def listen(entry):
-        # the figures first, then the step, so that the bar shows the iteration it counts
-        shown = {"objective": f"{entry['objective']:.6g}"}
-        if math.isfinite(entry.get("grad_norm", math.nan)):
-            shown["grad"] = f"{entry['grad_norm']:.2e}"
-        bar.set_postfix(shown, refresh=False)
-        bar.update(1)
-        logger.info("%s iteration %d: objective %.10g, gradient %.3e, %d rounds, %.2f s",
-                    description, entry["iteration"], entry["objective"], entry["grad_norm"],
-                    entry["rounds"], entry["seconds"])
-
-    token = _listener.set(listen)
+    listener = _BarListener(bar, description)
+    token = _listener.set(listener)
     try:
         yield
     finally:
         _listener.reset(token)
         # a fit that stopped before ``total`` (converged) ends its bar full, not at n/total
+        listener.whole()
         bar.total = bar.n
         bar.refresh()
         bar.close()
+
+
+#: The bar while an iteration is partly done: its count with two decimals.
+_PART_FORMAT = "{l_bar}{bar}| {n:.2f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
+
+
+class _BarListener:
+    """Moves ``bar`` by one per iteration (showing its figures), and by the share done of
+    an iteration under way."""
+
+    def __init__(self, bar, description):
+        self.bar = bar
+        self.description = description
+        self.done = 0.0  # share of the iteration under way
+
+    def part(self, share):
+        share = max(float(share), 0.0)
+        if self.done < share < 1.0:  # a whole iteration is moved by its record
+            self.bar.bar_format = _PART_FORMAT
+            self.bar.update(share - self.done)
+            self.done = share
+
+    def whole(self):
+        """Back to the count of whole iterations."""
+        self.bar.n = round(self.bar.n - self.done)
+        self.bar.bar_format = None
+        self.done = 0.0
+
+    def iteration(self, entry):
+        # the figures first, then the step, so that the bar shows the iteration it counts
+        shown = {"objective": f"{entry['objective']:.6g}"}
+        if math.isfinite(entry.get("grad_norm", math.nan)):
+            shown["grad"] = f"{entry['grad_norm']:.2e}"
+        self.bar.set_postfix(shown, refresh=False)
+        self.whole()
+        self.bar.update(1)
+        logger.info("%s iteration %d: objective %.10g, gradient %.3e, %d rounds, %.2f s",
+                    self.description, entry["iteration"], entry["objective"],
+                    entry["grad_norm"], entry["rounds"], entry["seconds"])
 
 
 def _in_notebook():

@@ -2,6 +2,7 @@
 feature scales, dtypes, parameter semantics, progress and warm starts."""
 
 import logging
+import re
 import warnings
 
 import dask.array as da
@@ -218,6 +219,35 @@ def test_verbose_shows_a_progress_bar_and_logs_each_iteration(classification, ca
     assert f"objective={model.history_[-1]['objective']:.6g}" in last
     daskglm.LogisticRegression(solver="lbfgs").fit(X, y)
     assert capsys.readouterr().err == ""  # quiet by default
+
+
+def test_an_sgd_epoch_reports_the_share_of_it_done_after_each_round(monkeypatch):
+    from daskglm import progress
+
+    shares = []
+    monkeypatch.setattr(progress, "report_part", shares.append)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20_000, 5))
+    y = (X[:, 0] > 0).astype(float)
+    # 1,250 steps an epoch, 100 a round: 13 rounds an epoch
+    daskglm.SGDClassifier(max_iter=2, tol=None, random_state=0, sync_every=100).fit(X, y)
+    assert len(shares) == 26
+    np.testing.assert_allclose(shares[:13], np.minimum(np.arange(1, 14) * 100, 1250) / 1250)
+
+
+def test_a_bar_shows_the_share_done_of_the_iteration_under_way(capsys):
+    import time
+
+    from daskglm import progress
+
+    with progress.watch("SGDClassifier(sgd)", 3, verbose=1):
+        time.sleep(0.15)  # past the bar's least interval between redraws
+        progress.report_part(0.5)
+        progress.report({"iteration": 1, "objective": 0.5, "grad_norm": float("nan"),
+                         "rounds": 2, "seconds": 0.2})
+    shown = capsys.readouterr().err.split("\r")
+    assert any(re.search(r"\| 0\.50/3 ", line) for line in shown), shown
+    assert "1/1" in shown[-1] and "100%" in shown[-1], shown[-1]
 
 
 def test_an_sgd_bar_shows_no_gradient_it_does_not_have(classification, capsys):

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .. import progress
 from ..accounting.kinds import Kind
 from ..compute.parameter_server import hogwild_loss
 from ..compute.sampling import epoch_counts, partition_size
@@ -456,6 +457,7 @@ class SGD(Solver):
             )
             state.params = l1_prox(moved, rate, config)
             state.average = average_update(state.average, state.params, step, config)
+            progress.report_part((k + 1) / counts.shape[0])
         state.step += counts.shape[0]
         return loss, penalty, weight, rate
 
@@ -484,4 +486,5 @@ class SGD(Solver):
             state.params = l1_prox(local.params, rate, config)
             state.average = average_update(local.average, state.params, steps[-1], config)
             state.step = steps[-1] + 1
+            progress.report_part((state.step - epoch) / counts.shape[0])
         return loss, penalty, weight, rate

@@ -37,6 +37,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .. import progress
 from ..accounting.kinds import Kind
 from ..compute.compressed_steps import (
     Downlink,
@@ -126,6 +127,7 @@ def compressed_synchronous_epoch(engine, config, state, counts, codec, link):
         state.params, rate, state.rule_state = apply_step(
             state.params, messages, codec, config, state.rule_state, step, n_batch)
         state.average = average_update(state.average, state.params, step, config)
+        progress.report_part((k + 1) / counts.shape[0])
     state.step += counts.shape[0]
     return loss, penalty, weight, rate
 
@@ -158,6 +160,7 @@ def compressed_local_epoch(engine, config, state, counts, sync_every, codec):
         state.params = l1_prox(state.params + delta, rate, config)
         state.average = average_update(state.average, state.params, steps[-1], config)
         state.step = steps[-1] + 1
+        progress.report_part((state.step - epoch) / counts.shape[0])
     return loss, penalty, weight, rate
 
 
@@ -181,6 +184,7 @@ def deadline_epoch(engine, config, state, counts, deadline, min_fraction):
             kind=Kind.DEADLINE_BATCH, deadline=deadline, min_fraction=min_fraction,
         )
         dropped.append(round_.dropped)
+        progress.report_part((k + 1) / counts.shape[0])
         stats = round_.result
         if stats is None or not round_.weight_arrived > 0:
             state.average = average_update(state.average, state.params, step, config)
