@@ -20,6 +20,7 @@ from ..engine.tasks import pause_if_slowed
 from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
 from ..optim.schedules import LEARNING_RATES, make_step_rule
+from ..progress import report_part
 from .base import EarlyStopping, History, Solver, SolverResult
 from .round_sizing import COMPUTE_TO_FIXED
 
@@ -255,6 +256,7 @@ class AsyncSGD(Solver):
             progress = server.checkpoint()
             idle = idle + 1 if progress["rows"] == rows else 0
             rows = progress["rows"]
+            report_part(rows / engine.n_samples)
             if idle >= MAX_IDLE_GENERATIONS:
                 raise RuntimeError(f"{idle} generations of parameter-server SGD in a row "
                                    f"read no rows (every task failed or found no rows).")

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .. import progress
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
 from ..compute.gossip import (
@@ -170,6 +171,7 @@ class Gossip(Solver):
                 local_record = engine.ledger.records[-1]
                 offsets = offsets + block.sum(axis=0)
                 step += block.shape[0]
+                progress.report_part(start / counts.shape[0])
                 loss, weight, penalty = (loss + stats.loss, weight + stats.weight,
                                          penalty + stats.penalty)
                 if n_nodes > 1:
