@@ -196,7 +196,7 @@ def build_parser():
     commands = parser.add_subparsers(dest="command", required=True)
 
     run = commands.add_parser("run", help="run a suite and write its results")
-    run.add_argument("--suite", default="quick", help="quick (default), full, scale (1e7 rows), mid (the scale cases at 3e6 rows) or smoke")
+    run.add_argument("--suite", default="quick", help="quick (default), full, scale (1e7 rows), mid (the scale cases at 3e6 rows), peers (every peer library at 1e6 x 50), peers-large (at 1e7 x 50) or smoke")
     run.add_argument("--output", default=str(DEFAULT_OUTPUT),
                      help="JSON results file (default: benchmarks/results/latest.json)")
     run.add_argument("--only", nargs="+", default=[], metavar="PATTERN",

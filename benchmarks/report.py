@@ -85,7 +85,7 @@ def _setting(entry):
 
 def _memory_cell(entry):
     memory = entry.get("memory")
-    if not memory or entry.get("where") == "spark":  # the JVM's memory is not measured
+    if not memory or entry.get("where") in ("spark", "h2o"):  # a JVM's memory is not measured
         return ""
     return f"{memory['peak_bytes'] / 2**20:.0f} (+{memory['added_bytes'] / 2**20:.0f})"
 
@@ -127,8 +127,9 @@ def _case_table(case, limits):
                          "objective.")
         load = entry.get("prepare") or {}
         if "load_s" in load:
-            notes.append(f"{entry['label']}: loading the data into Spark took "
-                         f"{load['load_s']:.1f} s (not in the fit times; session start-up "
+            system = {"spark": "Spark", "h2o": "H2O"}.get(entry.get("where"), "its system")
+            notes.append(f"{entry['label']}: loading the data into {system} took "
+                         f"{load['load_s']:.1f} s (not in the fit times; its start-up "
                          f"{load.get('session_start_s') or 0:.1f} s).")
     title = (f"### {case['case']}: {case['problem']['description'] if case['problem'] else 'kernels'}"
              f" on {case['data']['label']}"

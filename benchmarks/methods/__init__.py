@@ -13,9 +13,12 @@ from benchmarks.methods import (
     dask_ml_estimators,
     daskglm_estimators,
     glum_estimators,
+    h2o_glm,
+    intel_and_ibm,
     numpy_kernels,
     sklearn_estimators,
     spark_mllib,
+    xgboost_gblinear,
 )
 from benchmarks.methods.base import Fit, Method, Unsupported
 
@@ -25,7 +28,8 @@ __all__ = ["METHODS", "get_method", "Fit", "Method", "Unsupported"]
 METHODS: dict[str, Method] = {
     method.name: method
     for module in (daskglm_estimators, dask_glm_algorithms, dask_ml_estimators,
-                   sklearn_estimators, glum_estimators, spark_mllib, numpy_kernels)
+                   sklearn_estimators, glum_estimators, intel_and_ibm, xgboost_gblinear,
+                   spark_mllib, h2o_glm, numpy_kernels)
     for method in module.methods()
 }
 

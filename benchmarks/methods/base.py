@@ -94,8 +94,9 @@ class Method:
     kind : {"fit", "kernel"}
         A fit returns coefficients scored against the problem's reference; a kernel is a
         plain computation timed for comparison (no problem, no gap).
-    where : {"cluster", "memory", "spark"}
-        Whether it runs on the persisted Dask arrays, on the in-memory copy, or in Spark.
+    where : {"cluster", "memory", "spark", "h2o"}
+        Whether it runs on the persisted Dask arrays, on the in-memory copy, or in Spark's
+        or H2O's JVM.
     threads : int or None
         For in-memory methods, the BLAS/OpenMP threads it may use; None means as many
         as the cluster has in all (the same cores as the distributed methods).

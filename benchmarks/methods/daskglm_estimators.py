@@ -194,6 +194,8 @@ def methods():
     smooth = (LogisticL2, LeastSquares, PoissonL2)
     return [
         DaskglmFit("lbfgs", smooth),
+        # the solver daskglm picks from the validation round's measurements
+        DaskglmFit("auto", smooth),
         DaskglmFit("gd", smooth),
         DaskglmFit("newton", smooth),
         DaskglmFit("proximal", smooth),
