@@ -22,6 +22,8 @@ __all__ = ["report", "report_part", "watch"]
 
 logger = logging.getLogger("daskglm")
 
+#: The current listener: a callable taking each iteration's history entry, with an
+#: optional ``part(share)`` for the share done of the iteration under way.
 _listener = contextvars.ContextVar("daskglm_progress", default=None)
 
 
@@ -29,15 +31,15 @@ def report(entry):
     """Tell the current listener, if any, about one iteration's history entry."""
     listener = _listener.get()
     if listener is not None:
-        listener.iteration(entry)
+        listener(entry)
 
 
 def report_part(share):
     """Tell the current listener, if any, that ``share`` (in [0, 1]) of the iteration under
     way is done: an SGD epoch's rounds, so that a long epoch moves the bar."""
-    listener = _listener.get()
-    if listener is not None:
-        listener.part(share)
+    part = getattr(_listener.get(), "part", None)  # a listener may follow iterations only
+    if part is not None:
+        part(share)
 
 
 @contextlib.contextmanager
@@ -101,7 +103,7 @@ class _BarListener:
         self.bar.bar_format = None
         self.done = 0.0
 
-    def iteration(self, entry):
+    def __call__(self, entry):
         # the figures first, then the step, so that the bar shows the iteration it counts
         shown = {"objective": f"{entry['objective']:.6g}"}
         if math.isfinite(entry.get("grad_norm", math.nan)):
