@@ -456,7 +456,7 @@ def test_newton_backtracks_from_a_rejected_predicted_step(monkeypatch, shrunk):
             (step, extra))))
     monkeypatch.setattr(newton, "solve_symmetric", solve_with_the_current_hessian)
     monkeypatch.setattr(newton, "_predicts_tol", lambda *args: True)
-    problem = SimpleNamespace()
+    problem = SimpleNamespace(penalty=SimpleNamespace(smooth=True))
     result = newton.Newton(tol=1e-12, max_iter=50).solve(problem, None, np.array([0.9, -0.5]))
     assert result.converged and result.message == "converged"
     assert np.max(np.abs(result.params)) <= 1e-12
@@ -586,8 +586,96 @@ def test_standardised_coordinates(penalty, fit_intercept):
         assert value(best) <= value(best + 1e-3 * rng.normal(size=n_params)) + 1e-12
 
 
+# proximal Newton: solver="newton" with an L1 or elastic-net penalty ----------------------
+def _l1_logistic_data(n=4000, d=12, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    X[:, 0] *= 10.0  # a column on another scale
+    X[:, 1] += 3.0
+    coef = np.r_[rng.normal(size=4), np.zeros(d - 4)]
+    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-(X @ (coef / np.r_[10.0, np.ones(d - 1)])
+                                                  + 0.3)))).astype(float)
+    return X, y
+
+
+#: The L1 penalty of LogisticRegression before and after scikit-learn 1.8 (which takes it
+#: from ``l1_ratio``); the warnings either version gives about the other are ignored.
+L1_LOGISTIC = {"penalty": "l1", "l1_ratio": 1.0}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+def test_proximal_newton_fits_l1_logistic_as_scikit_learn_in_a_tenth_of_the_rounds():
+    X, y = _l1_logistic_data()
+    C = 0.02
+    # scikit-learn's liblinear without an intercept (it would penalise one)
+    reference = sk.LogisticRegression(C=C, solver="liblinear", tol=1e-12, max_iter=100_000,
+                                      fit_intercept=False, **L1_LOGISTIC).fit(X, y)
+    newton = daskglm.LogisticRegression(C=C, solver="newton", tol=1e-9, fit_intercept=False,
+                                        **L1_LOGISTIC).fit(X, y)
+    proximal = daskglm.LogisticRegression(C=C, solver="proximal", tol=1e-9, max_iter=5000,
+                                          fit_intercept=False, **L1_LOGISTIC).fit(X, y)
+    assert 0 < (newton.coef_ == 0).sum() < X.shape[1]  # an L1 fit: some coefficients zero
+    assert newton.converged_ and proximal.converged_
+    np.testing.assert_allclose(newton.coef_, reference.coef_, atol=1e-6)
+    np.testing.assert_allclose(newton.coef_, proximal.coef_, atol=1e-7)
+    assert np.array_equal(newton.coef_ == 0, reference.coef_ == 0)  # the same support
+    assert newton.comm_.rounds * 10 <= proximal.comm_.rounds
+
+
+@pytest.mark.parametrize("penalty", [{"penalty": "l1"},
+                                     {"penalty": "elasticnet", "l1_ratio": 0.5}])
+def test_proximal_newton_fits_a_penalised_poisson_glm_as_the_proximal_solver(penalty):
+    X, _, _ = make_data("gaussian", n=3000, d=10)
+    rng = np.random.default_rng(1)
+    y = rng.poisson(np.exp(0.3 * X[:, 0] - 0.2 * X[:, 1] - 0.5)).astype(float)
+    fits = {solver: daskglm.GLM(family="poisson", alpha=0.01, solver=solver, tol=1e-10,
+                                max_iter=5000, **penalty).fit(X, y)
+            for solver in ("newton", "proximal")}
+    assert all(fit.converged_ for fit in fits.values())
+    assert (fits["newton"].coef_ == 0).any()  # the L1 part set some to zero
+    np.testing.assert_allclose(fits["newton"].coef_, fits["proximal"].coef_, atol=1e-8)
+    np.testing.assert_allclose(fits["newton"].intercept_, fits["proximal"].intercept_,
+                               atol=1e-8)
+    assert fits["newton"].n_iter_ <= 15
+    assert fits["newton"].comm_.rounds * 5 <= fits["proximal"].comm_.rounds
+
+
+def test_proximal_newton_lasso_equals_scikit_learn_and_does_not_depend_on_the_chunks():
+    X, y, _ = make_data("gaussian", n=2000, d=10)
+    reference = sk.Lasso(alpha=0.05, tol=1e-12, max_iter=100_000).fit(X, y)
+    ours = daskglm.Lasso(alpha=0.05, solver="newton", tol=1e-10).fit(X, y)
+    chunked = daskglm.Lasso(alpha=0.05, solver="newton", tol=1e-10).fit(
+        da.from_array(X, chunks=(300, -1)), da.from_array(y, chunks=300))
+    np.testing.assert_allclose(ours.coef_, reference.coef_, atol=1e-8)
+    np.testing.assert_allclose(ours.intercept_, reference.intercept_, atol=1e-8)
+    np.testing.assert_allclose(chunked.coef_, ours.coef_, atol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+def test_proximal_newton_says_when_it_stops_short():
+    X, y = _l1_logistic_data()
+    with pytest.warns(ConvergenceWarning):
+        model = daskglm.LogisticRegression(C=0.02, solver="newton", tol=1e-12, max_iter=1,
+                                           **L1_LOGISTIC).fit(X, y)
+    assert not model.converged_ and model.n_iter_ == 1
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+def test_proximal_newton_refuses_the_multinomial_model_with_l1():
+    X, _, _ = make_data("gaussian", n=300, d=4)
+    y = np.arange(300) % 3
+    with pytest.raises(ValueError, match="solver 'newton' does not handle.*more than two"):
+        daskglm.LogisticRegression(C=1.0, solver="newton", **L1_LOGISTIC).fit(X, y)
+
+
+def test_auto_never_picks_proximal_newton():
+    # the proximal solver stops on scikit-learn's duality gap for the lasso
+    X, y, _ = make_data("gaussian", n=500, d=5)
+    assert daskglm.Lasso(alpha=0.1).fit(X, y).solver_ == "proximal"
+
+
 # clear errors --------------------------------------------------------------------------
-@pytest.mark.parametrize("solver", ["newton", "lbfgs", "gd", "normal"])
+@pytest.mark.parametrize("solver", ["lbfgs", "gd", "normal"])
 def test_smooth_only_solvers_reject_l1(solver):
     X, y, _ = make_data("gaussian", n=50)
     with pytest.raises(ValueError, match=rf"solver '{solver}' does not handle.*non-smooth.*'proximal'"):

@@ -90,6 +90,13 @@ class Objective:
         value, grad, _ = self._penalise(params, stats.loss, stats.grad)
         return value, grad
 
+    def loss_grad_hess(self, params):
+        """Mean loss, its gradient and its Hessian, without any penalty: one round."""
+        kernel, args = self.loss.evaluation(params, hessian=True)
+        stats = self._reduce(kernel, *args, kind=Kind.HESSIAN)
+        weight = self.total_weight
+        return stats.loss / weight, stats.grad / weight, stats.hess / weight
+
     def value_grad_hess(self, params):
         """Smooth objective, gradient and Hessian: one round."""
         kernel, args = self.loss.evaluation(params, hessian=True)

@@ -10,6 +10,7 @@ from ..model.problem import Feature
 from ..optim.linalg import solve_symmetric
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult, StallMonitor
 from .linesearch import LineSearchResult, backtracking
+from .proximal import solve_composite_quadratic
 
 __all__ = ["Newton"]
 
@@ -39,8 +40,17 @@ class Newton(Solver):
     gradient entry is at most ``tol``.  Stops early, with ``converged`` False and a
     message starting with "stalled", when the line search finds no decrease, the step is
     below round-off relative to the parameters, or for 10 iterations neither the
-    objective nor the largest gradient entry improved beyond round-off.  Every family; no
-    penalty or L2 only.
+    objective nor the largest gradient entry improved beyond round-off.  Every family.
+
+    With an L1 or elastic-net penalty it is the proximal Newton method (glmnet's and glum's
+    outer loop): each round's Hessian of the loss makes a quadratic model, whose
+    penalised minimum is found on the driver without any round
+    (:func:`~daskglm.solvers.proximal.solve_composite_quadratic`, to a tenth of the
+    current optimality); the step towards it is backtracked until the penalised objective
+    decreases by a tenth of a thousandth of the model's predicted decrease.  Each trial
+    point is evaluated with its Hessian, so an accepted full step costs one round.  Stops
+    when the largest violation of the optimality conditions is at most ``tol``.  Not for
+    the multinomial model with such a penalty (the proximal solver takes it).
 
     The Hessian of the point where the fit stops is never used, so with an exact Hessian
     (the family's ``exact_hessian``, or the multinomial model) and the quadratic
@@ -63,7 +73,16 @@ class Newton(Solver):
 
     name = "newton"
     options = {"max_line_search": 40}
-    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.MULTINOMIAL, Feature.OFFSET})
+    handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.MULTINOMIAL, Feature.OFFSET,
+                         Feature.NON_QUADRATIC_PENALTY, Feature.NONSMOOTH_PENALTY})
+
+    @classmethod
+    def unsupported(cls, problem):
+        features = problem.features()
+        if Feature.MULTINOMIAL in features and Feature.NONSMOOTH_PENALTY in features:
+            return (f"solver {cls.name!r} does not handle {Feature.MULTINOMIAL} with "
+                    f"{Feature.NONSMOOTH_PENALTY}")
+        return super().unsupported(problem)
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)
@@ -75,6 +94,8 @@ class Newton(Solver):
                                        hessian=True)
 
     def solve(self, problem, engine, params0):
+        if not problem.penalty.smooth:
+            return self._proximal_newton(problem, engine, params0)
         objective = Objective(problem, engine)
         history = History(engine)
         value_and_grad = _WithHessian(objective)
@@ -127,6 +148,62 @@ class Newton(Solver):
                 message = "converged"
             else:
                 message = monitor.check(params, step, value, optimality) or message
+                if message.startswith("stalled"):
+                    break
+        return SolverResult(params, n_iter, converged, history.entries, message)
+
+    def _proximal_newton(self, problem, engine, params0):
+        """Newton's method for a penalty with a non-smooth part (see the class docstring)."""
+        objective = Objective(problem, engine)
+        history = History(engine)
+        penalty = problem.penalty
+
+        def evaluate(params):
+            loss, grad, hess = objective.loss_grad_hess(params)
+            coef = problem.coef(params)
+            smooth_grad = grad.copy()
+            smooth_grad[: coef.shape[0]] += penalty.grad(coef)
+            value = loss + penalty.value(coef)
+            return value, grad, hess, objective.optimality(params, smooth_grad)
+
+        params = np.array(params0, dtype=float)
+        value, grad, hess, optimality = evaluate(params)
+        converged = optimality <= self.tol
+        n_iter = 0
+        monitor = StallMonitor()
+        message = "converged" if converged else "maximum number of iterations reached"
+        while not converged and n_iter < self.max_iter:
+            n_iter += 1
+            target = solve_composite_quadratic(hess, grad, params, problem,
+                                               tol=max(0.1 * optimality, 0.01 * self.tol))[0]
+            direction = target - params
+            coef = problem.coef(params)
+            predicted = float(grad @ direction) + penalty.value(
+                problem.coef(target)) - penalty.value(coef)
+            resolved = -predicted > _ROUND_OFF * max(1.0, abs(value))
+            step, evaluations, accepted = 1.0, 0, None
+            while evaluations < int(self.opts["max_line_search"]):
+                trial = params + step * direction
+                evaluations += 1
+                found = evaluate(trial)
+                if np.isfinite(found[0]) and (
+                        found[0] <= value + 1e-4 * step * predicted if resolved
+                        else found[3] < optimality):
+                    accepted = (trial, *found)
+                    break
+                step *= 0.5
+            if accepted is None:
+                n_iter -= 1
+                message = "stalled: the line search found no decrease"
+                break
+            moved = accepted[0] - params
+            params, value, grad, hess, optimality = accepted
+            history.record(value, optimality, step, evaluations=evaluations)
+            converged = optimality <= self.tol
+            if converged:
+                message = "converged"
+            else:
+                message = monitor.check(params, moved, value, optimality) or message
                 if message.startswith("stalled"):
                     break
         return SolverResult(params, n_iter, converged, history.entries, message)
