@@ -323,11 +323,19 @@ def test_the_holder_survives_other_workers_and_not_its_own(data, own_client):
         other = next(a for a in workers if a != holder.address)
         assert dict(engine.map_as_completed(push_gradient, holder, kind="p"))
         assert holder.pull()[0] == 4
-        # another worker lost: the holder keeps its state; lost partitions are rebuilt
+        # another worker lost: the holder keeps its state; lost partitions are rebuilt.  A
+        # round that starts before the client has heard of the loss lists the lost
+        # partitions in ``failed``, and the next round rebuilds them (a CI run met this)
         kill_worker(client, other)
         it = engine.map_as_completed(push_gradient, holder, kind="p")
-        assert sorted(dict(it)) == [0, 1, 2, 3] and it.failed == ()
-        assert holder.pull()[0] == 8
+        yielded = sorted(dict(it))
+        assert sorted(yielded + list(it.failed)) == [0, 1, 2, 3]
+        pushes = 4 + len(yielded)
+        if it.failed:
+            again = engine.map_as_completed(push_gradient, holder, kind="p")
+            assert sorted(dict(again)) == [0, 1, 2, 3] and again.failed == ()
+            pushes += 4
+        assert holder.pull()[0] == pushes
         # its own worker lost (the nanny restarts the other one's process meanwhile):
         # a clear error, on the driver and in the tasks
         client.wait_for_workers(2, timeout=60)
