@@ -23,7 +23,8 @@ class LineSearchResult:
 
 
 def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink=0.5,
-                 sufficient_decrease=1e-4, max_evaluations=40, resolve_round_off=False):
+                 sufficient_decrease=1e-4, max_evaluations=40, resolve_round_off=False,
+                 slope=None):
     """Find a step along ``direction`` that satisfies the Armijo condition.
 
     Every trial point costs one call of ``value_and_grad`` (one engine round), whose
@@ -49,6 +50,10 @@ def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink
         optimum, where their difference is mostly round-off), test the decrease estimated
         from the gradients by the trapezoid rule, ``(g(trial) + g).(trial - params) / 2``
         (exact for quadratics), instead of the difference of the values.
+    slope : float, optional
+        The decrease predicted per unit step, negative: ``grad @ direction`` by default;
+        a proximal method gives its model's (the smooth part's slope plus the change of
+        the non-smooth part over the full step).
 
     Returns
     -------
@@ -56,7 +61,7 @@ def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink
         ``success`` is False when no trial decreased the objective enough; the point
         returned is then the starting point.
     """
-    slope = float(grad @ direction)
+    slope = float(grad @ direction) if slope is None else float(slope)
     for evaluation in range(1, max_evaluations + 1):
         trial = params + step * direction
         trial_value, trial_grad = value_and_grad(trial)

@@ -144,12 +144,9 @@ class Newton(Solver):
             converged = optimality <= self.tol
             if predicted and not converged:
                 full_steps = 0  # no prediction again before two more full steps
-            if converged:
-                message = "converged"
-            else:
-                message = monitor.check(params, step, value, optimality) or message
-                if message.startswith("stalled"):
-                    break
+            message = _after_step(monitor, converged, params, step, value, optimality, message)
+            if message.startswith("stalled"):
+                break
         return SolverResult(params, n_iter, converged, history.entries, message)
 
     def _proximal_newton(self, problem, engine, params0):
@@ -157,17 +154,11 @@ class Newton(Solver):
         objective = Objective(problem, engine)
         history = History(engine)
         penalty = problem.penalty
-
-        def evaluate(params):
-            loss, grad, hess = objective.loss_grad_hess(params)
-            coef = problem.coef(params)
-            smooth_grad = grad.copy()
-            smooth_grad[: coef.shape[0]] += penalty.grad(coef)
-            value = loss + penalty.value(coef)
-            return value, grad, hess, objective.optimality(params, smooth_grad)
+        penalised = _PenalisedWithHessian(objective)
 
         params = np.array(params0, dtype=float)
-        value, grad, hess, optimality = evaluate(params)
+        value, smooth_grad = penalised(params)
+        grad, hess, optimality = penalised.grad, penalised.hess, penalised.optimality
         converged = optimality <= self.tol
         n_iter = 0
         monitor = StallMonitor()
@@ -177,35 +168,34 @@ class Newton(Solver):
             target = solve_composite_quadratic(hess, grad, params, problem,
                                                tol=max(0.1 * optimality, 0.01 * self.tol))[0]
             direction = target - params
-            coef = problem.coef(params)
             predicted = float(grad @ direction) + penalty.value(
-                problem.coef(target)) - penalty.value(coef)
-            resolved = -predicted > _ROUND_OFF * max(1.0, abs(value))
-            step, evaluations, accepted = 1.0, 0, None
-            while evaluations < int(self.opts["max_line_search"]):
-                trial = params + step * direction
-                evaluations += 1
-                found = evaluate(trial)
-                if np.isfinite(found[0]) and (
-                        found[0] <= value + 1e-4 * step * predicted if resolved
-                        else found[3] < optimality):
-                    accepted = (trial, *found)
-                    break
-                step *= 0.5
-            if accepted is None:
+                problem.coef(target)) - penalty.value(problem.coef(params))
+            search, first_step = None, 1.0
+            if -predicted <= _ROUND_OFF * max(1.0, abs(value)):
+                # below what function values resolve: the full step if it shrinks the
+                # optimality violation
+                trial_value, trial_grad = penalised(target)
+                if np.isfinite(trial_value) and penalised.optimality < optimality:
+                    search = LineSearchResult(1.0, target, trial_value, trial_grad, 1, True)
+                first_step = 0.5
+            if search is None:
+                search = backtracking(penalised, params, value, smooth_grad, direction,
+                                      first_step, slope=predicted,
+                                      max_evaluations=int(self.opts["max_line_search"]))
+                if first_step < 1.0:
+                    search.evaluations += 1  # the full step, tried and rejected
+            if not search.success:
                 n_iter -= 1
                 message = "stalled: the line search found no decrease"
                 break
-            moved = accepted[0] - params
-            params, value, grad, hess, optimality = accepted
-            history.record(value, optimality, step, evaluations=evaluations)
+            moved = search.params - params
+            params, value, smooth_grad = search.params, search.value, search.grad
+            grad, hess, optimality = penalised.grad, penalised.hess, penalised.optimality
+            history.record(value, optimality, search.step, evaluations=search.evaluations)
             converged = optimality <= self.tol
-            if converged:
-                message = "converged"
-            else:
-                message = monitor.check(params, moved, value, optimality) or message
-                if message.startswith("stalled"):
-                    break
+            message = _after_step(monitor, converged, params, moved, value, optimality, message)
+            if message.startswith("stalled"):
+                break
         return SolverResult(params, n_iter, converged, history.entries, message)
 
     def _last_step(self, objective, value_and_grad, params, value, grad, direction):
@@ -253,6 +243,34 @@ class _WithHessian:
     def __call__(self, params):
         value, grad, self.hess = self.objective.value_grad_hess(params)
         return value, grad
+
+
+class _PenalisedWithHessian:
+    """``params -> (value, grad)`` of the penalised objective (the whole penalty in the
+    value, its smooth part in the gradient), one Hessian round each, for proximal Newton's
+    line search; the loss's gradient and Hessian and the optimality violation of the last
+    point evaluated (the accepted one) start the next iteration."""
+
+    def __init__(self, objective):
+        self.objective = objective
+        self.grad = self.hess = self.optimality = None
+
+    def __call__(self, params):
+        problem = self.objective.problem
+        loss, self.grad, self.hess = self.objective.loss_grad_hess(params)
+        coef = problem.coef(params)
+        smooth_grad = self.grad.copy()
+        smooth_grad[: coef.shape[0]] += problem.penalty.grad(coef)
+        self.optimality = self.objective.optimality(params, smooth_grad)
+        return loss + problem.penalty.value(coef), smooth_grad
+
+
+def _after_step(monitor, converged, params, step, value, optimality, message):
+    """The solver's message after an accepted step: "converged", a stall the monitor
+    sees, or ``message`` unchanged."""
+    if converged:
+        return "converged"
+    return monitor.check(params, step, value, optimality) or message
 
 
 def _predicts_tol(optimality, previous_optimality, tol):
