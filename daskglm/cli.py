@@ -26,11 +26,15 @@ _KIND_OF_FAMILY = {"binomial": "classification", "gaussian": "regression", "pois
 
 
 def _local_cluster(args):
-    """A LocalCluster of ``args.workers`` single-threaded worker processes."""
+    """A LocalCluster of ``args.workers`` single-threaded worker processes, each warmed by
+    :mod:`daskglm.preload` as it starts."""
     from distributed import LocalCluster
 
+    from .preload import PRELOAD
+
     return LocalCluster(
-        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None,
+        preload=[PRELOAD],
     )
 
 

@@ -39,7 +39,7 @@ import numpy as np
 from .loss_codes import loss_code
 
 __all__ = ["fused_loss_grad", "fused_loss_grad_hess", "pointwise_for", "augmented_gram",
-           "gram_block_rows", "warm_up"]
+           "gram_block_rows", "warm_up", "load_loops"]
 
 #: Bytes of the augmented block of :func:`augmented_gram` (at 8 bytes per element): large
 #: enough for BLAS's symmetric product to run near its full rate, small enough for the
@@ -69,10 +69,14 @@ _WARMED = set()
 _WARMED_LOCK = threading.Lock()
 
 
-def _load_fused(dtype):
+def load_loops(dtype):
+    """Load (or compile) the loops of a first fit on dense ``X`` of ``dtype``: the column
+    moments of the validation round and the fused gradient.  Blocking."""
     from .fused_loops import fused_rows
+    from .moment_loops import weighted_moments
 
     X = np.zeros((1, 1), dtype=dtype)
+    weighted_moments(X, _NONE, np.empty(0, dtype=np.intp), np.zeros((1, 1)), np.zeros((1, 1)))
     fused_rows(X, np.zeros(1), _NONE, _NONE, np.zeros(1), 0.0, 0, 0.0, np.zeros(1))
 
 
@@ -89,7 +93,7 @@ def warm_up(dtype):
         if key in _WARMED:
             return
         _WARMED.add(key)
-    threading.Thread(target=_load_fused, args=(np.dtype(dtype),), daemon=True,
+    threading.Thread(target=load_loops, args=(np.dtype(dtype),), daemon=True,
                      name="daskglm-fused-warm-up").start()
 
 

@@ -9,6 +9,7 @@ from .local import LocalEngine, StreamingLocalEngine
 from .partitions import (
     _dask_partitions,
     _in_memory_parts,
+    compute_beside_blocks,
     default_partitions,
     is_dask,
     scatter_partitions,
@@ -124,7 +125,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         sources = None
         if dask_input:
             delayed_parts, d = _dask_partitions(X, y, sample_weight, offset)
-            futures = client.compute(delayed_parts)
+            futures = compute_beside_blocks(client, delayed_parts, X)
         else:
             sources = _in_memory_parts(X, y, sample_weight,
                                        n_partitions or default_partitions(X), offset)

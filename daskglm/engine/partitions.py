@@ -253,6 +253,36 @@ def _align_dask(X, y, weight, offset=None):
     return X, align(y), align(weight), align(offset)
 
 
+def compute_beside_blocks(client, delayed_parts, X):
+    """Futures of ``delayed_parts`` (one per row block of Dask ``X``), each computed on the
+    worker that holds its block of ``X`` when ``X`` is persisted.
+
+    Left to the scheduler, a fresh cluster's first partitions go where the scheduler
+    balances its estimate of their duration (unknown the first time, so it guesses half
+    a second), and a whole block of ``X`` could be copied to another worker for it.
+    The restriction is loose: a partition whose worker has left goes to another.
+    """
+    from dask.core import flatten
+    from distributed import Future
+
+    blocks = list(flatten(X.__dask_keys__()))
+    if len(blocks) != len(delayed_parts):  # X has column blocks: packed from several
+        return client.compute(delayed_parts)
+    held = [key for key in blocks if isinstance(X.dask.get(key), Future)]
+    holders = client.who_has([X.dask[key] for key in held]) if held else {}
+    futures = [None] * len(delayed_parts)
+    by_worker = {}
+    for index, key in enumerate(blocks):
+        workers = holders.get(key) or ()
+        by_worker.setdefault(workers[0] if workers else None, []).append(index)
+    for worker, indices in by_worker.items():
+        options = {} if worker is None else {"workers": [worker], "allow_other_workers": True}
+        computed = client.compute([delayed_parts[i] for i in indices], **options)
+        for index, future in zip(indices, computed):
+            futures[index] = future
+    return futures
+
+
 def _dask_partitions(X, y, weight, offset=None):
     """One delayed ``(X, y, weight[, offset])`` partition per row chunk of X."""
     import dask
