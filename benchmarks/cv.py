@@ -8,7 +8,11 @@ anything is timed):
    folds (one fit per fold and alpha, each reading its training rows); ``LassoCV``'s paths
    solved the same way (``solver="auto"``) against fitting them through the engine
    (``solver="proximal"``: every iteration of every fold's fit a round).
-2. The multinomial ``LogisticRegression`` (all classes' gradients from one read of ``X``
+2. ``GLMCV`` (a Poisson lasso path with proximal Newton) and ``LogisticRegressionCV``
+   (L-BFGS) with their folds' fits side by side and their rounds shared
+   (:class:`daskglm.engine.folds.SharedRounds`), against the same fits one fold after
+   another (``daskglm.shared-fold-rounds`` set to False).
+3. The multinomial ``LogisticRegression`` (all classes' gradients from one read of ``X``
    per evaluation) against ``OneVsRestClassifier(LogisticRegression)`` (one binary fit
    per class).
 
@@ -71,6 +75,38 @@ def _lasso(client, X, y, folds, n_alphas):
     print("\n".join(rows))
 
 
+def _glm_paths(client, X, y, labels, folds, n_alphas):
+    """GLMCV (a Poisson lasso path, proximal Newton) and LogisticRegressionCV (L-BFGS),
+    each with its folds' fits side by side, their rounds shared, and one after another."""
+    import dask
+    import dask.array as da
+    from sklearn.model_selection import KFold
+
+    import daskglm
+
+    counts = da.random.default_rng(1).poisson(da.exp(0.3 * X[:, 0] - 0.2 * X[:, 1]))
+    counts = client.persist(counts.astype(float))
+    binary = client.persist((labels == 0).astype(float))
+    fits = (("GLMCV(family='poisson', l1_ratio=1, solver='newton')", counts,
+             lambda: daskglm.GLMCV(family="poisson", l1_ratio=1.0, alphas=n_alphas,
+                                   cv=KFold(folds), solver="newton")),
+            ("LogisticRegressionCV(solver='lbfgs')", binary,
+             lambda: daskglm.LogisticRegressionCV(Cs=n_alphas, cv=KFold(folds),
+                                                  solver="lbfgs")))
+    for label, target, make in fits:
+        for shared in (True, False):
+            with dask.config.set({"daskglm.shared-fold-rounds": shared}):
+                start = time.perf_counter()
+                model = make().fit(X, target)
+                seconds = time.perf_counter() - start
+            rounds = len(model.comm_.records)
+            how = "folds side by side, rounds shared" if shared else "folds one after another"
+            chosen = getattr(model, "alpha_", None)
+            chosen = f"alpha_={chosen:.4g}" if chosen is not None else f"C_={model.C_[0]:.4g}"
+            print(f"| {label}, {how} | {seconds:.2f} | {rounds} | {rounds} | {chosen} |",
+                  flush=True)
+
+
 def _multinomial(client, X, labels):
     from sklearn.multiclass import OneVsRestClassifier
 
@@ -116,5 +152,6 @@ def main(args):
             warnings.simplefilter("ignore")
             _ridge(client, X, y, args.folds, args.alphas)
             _lasso(client, X, y, args.folds, args.alphas)
+            _glm_paths(client, X, y, labels, args.folds, args.alphas)
             _multinomial(client, X, labels)
     return 0

@@ -18,11 +18,11 @@ import numpy as np
 from scipy.special import log_expit, logsumexp
 
 from .kernels import GramStats, gram
-from .summaries import column_moments
 
 __all__ = [
     "training_weight", "run_on_training_rows", "fold_grams", "FoldGrams", "held_out_errors",
-    "HeldOut", "training_moments", "LeaveOneOut", "leave_one_out_errors",
+    "HeldOut", "LeaveOneOut", "leave_one_out_errors", "SharedResults",
+    "run_shared_requests",
 ]
 
 
@@ -39,9 +39,25 @@ def run_on_training_rows(part, fold_ids, fold, kernel, *args):
     return kernel((X, y, training_weight(part, fold_ids, fold)), *args)
 
 
-def training_moments(part, fold_ids, fold):
-    """Weighted column moments (and total weight) of the training rows of ``fold``."""
-    return run_on_training_rows(part, fold_ids, fold, column_moments)
+@dataclass
+class SharedResults:
+    """The results of several requests of one shared round, each summed on its own."""
+
+    results: list
+
+    def __add__(self, other):
+        return SharedResults([a + b for a, b in zip(self.results, other.results)])
+
+
+def run_shared_requests(part, fold_ids, requests):
+    """Several folds' requests in one read of the partition.
+
+    ``fold_ids`` holds the partition's fold assignments (one array per distinct
+    assignment); each request is ``(assignment, fold, kernel, args)`` and runs
+    ``kernel`` on the training rows of ``fold`` (:func:`run_on_training_rows`).
+    """
+    return SharedResults([run_on_training_rows(part, fold_ids[assignment], fold, kernel, *args)
+                          for assignment, fold, kernel, args in requests])
 
 
 @dataclass

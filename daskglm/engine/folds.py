@@ -5,17 +5,28 @@
 verb is one round of the underlying engine (``reduce_each``/``map_each``, recorded in
 its ledger under the kind asked for), whose per-partition item is that partition's fold
 index of every row: the data are never copied or moved.
+
+:class:`SharedRounds` runs several folds' fits side by side, their rounds shared: k
+folds take the rounds of the slowest fold instead of the sum of all of theirs.
 """
 
 from __future__ import annotations
 
+import contextvars
+import threading
+
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.folds import run_on_training_rows, training_moments
+from ..compute.folds import run_on_training_rows, run_shared_requests
 from ..compute.sampling import partition_size
+from ..compute.summaries import column_moments
 
-__all__ = ["TrainingView", "fold_ids_by_partition"]
+__all__ = ["TrainingView", "SharedRounds", "fold_ids_by_partition"]
+
+#: The kind a shared round is recorded under when its requests' kinds differ: the first
+#: of these among them (the costliest), else the first request's.
+_SHARED_KIND_ORDER = (Kind.HESSIAN, Kind.GRADIENT)
 
 
 def fold_ids_by_partition(engine, fold_ids):
@@ -49,20 +60,24 @@ class TrainingView:
         Per partition, the fold of each row (:func:`fold_ids_by_partition`).
     fold : int
         The fold held out.
+    rounds : SharedRounds, optional
+        Where the view's ``reduce`` rounds go when the fold's fit runs beside others'
+        (:meth:`SharedRounds.run`); the view's first round, its moments, too.
     """
 
     #: A fold's path fit: solvers keep their own stopping rules on it (the proximal
     #: solver's duality-gap rule is for a whole fit; see ``solvers/proximal.py``).
     is_fold = True
 
-    def __init__(self, engine, each, fold):
+    def __init__(self, engine, each, fold, rounds=None):
         self.engine = engine
         self.each = each
         self.fold = int(fold)
+        self.rounds = rounds
         self.n_features = engine.n_features
         self.n_partitions = engine.n_partitions
         self.column_scale = None
-        moments = engine.reduce_each(training_moments, each, self.fold, kind=Kind.FOLD_MOMENTS)
+        moments = self.reduce(column_moments, kind=Kind.FOLD_MOMENTS)
         self.column_moments = moments
         self.sum_weight = float(moments.weight)
         if not self.sum_weight > 0:
@@ -78,6 +93,8 @@ class TrainingView:
 
     def reduce(self, kernel, *args, kind):
         """One round: ``kernel`` summed over the partitions, held-out rows weighing zero."""
+        if self.rounds is not None:
+            return self.rounds.reduce(self, kernel, args, kind)
         return self.engine.reduce_each(run_on_training_rows, self.each, self.fold, kernel,
                                        *args, kind=kind)
 
@@ -85,3 +102,112 @@ class TrainingView:
         """One round: ``fn`` on each partition, held-out rows weighing zero."""
         return self.engine.map_each(run_on_training_rows, self.each, self.fold, fn, *args,
                                     kind=kind)
+
+
+class _Stopped(Exception):
+    """Raised in a fit waiting for a shared round when another fit has failed."""
+
+
+class SharedRounds:
+    """Several folds' fits run side by side, their rounds shared.
+
+    :meth:`run` runs each fit in a thread of its own, and only one runs at a time: a fit
+    holds the turn while its driver-side code runs, and gives it up only while it waits
+    for a round, so the solvers' code never runs concurrently.  When every fit still
+    running waits for a round, their requests go to the partitions as one round
+    (:func:`~daskglm.compute.folds.run_shared_requests`: one task per group of
+    partitions, each request's result summed on its own in the engine's tree).  Each fit
+    gets the numbers that a round of its own would have given it, to the bit; k folds take
+    the rounds of their slowest fit instead of the sum of all of theirs.  A shared round
+    is one record of the ledger, under its requests' kind (Hessian, then gradient, when
+    they differ).  Rounds that a fit's solver asks with ``map`` run on their own.
+
+    Parameters
+    ----------
+    engine : Engine
+        The validated engine the folds' :class:`TrainingView` s share.
+    """
+
+    def __init__(self, engine):
+        self.engine = engine
+        self._turn = threading.Condition()
+        self._waiting = {}
+        self._results = {}
+        self._running = 0
+        self._error = None
+
+    def run(self, fits):
+        """Run ``fits`` (callables of no argument) side by side; their results, in order.
+
+        The first error a fit raises is raised here, once every fit has stopped.
+        """
+        results = [None] * len(fits)
+        with self._turn:
+            self._running = len(fits)
+            self._error = None
+
+        def body(index, fit):
+            with self._turn:
+                try:
+                    results[index] = fit()
+                except _Stopped:
+                    pass
+                except BaseException as exc:
+                    if self._error is None:
+                        self._error = exc
+                finally:
+                    self._running -= 1
+                    self._advance()
+
+        threads = [threading.Thread(target=contextvars.copy_context().run, args=(body, i, fit),
+                                    name=f"daskglm-fold-{i}", daemon=True)
+                   for i, fit in enumerate(fits)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if self._error is not None:
+            raise self._error
+        return results
+
+    def reduce(self, view, kernel, args, kind):
+        """``view.reduce(kernel, *args)``, in the next shared round; called by a fit of
+        :meth:`run`, which holds the turn."""
+        token = object()
+        self._waiting[token] = (view.each, view.fold, kernel, args, kind)
+        self._advance()
+        while token not in self._results:
+            if self._error is not None:
+                raise _Stopped
+            self._turn.wait()
+        return self._results.pop(token)
+
+    def _advance(self):
+        """Run the waiting requests' round when every running fit waits for one; wake the
+        waiting fits to stop after an error."""
+        if self._error is None and self._waiting and len(self._waiting) >= self._running:
+            waiting, self._waiting = self._waiting, {}
+            try:
+                outputs = self._round(list(waiting.values()))
+            except BaseException as exc:
+                self._error = exc
+            else:
+                self._results.update(zip(waiting, outputs))
+        self._turn.notify_all()
+
+    def _round(self, requests):
+        assignments, requests_sent = [], []
+        for each, fold, kernel, args, _ in requests:
+            index = next((i for i, seen in enumerate(assignments) if seen is each), None)
+            if index is None:
+                index = len(assignments)
+                assignments.append(each)
+            requests_sent.append((index, fold, kernel, args))
+        each = [tuple(assignment[p] for assignment in assignments)
+                for p in range(self.engine.n_partitions)]
+        kinds = [request[-1] for request in requests]
+        kind = next((k for k in _SHARED_KIND_ORDER if k in kinds and len(set(kinds)) > 1),
+                    kinds[0])
+        shared = self.engine.reduce_each(run_shared_requests, each, tuple(requests_sent),
+                                         kind=kind)
+        return shared.results

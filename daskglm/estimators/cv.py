@@ -12,7 +12,8 @@ engine, validated once, serves every fold, and nothing is copied.
   ("compute once, solve many").
 - The others fit each fold's path from the strongest penalty to the weakest, each fit
   starting from the previous solution, then score the path on the held-out rows in one
-  round per fold, and refit on all rows with the best setting.  :class:`LassoCV` and
+  round per fold, and refit on all rows with the best setting.  The folds' paths run
+  side by side, their rounds shared (:class:`daskglm.engine.folds.SharedRounds`).  :class:`LassoCV` and
   :class:`ElasticNetCV` (squared loss, ``solver="auto"``, at most
   :data:`GRAM_PATH_MAX_FEATURES` columns) take every fold's Gram statistics from one
   round instead, as :class:`RidgeCV`, and solve and score every path on the driver.
@@ -20,6 +21,7 @@ engine, validated once, serves every fold, and nothing is copied.
 
 from __future__ import annotations
 
+import functools
 import numbers
 import warnings
 
@@ -39,7 +41,7 @@ from .. import progress
 from ..accounting.kinds import Kind
 from ..compute.folds import fold_grams, held_out_errors
 from ..engine.driver_passes import records_driver_passes
-from ..engine.folds import TrainingView
+from ..engine.folds import SharedRounds, TrainingView
 from ..model.families import Gaussian
 from ..model.penalties import NonNegative, make_penalty
 from ..solvers import Problem, get_solver
@@ -130,14 +132,15 @@ class _PathCV:
             label = "/".join(dict.fromkeys(names))
             with progress.watch(f"{type(self).__name__}({label})", self.max_iter, self.verbose):
                 for i, (l1_ratio, values) in enumerate(grid):
-                    for fold, (train_codes, train_fold, test_codes, test_fold) in enumerate(splits):
+                    if grams is None:
+                        fitted = self._fit_paths_side_by_side(engine, splits, names[i], values,
+                                                              l1_ratio, n_features)
+                    for fold, (_, _, test_codes, test_fold) in enumerate(splits):
                         if grams is not None:
                             models, n_iters, missed = self._fit_path_on_gram(
                                 grams[fold][0], values, l1_ratio, n_features)
                         else:
-                            view = TrainingView(engine, train_codes, train_fold)
-                            models, n_iters, missed = self._fit_path(names[i], view, values,
-                                                                     l1_ratio, n_features)
+                            models, n_iters, missed = fitted[fold]
                         unconverged += missed
                         coefs = np.stack([coef for coef, _ in models])
                         intercepts = np.stack([np.asarray(b, dtype=float) for _, b in models])
@@ -195,6 +198,25 @@ class _PathCV:
         if problem.fit_intercept and not hasattr(problem, "n_classes"):
             params[-1] = problem.family.start_intercept()
         return params
+
+    def _fit_paths_side_by_side(self, engine, splits, name, values, l1_ratio, n_features):
+        """Every split's path (:meth:`_fit_path`), the fits run side by side with their
+        rounds shared (:class:`~daskglm.engine.folds.SharedRounds`); one after the other
+        with Dask's config key ``daskglm.shared-fold-rounds`` set to False."""
+        import dask
+
+        if not dask.config.get("daskglm.shared-fold-rounds", True):
+            return [self._fit_path(name, TrainingView(engine, train_codes, train_fold), values,
+                                   l1_ratio, n_features)
+                    for train_codes, train_fold, _, _ in splits]
+        rounds = SharedRounds(engine)
+
+        def fit(train_codes, train_fold):
+            view = TrainingView(engine, train_codes, train_fold, rounds=rounds)
+            return self._fit_path(name, view, values, l1_ratio, n_features)
+
+        return rounds.run([functools.partial(fit, train_codes, train_fold)
+                           for train_codes, train_fold, _, _ in splits])
 
     def _fit_path(self, name, view, values, l1_ratio, n_features):
         """The models ``(coef, intercept)`` along ``values`` on one fold's training rows,
