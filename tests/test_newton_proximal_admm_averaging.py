@@ -166,13 +166,37 @@ def test_l1_problems_match_sklearn(solver, case):
     check_same(model, ref, same_zeros=True)
 
 
-@pytest.mark.parametrize(
-    "make", [lambda: daskglm.Lasso(alpha=0.1), lambda: daskglm.LogisticRegression(penalty="l1")],
-    ids=["Lasso", "LogisticRegression-l1"],
-)
-def test_auto_uses_proximal_for_l1(make):
-    X, y, _ = make_data("gaussian" if isinstance(make(), daskglm.Lasso) else "binomial")
-    assert make().fit(X, y).solver_ == "proximal"
+def test_auto_uses_proximal_for_the_lasso():
+    X, y, _ = make_data("gaussian")
+    assert daskglm.Lasso(alpha=0.1).fit(X, y).solver_ == "proximal"
+
+
+def test_auto_weighs_proximal_newton_against_proximal_gradient_for_l1_glms():
+    """Few features: proximal Newton's Hessian rounds are cheap and few; hundreds: the
+    proximal gradient's many cheap rounds cost less (the cost model's predictions)."""
+    from daskglm.accounting.choice import choose_method
+    from daskglm.model.families import Binomial, Poisson
+    from daskglm.model.penalties import L1, ElasticNet, NonNegative
+    from daskglm.model.problem import Problem
+
+    X, y, _ = make_data("binomial")
+    model = daskglm.LogisticRegression(penalty="l1", l1_ratio=1.0, C=0.5, tol=1e-8).fit(X, y)
+    assert model.solver_ == "newton" and model.converged_
+    reference = daskglm.LogisticRegression(penalty="l1", l1_ratio=1.0, C=0.5, tol=1e-8,
+                                           solver="proximal").fit(X, y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-6, atol=1e-7)
+    able = {"newton", "proximal"}
+    for family in (Binomial(), Poisson()):
+        for penalty in (L1(0.01), ElasticNet(0.01, 0.5)):
+            narrow = Problem(family, penalty, True, 20)
+            wide = Problem(family, penalty, True, 400)
+            assert choose_method(narrow, 10**6, able, workers=2).method == "newton"
+            assert choose_method(wide, 10**5, able, workers=2).method == "proximal"
+    # no L1 weight, or a constraint Newton does not take: never Newton
+    assert choose_method(Problem(Poisson(), L1(0.0), True, 20), 10**6, able,
+                         workers=2).method == "proximal"
+    assert choose_method(Problem(Poisson(), NonNegative(L1(0.01)), True, 20), 10**6, able,
+                         workers=2).method == "proximal"
 
 
 def test_auto_uses_normal_equations_without_l1():

@@ -285,7 +285,9 @@ def test_auto_picks_by_predicted_time_per_problem_type():
     # the Gamma's log link is not its canonical one, but the loss is convex in eta: the
     # exact Hessian, as with a canonical link
     assert _choose_solver(_problem(Gamma("log"), L2(1.0)), 1000) == "newton"
-    assert _choose_solver(_problem(Binomial(), L1(1.0)), 1000) == "proximal"
+    # an L1 GLM: proximal Newton's few Hessian rounds against proximal gradient's many
+    assert _choose_solver(_problem(Binomial(), L1(1.0)), 1000) == "newton"
+    assert _choose_solver(_problem(Binomial(), L1(1.0), d=400), 10**5, workers=2) == "proximal"
     assert _choose_solver(_problem(Gaussian(), L1(1.0)), 10**6) == "proximal"
     wide = _problem(Gaussian(), L2(1.0), d=2**18)
     assert _choose_solver(wide, 10**5) == "lbfgs"
