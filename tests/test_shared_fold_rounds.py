@@ -38,6 +38,7 @@ def test_a_poisson_lasso_path_is_the_same_in_fewer_rounds():
     # one shared moments round per path instead of one per fold
     assert shared.comm_.count(Kind.FOLD_MOMENTS) == 1
     assert alone.comm_.count(Kind.FOLD_MOMENTS) == 3
+    assert shared.comm_.count(Kind.HELD_OUT) == 1  # every fold's path scored in one round
 
 
 def test_logistic_regression_cv_is_the_same_in_fewer_rounds():

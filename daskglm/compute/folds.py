@@ -22,7 +22,7 @@ from .kernels import GramStats, gram
 __all__ = [
     "training_weight", "run_on_training_rows", "fold_grams", "FoldGrams", "held_out_errors",
     "HeldOut", "LeaveOneOut", "leave_one_out_errors", "SharedResults",
-    "run_shared_requests",
+    "run_shared_requests", "held_out_errors_of_splits",
 ]
 
 
@@ -159,6 +159,17 @@ def held_out_errors(part, fold_ids, fold, coefs, intercepts, task):
     return HeldOut(float(w_t.sum()), w_t @ losses, w_t @ correct.astype(np.float64),
                    float(w_t @ y_t), float(w_t @ y_t**2))
 
+
+
+def held_out_errors_of_splits(part, fold_ids, splits, task):
+    """:func:`held_out_errors` of several splits' models in one read of the partition.
+
+    ``fold_ids`` holds the partition's fold assignments (one array per distinct
+    assignment); each split is ``(assignment, fold, coefs, intercepts)``.
+    """
+    return SharedResults([held_out_errors(part, fold_ids[assignment], fold, coefs, intercepts,
+                                          task)
+                          for assignment, fold, coefs, intercepts in splits])
 
 
 @dataclass

@@ -22,7 +22,7 @@ from ..compute.folds import run_on_training_rows, run_shared_requests
 from ..compute.sampling import partition_size
 from ..compute.summaries import column_moments
 
-__all__ = ["TrainingView", "SharedRounds", "fold_ids_by_partition"]
+__all__ = ["TrainingView", "SharedRounds", "fold_ids_by_partition", "shared_assignments"]
 
 #: The kind a shared round is recorded under when its requests' kinds differ: the first
 #: of these among them (the costliest), else the first request's.
@@ -102,6 +102,22 @@ class TrainingView:
         """One round: ``fn`` on each partition, held-out rows weighing zero."""
         return self.engine.map_each(run_on_training_rows, self.each, self.fold, fn, *args,
                                     kind=kind)
+
+
+def shared_assignments(engine, assignments):
+    """Several fold assignments (each one array per partition) as one round's
+    per-partition items: ``(each, indices)``, ``each[p]`` the tuple of the distinct
+    assignments' arrays of partition ``p`` (one assignment shared by several requests is
+    sent once) and ``indices[i]`` the place of ``assignments[i]`` in it."""
+    distinct, indices = [], []
+    for assignment in assignments:
+        index = next((i for i, seen in enumerate(distinct) if seen is assignment), None)
+        if index is None:
+            index = len(distinct)
+            distinct.append(assignment)
+        indices.append(index)
+    each = [tuple(assignment[p] for assignment in distinct) for p in range(engine.n_partitions)]
+    return each, indices
 
 
 class _Stopped(Exception):
@@ -196,15 +212,9 @@ class SharedRounds:
         self._turn.notify_all()
 
     def _round(self, requests):
-        assignments, requests_sent = [], []
-        for each, fold, kernel, args, _ in requests:
-            index = next((i for i, seen in enumerate(assignments) if seen is each), None)
-            if index is None:
-                index = len(assignments)
-                assignments.append(each)
-            requests_sent.append((index, fold, kernel, args))
-        each = [tuple(assignment[p] for assignment in assignments)
-                for p in range(self.engine.n_partitions)]
+        each, indices = shared_assignments(self.engine, [request[0] for request in requests])
+        requests_sent = [(index, fold, kernel, args)
+                         for index, (_, fold, kernel, args, _) in zip(indices, requests)]
         kinds = [request[-1] for request in requests]
         kind = next((k for k in _SHARED_KIND_ORDER if k in kinds and len(set(kinds)) > 1),
                     kinds[0])

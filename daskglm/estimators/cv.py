@@ -11,8 +11,8 @@ engine, validated once, serves every fold, and nothing is copied.
   statistics are sums of them, and the whole path of every fold is solved on the driver
   ("compute once, solve many").
 - The others fit each fold's path from the strongest penalty to the weakest, each fit
-  starting from the previous solution, then score the path on the held-out rows in one
-  round per fold, and refit on all rows with the best setting.  The folds' paths run
+  starting from the previous solution, then score every fold's path on its held-out rows in
+  one round, and refit on all rows with the best setting.  The folds' paths run
   side by side, their rounds shared (:class:`daskglm.engine.folds.SharedRounds`).  :class:`LassoCV` and
   :class:`ElasticNetCV` (squared loss, ``solver="auto"``, at most
   :data:`GRAM_PATH_MAX_FEATURES` columns) take every fold's Gram statistics from one
@@ -39,9 +39,9 @@ from sklearn.utils.metadata_routing import (
 
 from .. import progress
 from ..accounting.kinds import Kind
-from ..compute.folds import fold_grams, held_out_errors
+from ..compute.folds import fold_grams, held_out_errors_of_splits
 from ..engine.driver_passes import records_driver_passes
-from ..engine.folds import SharedRounds, TrainingView
+from ..engine.folds import SharedRounds, TrainingView, shared_assignments
 from ..model.families import Gaussian
 from ..model.penalties import NonNegative, make_penalty
 from ..solvers import Problem, get_solver
@@ -81,12 +81,15 @@ class _PathCV:
     def _keep_for_scoring(self, X, y, sample_weight, folds):
         """Hook: the validated data, for estimators that score on the driver."""
 
-    def _fold_scores(self, engine, codes, code, fold, coefs, intercepts):
-        """Held-out scores of the models ``coefs``/``intercepts`` on the test rows of split
-        ``fold`` (the rows whose ``codes`` equal ``code``): one round."""
-        held = engine.reduce_each(held_out_errors, codes, code, coefs, intercepts,
-                                  self._task_of(), kind=Kind.HELD_OUT)
-        return self._scores(held)
+    def _folds_scores(self, engine, splits, models):
+        """Held-out scores ``(n_models, n_splits)`` of every split's models (``models[s] =
+        (coefs, intercepts)``) on its test rows: one round for all the splits."""
+        each, indices = shared_assignments(engine, [test_codes for _, _, test_codes, _ in splits])
+        requests = tuple((index, test_fold, coefs, intercepts) for index, (_, _, _, test_fold),
+                         (coefs, intercepts) in zip(indices, splits, models))
+        held = engine.reduce_each(held_out_errors_of_splits, each, requests, self._task_of(),
+                                  kind=Kind.HELD_OUT)
+        return np.stack([self._scores(result) for result in held.results], axis=1)
 
     def _best(self, scores):
         """Indices ``(l1_ratio, value)`` of the best mean held-out score."""
@@ -135,7 +138,7 @@ class _PathCV:
                     if grams is None:
                         fitted = self._fit_paths_side_by_side(engine, splits, names[i], values,
                                                               l1_ratio, n_features)
-                    for fold, (_, _, test_codes, test_fold) in enumerate(splits):
+                    for fold in range(n_folds):
                         if grams is not None:
                             models, n_iters, missed = self._fit_path_on_gram(
                                 grams[fold][0], values, l1_ratio, n_features)
@@ -147,9 +150,9 @@ class _PathCV:
                         paths[i][fold] = (coefs, intercepts, np.asarray(n_iters, dtype=np.int32))
                         if grams is not None:
                             scores[i, :, fold] = _gram_scores(grams[fold][1], coefs, intercepts)
-                        else:
-                            scores[i, :, fold] = self._fold_scores(engine, test_codes, test_fold,
-                                                                   fold, coefs, intercepts)
+                    if grams is None:
+                        scores[i] = self._folds_scores(engine, splits,
+                                                       [path[:2] for path in paths[i]])
                 best_l1, best_value = self._best(scores)
                 l1_ratio, values = grid[best_l1]
                 name = names[best_l1]

@@ -214,9 +214,15 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         self._scoring_data = (X, np.asarray(y), routed, folds,
                               _scorer_with_labels(scorer, self.classes_))
 
-    def _fold_scores(self, engine, codes, code, fold, coefs, intercepts):
+    def _folds_scores(self, engine, splits, models):
         if "_scoring_data" not in self.__dict__:
-            return super()._fold_scores(engine, codes, code, fold, coefs, intercepts)
+            return super()._folds_scores(engine, splits, models)
+        return np.stack([self._driver_scores(fold, coefs, intercepts)
+                         for fold, (coefs, intercepts) in enumerate(models)], axis=1)
+
+    def _driver_scores(self, fold, coefs, intercepts):
+        """The scorer's values of the models ``coefs``/``intercepts`` on the in-memory test
+        rows of split ``fold``, on the driver."""
         X, y, params, folds, scorer = self._scoring_data
         test = folds.test_rows(fold)
         X_test, y_test = X[test], y[test]
