@@ -130,3 +130,44 @@ def test_fits_of_different_lengths_share_what_they_can():
     # 1 shared moments round, then the longest fit's 4 rounds
     assert engine.ledger.rounds - before == 5
     engine.close()
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("family", ["binomial", "poisson", "gaussian"])
+@pytest.mark.parametrize("d", [7, 300])
+def test_several_models_from_one_read_of_x_equal_one_call_each(dtype, family, d):
+    """A shared round's loss-and-gradient requests read each chunk of X once for all the
+    folds (fused_rows_many); each fold's sums are those of a call of its own, to the bit."""
+    from daskglm.compute.kernels import loss_grad, loss_grads
+    from daskglm.model.families import Binomial, Gaussian
+
+    family = {"binomial": Binomial(), "poisson": Poisson(), "gaussian": Gaussian()}[family]
+    rng = np.random.default_rng(d)
+    X = rng.standard_normal((1000, d)).astype(dtype)
+    y = rng.poisson(1.0, 1000).astype(float)
+    if isinstance(family, Binomial):
+        y = (y > 0).astype(float)
+    folds = np.arange(1000) % 3
+    weights = [(folds != f) * rng.uniform(0.5, 2.0, 1000) for f in range(3)]
+    params = [rng.standard_normal(d + 1) * 0.1 for _ in range(3)]
+    together = loss_grads(X, y, weights, params, family, True)
+    for weight, p, stats in zip(weights, params, together):
+        alone = loss_grad((X, y, weight), p, family, True)
+        assert stats.loss == alone.loss and stats.weight == alone.weight
+        np.testing.assert_array_equal(stats.grad, alone.grad)
+
+
+def test_shared_gradient_rounds_read_x_once_for_every_fold(monkeypatch):
+    from daskglm.compute import kernels
+
+    calls = []
+    original = kernels.fused_loss_grads
+
+    def counted(X, y, weights, *args):
+        calls.append(len(weights))
+        return original(X, y, weights, *args)
+
+    monkeypatch.setattr(kernels, "fused_loss_grads", counted)
+    X, y, _ = make_data("binomial", n=2000, d=6)
+    daskglm.LogisticRegressionCV(Cs=3, cv=KFold(4), solver="lbfgs").fit(X, y)
+    assert calls and max(calls) == 4

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_expit, logsumexp
 
-from .kernels import GramStats, gram
+from .kernels import GramStats, gram, loss_grad, loss_grads
+from .loss_codes import loss_code
 
 __all__ = [
     "training_weight", "run_on_training_rows", "fold_grams", "FoldGrams", "held_out_errors",
@@ -50,14 +51,35 @@ class SharedResults:
 
 
 def run_shared_requests(part, fold_ids, requests):
-    """Several folds' requests in one read of the partition.
+    """Several folds' requests on one partition.
 
     ``fold_ids`` holds the partition's fold assignments (one array per distinct
     assignment); each request is ``(assignment, fold, kernel, args)`` and runs
-    ``kernel`` on the training rows of ``fold`` (:func:`run_on_training_rows`).
+    ``kernel`` on the training rows of ``fold`` (:func:`run_on_training_rows`).  The
+    requests for the loss and gradient of one family (:func:`~.kernels.loss_grad`) are
+    computed together, in one read of ``X`` (:func:`~.kernels.loss_grads`).
     """
-    return SharedResults([run_on_training_rows(part, fold_ids[assignment], fold, kernel, *args)
-                          for assignment, fold, kernel, args in requests])
+    results = [None] * len(requests)
+    together = {}
+    for index, (assignment, fold, kernel, args) in enumerate(requests):
+        if kernel is loss_grad:
+            _, family, fit_intercept = args
+            code = loss_code(family)  # the same compiled loop, or the same family object
+            key = (id(family) if code is None else code, bool(fit_intercept))
+            together.setdefault(key, []).append(index)
+        else:
+            results[index] = run_on_training_rows(part, fold_ids[assignment], fold, kernel,
+                                                  *args)
+    X, y, _ = part
+    for indices in together.values():
+        weights = [training_weight(part, fold_ids[requests[i][0]], requests[i][1])
+                   for i in indices]
+        _, family, fit_intercept = requests[indices[0]][3]
+        stats = loss_grads(X, y, weights, [requests[i][3][0] for i in indices], family,
+                           fit_intercept)
+        for index, value in zip(indices, stats):
+            results[index] = value
+    return SharedResults(results)
 
 
 @dataclass

@@ -50,7 +50,7 @@ from .vector_math import exp_into, log1p_unit
 
 __all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "GAMMA_LOG", "TWEEDIE_LOG",
            "NEGATIVE_BINOMIAL_LOG", "fused_rows", "fused_rows_into", "fused_workspace",
-           "rows_in_chunks", "hessian_rows"]
+           "rows_in_chunks", "hessian_rows", "fused_rows_many"]
 
 
 #: Reassociation lets the compiler vectorise each row's dot product (a fixed order for a
@@ -390,6 +390,49 @@ def fused_rows_into(X, y, weight, offset, coef, intercept, family, parameter, gr
         for j in range(d):
             grad[j] += block_grad[j]
     return loss, intercept_grad
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")
+def fused_rows_many(X, y, weights, offset, coefs, intercepts, family, parameter, grads,
+                    losses, intercept_grads):
+    """:func:`fused_rows` for several coefficient vectors (``coefs[f]``, ``intercepts[f]``)
+    and row weights (``weights[f]``, the rows of a 2-D array) at once: each chunk of ``X``
+    is read from memory once, while it is in the cache, for all of them.
+
+    ``grads[f]`` is added to; ``losses[f]`` and ``intercept_grads[f]`` are set.  Each
+    request's rows go through the same chunks, blocks and operations as
+    :func:`fused_rows`, so its sums are those of a call of its own.
+    """
+    n, d = X.shape
+    k = coefs.shape[0]
+    buffers, scale_bits, _ = fused_workspace(d, X.itemsize)
+    chunk = buffers.shape[1]
+    eta, row_loss, residual, work = buffers[0], buffers[1], buffers[2], buffers[3:]
+    no_curvature = buffers[0, :0]
+    block_grads = np.empty((k, d))
+    for f in range(k):
+        losses[f] = 0.0
+        intercept_grads[f] = 0.0
+    for start in range(0, n, BLOCK_ROWS):
+        stop = min(start + BLOCK_ROWS, n)
+        block_grads[:] = 0.0
+        for f in range(k):
+            block_loss = 0.0
+            block_intercept = 0.0
+            grad = block_grads[f]
+            for first in range(start, stop, chunk):
+                count = min(first + chunk, stop) - first
+                _chunk_rows_stats(X, y, weights[f], offset, coefs[f], intercepts[f], family,
+                                  parameter, first, count, eta, row_loss, residual,
+                                  no_curvature, work, scale_bits)
+                for i in range(count):
+                    block_loss += row_loss[i]
+                    block_intercept += residual[i]
+                _add_products(X, first, count, residual, grad)
+            losses[f] += block_loss
+            intercept_grads[f] += block_intercept
+            for j in range(d):
+                grads[f, j] += grad[j]
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")

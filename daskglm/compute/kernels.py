@@ -48,12 +48,19 @@ from ..backend import (
     namespace,
     to_host,
 )
-from .blocked import augmented_gram, fused_loss_grad, fused_loss_grad_hess, pointwise_for
+from .blocked import (
+    augmented_gram,
+    fused_loss_grad,
+    fused_loss_grad_hess,
+    fused_loss_grads,
+    pointwise_for,
+)
 from .csr_products import csr_weighted_gram
 from .tree import row_additive
 
 __all__ = [
-    "Stats", "GramStats", "loss_grad", "loss_grad_hess", "gram", "linear_predictor",
+    "Stats", "GramStats", "loss_grad", "loss_grads", "loss_grad_hess", "gram",
+    "linear_predictor",
     "partition_offset", "as_csr_or_dense",
 ]
 
@@ -268,6 +275,28 @@ def loss_grad(part, params, family, fit_intercept):
         else:
             grad += _block_transpose_product(X_b, r)
     return Stats(total, float(loss), to_host(grad))
+
+
+def loss_grads(X, y, weights, params, family, fit_intercept):
+    """:func:`loss_grad` of several models on the rows of one partition, model ``f`` at
+    ``params[f]`` with row weights ``weights[f]`` (no offset): one read of ``X`` for all
+    of them when ``X`` is a numpy array and the family has a compiled loop (the sums of
+    :func:`loss_grad`, to the bit), one :func:`loss_grad` each otherwise.  A list of
+    :class:`Stats`."""
+    pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
+    if pointwise is None or len(params) < 2:
+        return [loss_grad((X, y, weight), p, family, fit_intercept)
+                for weight, p in zip(weights, params)]
+    params = np.asarray(params, dtype=np.float64)
+    coefs = params[:, :-1] if fit_intercept else params
+    intercepts = params[:, -1] if fit_intercept else np.zeros(len(params))
+    losses, grads, intercept_grads = fused_loss_grads(X, y, np.asarray(weights), coefs,
+                                                      intercepts, pointwise)
+    stats = []
+    for f, weight in enumerate(weights):
+        grad = np.append(grads[f], intercept_grads[f]) if fit_intercept else grads[f]
+        stats.append(Stats(_total_weight(X, weight), float(losses[f]), grad))
+    return stats
 
 
 def _sparse_weighted_gram(X, h):
