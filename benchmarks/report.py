@@ -318,6 +318,11 @@ run.  They were taken on a small machine (2 cores) that other jobs may share, so
 times are noisy; the ratios between methods timed in the same run are the figures to
 read.  A page may hold several runs of the full suite, each over some of its cases
 (`--only`); their commands are listed with their tables.
+
+Three measurements have pages of their own: {doc}`peers_benchmark` (every peer library,
+1e6 and 1e7 rows), {doc}`out_of_core_benchmark` (stores larger than memory) and, in
+{doc}`guide/running`, the cold start (a first fit against the second on fresh clusters,
+workers started plainly and with `daskglm.preload`).
 """
 
 
