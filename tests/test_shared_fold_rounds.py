@@ -171,3 +171,19 @@ def test_shared_gradient_rounds_read_x_once_for_every_fold(monkeypatch):
     X, y, _ = make_data("binomial", n=2000, d=6)
     daskglm.LogisticRegressionCV(Cs=3, cv=KFold(4), solver="lbfgs").fit(X, y)
     assert calls and max(calls) == 4
+
+
+def test_every_l1_ratio_and_fold_shares_the_same_rounds():
+    """Two l1_ratios of three folds: six paths side by side, one moments round."""
+    X, y, _ = make_data("poisson", n=3000, d=8)
+
+    def make():
+        return daskglm.GLMCV(family="poisson", l1_ratio=[0.5, 1.0], alphas=5, cv=KFold(3),
+                             solver="newton", tol=1e-8)
+
+    shared, alone = _both(make, X, y)
+    np.testing.assert_array_equal(shared.deviance_path_, alone.deviance_path_)
+    assert (shared.alpha_, shared.l1_ratio_) == (alone.alpha_, alone.l1_ratio_)
+    assert shared.comm_.count(Kind.FOLD_MOMENTS) == 1
+    assert alone.comm_.count(Kind.FOLD_MOMENTS) == 6
+    assert shared.comm_.rounds < 0.35 * alone.comm_.rounds

@@ -134,16 +134,16 @@ class _PathCV:
             unconverged = 0
             label = "/".join(dict.fromkeys(names))
             with progress.watch(f"{type(self).__name__}({label})", self.max_iter, self.verbose):
+                if grams is None:
+                    fitted = self._fit_paths_side_by_side(engine, splits, grid, names,
+                                                          n_features)
                 for i, (l1_ratio, values) in enumerate(grid):
-                    if grams is None:
-                        fitted = self._fit_paths_side_by_side(engine, splits, names[i], values,
-                                                              l1_ratio, n_features)
                     for fold in range(n_folds):
                         if grams is not None:
                             models, n_iters, missed = self._fit_path_on_gram(
                                 grams[fold][0], values, l1_ratio, n_features)
                         else:
-                            models, n_iters, missed = fitted[fold]
+                            models, n_iters, missed = fitted[i][fold]
                         unconverged += missed
                         coefs = np.stack([coef for coef, _ in models])
                         intercepts = np.stack([np.asarray(b, dtype=float) for _, b in models])
@@ -202,24 +202,27 @@ class _PathCV:
             params[-1] = problem.family.start_intercept()
         return params
 
-    def _fit_paths_side_by_side(self, engine, splits, name, values, l1_ratio, n_features):
-        """Every split's path (:meth:`_fit_path`), the fits run side by side with their
-        rounds shared (:class:`~daskglm.engine.folds.SharedRounds`); one after the other
-        with Dask's config key ``daskglm.shared-fold-rounds`` set to False."""
+    def _fit_paths_side_by_side(self, engine, splits, grid, names, n_features):
+        """The path of every split and every ``l1_ratio`` of ``grid`` (:meth:`_fit_path`;
+        ``fitted[i][fold]``), all of them run side by side with their rounds shared
+        (:class:`~daskglm.engine.folds.SharedRounds`): one shared round for the folds'
+        moments, then the paths.  One after the other with Dask's config key
+        ``daskglm.shared-fold-rounds`` set to False."""
         import dask
 
         if not dask.config.get("daskglm.shared-fold-rounds", True):
-            return [self._fit_path(name, TrainingView(engine, train_codes, train_fold), values,
-                                   l1_ratio, n_features)
-                    for train_codes, train_fold, _, _ in splits]
+            return [[self._fit_path(names[i], TrainingView(engine, train_codes, train_fold),
+                                    values, l1_ratio, n_features)
+                     for train_codes, train_fold, _, _ in splits]
+                    for i, (l1_ratio, values) in enumerate(grid)]
         rounds = SharedRounds(engine)
-
-        def fit(train_codes, train_fold):
-            view = TrainingView(engine, train_codes, train_fold, rounds=rounds)
-            return self._fit_path(name, view, values, l1_ratio, n_features)
-
-        return rounds.run([functools.partial(fit, train_codes, train_fold)
-                           for train_codes, train_fold, _, _ in splits])
+        views = rounds.run([functools.partial(TrainingView, engine, train_codes, train_fold,
+                                              rounds)
+                            for train_codes, train_fold, _, _ in splits])
+        fits = [functools.partial(self._fit_path, names[i], view, values, l1_ratio, n_features)
+                for i, (l1_ratio, values) in enumerate(grid) for view in views]
+        paths = rounds.run(fits)
+        return [paths[i * len(views):(i + 1) * len(views)] for i in range(len(grid))]
 
     def _fit_path(self, name, view, values, l1_ratio, n_features):
         """The models ``(coef, intercept)`` along ``values`` on one fold's training rows,
