@@ -45,6 +45,9 @@ fixed-cost
     (see :mod:`benchmarks.fixed_cost`).
 bigd
     L-BFGS with the whole vector against L-BFGS on column shards (see :mod:`benchmarks.bigd`).
+proximal-rounds
+    Rounds of proximal gradient and proximal Newton on L1 GLMs, the source of the cost
+    model's proximal rounds per decade (see :mod:`benchmarks.proximal_rounds`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -323,6 +326,9 @@ def build_parser():
     from benchmarks.fixed_cost import add_parser as add_fixed_cost_parser
 
     add_fixed_cost_parser(commands)
+    from benchmarks.proximal_rounds import add_parser as add_proximal_rounds_parser
+
+    add_proximal_rounds_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")
