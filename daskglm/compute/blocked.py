@@ -38,8 +38,8 @@ import numpy as np
 
 from .loss_codes import loss_code
 
-__all__ = ["fused_loss_grad", "fused_loss_grads", "fused_loss_grad_hess", "pointwise_for", "augmented_gram",
-           "gram_block_rows", "warm_up", "load_loops"]
+__all__ = ["fused_loss_grad", "fused_loss_grads", "fused_loss_grad_hess", "pointwise_for",
+           "augmented_gram", "gram_block_rows", "warm_up", "load_loops"]
 
 #: Bytes of the augmented block of :func:`augmented_gram` (at 8 bytes per element): large
 #: enough for BLAS's symmetric product to run near its full rate, small enough for the
@@ -81,12 +81,13 @@ def load_loops(dtype):
 
 
 def warm_up(dtype):
-    """Start loading the compiled loop for ``X`` of ``dtype`` in a background thread.
+    """Start :func:`load_loops` for ``X`` of ``dtype`` in a background thread.
 
-    Importing numba and loading a compiled function from its cache takes about a second
-    in a new process (LLVM's start-up).  The partition packers call this, so that a new
-    worker does it while it packs and validates its partitions instead of in its first
-    gradient.  Once per dtype and process; a call that finds it started returns at once.
+    A new process's first compiled loop costs about 0.2 s (numba's compiler context),
+    each later one 0.01 to 0.03 s (read from numba's cache).  The partition packers call
+    this, so that a new worker loads them while it packs and validates its partitions
+    instead of in its first gradient (:mod:`daskglm.preload` does it when the worker
+    starts).  Once per dtype and process; a call that finds it started returns at once.
     """
     key = np.dtype(dtype).str
     with _WARMED_LOCK:
@@ -145,8 +146,11 @@ def fused_loss_grads(X, y, weights, coefs, intercepts, pointwise):
 
     Returns
     -------
-    losses, intercept_grads : ndarray of shape (k,)
+    losses : ndarray of shape (k,)
     grads : ndarray of shape (k, d)
+        ``X.T @ r`` of each model.
+    intercept_grads : ndarray of shape (k,)
+        ``sum(r)`` of each model.
     """
     from .fused_loops import fused_rows_many
 

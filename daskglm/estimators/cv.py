@@ -11,10 +11,10 @@ engine, validated once, serves every fold, and nothing is copied.
   statistics are sums of them, and the whole path of every fold is solved on the driver
   ("compute once, solve many").
 - The others fit each fold's path from the strongest penalty to the weakest, each fit
-  starting from the previous solution, then score every fold's path on its held-out rows in
-  one round, and refit on all rows with the best setting.  The folds' paths run
-  side by side, their rounds shared (:class:`daskglm.engine.folds.SharedRounds`).  :class:`LassoCV` and
-  :class:`ElasticNetCV` (squared loss, ``solver="auto"``, at most
+  starting from the previous solution, then score every fold's path on its held-out rows
+  in one round, and refit on all rows with the best setting.  The folds' paths run side
+  by side, their rounds shared (:class:`daskglm.engine.folds.SharedRounds`).
+  :class:`LassoCV` and :class:`ElasticNetCV` (squared loss, ``solver="auto"``, at most
   :data:`GRAM_PATH_MAX_FEATURES` columns) take every fold's Gram statistics from one
   round instead, as :class:`RidgeCV`, and solve and score every path on the driver.
 """
