@@ -318,6 +318,53 @@ def test_fused_kernels_are_reproducible_bit_for_bit():
     assert np.array_equal(grams[0].sxx, grams[1].sxx)
 
 
+def _sparse_partition(family, n, dtype, weighted, offset):
+    """``_partition`` with about half its values zero, as a canonical CSR matrix."""
+    part = _partition(family, n, dtype, weighted, offset)
+    X = part[0].copy()
+    X[np.random.default_rng(3).uniform(size=X.shape) < 0.5] = 0
+    return (sp.csr_matrix(X),) + part[1:]
+
+
+@pytest.mark.parametrize("family", [Gaussian(), Binomial(), Poisson(), Gamma("log"),
+                                    Tweedie(power=1.5), NegativeBinomial(alpha=0.5)], ids=repr)
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("weighted,offset,fit_intercept",
+                         [(True, True, True), (False, False, False), (False, True, True)])
+def test_compiled_csr_loops_equal_the_whole_array_formulas(family, dtype, weighted, offset,
+                                                           fit_intercept):
+    """CSR partitions of the families with a compiled loop: the loss and gradient in one
+    pass over the stored values (fused_csr_rows), the Hessian too (fused_csr_hessian_rows)."""
+    params = _params(fit_intercept)
+    for n in ROWS + [300]:
+        part = _sparse_partition(family, n, dtype, weighted, offset)
+        dense = (part[0].toarray(),) + part[1:]
+        loss, grad, hess = _reference(dense, params, family, fit_intercept, hessian=True)
+        stats = loss_grad(part, params, family, fit_intercept)
+        np.testing.assert_allclose(stats.loss, loss, rtol=1e-12)
+        np.testing.assert_allclose(stats.grad, grad, rtol=1e-12, atol=1e-12 * np.abs(grad).max())
+        stats = loss_grad_hess(part, params, family, fit_intercept)
+        np.testing.assert_allclose(stats.loss, loss, rtol=1e-12)
+        np.testing.assert_allclose(stats.grad, grad, rtol=1e-12, atol=1e-12 * np.abs(grad).max())
+        np.testing.assert_allclose(stats.hess, hess, rtol=1e-12, atol=1e-12 * np.abs(hess).max())
+        np.testing.assert_allclose(stats.weight, n if part[2] is None else part[2].sum(),
+                                   rtol=1e-15)
+
+
+def test_csr_loops_run_for_the_compiled_families_only(monkeypatch):
+    calls = []
+    for name in ("fused_csr_loss_grad", "fused_csr_loss_grad_hess"):
+        original = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name,
+                            lambda *a, _o=original, _n=name: calls.append(_n) or _o(*a))
+    params = _params(True)
+    for family in (Poisson(), Binomial("probit")):
+        part = _sparse_partition(family, 50, np.float64, True, False)
+        loss_grad(part, params, family, True)
+        loss_grad_hess(part, params, family, True)
+    assert calls == ["fused_csr_loss_grad", "fused_csr_loss_grad_hess"]
+
+
 def test_sparse_partitions_keep_their_path():
     family = Binomial()
     part = _partition(family, 300, np.float64, weighted=True, offset=False)

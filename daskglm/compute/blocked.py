@@ -1,4 +1,6 @@
-"""Fused one-read kernels for dense numpy partitions: the gradient and the Gram statistics.
+"""Fused one-read kernels for dense numpy partitions (the gradient and the Gram statistics),
+and one-pass kernels for CSR ones (:func:`fused_csr_loss_grad`,
+:func:`fused_csr_loss_grad_hess`).
 
 A gradient round needs ``eta = X @ coef``, the family's loss and derivative ``r`` at
 ``eta``, and ``X.T @ r``.  Done as three whole-partition steps, ``X`` is read from memory
@@ -38,7 +40,8 @@ import numpy as np
 
 from .loss_codes import loss_code
 
-__all__ = ["fused_loss_grad", "fused_loss_grads", "fused_loss_grad_hess", "pointwise_for",
+__all__ = ["fused_loss_grad", "fused_csr_loss_grad", "fused_loss_grads", "fused_loss_grad_hess",
+           "fused_csr_loss_grad_hess", "pointwise_for",
            "augmented_gram", "gram_block_rows", "warm_up", "load_loops"]
 
 #: Bytes of the augmented block of :func:`augmented_gram` (at 8 bytes per element): large
@@ -128,6 +131,44 @@ def fused_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
         X, y, _NONE if weight is None else weight, _NONE if offset is None else offset,
         np.ascontiguousarray(coef, dtype=np.float64), float(intercept), code, parameter, grad)
     return float(loss), grad, float(intercept_grad)
+
+
+def fused_csr_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
+    """:func:`fused_loss_grad` of a scipy CSR partition, in one pass over its stored
+    values (:func:`~.fused_loops.fused_csr_rows`); the same returns."""
+    from .fused_loops import fused_csr_rows
+
+    grad = np.zeros(X.shape[1])
+    code, parameter = pointwise
+    loss, intercept_grad = fused_csr_rows(
+        X.indptr, X.indices, X.data, y, _NONE if weight is None else weight,
+        _NONE if offset is None else offset, np.ascontiguousarray(coef, dtype=np.float64),
+        float(intercept), code, parameter, grad)
+    return float(loss), grad, float(intercept_grad)
+
+
+def fused_csr_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise):
+    """Loss, gradient and Hessian sums of a scipy CSR partition in canonical form (column
+    indices sorted within each row), in one pass over its stored values
+    (:func:`~.fused_loops.fused_csr_hessian_rows`).
+
+    Returns
+    -------
+    loss, grad, intercept_grad, gram_x, col_sums, curvature
+        As :func:`fused_loss_grad_hess`: ``gram_x = X^T diag(h) X`` (symmetric),
+        ``col_sums = X^T h`` and ``curvature = sum(h)``.
+    """
+    from .fused_loops import fused_csr_hessian_rows
+
+    d = X.shape[1]
+    grad, col_sums, gram_x = np.zeros(d), np.zeros(d), np.zeros((d, d))
+    code, parameter = pointwise
+    loss, intercept_grad, curvature = fused_csr_hessian_rows(
+        X.indptr, X.indices, X.data, y, _NONE if weight is None else weight,
+        _NONE if offset is None else offset, np.ascontiguousarray(coef, dtype=np.float64),
+        float(intercept), code, parameter, grad, gram_x, col_sums)
+    gram_x += np.triu(gram_x, 1).T
+    return float(loss), grad, float(intercept_grad), gram_x, col_sums, float(curvature)
 
 
 def fused_loss_grads(X, y, weights, coefs, intercepts, pointwise):

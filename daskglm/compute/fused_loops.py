@@ -50,7 +50,8 @@ from .vector_math import exp_into, log1p_unit
 
 __all__ = ["GAUSSIAN", "BINOMIAL", "POISSON", "GAMMA_LOG", "TWEEDIE_LOG",
            "NEGATIVE_BINOMIAL_LOG", "fused_rows", "fused_rows_into", "fused_workspace",
-           "rows_in_chunks", "hessian_rows", "fused_rows_many"]
+           "rows_in_chunks", "hessian_rows", "fused_rows_many", "fused_csr_rows",
+           "fused_csr_hessian_rows"]
 
 
 #: Reassociation lets the compiler vectorise each row's dot product (a fixed order for a
@@ -390,6 +391,104 @@ def fused_rows_into(X, y, weight, offset, coef, intercept, family, parameter, gr
         for j in range(d):
             grad[j] += block_grad[j]
     return loss, intercept_grad
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")
+def fused_csr_rows(indptr, indices, data, y, weight, offset, coef, intercept, family,
+                   parameter, grad):
+    """:func:`fused_rows` for a CSR partition (``indptr``, ``indices``, ``data``): each
+    row's stored values are read once for its predictor and once, while still in the
+    cache, for its ``r * x``, :data:`BLOCK_ROWS` rows at a time.  Returns the loss and
+    ``sum(r)``."""
+    n = indptr.shape[0] - 1
+    buffers = np.empty((6, BLOCK_ROWS))
+    scale_bits = np.empty(BLOCK_ROWS, dtype=np.int64)
+    eta, row_loss, residual, work = buffers[0], buffers[1], buffers[2], buffers[3:]
+    no_curvature = buffers[0, :0]
+    loss = 0.0
+    intercept_grad = 0.0
+    for first in range(0, n, BLOCK_ROWS):
+        count = min(first + BLOCK_ROWS, n) - first
+        for i in range(count):
+            value = intercept
+            for p in range(indptr[first + i], indptr[first + i + 1]):
+                value += data[p] * coef[indices[p]]
+            eta[i] = value
+        if offset.shape[0]:
+            for i in range(count):
+                eta[i] += offset[first + i]
+        _family_rows(family, parameter, y[first:first + count], eta, count, row_loss,
+                     residual, no_curvature, work, scale_bits)
+        if weight.shape[0]:
+            for i in range(count):
+                row_loss[i] *= weight[first + i]
+                residual[i] *= weight[first + i]
+        block_loss = 0.0
+        block_intercept = 0.0
+        for i in range(count):
+            block_loss += row_loss[i]
+            block_intercept += residual[i]
+            r = residual[i]
+            for p in range(indptr[first + i], indptr[first + i + 1]):
+                grad[indices[p]] += r * data[p]
+        loss += block_loss
+        intercept_grad += block_intercept
+    return loss, intercept_grad
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")
+def fused_csr_hessian_rows(indptr, indices, data, y, weight, offset, coef, intercept, family,
+                           parameter, grad, upper, col_sums):
+    """:func:`fused_csr_rows` with the curvatures ``h``: adds ``r * x`` to ``grad``,
+    ``h * x`` to ``col_sums`` and the products ``h x_a x_b`` of each row's stored values,
+    ``b`` at or after ``a``, to ``upper`` (``d x d``; with sorted column indices, the
+    upper triangle of ``X^T diag(h) X``).  Returns the loss, ``sum(r)`` and ``sum(h)``."""
+    n = indptr.shape[0] - 1
+    buffers = np.empty((7, BLOCK_ROWS))
+    scale_bits = np.empty(BLOCK_ROWS, dtype=np.int64)
+    eta, row_loss, residual, curvature, work = (buffers[0], buffers[1], buffers[2],
+                                                buffers[3], buffers[4:])
+    loss = 0.0
+    intercept_grad = 0.0
+    total_curvature = 0.0
+    for first in range(0, n, BLOCK_ROWS):
+        count = min(first + BLOCK_ROWS, n) - first
+        for i in range(count):
+            value = intercept
+            for p in range(indptr[first + i], indptr[first + i + 1]):
+                value += data[p] * coef[indices[p]]
+            eta[i] = value
+        if offset.shape[0]:
+            for i in range(count):
+                eta[i] += offset[first + i]
+        _family_rows(family, parameter, y[first:first + count], eta, count, row_loss,
+                     residual, curvature, work, scale_bits)
+        if weight.shape[0]:
+            for i in range(count):
+                row_loss[i] *= weight[first + i]
+                residual[i] *= weight[first + i]
+                curvature[i] *= weight[first + i]
+        block_loss = 0.0
+        block_intercept = 0.0
+        block_curvature = 0.0
+        for i in range(count):
+            block_loss += row_loss[i]
+            block_intercept += residual[i]
+            block_curvature += curvature[i]
+            r = residual[i]
+            h = curvature[i]
+            start, stop = indptr[first + i], indptr[first + i + 1]
+            for a in range(start, stop):
+                column = indices[a]
+                grad[column] += r * data[a]
+                scaled = h * data[a]
+                col_sums[column] += scaled
+                for b in range(a, stop):
+                    upper[column, indices[b]] += scaled * data[b]
+        loss += block_loss
+        intercept_grad += block_intercept
+        total_curvature += block_curvature
+    return loss, intercept_grad, total_curvature
 
 
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")

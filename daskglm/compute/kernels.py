@@ -50,6 +50,8 @@ from ..backend import (
 )
 from .blocked import (
     augmented_gram,
+    fused_csr_loss_grad,
+    fused_csr_loss_grad_hess,
     fused_loss_grad,
     fused_loss_grad_hess,
     fused_loss_grads,
@@ -250,12 +252,12 @@ def loss_grad(part, params, family, fit_intercept):
     X, y, weight = part[:3]
     offset = partition_offset(part)
     total = _total_weight(X, weight)
-    pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
+    fused = _fused_loss_grad_for(X)
+    pointwise = pointwise_for(family) if fused is not None else None
     if pointwise is not None:
         params = np.asarray(params, dtype=np.float64)
         coef, intercept = (params[:-1], params[-1]) if fit_intercept else (params, 0.0)
-        loss, grad, intercept_grad = fused_loss_grad(X, y, weight, offset, coef, intercept,
-                                                     pointwise)
+        loss, grad, intercept_grad = fused(X, y, weight, offset, coef, intercept, pointwise)
         if fit_intercept:
             grad = np.append(grad, intercept_grad)
         return Stats(total, loss, grad)
@@ -275,6 +277,18 @@ def loss_grad(part, params, family, fit_intercept):
         else:
             grad += _block_transpose_product(X_b, r)
     return Stats(total, float(loss), to_host(grad))
+
+
+def _fused_loss_grad_for(X):
+    """The compiled loss-and-gradient loop for partition ``X`` (a non-empty numpy array or
+    scipy CSR matrix), or None."""
+    if not X.shape[0]:
+        return None
+    if _is_host_dense(X):
+        return fused_loss_grad
+    if sp.issparse(X) and X.format == "csr":
+        return fused_csr_loss_grad
+    return None
 
 
 def loss_grads(X, y, weights, params, family, fit_intercept):
@@ -335,13 +349,18 @@ def loss_grad_hess(part, params, family, fit_intercept):
     n_coef = n_params - 1 if fit_intercept else n_params
     scratch = _scratch(X, products=True, dtype=X.dtype)
     # the scaled rows are written in X's dtype: floating point only
-    fused = _is_host_dense(X) and X.shape[0] and X.dtype in (np.float32, np.float64)
-    pointwise = pointwise_for(family) if fused else None
+    dense = _is_host_dense(X) and X.shape[0] and X.dtype in (np.float32, np.float64)
+    csr = sp.issparse(X) and X.format == "csr" and X.shape[0] and X.has_sorted_indices
+    pointwise = pointwise_for(family) if dense or csr else None
     if pointwise is not None:
         params = np.asarray(params, dtype=np.float64)
         coef, intercept = (params[:-1], params[-1]) if fit_intercept else (params, 0.0)
-        loss, grad, intercept_grad, gram_x, col_sums, curvature = fused_loss_grad_hess(
-            X, y, weight, offset, coef, intercept, pointwise, scratch.shape[0], scratch)
+        if dense:
+            loss, grad, intercept_grad, gram_x, col_sums, curvature = fused_loss_grad_hess(
+                X, y, weight, offset, coef, intercept, pointwise, scratch.shape[0], scratch)
+        else:
+            loss, grad, intercept_grad, gram_x, col_sums, curvature = \
+                fused_csr_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise)
         hess = np.zeros((n_params, n_params))
         hess[:n_coef, :n_coef] = gram_x
         if fit_intercept:
