@@ -108,10 +108,21 @@ def test_an_error_in_one_fit_is_raised_once_every_fit_has_stopped():
         rounds.run([lambda v=v, fails=(i == 1): fit(v, fails) for i, v in enumerate(views)])
     assert finished == []  # the others stopped at their next round, none hung
 
-    # the same object runs again after an error
-    results = rounds.run([lambda v=v: v().reduce(_total_weight, kind=Kind.GRADIENT)
-                          for v in views])
+    # the same object runs again after an error, with nothing left of the failed run:
+    # one shared moments round and one shared round of the fits
+    before = engine.ledger.rounds
+    built = []
+
+    def fit_again(view):
+        built.append(view())
+        return built[-1].reduce(_total_weight, kind=Kind.GRADIENT)
+
+    results = rounds.run([lambda v=v: fit_again(v) for v in views])
     assert results == [400.0, 400.0, 400.0]
+    assert engine.ledger.rounds - before == 2
+    # a view used after its fits have ended runs a round of its own
+    assert built[0].reduce(_total_weight, kind=Kind.GRADIENT) == 400.0
+    assert engine.ledger.rounds - before == 3
     engine.close()
 
 
@@ -187,3 +198,23 @@ def test_every_l1_ratio_and_fold_shares_the_same_rounds():
     assert shared.comm_.count(Kind.FOLD_MOMENTS) == 1
     assert alone.comm_.count(Kind.FOLD_MOMENTS) == 6
     assert shared.comm_.rounds < 0.35 * alone.comm_.rounds
+
+
+def test_results_past_the_byte_limit_go_out_in_several_rounds(monkeypatch):
+    from daskglm.engine import folds
+
+    monkeypatch.setattr(folds, "SHARED_RESULT_BYTES", 64)  # two gradients of 3 columns
+    rounds = SharedRounds(None)
+    engine, views = _engine_and_views(rounds)
+    rounds.engine = engine
+    before = engine.ledger.rounds
+
+    def fit(view, n_rounds):
+        view = view()
+        return [view.reduce(_total_weight, kind=Kind.GRADIENT) for _ in range(n_rounds)]
+
+    results = rounds.run([lambda v=v, n=n: fit(v, n) for v, n in zip(views, (1, 4, 2))])
+    assert results == [[400.0], [400.0] * 4, [400.0] * 2]
+    # moments of 3 fits: 2 rounds; then 3, 2, 1 and 1 requests: 2 + 1 + 1 + 1 rounds
+    assert engine.ledger.rounds - before == 7
+    engine.close()

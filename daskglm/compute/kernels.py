@@ -350,7 +350,7 @@ def loss_grad_hess(part, params, family, fit_intercept):
     scratch = _scratch(X, products=True, dtype=X.dtype)
     # the scaled rows are written in X's dtype: floating point only
     dense = _is_host_dense(X) and X.shape[0] and X.dtype in (np.float32, np.float64)
-    csr = sp.issparse(X) and X.format == "csr" and X.shape[0] and X.has_sorted_indices
+    csr = sp.issparse(X) and X.format == "csr" and X.shape[0] and X.has_canonical_format
     pointwise = pointwise_for(family) if dense or csr else None
     if pointwise is not None:
         params = np.asarray(params, dtype=np.float64)

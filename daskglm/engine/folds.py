@@ -28,6 +28,11 @@ __all__ = ["TrainingView", "SharedRounds", "fold_ids_by_partition", "shared_assi
 #: of these among them (the costliest), else the first request's.
 _SHARED_KIND_ORDER = (Kind.HESSIAN, Kind.GRADIENT)
 
+#: Most bytes of results one partition task of a shared round returns: past it the
+#: waiting requests go out in several rounds (a Hessian request returns ``8 (d + 1)^2``
+#: bytes, the others about ``8 (d + 1)``).
+SHARED_RESULT_BYTES = 64 << 20
+
 
 def fold_ids_by_partition(engine, fold_ids):
     """``fold_ids`` (one per row, in row order) cut into one array per partition.
@@ -93,7 +98,7 @@ class TrainingView:
 
     def reduce(self, kernel, *args, kind):
         """One round: ``kernel`` summed over the partitions, held-out rows weighing zero."""
-        if self.rounds is not None:
+        if self.rounds is not None and self.rounds.active:
             return self.rounds.reduce(self, kernel, args, kind)
         return self.engine.reduce_each(run_on_training_rows, self.each, self.fold, kernel,
                                        *args, kind=kind)
@@ -136,7 +141,9 @@ class SharedRounds:
     gets the numbers that a round of its own would have given it, to the bit; k folds take
     the rounds of their slowest fit instead of the sum of all of theirs.  A shared round
     is one record of the ledger, under its requests' kind (Hessian, then gradient, when
-    they differ).  Rounds that a fit's solver asks with ``map`` run on their own.
+    they differ).  Rounds that a fit's solver asks with ``map`` run on their own.  When
+    the waiting requests' results would pass :data:`SHARED_RESULT_BYTES` per task (many
+    fits' Hessians of many columns), they go out in as many rounds as keep them under it.
 
     Parameters
     ----------
@@ -161,6 +168,7 @@ class SharedRounds:
         with self._turn:
             self._running = len(fits)
             self._error = None
+            self._waiting, self._results = {}, {}
 
         def body(index, fit):
             with self._turn:
@@ -178,13 +186,25 @@ class SharedRounds:
         threads = [threading.Thread(target=contextvars.copy_context().run, args=(body, i, fit),
                                     name=f"daskglm-fold-{i}", daemon=True)
                    for i, fit in enumerate(fits)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        except BaseException as exc:  # an interrupt: the fits stop at their next round
+            with self._turn:
+                if self._error is None:
+                    self._error = exc
+                self._turn.notify_all()
+            raise
         if self._error is not None:
             raise self._error
         return results
+
+    @property
+    def active(self):
+        """Whether fits of :meth:`run` are running (their views' rounds are shared)."""
+        return self._running > 0
 
     def reduce(self, view, kernel, args, kind):
         """``view.reduce(kernel, *args)``, in the next shared round; called by a fit of
@@ -194,6 +214,7 @@ class SharedRounds:
         self._advance()
         while token not in self._results:
             if self._error is not None:
+                self._waiting.pop(token, None)
                 raise _Stopped
             self._turn.wait()
         return self._results.pop(token)
@@ -203,13 +224,24 @@ class SharedRounds:
         waiting fits to stop after an error."""
         if self._error is None and self._waiting and len(self._waiting) >= self._running:
             waiting, self._waiting = self._waiting, {}
+            requests = list(waiting.values())
             try:
-                outputs = self._round(list(waiting.values()))
+                outputs = []
+                for start in range(0, len(requests), self._per_round(requests)):
+                    outputs += self._round(requests[start:start + self._per_round(requests)])
             except BaseException as exc:
                 self._error = exc
             else:
                 self._results.update(zip(waiting, outputs))
         self._turn.notify_all()
+
+    def _per_round(self, requests):
+        """Requests per round that keep a task's results under :data:`SHARED_RESULT_BYTES`."""
+        params = self.engine.n_features + 1
+        hessian = any(request[-1] in (Kind.HESSIAN, Kind.VALIDATE_HESSIAN)
+                      for request in requests)
+        each = 8 * params * (params if hessian else 1)
+        return max(1, SHARED_RESULT_BYTES // each)
 
     def _round(self, requests):
         each, indices = shared_assignments(self.engine, [request[0] for request in requests])
