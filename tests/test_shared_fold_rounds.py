@@ -86,6 +86,16 @@ def _engine_and_views(rounds):
     return engine, [lambda f=f: TrainingView(engine, each, f, rounds=rounds) for f in range(3)]
 
 
+def _run_fits_of_lengths(rounds, views, lengths):
+    """Run one fit per view, each building its view and taking ``lengths[i]`` rounds."""
+
+    def fit(view, n_rounds):
+        view = view()
+        return [view.reduce(_total_weight, kind=Kind.GRADIENT) for _ in range(n_rounds)]
+
+    return rounds.run([lambda v=v, n=n: fit(v, n) for v, n in zip(views, lengths)])
+
+
 def _total_weight(part):
     return float(np.sum(part[2]))
 
@@ -132,11 +142,7 @@ def test_fits_of_different_lengths_share_what_they_can():
     rounds.engine = engine
     before = engine.ledger.rounds
 
-    def fit(view, n_rounds):
-        view = view()
-        return [view.reduce(_total_weight, kind=Kind.GRADIENT) for _ in range(n_rounds)]
-
-    results = rounds.run([lambda v=v, n=n: fit(v, n) for v, n in zip(views, (1, 4, 2))])
+    results = _run_fits_of_lengths(rounds, views, (1, 4, 2))
     assert results == [[400.0], [400.0] * 4, [400.0] * 2]
     # 1 shared moments round, then the longest fit's 4 rounds
     assert engine.ledger.rounds - before == 5
@@ -209,11 +215,7 @@ def test_results_past_the_byte_limit_go_out_in_several_rounds(monkeypatch):
     rounds.engine = engine
     before = engine.ledger.rounds
 
-    def fit(view, n_rounds):
-        view = view()
-        return [view.reduce(_total_weight, kind=Kind.GRADIENT) for _ in range(n_rounds)]
-
-    results = rounds.run([lambda v=v, n=n: fit(v, n) for v, n in zip(views, (1, 4, 2))])
+    results = _run_fits_of_lengths(rounds, views, (1, 4, 2))
     assert results == [[400.0], [400.0] * 4, [400.0] * 2]
     # moments of 3 fits: 2 rounds; then 3, 2, 1 and 1 requests: 2 + 1 + 1 + 1 rounds
     assert engine.ledger.rounds - before == 7

@@ -333,6 +333,15 @@ def _chunk_rows_stats(X, y, weight, offset, coef, intercept, family, parameter, 
     """Weighted ``row_loss``, ``residual`` (and ``curvature`` when not empty) of rows
     ``first`` to ``first + count``: their predictors, then the family's formula."""
     _chunk_predictors(X, first, count, coef, intercept, offset, eta)
+    _weighted_family_rows(family, parameter, y, weight, first, count, eta, row_loss, residual,
+                          curvature, work, scale_bits)
+
+
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy", inline="always")
+def _weighted_family_rows(family, parameter, y, weight, first, count, eta, row_loss, residual,
+                          curvature, work, scale_bits):
+    """The family's formula at the predictors ``eta`` of rows ``first`` to ``first +
+    count``, each row's loss, derivative (and curvature when not empty) times its weight."""
     _family_rows(family, parameter, y[first:first + count], eta, count, row_loss, residual,
                  curvature, work, scale_bits)
     if weight.shape[0]:
@@ -393,6 +402,24 @@ def fused_rows_into(X, y, weight, offset, coef, intercept, family, parameter, gr
     return loss, intercept_grad
 
 
+@numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy", inline="always")
+def _csr_chunk_stats(indptr, indices, data, y, weight, offset, coef, intercept, family,
+                     parameter, first, count, eta, row_loss, residual, curvature, work,
+                     scale_bits):
+    """:func:`_chunk_rows_stats` for rows ``first`` to ``first + count`` of a CSR matrix:
+    each row's predictor from its stored values, then the family's formula, weighted."""
+    for i in range(count):
+        value = intercept
+        for p in range(indptr[first + i], indptr[first + i + 1]):
+            value += data[p] * coef[indices[p]]
+        eta[i] = value
+    if offset.shape[0]:
+        for i in range(count):
+            eta[i] += offset[first + i]
+    _weighted_family_rows(family, parameter, y, weight, first, count, eta, row_loss, residual,
+                          curvature, work, scale_bits)
+
+
 @numba.njit(cache=True, nogil=True, fastmath=_FAST, error_model="numpy")
 def fused_csr_rows(indptr, indices, data, y, weight, offset, coef, intercept, family,
                    parameter, grad):
@@ -409,20 +436,9 @@ def fused_csr_rows(indptr, indices, data, y, weight, offset, coef, intercept, fa
     intercept_grad = 0.0
     for first in range(0, n, BLOCK_ROWS):
         count = min(first + BLOCK_ROWS, n) - first
-        for i in range(count):
-            value = intercept
-            for p in range(indptr[first + i], indptr[first + i + 1]):
-                value += data[p] * coef[indices[p]]
-            eta[i] = value
-        if offset.shape[0]:
-            for i in range(count):
-                eta[i] += offset[first + i]
-        _family_rows(family, parameter, y[first:first + count], eta, count, row_loss,
-                     residual, no_curvature, work, scale_bits)
-        if weight.shape[0]:
-            for i in range(count):
-                row_loss[i] *= weight[first + i]
-                residual[i] *= weight[first + i]
+        _csr_chunk_stats(indptr, indices, data, y, weight, offset, coef, intercept, family,
+                         parameter, first, count, eta, row_loss, residual, no_curvature, work,
+                         scale_bits)
         block_loss = 0.0
         block_intercept = 0.0
         for i in range(count):
@@ -453,21 +469,9 @@ def fused_csr_hessian_rows(indptr, indices, data, y, weight, offset, coef, inter
     total_curvature = 0.0
     for first in range(0, n, BLOCK_ROWS):
         count = min(first + BLOCK_ROWS, n) - first
-        for i in range(count):
-            value = intercept
-            for p in range(indptr[first + i], indptr[first + i + 1]):
-                value += data[p] * coef[indices[p]]
-            eta[i] = value
-        if offset.shape[0]:
-            for i in range(count):
-                eta[i] += offset[first + i]
-        _family_rows(family, parameter, y[first:first + count], eta, count, row_loss,
-                     residual, curvature, work, scale_bits)
-        if weight.shape[0]:
-            for i in range(count):
-                row_loss[i] *= weight[first + i]
-                residual[i] *= weight[first + i]
-                curvature[i] *= weight[first + i]
+        _csr_chunk_stats(indptr, indices, data, y, weight, offset, coef, intercept, family,
+                         parameter, first, count, eta, row_loss, residual, curvature, work,
+                         scale_bits)
         block_loss = 0.0
         block_intercept = 0.0
         block_curvature = 0.0
