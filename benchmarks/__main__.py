@@ -291,6 +291,8 @@ def build_parser():
     gpu.add_argument("--partitions", type=int, default=8)
     gpu.add_argument("--tol", type=float, default=1e-8)
     gpu.add_argument("--solvers", nargs="+", default=["lbfgs", "newton", "averaging"])
+    gpu.add_argument("--no-cluster", dest="cluster", action="store_false",
+                     help="leave out the fits on a one-worker LocalCluster")
     gpu.set_defaults(handler=_gpu)
 
     passes = commands.add_parser("passes", help="validation fused into the first evaluation")

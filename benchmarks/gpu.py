@@ -8,6 +8,11 @@ and CuPy.  It prints, for L2-logistic regression on the same data:
   optimum, and after the table each round's milliseconds;
 * the in-memory GPU baseline: scipy's L-BFGS-B on one CuPy array, loss and gradient in
   two matrix-vector products (the least a GPU fit can cost);
+* daskglm on a ``LocalCluster`` of one worker process with one thread on the GPU (as
+  dask-cuda makes one worker per GPU), the partitions made on the worker, the same
+  solvers: rounds go to the worker's partition holder, which stacks its partitions on the
+  device (``--no-cluster`` leaves these rows out);
+* daskglm lbfgs on float32 CuPy chunks (the same data, rounded), in this process;
 * daskglm on numpy chunks on the machine's CPU cores (the in-process engine, one thread
   per partition, as many partitions as cores or ``--partitions``, whichever is more), the
   same solvers.
@@ -62,6 +67,66 @@ def _objective(Xg, yg, alpha, model):
     return float(loss.mean()) + 0.5 * alpha * float(coef @ coef)
 
 
+def _block(index, rows, d, dtype="float64"):
+    """Rows of block ``index`` of the benchmark's data on the current GPU: ``(X, y)``,
+    the same wherever they are made."""
+    import cupy as cp
+    import numpy as np
+
+    coef = cp.random.default_rng(0).standard_normal(d) / np.sqrt(d)
+    rng = cp.random.default_rng([1, index])
+    X = rng.standard_normal((rows, d))
+    y = (rng.uniform(size=rows) < 1.0 / (1.0 + cp.exp(-(X @ coef)))).astype(cp.float64)
+    return X.astype(dtype), y
+
+
+def _worker_blocks(sizes, d):
+    """Dask arrays of the benchmark's blocks made on the cluster's workers."""
+    import cupy as cp
+    import dask
+    import dask.array as da
+
+    blocks = [dask.delayed(_block, pure=True)(i, rows, d) for i, rows in enumerate(sizes)]
+    X = da.concatenate([da.from_delayed(b[0], (rows, d), dtype="float64",
+                                        meta=cp.empty((0, d))) for b, rows in zip(blocks, sizes)])
+    y = da.concatenate([da.from_delayed(b[1], (rows,), dtype="float64", meta=cp.empty(0))
+                        for b, rows in zip(blocks, sizes)])
+    return dask.persist(X, y)
+
+
+def _timed_fit(make, X, y, warm=None):
+    """Seconds of ``make().fit(X, y)`` after an untimed fit (of ``warm`` when given)."""
+    model = make()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(*(warm or (X, y)))
+        start = time.perf_counter()
+        model.fit(X, y)
+    return time.perf_counter() - start, model
+
+
+def _cluster_rows(args, sizes, Xg, yg, alpha, C, tol):
+    """The fits on a LocalCluster of one single-threaded worker process on the GPU."""
+    from distributed import Client, LocalCluster
+
+    import daskglm
+
+    table, rounds = [], []
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        X, y = _worker_blocks(sizes, Xg.shape[1])
+        client.wait_for_workers(1)
+        for solver in args.solvers:
+            seconds, model = _timed_fit(lambda solver=solver: daskglm.LogisticRegression(
+                C=C, solver=solver, tol=tol, max_iter=1000), X, y)
+            table.append((f"daskglm {solver}, CuPy chunks, 1-worker LocalCluster", seconds,
+                          model.comm_.rounds, _objective(Xg, yg, alpha, model)))
+            rounds.append(f"{solver} (cluster): " + ", ".join(
+                f"{r.kind} {1e3 * r.seconds:.1f}{'' if r.route != 'direct' else 'd'}"
+                for r in model.comm_.records))
+    return table, rounds
+
+
 def main(args):
     import cupy as cp
     import dask.array as da
@@ -70,14 +135,15 @@ def main(args):
     import daskglm
 
     n, d, chunks = args.rows, args.features, args.partitions
-    rng = cp.random.default_rng(0)
-    Xg = rng.standard_normal((n, d))
-    coef = rng.standard_normal(d) / np.sqrt(d)
-    yg = (rng.uniform(size=n) < 1.0 / (1.0 + cp.exp(-(Xg @ coef)))).astype(cp.float64)
+    rows = -(-n // chunks)
+    sizes = [min(rows, n - start) for start in range(0, n, rows)]
+    blocks = [_block(i, size, d) for i, size in enumerate(sizes)]
+    Xg = cp.concatenate([X for X, _ in blocks])
+    yg = cp.concatenate([y for _, y in blocks])
+    del blocks
     cp.cuda.Device().synchronize()
     C, tol = 1.0, args.tol
     alpha = 1.0 / (C * n)
-    rows = -(-n // chunks)
     X_dev = da.from_array(Xg, chunks=(rows, d), asarray=False).persist()
     y_dev = da.from_array(yg, chunks=rows, asarray=False).persist()
 
@@ -98,6 +164,16 @@ def main(args):
                       _objective(Xg, yg, alpha, model)))
         rounds.append(f"{solver}: " + ", ".join(f"{r.kind} {1e3 * r.seconds:.1f}"
                                                  for r in model.comm_.records))
+    X32 = da.from_array(Xg.astype(cp.float32), chunks=(rows, d), asarray=False).persist()
+    seconds, model = _timed_fit(lambda: daskglm.LogisticRegression(
+        C=C, solver="lbfgs", tol=tol, max_iter=1000), X32, y_dev)
+    table.append(("daskglm lbfgs, CuPy float32 chunks", seconds, model.comm_.rounds,
+                  _objective(Xg, yg, alpha, model)))
+    del X32
+    if args.cluster:
+        cluster_table, cluster_rounds = _cluster_rows(args, sizes, Xg, yg, alpha, C, tol)
+        table.extend(cluster_table)
+        rounds.extend(cluster_rounds)
     X_cpu, y_cpu = cp.asnumpy(Xg), cp.asnumpy(yg)
     cpu_rows = -(-n // max(chunks, os.cpu_count() or 1))
     X_host = da.from_array(X_cpu, chunks=(cpu_rows, d)).persist()

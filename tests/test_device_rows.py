@@ -15,6 +15,7 @@ import pytest
 
 import daskglm
 from daskglm.compute.kernels import loss_grad
+from daskglm.compute.tree import maximal_nodes, row_additive
 from daskglm.engine import make_engine
 from daskglm.engine.device_rows import DeviceRows
 from daskglm.model.families import Binomial
@@ -83,3 +84,59 @@ def test_host_partitions_are_not_stacked_by_default():
     X, y, _ = make_data("binomial", n=400)
     engine = make_engine(*chunked(X, y, None)[:2], family=Binomial(), client=None)
     assert engine.device_rows is None and len(engine.groups) == engine.n_partitions
+
+
+def test_partition_holders_run_a_row_additive_round_once_per_subtree(stacked, monkeypatch):
+    """On a cluster, each worker's partition holder stacks its partitions per complete
+    subtree and runs a row-additive kernel once on each stack: the same sums (round-off
+    apart) as the partitions one by one, with the worker's partitions views of the stacks."""
+    from distributed import Client, LocalCluster
+
+    from daskglm.engine.direct import PartitionHolder
+
+    X, y, w = make_data("binomial", n=2000, weights=True)
+    params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+    calls = ROWS_SEEN
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, memory_limit=0,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        engine = make_engine(*chunked(X, y, w), family=Binomial(), client=client)
+        engine.reduce(loss_grad, params, Binomial(), True, kind="gradient")  # makes holders
+        holders = engine._ready_direct()
+        assert holders is not None
+        calls.clear()
+        stats = engine.reduce(counted_loss_grad, params, Binomial(), True, kind="gradient")
+        assert engine.ledger.records[-1].route == "direct"
+        # one call per complete subtree of each worker's partitions, on all of their rows
+        subtrees = [len(leaves) for group in _worker_indices(engine)
+                    for _, leaves in maximal_nodes(group, engine.n_partitions)]
+        assert sorted(calls) == sorted(250 * k for k in subtrees)
+        assert len(calls) < engine.n_partitions
+        calls.clear()
+        monkeypatch.setattr(PartitionHolder, "_run_stacked", None)  # not called for a map
+        sizes = engine.map(lambda part: part[0].shape[0], kind="sizes")
+        assert sizes == [250] * 8
+        engine.close()
+    apart = make_engine(*chunked(X, y, w), family=Binomial(), client=None)
+    monkeypatch.undo()
+    expected = apart.reduce(loss_grad, params, Binomial(), True, kind="gradient")
+    np.testing.assert_allclose(stats.grad, expected.grad, rtol=1e-12)
+    assert stats.loss == pytest.approx(expected.loss, rel=1e-12)
+
+
+#: the rows of each partition :func:`counted_loss_grad` was called on (in this process)
+ROWS_SEEN = []
+
+
+@row_additive
+def counted_loss_grad(part, *args):
+    """:func:`loss_grad`, counting its calls in :data:`ROWS_SEEN`."""
+    ROWS_SEEN.append(part[0].shape[0])
+    return loss_grad(part, *args)
+
+
+def _worker_indices(engine):
+    """The partition indices of each worker of a distributed engine."""
+    by_worker = {}
+    for group in engine.groups:
+        by_worker.setdefault(engine.group_workers[tuple(group)], []).extend(group)
+    return list(by_worker.values())

@@ -205,3 +205,46 @@ def test_cupy_partitions_are_stacked_on_the_device():
     assert rounds and all(r.tasks == 1 for r in rounds)
     reference = daskglm.LogisticRegression(tol=1e-10).fit(da.from_array(X, chunks=(500, -1)), y)
     agree(model, reference, 1e-7)
+
+
+ROWS_SEEN = []
+
+
+def counted_loss_grad(part, *args):
+    """The gradient kernel, counting the rows of each call in :data:`ROWS_SEEN`."""
+    from daskglm.compute.kernels import loss_grad
+
+    ROWS_SEEN.append(part[0].shape[0])
+    return loss_grad(part, *args)
+
+
+counted_loss_grad.row_additive = True
+
+
+def test_a_workers_cupy_partitions_are_stacked_by_its_partition_holder():
+    """On a cluster, a worker's partition holder stacks its dense CuPy partitions: a
+    row-additive round is one kernel call over all of its rows, with the sums of the
+    partitions one by one (:meth:`daskglm.engine.direct.PartitionHolder._run_stacked`)."""
+    from distributed import Client, LocalCluster
+
+    from daskglm.compute.kernels import loss_grad
+    from daskglm.engine import make_engine
+    from daskglm.model.families import Binomial
+
+    X, y, _ = make_data("binomial", n=4000)
+    params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
+    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        engine = make_engine(device_chunks(X).persist(), device_chunks(y).persist(),
+                             family=Binomial(), client=client)
+        engine.reduce(loss_grad, params, Binomial(), True, kind="gradient")  # makes holders
+        assert engine._ready_direct() is not None
+        ROWS_SEEN.clear()
+        stats = engine.reduce(counted_loss_grad, params, Binomial(), True, kind="gradient")
+        assert engine.ledger.records[-1].route == "direct"
+        assert ROWS_SEEN == [4000]
+        engine.close()
+    host = make_engine(da.from_array(X, chunks=(500, -1)), y, family=Binomial(), client=None)
+    expected = host.reduce(loss_grad, params, Binomial(), True, kind="gradient")
+    np.testing.assert_allclose(stats.grad, expected.grad, rtol=1e-10)
+    assert stats.loss == pytest.approx(expected.loss, rel=1e-12)

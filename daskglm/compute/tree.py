@@ -12,6 +12,7 @@ from __future__ import annotations
 __all__ = [
     "tree_sum", "complete_nodes", "combine_nodes", "tree_root", "tree_children", "node_start",
     "run_group", "run_stateful_group", "partial_tree_sum", "row_additive", "is_row_additive",
+    "maximal_nodes",
 ]
 
 
@@ -95,6 +96,27 @@ def complete_nodes(nodes, n_leaves):
                 top.difference_update(children)
                 top.add(parent)
     return {node: found[node] for node in sorted(top, key=node_start)}
+
+
+def maximal_nodes(indices, n_leaves):
+    """The nodes that :func:`complete_nodes` returns for the leaves ``indices``, each with
+    the leaves under it: ``[(node, [leaf, ...]), ...]`` in order of position.
+
+    Where a kernel is a sum over rows (:func:`row_additive`), running it once on the rows
+    of a node's leaves stacked together gives that node's sum, round-off apart."""
+    present = set(indices)
+    root_level = tree_root(n_leaves)[0]
+    nodes, position = [], 0
+    for leaf in sorted(present):
+        if leaf < position:
+            continue
+        level = 0
+        while level < root_level and leaf % 2 ** (level + 1) == 0 and all(
+                i in present for i in range(leaf, min(leaf + 2 ** (level + 1), n_leaves))):
+            level += 1
+        position = min(leaf + 2**level, n_leaves)
+        nodes.append(((level, leaf // 2**level), list(range(leaf, position))))
+    return nodes
 
 
 def combine_nodes(n_leaves, *node_sets):

@@ -48,9 +48,17 @@ import threading
 import time
 from typing import NamedTuple
 
-from ..compute.tree import combine_nodes, run_group, run_stateful_group, tree_root
+from ..compute.tree import (
+    combine_nodes,
+    is_row_additive,
+    maximal_nodes,
+    run_group,
+    run_stateful_group,
+    tree_root,
+)
 from . import tasks
 from .dask_compat import actor_call, worker_executor
+from .device_rows import DeviceRows
 
 __all__ = ["PartitionHolder", "DirectRounds", "DirectRoundFailed", "HeldState"]
 
@@ -112,6 +120,9 @@ class PartitionHolder:
         self.executor = worker_executor(self.worker)
         #: partition states kept here: ``{name: {partition index: state}}``
         self.states = {}
+        #: dense CuPy partitions of one device: each complete subtree of them stacked
+        #: (:meth:`_run_stacked`), ``{node: DeviceRows}``; None for other partitions
+        self.device_rows = None if DeviceRows.of(list(self.parts.values())) is None else {}
 
     def _run_group(self, fn, group, items, args, reduce_args, state=None, fresh=()):
         start = time.perf_counter()
@@ -127,6 +138,26 @@ class PartitionHolder:
             held.update(zip(group, new_states))
         stop = time.perf_counter()
         return result, (threading.get_ident(), stop - start, stop)
+
+    def _run_stacked(self, fn, args, n_leaves):
+        """A row-additive kernel on this worker's partitions, once per complete subtree of
+        them on the rows of its partitions stacked in one device buffer: one launch of
+        each kernel and one copy of its sums to the host per subtree, instead of per
+        partition.  Returns what :meth:`_run_group` returns for all of them as one group."""
+        start = time.perf_counter()
+        if tasks._TASK_DELAYS:
+            time.sleep(tasks._TASK_DELAYS.get(self.address, 0.0))
+        answer = {}
+        for node, leaves in maximal_nodes(self.parts, n_leaves):
+            rows = self.device_rows.setdefault(node, DeviceRows())
+            whole, parts = rows.whole([self.parts[i] for i in leaves])
+            self.parts.update(zip(leaves, parts))  # views of the stack, when stacked
+            if whole is None:  # no room on the device for the copy
+                answer.update(run_group(fn, parts, None, args, leaves, n_leaves))
+            else:
+                answer[node] = fn(whole, *args)
+        stop = time.perf_counter()
+        return answer, (threading.get_ident(), stop - start, stop)
 
     async def put_states(self, payload):
         """Keep the pickled ``(name, {index: state})`` (a state None is dropped)."""
@@ -212,7 +243,12 @@ class PartitionHolder:
             self.states.setdefault(state, {})
         loop = asyncio.get_running_loop()
         jobs = []
-        for g, group in enumerate(self.groups):
+        if (self.device_rows is not None and n_leaves is not None and items is None
+                and state is None and is_row_additive(fn)):
+            jobs.append(loop.run_in_executor(
+                self.executor, contextvars.copy_context().run, self._run_stacked, fn, args,
+                n_leaves))
+        for g, group in enumerate(self.groups if not jobs else ()):
             reduce_args = () if n_leaves is None else (group, n_leaves)
             # in a copy of this call's context, where get_worker() finds the worker
             jobs.append(loop.run_in_executor(
