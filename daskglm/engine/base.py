@@ -102,7 +102,7 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
         """Run one round and write its record: one task per group of partitions."""
         with Timer() as timer, self._probe(kind) as probe:
             result, combine_tasks = self._execute_recovering(fn, args, each, tree, probe)
-        groups = len(self.groups)
+        groups = probe.groups or len(self.groups)
         tasks = groups + combine_tasks
         sent = groups * nbytes(args) + (0 if each is None else nbytes(each))
         returned = tasks * nbytes(result) if tree else nbytes(result)

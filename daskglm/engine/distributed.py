@@ -261,8 +261,9 @@ class DistributedEngine(Engine):
         summed = server_sum if topology == "server" else ring_sum
         return summed(self, group_futures, probe, created)
 
-    def _tree(self, group_futures, probe, created):
-        """Sum the groups' results; return ``(root sum, combine tasks)``.
+    def _tree(self, group_futures, probe, created, groups=None):
+        """Sum the groups' results (of ``groups``, the engine's groups unless given);
+        return ``(root sum, combine tasks)``.
 
         Each group's task returns the complete subtrees of its partitions; combine tasks
         of fan-in ``split_every`` on the workers merge them (in order of position) until
@@ -272,8 +273,8 @@ class DistributedEngine(Engine):
         """
         n = self.n_partitions
         level = sorted(
-            ((future, _complete_node_keys(group, n)) for group, future in zip(self.groups,
-                                                                              group_futures)),
+            ((future, _complete_node_keys(group, n))
+             for group, future in zip(self.groups if groups is None else groups, group_futures)),
             key=lambda item: node_start(item[1][0]),
         )
         combines = 0

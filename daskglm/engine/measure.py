@@ -69,6 +69,8 @@ class LocalProbe:
     def __init__(self, threads):
         self.threads = int(threads)
         self.spans = []
+        #: the round's tasks when they were not the engine's groups (never, in process)
+        self.groups = None
 
     def __enter__(self):
         return self
@@ -213,6 +215,9 @@ class _DaskProbe:
         self.direct = None
         #: partition holders the round started making (:meth:`holder_keys`)
         self.holders = 0
+        #: set by the backend when the round's tasks were not the engine's groups (the
+        #: streamed runs of :mod:`daskglm.engine.streaming`): how many there were
+        self.groups = None
 
     def keys(self, n):
         """Keys for the round's ``n`` partition tasks."""

@@ -7,8 +7,16 @@ persisted futures, and drop them when done.
 
 from __future__ import annotations
 
+import numpy as np
+
 from .distributed import DistributedEngine
-from .tasks import _run_task
+from .tasks import Source, _run_streamed_task, _run_task
+
+#: A tree round of streamed partitions runs this many tasks per worker thread, each on a
+#: contiguous run of partitions that it reads one ahead of its kernel
+#: (:func:`~daskglm.engine.tasks._run_streamed_task`); 0 runs one task per partition,
+#: whose reads are dependencies the worker runs before it.
+STREAM_RUNS_PER_THREAD = 2
 
 
 def _validated(engine, family):
@@ -23,9 +31,14 @@ def _validated(engine, family):
 class StreamingDistributedEngine(DistributedEngine):
     """Partitions read from their source in every round, on the workers (``cache="none"``).
 
-    Each round computes one task per partition from the partition's own (small) graph,
-    so the workers read, use and drop it; Dask's queuing of root tasks keeps only about
-    one partition per worker thread in memory.
+    A tree round runs :data:`STREAM_RUNS_PER_THREAD` tasks per worker thread, each over a
+    contiguous run of the partitions: it reads each partition from the partition's own
+    (small) graph in a thread of its own while its kernel runs on the one before, so the
+    disk and the cores work at once, and keeps at most two partitions in memory.  The
+    runs' complete subtrees are summed in the engine's tree, so the sums are those of one
+    task per partition, to the bit.  Other rounds compute one task per partition, whose
+    reads Dask runs before it; Dask's queuing of root tasks keeps only about one
+    partition per worker thread in memory.
     """
 
     cache = "none"
@@ -39,6 +52,8 @@ class StreamingDistributedEngine(DistributedEngine):
         import dask
 
         sent = self._broadcast(args, created)
+        if tree and STREAM_RUNS_PER_THREAD and self.topology == "tree":
+            return self._submit_runs(fn, sent, each, probe, created)
         keys = probe.keys(self.n_partitions)
         n = self.n_partitions
         run = dask.delayed(_run_task, pure=False)
@@ -52,6 +67,37 @@ class StreamingDistributedEngine(DistributedEngine):
         if tree:
             return self._tree(futures, probe, created)
         return [group_results[0] for group_results in self.client.gather(futures)], 0
+
+    def _submit_runs(self, fn, sent, each, probe, created):
+        """A tree round over runs of streamed partitions read ahead of their kernel (and a
+        task for each partition kept in memory): ``(sum, combine tasks)``."""
+        import dask
+        from distributed import Future
+
+        n = self.n_partitions
+        groups = [[i] for i, part in enumerate(self.parts) if isinstance(part, Future)]
+        streamed = [i for i, part in enumerate(self.parts) if not isinstance(part, Future)]
+        if streamed:
+            threads = max(1, sum(self.client.nthreads().values()))
+            runs = min(len(streamed), STREAM_RUNS_PER_THREAD * threads)
+            groups.extend(run.tolist() for run in np.array_split(np.array(streamed), runs))
+        groups.sort()
+        probe.groups = len(groups)
+        keys = probe.keys(len(groups))
+        tasks = []
+        for key, group in zip(keys, groups):
+            items = None if each is None else [each[i] for i in group]
+            part = self.parts[group[0]]
+            if isinstance(part, Future):
+                tasks.append(dask.delayed(_run_task, pure=False)(
+                    fn, [part], items, sent, (group, n), dask_key_name=key))
+            else:
+                tasks.append(dask.delayed(_run_streamed_task, pure=False)(
+                    fn, [Source(self.parts[i]) for i in group], items, sent, (group, n),
+                    dask_key_name=key))
+        futures = self.client.compute(tasks)
+        created.extend(futures)
+        return self._tree(futures, probe, created, groups)
 
     def _partition_futures(self, fn, sent, probe, each=None):
         import dask

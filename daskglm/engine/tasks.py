@@ -45,6 +45,45 @@ def _run_task(fn, parts, items, args, reduce_args):
     return run_group(fn, parts, items, args, *reduce_args)
 
 
+class Source:
+    """A partition still to be read (a Delayed), carried into a task as an argument
+    rather than as a dependency: the task reads it itself, when it chooses."""
+
+    def __init__(self, delayed):
+        self.delayed = delayed
+
+    def read(self):
+        """The partition, read from its source in this thread."""
+        return self.delayed.compute(scheduler="sync")
+
+
+def _run_streamed_task(fn, sources, items, args, reduce_args):
+    """A run of streamed partitions in one task, each read while the one before is used.
+
+    One thread reads the next partition (file reads and most decoding release the GIL)
+    while this one runs the kernel on the last, so a worker thread's reads and kernels
+    overlap instead of taking turns; at most two of the run's partitions are in memory
+    at once.  Returns what :func:`~daskglm.compute.tree.run_group` returns for the run.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    if _TASK_DELAYS:
+        _delay_task()
+    results = []
+    with ThreadPoolExecutor(1) as reader:
+        ahead = reader.submit(sources[0].read)
+        for k in range(len(sources)):
+            part = ahead.result()
+            if k + 1 < len(sources):
+                ahead = reader.submit(sources[k + 1].read)
+            results.append(fn(part, *args) if items is None else fn(part, items[k], *args))
+            del part
+    if not reduce_args:
+        return results
+    indices, n_leaves = reduce_args
+    return complete_nodes({(0, i): r for i, r in zip(indices, results)}, n_leaves)
+
+
 def _run_stateful_task(fn, parts, states, args, reduce_args):
     """A group's task of a stateful round: :func:`~daskglm.compute.tree.run_stateful_group`."""
     if _TASK_DELAYS:
