@@ -125,12 +125,8 @@ class Newton(Solver):
                 search = self._full_step(value_and_grad, params, grad, direction)
                 first_step = 0.5  # the full step was just tried
             if search is None:
-                search = backtracking(
-                    value_and_grad, params, value, grad, direction, first_step,
-                    max_evaluations=int(self.opts["max_line_search"]),
-                )
-                if first_step < 1.0:
-                    search.evaluations += 1  # the full step, tried and rejected
+                search = self._backtrack(value_and_grad, params, value, grad, direction,
+                                         first_step)
             if not search.success:
                 n_iter -= 1
                 message = "stalled: the line search found no decrease"
@@ -179,11 +175,8 @@ class Newton(Solver):
                     search = LineSearchResult(1.0, target, trial_value, trial_grad, 1, True)
                 first_step = 0.5
             if search is None:
-                search = backtracking(penalised, params, value, smooth_grad, direction,
-                                      first_step, slope=predicted,
-                                      max_evaluations=int(self.opts["max_line_search"]))
-                if first_step < 1.0:
-                    search.evaluations += 1  # the full step, tried and rejected
+                search = self._backtrack(penalised, params, value, smooth_grad, direction,
+                                         first_step, slope=predicted)
             if not search.success:
                 n_iter -= 1
                 message = "stalled: the line search found no decrease"
@@ -197,6 +190,16 @@ class Newton(Solver):
             if message.startswith("stalled"):
                 break
         return SolverResult(params, n_iter, converged, history.entries, message)
+
+    def _backtrack(self, value_and_grad, params, value, grad, direction, first_step,
+                   slope=None):
+        """The backtracking line search from ``first_step``; a first step below 1 counts
+        the full step, already tried and rejected, among its evaluations."""
+        search = backtracking(value_and_grad, params, value, grad, direction, first_step,
+                              slope=slope, max_evaluations=int(self.opts["max_line_search"]))
+        if first_step < 1.0:
+            search.evaluations += 1
+        return search
 
     def _last_step(self, objective, value_and_grad, params, value, grad, direction):
         """The full step evaluated without its Hessian, as ``(search, first_step)``.
