@@ -62,6 +62,40 @@ def test_streamed_runs_read_ahead_and_give_the_sums_of_one_task_per_partition(
     assert runs.comm_.bytes_read == one_each.comm_.bytes_read
 
 
+def test_a_run_carries_only_its_own_partitions_reads(store):
+    """Each streamed partition travels with the tasks that read it, not the whole graph
+    of the store; a partition made from a persisted collection's chunks has none of its
+    own (its reads are the round task's dependencies)."""
+    from daskglm.engine.partitions import _dask_partitions
+    from daskglm.engine.tasks import sources_of
+
+    X, y, _ = store
+    parts, _ = _dask_partitions(X, y, None)
+    sources = sources_of(parts)
+    assert all(source is not None for source in sources)
+    whole = dict(parts[0].__dask_graph__())
+    assert len(whole) > 12  # every chunk's reads
+    assert all(len(source.graph) <= 5 for source in sources)  # X's and y's reads, packing
+    for source, part in zip(sources, parts):
+        read, expected = source.read(), part.compute(scheduler="sync")
+        np.testing.assert_array_equal(read[0], expected[0])
+        np.testing.assert_array_equal(read[1], expected[1])
+
+
+def test_a_persisted_array_streamed_on_a_cluster_reads_its_chunks_as_dependencies(client):
+    """Chunks already on the cluster are no source a task can read by itself: one task
+    per partition, with the chunks as its dependencies, as before the runs."""
+    import dask.array as da
+
+    rng = np.random.default_rng(0)
+    X = da.from_array(rng.standard_normal((4000, 5)), chunks=(700, -1)).persist()
+    y = da.from_array((rng.random(4000) < 0.5).astype(float), chunks=700).persist()
+    streamed = _fit(X, y, "none")
+    cached = _fit(X, y, "memory")
+    np.testing.assert_allclose(streamed.coef_, cached.coef_, rtol=1e-12)
+    assert all(r.groups == 6 for r in streamed.comm_.records if r.kind == "gradient")
+
+
 def test_auto_streams_when_the_data_do_not_fit(store, monkeypatch, caplog):
     X, y, _ = store
     with caplog.at_level(logging.INFO, logger="daskglm"):

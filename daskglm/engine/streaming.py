@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .distributed import DistributedEngine
-from .tasks import Source, _run_streamed_task, _run_task
+from .tasks import _run_streamed_task, _run_task, sources_of
 
 #: A tree round of streamed partitions runs this many tasks per worker thread, each on a
 #: contiguous run of partitions that it reads one ahead of its kernel
@@ -47,6 +47,7 @@ class StreamingDistributedEngine(DistributedEngine):
     def __init__(self, client, delayed_parts, n_features, **kwargs):
         super().__init__(client, delayed_parts, n_features, group_partitions=False, **kwargs)
         self.reads_source = True
+        self._sources = None  # of the partitions as they are now (:func:`sources_of`)
 
     def _submit(self, fn, args, each, tree, probe, created):
         import dask
@@ -69,14 +70,18 @@ class StreamingDistributedEngine(DistributedEngine):
         return [group_results[0] for group_results in self.client.gather(futures)], 0
 
     def _submit_runs(self, fn, sent, each, probe, created):
-        """A tree round over runs of streamed partitions read ahead of their kernel (and a
-        task for each partition kept in memory): ``(sum, combine tasks)``."""
+        """A tree round over runs of streamed partitions read ahead of their kernel, and a
+        task for each partition that is kept in memory or made from data on the cluster
+        (a persisted collection's chunks: its reads are the task's dependencies):
+        ``(sum, combine tasks)``."""
         import dask
-        from distributed import Future
 
         n = self.n_partitions
-        groups = [[i] for i, part in enumerate(self.parts) if isinstance(part, Future)]
-        streamed = [i for i, part in enumerate(self.parts) if not isinstance(part, Future)]
+        if self._sources is None:
+            self._sources = sources_of(self.parts)
+        sources = self._sources
+        groups = [[i] for i in range(n) if sources[i] is None]  # in memory, or needing it
+        streamed = [i for i in range(n) if sources[i] is not None]
         if streamed:
             threads = max(1, sum(self.client.nthreads().values()))
             runs = min(len(streamed), STREAM_RUNS_PER_THREAD * threads)
@@ -87,13 +92,12 @@ class StreamingDistributedEngine(DistributedEngine):
         tasks = []
         for key, group in zip(keys, groups):
             items = None if each is None else [each[i] for i in group]
-            part = self.parts[group[0]]
-            if isinstance(part, Future):
+            if sources[group[0]] is None:
                 tasks.append(dask.delayed(_run_task, pure=False)(
-                    fn, [part], items, sent, (group, n), dask_key_name=key))
+                    fn, [self.parts[group[0]]], items, sent, (group, n), dask_key_name=key))
             else:
                 tasks.append(dask.delayed(_run_streamed_task, pure=False)(
-                    fn, [Source(self.parts[i]) for i in group], items, sent, (group, n),
+                    fn, [sources[i] for i in group], items, sent, (group, n),
                     dask_key_name=key))
         futures = self.client.compute(tasks)
         created.extend(futures)
@@ -148,6 +152,7 @@ class StreamingDistributedEngine(DistributedEngine):
             else:
                 new.append(dask.delayed(fn, pure=False)(part, arg))
         self.parts = new
+        self._sources = None
 
     def close(self):
         self._close_holders()

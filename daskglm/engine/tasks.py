@@ -46,15 +46,63 @@ def _run_task(fn, parts, items, args, reduce_args):
 
 
 class Source:
-    """A partition still to be read (a Delayed), carried into a task as an argument
-    rather than as a dependency: the task reads it itself, when it chooses."""
+    """A partition still to be read, carried into a task as an argument rather than as
+    a dependency, so that the task reads it itself when it chooses.
 
-    def __init__(self, delayed):
-        self.delayed = delayed
+    Parameters
+    ----------
+    graph : dict
+        The tasks that make the partition (its reads from the store, its packing), and
+        only those: see :func:`sources_of`.
+    key
+        The partition's key in ``graph``.
+    """
+
+    def __init__(self, graph, key):
+        self.graph, self.key = graph, key
 
     def read(self):
         """The partition, read from its source in this thread."""
-        return self.delayed.compute(scheduler="sync")
+        from dask.local import get_sync
+
+        return get_sync(self.graph, self.key)
+
+
+def sources_of(parts):
+    """A :class:`Source` for each delayed partition whose graph holds every task it
+    needs (a store's reads); None for a partition that needs data already on the cluster
+    (a persisted collection's chunks), or that is not delayed.
+
+    The partitions' graphs share their layers (those of ``X`` and ``y``): each layer is
+    read once, and each partition keeps only its own tasks.
+    """
+    from dask.core import istask
+
+    tasks, seen = {}, set()
+    for part in parts:
+        graph = getattr(part, "__dask_graph__", lambda: None)()
+        for name, layer in (getattr(graph, "layers", None) or {id(graph): graph or {}}).items():
+            if name not in seen:
+                seen.add(name)
+                tasks.update(layer)
+    sources = []
+    for part in parts:
+        key = getattr(part, "key", None)
+        own, pending = {}, [] if key is None else [key]
+        while pending:
+            name = pending.pop()
+            if name in own:
+                continue
+            task = tasks.get(name)
+            # computed elsewhere (or an old-style task, whose needs are not listed): read
+            # as a dependency of the round's task
+            if name not in tasks or (istask(task) and not hasattr(task, "dependencies")):
+                own = None
+                break
+            own[name] = task
+            pending.extend(getattr(task, "dependencies", ()))
+        sources.append(Source(own, key) if own else None)
+    return sources
 
 
 def _run_streamed_task(fn, sources, items, args, reduce_args):
