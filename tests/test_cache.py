@@ -41,21 +41,25 @@ def test_streaming_and_caching_give_the_same_model(store, where, request):
     assert streamed.comm_.bytes_read == data_bytes * streamed.comm_.rounds
 
 
+@pytest.mark.parametrize("where", ["in-process", "cluster"])
 def test_streamed_runs_read_ahead_and_give_the_sums_of_one_task_per_partition(
-        store, client, monkeypatch):
-    """A streamed tree round runs a few tasks per worker thread, each over a run of the
-    partitions read one ahead of its kernel (``engine/streaming.py``): the same model, to
-    the bit, as one task per partition, in fewer tasks per round."""
-    import daskglm.engine.streaming as streaming
+        store, where, request, monkeypatch):
+    """A streamed tree round runs a few tasks per thread, each over a run of the
+    partitions read one ahead of its kernel (``engine/tasks._run_streamed_task``): the
+    same model, to the bit, as one task per partition, in fewer tasks per round."""
+    import daskglm.engine.tasks as tasks
 
+    threads = 2 if where == "in-process" else sum(
+        request.getfixturevalue("client").nthreads().values())
+    if where == "in-process":
+        monkeypatch.setattr("os.cpu_count", lambda: threads)
     X, y, _ = store  # 6 chunks of 700 rows
     runs = _fit(X, y, "none")
-    monkeypatch.setattr(streaming, "STREAM_RUNS_PER_THREAD", 0)
+    monkeypatch.setattr(tasks, "STREAM_RUNS_PER_THREAD", 0)
     one_each = _fit(X, y, "none")
     np.testing.assert_array_equal(runs.coef_, one_each.coef_)
     np.testing.assert_array_equal(runs.intercept_, one_each.intercept_)
     assert runs.n_iter_ == one_each.n_iter_
-    threads = sum(client.nthreads().values())
     gradients = [r for r in runs.comm_.records if r.kind == "gradient"]
     assert gradients and all(r.groups == min(6, 2 * threads) for r in gradients)
     assert all(r.groups == 6 for r in one_each.comm_.records if r.kind == "gradient")

@@ -7,6 +7,7 @@ import os
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as wait_threads
 
+import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ..compute.tree import (
@@ -16,10 +17,12 @@ from ..compute.tree import (
     run_stateful_group,
     tree_root,
 )
+from . import tasks as task_functions
 from .base import Engine
 from .deadline import Arrivals
 from .device_rows import DeviceRows
 from .measure import LocalProbe
+from .tasks import Computed, Ready, _run_streamed_task, sources_of
 
 
 @functools.cache
@@ -172,8 +175,13 @@ class _Loading:
 class StreamingLocalEngine(LocalEngine):
     """Partitions read from their source in every round, in this process (``cache="none"``).
 
-    ``parts`` are delayed partitions; each round loads each one in the thread that uses
-    it, so at most one partition per thread is in memory at a time.
+    ``parts`` are delayed partitions (and, with ``cache="partial"``, partitions kept in
+    memory).  A tree round runs :data:`~daskglm.engine.tasks.STREAM_RUNS_PER_THREAD` runs
+    of the partitions per thread, each reading its next partition in a thread of its own
+    while the kernel runs on the last (:func:`~daskglm.engine.tasks._run_streamed_task`),
+    so at most two partitions per run are in memory at a time; the sums are those of one
+    partition at a time, to the bit.  Other rounds load each partition in the thread that
+    uses it.
     """
 
     cache = "none"
@@ -182,9 +190,29 @@ class StreamingLocalEngine(LocalEngine):
     def __init__(self, parts, n_features, **kwargs):
         super().__init__(parts, n_features, **kwargs)
         self.reads_source = True
+        self._readers = None  # of the partitions as they are now
 
     def _execute(self, fn, args, each, tree, probe):
+        if tree and task_functions.STREAM_RUNS_PER_THREAD:
+            return self._execute_runs(fn, args, each, probe)
         return super()._execute(_Loading(fn), args, each, tree, probe)
+
+    def _execute_runs(self, fn, args, each, probe):
+        n = self.n_partitions
+        if self._readers is None:
+            self._readers = [
+                Ready(part) if isinstance(part, tuple) else source or Computed(part)
+                for part, source in zip(self.parts, sources_of(self.parts))
+            ]
+        runs = min(n, task_functions.STREAM_RUNS_PER_THREAD * self.n_threads)
+        groups = [run.tolist() for run in np.array_split(np.arange(n), runs)]
+        probe.groups = len(groups)
+        run = probe.timed(_run_streamed_task)
+        jobs = [(fn, [self._readers[i] for i in group],
+                 None if each is None else [each[i] for i in group], args, (group, n))
+                for group in groups]
+        results = self._run_jobs(run, jobs)
+        return combine_nodes(n, *results)[tree_root(n)], self._tree_tasks(len(groups))
 
     def _execute_stateful(self, fn, states, args, tree, probe, name=None):
         return super()._execute_stateful(_Loading(fn), states, args, tree, probe, name)
@@ -212,3 +240,4 @@ class StreamingLocalEngine(LocalEngine):
 
         self.parts = [fn(part, arg) if isinstance(part, tuple)
                       else dask.delayed(fn, pure=False)(part, arg) for part in self.parts]
+        self._readers = None

@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import tasks as task_functions
 from .distributed import DistributedEngine
 from .tasks import _run_streamed_task, _run_task, sources_of
-
-#: A tree round of streamed partitions runs this many tasks per worker thread, each on a
-#: contiguous run of partitions that it reads one ahead of its kernel
-#: (:func:`~daskglm.engine.tasks._run_streamed_task`); 0 runs one task per partition,
-#: whose reads are dependencies the worker runs before it.
-STREAM_RUNS_PER_THREAD = 2
 
 
 def _validated(engine, family):
@@ -31,10 +26,11 @@ def _validated(engine, family):
 class StreamingDistributedEngine(DistributedEngine):
     """Partitions read from their source in every round, on the workers (``cache="none"``).
 
-    A tree round runs :data:`STREAM_RUNS_PER_THREAD` tasks per worker thread, each over a
-    contiguous run of the partitions: it reads each partition from the partition's own
-    (small) graph in a thread of its own while its kernel runs on the one before, so the
-    disk and the cores work at once, and keeps at most two partitions in memory.  The
+    A tree round runs :data:`~daskglm.engine.tasks.STREAM_RUNS_PER_THREAD` tasks per
+    worker thread, each over a contiguous run of the partitions: it reads each partition
+    from the partition's own (small) graph in a thread of its own while its kernel runs
+    on the one before, so the disk and the cores work at once, and keeps at most two
+    partitions in memory.  The
     runs' complete subtrees are summed in the engine's tree, so the sums are those of one
     task per partition, to the bit.  Other rounds compute one task per partition, whose
     reads Dask runs before it; Dask's queuing of root tasks keeps only about one
@@ -53,7 +49,7 @@ class StreamingDistributedEngine(DistributedEngine):
         import dask
 
         sent = self._broadcast(args, created)
-        if tree and STREAM_RUNS_PER_THREAD and self.topology == "tree":
+        if tree and task_functions.STREAM_RUNS_PER_THREAD and self.topology == "tree":
             return self._submit_runs(fn, sent, each, probe, created)
         keys = probe.keys(self.n_partitions)
         n = self.n_partitions
@@ -84,7 +80,7 @@ class StreamingDistributedEngine(DistributedEngine):
         streamed = [i for i in range(n) if sources[i] is not None]
         if streamed:
             threads = max(1, sum(self.client.nthreads().values()))
-            runs = min(len(streamed), STREAM_RUNS_PER_THREAD * threads)
+            runs = min(len(streamed), task_functions.STREAM_RUNS_PER_THREAD * threads)
             groups.extend(run.tolist() for run in np.array_split(np.array(streamed), runs))
         groups.sort()
         probe.groups = len(groups)

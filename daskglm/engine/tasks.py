@@ -2,7 +2,10 @@
 
 A group task runs a kernel on the partitions one worker thread holds and returns the
 complete subtrees of its run (:func:`daskglm.compute.tree.run_group`); stateful rounds
-split a group's output into the result and the new state on the worker.
+split a group's output into the result and the new state on the worker.  A streamed
+run reads its partitions one ahead of its kernel (:func:`_run_streamed_task`, from
+:class:`Source`, :class:`Ready` or :class:`Computed` readers); the in-process streaming
+engine runs the same runs on its threads.
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ def _run_task(fn, parts, items, args, reduce_args):
     return run_group(fn, parts, items, args, *reduce_args)
 
 
+#: A tree round of streamed partitions runs this many tasks per worker thread, each on a
+#: contiguous run of partitions that it reads one ahead of its kernel
+#: (:func:`_run_streamed_task`); 0 runs one task per partition, whose reads come first.
+STREAM_RUNS_PER_THREAD = 2
+
+
 class Source:
     """A partition still to be read, carried into a task as an argument rather than as
     a dependency, so that the task reads it itself when it chooses.
@@ -66,6 +75,28 @@ class Source:
         from dask.local import get_sync
 
         return get_sync(self.graph, self.key)
+
+
+class Ready:
+    """A partition already in memory, read as a :class:`Source` is (a kept partition)."""
+
+    def __init__(self, part):
+        self.part = part
+
+    def read(self):
+        """The partition itself."""
+        return self.part
+
+
+class Computed:
+    """A delayed partition with no :class:`Source`, read by computing it in this thread."""
+
+    def __init__(self, delayed):
+        self.delayed = delayed
+
+    def read(self):
+        """The partition, computed by the synchronous scheduler."""
+        return self.delayed.compute(scheduler="sync")
 
 
 def sources_of(parts):
