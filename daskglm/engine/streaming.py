@@ -30,11 +30,10 @@ class StreamingDistributedEngine(DistributedEngine):
     worker thread, each over a contiguous run of the partitions: it reads each partition
     from the partition's own (small) graph in a thread of its own while its kernel runs
     on the one before, so the disk and the cores work at once, and keeps at most two
-    partitions in memory.  The
-    runs' complete subtrees are summed in the engine's tree, so the sums are those of one
-    task per partition, to the bit.  Other rounds compute one task per partition, whose
-    reads Dask runs before it; Dask's queuing of root tasks keeps only about one
-    partition per worker thread in memory.
+    partitions in memory.  The runs' complete subtrees are summed in the engine's tree,
+    so the sums are those of one task per partition, to the bit.  Other rounds compute
+    one task per partition, whose reads Dask runs before it; Dask's queuing of root tasks
+    keeps only about one partition per worker thread in memory.
     """
 
     cache = "none"
