@@ -86,17 +86,21 @@ def test_host_partitions_are_not_stacked_by_default():
     assert engine.device_rows is None and len(engine.groups) == engine.n_partitions
 
 
-def test_partition_holders_run_a_row_additive_round_once_per_subtree(stacked, monkeypatch):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_partition_holders_run_a_row_additive_round_once_per_subtree(workers, stacked,
+                                                                     monkeypatch):
     """On a cluster, each worker's partition holder stacks its partitions per complete
     subtree and runs a row-additive kernel once on each stack: the same sums (round-off
-    apart) as the partitions one by one; a map still sees every partition."""
+    apart) as the partitions one by one; a map still sees every partition.  One worker
+    holds every partition: one call over all the rows.  Two workers make as many calls
+    as their partitions' placement makes subtrees (the scheduler's choice)."""
     from distributed import Client, LocalCluster
 
     from daskglm.engine.direct import PartitionHolder
 
     X, y, w = make_data("binomial", n=2000, weights=True)
     params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
-    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, memory_limit=0,
+    with LocalCluster(n_workers=workers, threads_per_worker=2, processes=False, memory_limit=0,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         engine = make_engine(*chunked(X, y, w), family=Binomial(), client=client)
         engine.reduce(loss_grad, params, Binomial(), True, kind="gradient")  # makes holders
@@ -109,7 +113,8 @@ def test_partition_holders_run_a_row_additive_round_once_per_subtree(stacked, mo
         subtrees = [len(leaves) for group in _worker_indices(engine)
                     for _, leaves in maximal_nodes(group, engine.n_partitions)]
         assert sorted(ROWS_SEEN) == sorted(250 * k for k in subtrees)
-        assert len(ROWS_SEEN) < engine.n_partitions
+        if workers == 1:
+            assert ROWS_SEEN == [2000]
         monkeypatch.setattr(PartitionHolder, "_run_stacked", None)  # not called for a map
         sizes = engine.map(lambda part: part[0].shape[0], kind="sizes")
         assert sizes == [250] * 8
