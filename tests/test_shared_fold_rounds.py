@@ -96,6 +96,19 @@ def _run_fits_of_lengths(rounds, views, lengths):
     return rounds.run([lambda v=v, n=n: fit(v, n) for v, n in zip(views, lengths)])
 
 
+def _shared_fits_of_lengths(lengths):
+    """Fits of the given lengths side by side on a fresh engine: their results and the
+    rounds they took."""
+    rounds = SharedRounds(None)
+    engine, views = _engine_and_views(rounds)
+    rounds.engine = engine
+    before = engine.ledger.rounds
+    results = _run_fits_of_lengths(rounds, views, lengths)
+    taken = engine.ledger.rounds - before
+    engine.close()
+    return results, taken
+
+
 def _total_weight(part):
     return float(np.sum(part[2]))
 
@@ -137,16 +150,10 @@ def test_an_error_in_one_fit_is_raised_once_every_fit_has_stopped():
 
 
 def test_fits_of_different_lengths_share_what_they_can():
-    rounds = SharedRounds(None)
-    engine, views = _engine_and_views(rounds)
-    rounds.engine = engine
-    before = engine.ledger.rounds
-
-    results = _run_fits_of_lengths(rounds, views, (1, 4, 2))
+    results, taken = _shared_fits_of_lengths((1, 4, 2))
     assert results == [[400.0], [400.0] * 4, [400.0] * 2]
     # 1 shared moments round, then the longest fit's 4 rounds
-    assert engine.ledger.rounds - before == 5
-    engine.close()
+    assert taken == 5
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
@@ -210,13 +217,7 @@ def test_results_past_the_byte_limit_go_out_in_several_rounds(monkeypatch):
     from daskglm.engine import folds
 
     monkeypatch.setattr(folds, "SHARED_RESULT_BYTES", 64)  # two gradients of 3 columns
-    rounds = SharedRounds(None)
-    engine, views = _engine_and_views(rounds)
-    rounds.engine = engine
-    before = engine.ledger.rounds
-
-    results = _run_fits_of_lengths(rounds, views, (1, 4, 2))
+    results, taken = _shared_fits_of_lengths((1, 4, 2))
     assert results == [[400.0], [400.0] * 4, [400.0] * 2]
     # moments of 3 fits: 2 rounds; then 3, 2, 1 and 1 requests: 2 + 1 + 1 + 1 rounds
-    assert engine.ledger.rounds - before == 7
-    engine.close()
+    assert taken == 7
