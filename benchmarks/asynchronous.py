@@ -133,7 +133,7 @@ def main(args):
             delay = 0.0
             if straggler:
                 delay = (args.slowdown - 1) * step_seconds
-            slowed = sorted(client.scheduler_info()["workers"])[-1]
+            slowed = sorted(client.nthreads())[-1]
             for name in args.methods:
                 if straggler:
                     with slow_worker(client, slowed, delay):

@@ -60,7 +60,7 @@ def _place_evenly(client, X, y):
     import dask.array as da
     from distributed import wait
 
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(client.nthreads())
     pieces = {}
     for name, array in (("X", X), ("y", y)):
         blocks = array.to_delayed().ravel()

@@ -7,6 +7,8 @@ import logging
 import warnings
 from dataclasses import asdict, dataclass
 
+from daskglm.engine.dask_compat import cluster_workers
+
 __all__ = ["ClusterSpec", "local_cluster", "describe_cluster"]
 
 
@@ -84,8 +86,7 @@ def describe_cluster(client):
     -------
     dict
     """
-    info = client.scheduler_info()
-    workers = info.get("workers", {})
+    workers = cluster_workers(client)
     return {
         "n_workers": len(workers),
         "threads": sum(w.get("nthreads", 0) for w in workers.values()),

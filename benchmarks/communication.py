@@ -214,7 +214,7 @@ class _Stragglers:
         deadline = {**self.options, "min_fraction": 0.5, "deadline": deadline_round + delay / 2}
         rows = []
         with self._engine() as engine:
-            slow = sorted(self.client.scheduler_info()["workers"])[1]
+            slow = sorted(self.client.nthreads())[1]
             with slow_worker(self.client, slow, delay):
                 for name, options, kind in (("plain", self.options, Kind.SGD_BATCH),
                                             ("deadline", deadline, Kind.DEADLINE_BATCH)):

@@ -57,6 +57,8 @@ import warnings
 
 import numpy as np
 
+from daskglm.engine.dask_compat import cluster_workers
+
 __all__ = [
     "DEFAULT_OUTPUT",
     "store_files",
@@ -359,7 +361,7 @@ def _worker_pids(client):
 
 def _memory_limits(client):
     """``{worker address: memory limit in bytes}``."""
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    workers = cluster_workers(client)
     return {address: info.get("memory_limit") for address, info in workers.items()}
 
 

@@ -344,7 +344,7 @@ def profile_rounds(data, client, repeats=10, tol=1e-6):
     part = (data.X_local[:first], data.target_local("binary")[:first], None)
     rows.update(_local_kernels(part, params, family, repeats))
     rows.update(_local_float32(part, params, family, repeats))
-    workers = len(client.scheduler_info()["workers"])
+    workers = len(client.nthreads())
     waves = math.ceil(n_partitions / workers)
     rows["local: X read by every worker at once (a thread each, its share)"] = _median_seconds(
         read_in_shares(data.X_local, workers), repeats)

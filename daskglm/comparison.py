@@ -562,7 +562,7 @@ def _compile_apart(client, models, X, y, rows=256):
             model = GLM(**{**model.get_params(), "solver_options": options})
         index = next((i for i, group in enumerate(COMPILE_GROUPS) if solver in group), 0)
         groups[index].append(model)
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     futures = [client.submit(_compile_in_process, group, X_few, y_few, pure=False,
                              workers=[workers[i % len(workers)]], allow_other_workers=False)
                for i, group in enumerate(groups) if group and workers]

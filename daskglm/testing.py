@@ -5,7 +5,7 @@
 
     from daskglm.testing import slow_worker
 
-    worker = sorted(client.scheduler_info()["workers"])[1]
+    worker = sorted(client.nthreads())[1]
     with slow_worker(client, worker, 3.0):
         round_ = engine.reduce_by_deadline(loss_grad, params, family, True,
                                            kind="gradient", deadline=1.0)
@@ -17,6 +17,8 @@ Nothing here is used by a fit.
 from __future__ import annotations
 
 from contextlib import contextmanager
+
+from .engine.dask_compat import cluster_workers
 
 __all__ = ["slow_worker"]
 
@@ -45,7 +47,7 @@ def slow_worker(client, worker_address, seconds):
     ----------
     client : distributed.Client
     worker_address : str
-        The worker to slow, as in ``client.scheduler_info()["workers"]``.
+        The worker to slow, as in ``client.nthreads()``.
     seconds : float
         Extra seconds each kernel task on that worker sleeps (per task: a task that runs
         a group of partitions sleeps once).
@@ -58,7 +60,7 @@ def slow_worker(client, worker_address, seconds):
     """
     if not seconds >= 0:
         raise ValueError(f"seconds must be >= 0; got {seconds!r}.")
-    if worker_address not in client.scheduler_info(n_workers=-1)["workers"]:
+    if worker_address not in cluster_workers(client):
         raise ValueError(f"No worker {worker_address!r} in the cluster.")
     client.run(_set_delay, worker_address, float(seconds), workers=[worker_address])
     try:
@@ -66,10 +68,10 @@ def slow_worker(client, worker_address, seconds):
     finally:
         # the worker may be gone by now (a test that kills it): nothing left to undo there,
         # and no call to wait on while Dask tries to connect to it
-        if worker_address in client.scheduler_info(n_workers=-1)["workers"]:
+        if worker_address in cluster_workers(client):
             try:
                 client.run(_set_delay, worker_address, 0.0, workers=[worker_address],
                            on_error="ignore")
             except Exception:
-                if worker_address in client.scheduler_info(n_workers=-1)["workers"]:
+                if worker_address in cluster_workers(client):
                     raise

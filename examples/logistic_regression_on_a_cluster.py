@@ -32,7 +32,7 @@ def main():
         LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
         Client(cluster) as client,
     ):
-        print(f"cluster: {len(client.scheduler_info()['workers'])} workers")
+        print(f"cluster: {len(client.nthreads())} workers")
 
         # Features and labels are generated on the workers, chunk by chunk, and kept
         # there: nothing of size n_samples ever comes back to this process.

@@ -44,7 +44,7 @@ def kill_worker(client, worker):
     pid = client.run(os.getpid, workers=[worker])[worker]
     os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
-    while worker in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+    while worker in client.nthreads() and time.monotonic() < deadline:
         time.sleep(0.05)
 
 

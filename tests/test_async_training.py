@@ -396,7 +396,7 @@ def test_a_worker_killed_mid_fit_does_not_stop_async(own_client):
     while not _holder_address(client) and time.monotonic() < deadline:
         time.sleep(0.05)
     holder = _holder_address(client)[0]
-    victim = next(w for w in client.scheduler_info()["workers"] if w != holder)
+    victim = next(w for w in client.nthreads() if w != holder)
     # mid-fit: kill the victim while it runs one of the fit's tasks, whatever the timing
     while not client.processing([victim]).get(victim) and time.monotonic() < deadline \
             and thread.is_alive():
@@ -485,11 +485,11 @@ def test_a_worker_killed_mid_fit_does_not_stop_gossip(own_client):
             outcome["error"] = traceback.format_exc()
 
     # every kernel task sleeps a little, so that the fit is still running at the kill
-    for worker in client.scheduler_info()["workers"]:
+    for worker in client.nthreads():
         client.run(testing._set_delay, worker, 0.05, workers=[worker])
     thread = threading.Thread(target=run)
     thread.start()
-    victim = sorted(client.scheduler_info()["workers"])[-1]
+    victim = sorted(client.nthreads())[-1]
     deadline = time.monotonic() + 60
     while not any(key.startswith("daskglm_gossip") for key in client.who_has()) \
             and time.monotonic() < deadline:

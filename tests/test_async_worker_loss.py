@@ -81,7 +81,7 @@ def _fit_killing(client, X, y, victim_of):
     assert epoch.wait(120), outcome.get("error")
     holder = next(workers[0] for key, workers in _holders(client).items()
                   if key not in before and workers)
-    victim = victim_of(holder, sorted(client.scheduler_info()["workers"]))
+    victim = victim_of(holder, sorted(client.nthreads()))
     deadline = time.monotonic() + 30
 
     def running():
@@ -112,7 +112,7 @@ def test_async_survives_a_worker_killed_mid_fit(own_client, lost, kind):
         return holder if lost == "holder" else next(w for w in workers if w != holder)
 
     if kind == "numpy":  # one partition, on one worker: slow its pushes down
-        for worker in client.scheduler_info()["workers"]:
+        for worker in client.nthreads():
             client.run(testing._set_delay, worker, 0.02, workers=[worker])
     model, caught, victim, holder = _fit_killing(client, X, y, victim_of)
     assert abs(model.score(X, y) - expected) <= 0.01, (model.score(X, y), expected)

@@ -171,7 +171,7 @@ def test_deadline_rounds_back_up_the_slow_worker_and_equal_plain_sgd(client, ref
     them to the fast worker; from then on their backups arrive first, and the fit is
     plain synchronous SGD's to the bit, without waiting for the slow worker."""
     X, y, coef, best = reference
-    slow = sorted(client.scheduler_info()["workers"])[1]
+    slow = sorted(client.nthreads())[1]
     problem = _problem(alpha=1.0 / N)
     deadline = SGD(tol=None, max_iter=5, **sgd_options(batch_size=500, deadline=30.0,
                                                        min_fraction=0.5))
@@ -201,7 +201,7 @@ def test_a_fit_backs_up_the_straggler_after_its_first_step(client, reference):
     """The first step of a fit drops the slow worker's partitions (no backups yet); the
     later ones have them all: the fit ends as close to the optimum as plain SGD."""
     X, y, coef, best = reference
-    slow = sorted(client.scheduler_info()["workers"])[1]
+    slow = sorted(client.nthreads())[1]
     problem = _problem(alpha=1.0 / N)
     solver = SGD(tol=None, max_iter=5, **sgd_options(batch_size=500, deadline=30.0,
                                                      min_fraction=0.5))
@@ -320,7 +320,7 @@ def test_compressed_gradient_descent_says_when_it_did_not_converge(reference):
 
 def test_deadline_gradient_descent_backs_up_the_slow_worker(client, reference):
     X, y, coef, _ = reference
-    slow = sorted(client.scheduler_info()["workers"])[1]
+    slow = sorted(client.nthreads())[1]
     problem = _problem(alpha=1.0 / N)
     solver = GradientDescent(tol=1e-6, max_iter=20, min_fraction=0.5, deadline=30.0)
     with make_engine(X, y, family=Binomial(), client=client, n_partitions=4) as engine:

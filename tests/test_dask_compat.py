@@ -39,3 +39,13 @@ def test_cancel_takes_a_reason_where_the_version_does(client):
     future = client.submit(sum, [1, 2])
     dask_compat.cancel(client, [future], "not needed")
     assert future.cancelled() or future.status in ("cancelled", "finished")
+
+
+def test_cluster_workers_asks_the_scheduler_not_the_clients_cache(client, monkeypatch):
+    """Newer ``distributed`` refreshes the client's cached identity in the background without
+    per-worker information; the workers come from the scheduler whatever the cache holds."""
+    expected = set(client.nthreads())
+    monkeypatch.setattr(client, "_scheduler_identity", {"workers": {}}, raising=False)
+    workers = dask_compat.cluster_workers(client)
+    assert set(workers) == expected and len(expected) == 2
+    assert all("memory_limit" in info and "nthreads" in info for info in workers.values())

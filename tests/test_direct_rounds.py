@@ -212,7 +212,7 @@ def test_a_lost_worker_ends_the_direct_round_and_it_runs_as_tasks(data, own_clie
     with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
         before = [engine.reduce(gradient, params, kind="gradient") for _ in range(2)]
         assert _routes(engine)[-2:] == ["direct", "direct"]
-        kill_worker(client, sorted(client.scheduler_info()["workers"])[0])
+        kill_worker(client, sorted(client.nthreads())[0])
         after = [engine.reduce(gradient, params, kind="gradient") for _ in range(2)]
         routes = _routes(engine)
     assert routes[-2:] == ["tasks", "direct"]
@@ -226,7 +226,7 @@ def test_a_worker_killed_during_a_direct_call_is_survived(data, own_client):
     client = own_client
     X, y, w = data
     params = np.linspace(-0.5, 0.5, X.shape[1] + 1)
-    victim = sorted(client.scheduler_info()["workers"])[0]
+    victim = sorted(client.nthreads())[0]
     with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
         before = engine.reduce(gradient, params, kind="gradient")
         assert _routes(engine)[-1] == "direct"

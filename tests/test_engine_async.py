@@ -293,7 +293,7 @@ def test_a_task_calling_a_holder_released_with_its_client_ends(client):
 
     from daskglm.engine.asynchronous import actor_alive
 
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     with Client(client.scheduler.address, set_as_default=False) as driver:
         made = driver.submit(ParameterHolder, np.zeros(3), actor=True, workers=workers[:1],
                              allow_other_workers=False, pure=False, key="daskglm-holder-test")
@@ -319,7 +319,7 @@ def test_the_holder_survives_other_workers_and_not_its_own(data, own_client):
     X, y, w = data
     with make_engine(X, y, w, family=Binomial(), client=client, n_partitions=4) as engine:
         holder = engine.parameter_holder(np.zeros(X.shape[1] + 1))
-        workers = sorted(client.scheduler_info()["workers"])
+        workers = sorted(client.nthreads())
         other = next(a for a in workers if a != holder.address)
         assert dict(engine.map_as_completed(push_gradient, holder, kind="p"))
         assert holder.pull()[0] == 4

@@ -104,7 +104,7 @@ def test_a_worker_lost_mid_fit_with_numpy_input_is_survived(own_client, monkeypa
     def execute_then_kill(self, *args):
         rounds.append(None)
         if len(rounds) == 3:
-            kill_worker(self.client, sorted(self.client.scheduler_info()["workers"])[0])
+            kill_worker(self.client, sorted(self.client.nthreads())[0])
         return original(self, *args)
 
     lost_parts = DistributedEngine._lost_parts

@@ -141,7 +141,7 @@ def test_bytes_per_round_scale_with_touched_columns_not_d(client):
     # the same rows touch the same 500 columns (and the intercept); each worker pulls the
     # union of its partitions' columns, so the count depends on where Dask put the
     # partitions, never on d
-    workers = len(client.scheduler_info()["workers"])
+    workers = len(client.nthreads())
     for measured in (small, large):
         assert measured["touched"] <= workers * 501
         # 8 bytes each way per touched column, 16 bytes of identifiers per call
@@ -156,7 +156,7 @@ def fit_killing_a_worker(client, Xd, yd, options):
     """Fit ``Xd, yd`` with ``solver_options=options`` in a thread and kill the cluster's
     last worker (which holds a shard and partitions) while it runs one of the fit's tasks,
     after the first iteration.  Returns ``(model, warning texts, victim)``."""
-    victim = sorted(client.scheduler_info()["workers"])[-1]
+    victim = sorted(client.nthreads())[-1]
     started, outcome = threading.Event(), {}
 
     def fit():
@@ -216,7 +216,7 @@ def test_shard_lost_too_often_is_a_clear_error(monkeypatch, own_client):
     monkeypatch.setattr(sharded_lbfgs, "MAX_REBUILDS", 0)
     X, y = sparse_data(n=4000)
     Xd, yd = chunked(X, y)
-    victim = sorted(own_client.scheduler_info()["workers"])[-1]
+    victim = sorted(own_client.nthreads())[-1]
 
     def kill_at_second_iteration(entry):
         if entry["iteration"] == 2:
@@ -333,7 +333,7 @@ def test_ledger_follows_the_payload_model(client):
                                         split_every=record.split_every or 8, **expected)
             assert (record.bytes_sent, record.bytes_returned) == model_bytes, record.kind
     # one pull and one push per worker and shard: at most workers x shards calls
-    workers = len(client.scheduler_info()["workers"])
+    workers = len(client.nthreads())
     assert all(r.tasks <= workers * workers for r in records
                if r.kind in (Kind.SHARD_PULL, Kind.SHARD_PUSH))
 
@@ -486,7 +486,7 @@ def test_a_task_calling_a_shard_released_with_its_client_ends(client):
     from daskglm.engine.shards import ShardClients
     from daskglm.model.penalties import L2
 
-    workers = sorted(client.scheduler_info()["workers"])
+    workers = sorted(client.nthreads())
     with Client(client.scheduler.address, set_as_default=False) as driver:
         made = driver.submit(ColumnShard, 0, 4, 3, L2(1.0), 2, actor=True, workers=workers[:1],
                              allow_other_workers=False, pure=False, key="daskglm-shard-test")

@@ -64,7 +64,7 @@ def _all_workers_running(cluster, client):
 
 def _wait_until_removed(client, worker):
     deadline = time.monotonic() + 30
-    while worker in client.scheduler_info()["workers"] and time.monotonic() < deadline:
+    while worker in client.nthreads() and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
@@ -200,7 +200,7 @@ def test_a_worker_not_running_at_its_scatter_is_skipped(cluster3, client3, monke
     client = client3
     X, y, _ = make_data("gaussian", n=600, d=3)
     parts = _in_memory_parts(X, y, None, 6)
-    first = sorted(client.scheduler_info()["workers"])[0]
+    first = sorted(client.nthreads())[0]
     running = engine_partitions.running_threads
 
     def status(dask_scheduler, worker, value):

@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..compute.summaries import stored_bytes
+from .dask_compat import cluster_workers
 from .partitions import is_dask
 
 #: ``cache="auto"`` keeps the data in memory when they take at most this share of the
@@ -45,7 +46,7 @@ def free_memory(client):
     """
     if client is None:
         return _available_memory()
-    workers = client.scheduler_info(n_workers=-1)["workers"]
+    workers = cluster_workers(client)
     free = 0
     unlimited = []
     for address, info in workers.items():

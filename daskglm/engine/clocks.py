@@ -30,6 +30,7 @@ import warnings
 import numpy as np
 
 from ..accounting.bytemodel import nbytes
+from .dask_compat import cluster_workers
 
 __all__ = ["ClockedHolder", "ActorClocks", "Run", "ParameterServer", "close_parameter_server",
            "WAIT_FIRST", "WAIT_LONGEST", "MAX_HOLDER_REBUILDS"]
@@ -311,7 +312,7 @@ class ActorClocks:
         from distributed import get_client
 
         try:
-            alive = get_client().scheduler_info(n_workers=-1)["workers"]
+            alive = cluster_workers(get_client())
         except Exception:  # no client to ask: nothing to retire
             return
         self.retire_workers(alive)

@@ -26,6 +26,11 @@ runs, through two of the scheduler's handlers (:func:`running_worker_threads`,
 are running rather than paused or closing) and ``ncores``, which the public
 ``Client.nthreads`` wraps but cannot be awaited inside ``Client.sync``.
 
+Which workers the cluster has, with their memory limits, comes from the scheduler's
+``identity`` handler (:func:`cluster_workers`).  ``Client.scheduler_info()`` returns the
+client's cached copy of it, which newer ``distributed`` releases refresh in the background
+without per-worker information: a call that races the refresh sees no workers.
+
 The module also holds the differences between the supported versions that the engine
 meets (:func:`cancel`).
 """
@@ -37,7 +42,7 @@ import inspect
 import warnings
 
 __all__ = ["direct_rounds_supported", "warn_without_direct_rounds", "actor_call",
-           "worker_executor", "running_worker_threads", "worker_known", "cancel"]
+           "worker_executor", "running_worker_threads", "worker_known", "cluster_workers", "cancel"]
 
 
 @functools.cache
@@ -116,6 +121,16 @@ def running_worker_threads(client):
 async def worker_known(client, worker):
     """Whether the scheduler still knows ``worker`` (awaited inside ``client.sync``)."""
     return bool(await client.scheduler.ncores(workers=[worker]))
+
+
+def cluster_workers(client):
+    """``{address: info}`` of every worker the scheduler knows, asked of it now.
+
+    ``info`` is the scheduler's record of the worker (``memory_limit``, ``nthreads``,
+    ``metrics``...), as in ``Client.scheduler_info()["workers"]``, without that method's
+    race with the client's background refresh (see the module's notes).
+    """
+    return client.sync(client.scheduler.identity, n_workers=-1)["workers"]
 
 
 def cancel(client, futures, reason):

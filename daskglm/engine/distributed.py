@@ -17,7 +17,7 @@ from ..compute.tree import (
 )
 from .base import Engine
 from .dask_compat import cancel as cancel_futures
-from .dask_compat import warn_without_direct_rounds
+from .dask_compat import cluster_workers, warn_without_direct_rounds
 from .deadline import Arrivals
 from .direct import DirectRoundFailed, DirectRounds, HeldState
 from .measure import DaskMeter
@@ -692,7 +692,7 @@ class DistributedEngine(Engine):
 
         # the worker holding the fewest partitions (then the first by address)
         holders = self.client.who_has(self.parts) if self.cache == "memory" else {}
-        load = {address: 0 for address in self.client.scheduler_info(n_workers=-1)["workers"]}
+        load = {address: 0 for address in cluster_workers(self.client)}
         for workers in holders.values():
             for address in workers[:1]:
                 load[address] = load.get(address, 0) + 1

@@ -49,6 +49,7 @@ from ..accounting.kinds import Kind
 from ..compute.column_shards import ColumnShard, shard_bounds
 from ..compute.worker_columns import TRAFFIC_FIELDS, UnknownPartition, WorkerColumns
 from .asynchronous import HolderLostError, actor_alive
+from .dask_compat import cluster_workers
 from .measure import Timer
 
 __all__ = ["ShardLostError", "ShardClients", "ShardSet", "make_shards", "CALL_ID_BYTES"]
@@ -284,7 +285,7 @@ class ShardSet:
         if addresses is None:
             return ""
         client = self.engine.client
-        alive = client.scheduler_info(n_workers=-1)["workers"]
+        alive = cluster_workers(client)
         b = self.bounds
         return "; ".join(f"worker {a} left with the shard of parameters {b[k]} to "
                          f"{b[k + 1] - 1}" for k, a in enumerate(addresses) if a not in alive)
@@ -360,7 +361,7 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None):
                   for k in range(len(bounds) - 1)]
         hubs = [WorkerColumns(0, ShardClients(bounds, shards))]
         return ShardSet(engine, ShardClients(bounds, shards, hubs=hubs))
-    workers = sorted(client.scheduler_info(n_workers=-1)["workers"])
+    workers = sorted(cluster_workers(client))
     bounds = shard_bounds(n_params, n_shards or len(workers))
     futures, addresses = [], []
     token = uuid.uuid4().hex
