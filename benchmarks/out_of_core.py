@@ -897,7 +897,8 @@ def run_bounded(path, store, args, log=_log):
         Its description (:func:`write_store`); only ``bytes_on_disk`` and ``seconds`` may be
         missing.
     args : argparse.Namespace
-        ``memory_limit``, ``tol``, ``max_iter``, ``drop_caches``, ``from_zero``.
+        ``memory_limit``, ``tol``, ``max_iter``, ``drop_caches``, ``from_zero``,
+        ``kept_copies`` (Dask's config key ``daskglm.kept-copies`` during the fit).
     log : callable
 
     Returns
@@ -910,6 +911,7 @@ def run_bounded(path, store, args, log=_log):
         ``peak_rss`` (per worker), ``worker_cpu_seconds``, ``restarted``,
         ``worker_warnings`` and ``load_average`` (start, end).
     """
+    import dask
     from distributed.diagnostics import MemorySampler
 
     from benchmarks.environment import load_average
@@ -939,7 +941,8 @@ def run_bounded(path, store, args, log=_log):
         try:
             with WorkerMonitor(pids) as monitor, \
                     sampler.sample("fit", client=client, measure="process", interval=0.25):
-                with _start(getattr(args, "from_zero", False)):
+                with _start(getattr(args, "from_zero", False)), dask.config.set(
+                        {"daskglm.kept-copies": getattr(args, "kept_copies", "exact")}):
                     model, seconds = _fit(X, y, "auto", args.tol, args.max_iter,
                                           solver="auto")
         finally:
@@ -971,6 +974,7 @@ def run_bounded(path, store, args, log=_log):
         "resident_after_fit": resident_after,
         "fit": fit,
         "cache_reason": reasons.reason,
+        "kept_copies": getattr(args, "kept_copies", "exact"),
         "peak_process_memory": peak_total,
         "memory_samples": len(samples),
         "peak_rss": monitor.peak,
@@ -1203,6 +1207,8 @@ def _bounded_tables(bounded):
         ["worker memory limit", f"{len(limits)} x {_fmt(_gb(limit), '.2f')} GB"],
         ["store / all limits", f"{store['bytes'] / sum(limits):.1f}x" if limits else ""],
         ["cache chosen (`auto`)", f"`{fit['cache_']}`"],
+        ["kept copies (`daskglm.kept-copies`)", bounded.get("kept_copies", "exact")],
+        ["cache reason", bounded.get("cache_reason") or ""],
         ["solver chosen (`auto`)", f"`{fit.get('method')}`"
                                    + (f": {fit['solver_choice'][1]}" if fit.get("solver_choice")
                                       else "")],
@@ -1325,6 +1331,10 @@ def _parser():
     parser.add_argument("--from-zero", action="store_true",
                         help="Start the bounded fit from zero coefficients, not from a solve "
                              "on the partitions kept in memory (for comparison).")
+    parser.add_argument("--kept-copies", choices=("exact", "float32"), default="exact",
+                        help="Dask's config key daskglm.kept-copies during the bounded fit: "
+                             "keep float32 copies of a float64 X's kept partitions "
+                             "(default: exact).")
     parser.add_argument("--no-drop-caches", dest="drop_caches", action="store_false",
                         help="Do not try to drop the whole page cache before cold reads "
                              "(the store's own files are evicted either way).")

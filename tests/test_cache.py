@@ -224,3 +224,75 @@ def test_a_streamed_fit_chooses_its_solver_from_the_measured_pass(store):
     assert value == streamed.comm_.method and "read from their source" in reason
     cached = daskglm.LogisticRegression(cache="memory").fit(X, y)
     assert "solver" not in cached.comm_.choices
+
+
+def _kept_x_dtypes(engine, client):
+    """The dtype of ``X`` in each partition the engine keeps in memory, in order."""
+    from distributed import Future
+
+    parts = [part.result() if isinstance(part, Future) else part for part in engine.parts
+             if isinstance(part, (tuple, Future))]
+    return [part[0].dtype for part in parts]
+
+
+@pytest.mark.parametrize("where", ["in-process", "cluster"])
+def test_float32_copies_keep_twice_the_rows_when_asked(store, where, request, monkeypatch):
+    """Free memory for two of the six partitions as read (float64): with
+    ``daskglm.kept-copies="float32"`` four are kept, as float32 copies, and two read from
+    the store in every round; rounds read the partitions' bytes as read, and the fit is
+    that of X rounded to float32 on the kept rows."""
+    import dask
+
+    from daskglm.engine import make_engine
+    from daskglm.model.families import Binomial
+
+    client = request.getfixturevalue("client") if where == "cluster" else None
+    X, y, _ = store
+    exact = _fit(X, y, "memory")
+    monkeypatch.setattr(engine_module, "free_memory", lambda client: X.nbytes)
+    assert _fit(X, y, "auto").comm_.choices.get("kept copies") is None  # the default: exact
+    data_bytes = X.nbytes + y.nbytes
+    with dask.config.set({"daskglm.kept-copies": "float32"}):
+        copies = _fit(X, y, "auto")
+        with make_engine(X, y, family=Binomial(), client=client, cache="auto") as engine:
+            dtypes = _kept_x_dtypes(engine, client)
+    assert dtypes == [np.float32] * 4
+    assert copies.cache_ == "partial"
+    value, reason = copies.comm_.choices["kept copies"]
+    assert value == "float32" and "first 4 of 6 partitions (70% of the rows)" in reason
+    reads = [r.bytes_read for r in copies.comm_.records]
+    assert reads[0] == data_bytes  # the validation round reads everything, once, as float64
+    streamed = data_bytes * (700 + 500) // 4000  # the last two chunks' rows
+    assert reads[1:] and all(read == streamed for read in reads[1:])
+    # X rounded to float32 on 2,800 of 4,000 rows moves these coefficients by about 1e-9
+    np.testing.assert_allclose(copies.coef_, exact.coef_, rtol=0, atol=1e-7)
+    assert np.any(copies.coef_ != exact.coef_)
+
+
+def test_float32_copies_of_data_that_fit_keep_everything(store, monkeypatch):
+    """Data that fit only as float32 copies are all kept so (``cache_`` "memory"), and a
+    partition with a value beyond float32's range is kept as read."""
+    import dask
+
+    from daskglm.engine.partitions import _float32_copy
+
+    X, y, _ = store
+    monkeypatch.setattr(engine_module, "free_memory", lambda client: 2 * X.nbytes)
+    with dask.config.set({"daskglm.kept-copies": "float32"}):
+        model = _fit(X, y, "auto")
+    assert model.cache_ == "memory" and model.comm_.choices["kept copies"][0] == "float32"
+    assert [r.bytes_read for r in model.comm_.records][1:] == [0] * (len(model.comm_.records) - 1)
+    big = np.ones((3, 2))
+    big[1, 1] = 1e39
+    part = (big, np.zeros(3), None)
+    assert _float32_copy(part) is part
+    assert _float32_copy((big[:1], np.zeros(1), None))[0].dtype == np.float32
+
+
+def test_an_unknown_kept_copies_value_is_refused_before_any_work(store):
+    import dask
+
+    X, y, _ = store
+    with dask.config.set({"daskglm.kept-copies": "float16"}), \
+            pytest.raises(ValueError, match="daskglm.kept-copies.*'exact' or 'float32'"):
+        _fit(X, y, "auto")

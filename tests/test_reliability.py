@@ -172,5 +172,5 @@ def test_cache_auto_keeps_data_in_memory_on_workers_without_a_memory_limit():
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, memory_limit=0,
                       dashboard_address=None) as cluster, Client(cluster) as client:
         assert free_memory(client) > 0
-        policy, reason, _ = choose_cache("auto", X, X[:, 0], None, client)
-    assert policy == "memory", reason
+        choice = choose_cache("auto", X, X[:, 0], None, client)
+    assert choice.policy == "memory", choice.reason

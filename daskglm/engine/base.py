@@ -54,8 +54,10 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
             raise ValueError(f"split_every must be >= 2; got {split_every}.")
         self.n_features = int(n_features)
         self.ledger = CommReport() if ledger is None else ledger
-        #: bytes of the partitions in memory, known after the validation round
+        #: bytes of the partitions as read, known after the validation round
         self.data_bytes = 0
+        #: those bytes when the partitions kept are not as read (float32 copies)
+        self.bytes_as_read = None
         #: whether the validation round reads the data from a source (Dask input)
         self.reads_source = False
         self.split_every = int(split_every)

@@ -11,6 +11,7 @@ from .partitions import (
     _in_memory_parts,
     compute_beside_blocks,
     default_partitions,
+    float32_copies,
     is_dask,
     scatter_partitions,
 )
@@ -62,7 +63,9 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         memory bounded by about one partition per thread; ``"auto"`` persists when the
         data take at most half of the free memory, and otherwise persists the leading
         partitions that fit there and reads the others in every round (``"partial"``,
-        :func:`choose_cache`).  In-memory input is always ``"memory"``.
+        :func:`choose_cache`), keeping float32 copies of a float64 ``X`` where Dask's
+        config key ``daskglm.kept-copies`` is ``"float32"``.  In-memory input is always
+        ``"memory"``.
     labels : bool
         Collect the distinct target values (``engine.labels``) instead of checking the
         targets against ``family``: for class labels, encoded afterwards with
@@ -92,14 +95,24 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         client = active_client()
     ledger = CommReport()
     dask_input = any(is_dask(a) for a in (X, y, sample_weight, offset))
-    policy, reason, kept = choose_cache(cache, X, y, sample_weight, client)
+    choice = choose_cache(cache, X, y, sample_weight, client)
+    policy, reason, kept = choice.policy, choice.reason, choice.kept
+    if choice.float32:
+        ledger.note_choice("kept copies", "float32", reason)
     if dask_input and not is_dask(X):
         import dask.array as da
 
         n_partitions = n_partitions or default_partitions(X)
         X = da.from_array(X, chunks=(max(1, -(-X.shape[0] // n_partitions)), -1))
+
+    def dask_partitions():
+        delayed_parts, n_features = _dask_partitions(X, y, sample_weight, offset)
+        if choice.float32:
+            delayed_parts = float32_copies(delayed_parts, kept)
+        return delayed_parts, n_features
+
     if policy in ("none", "partial"):
-        delayed_parts, d = _dask_partitions(X, y, sample_weight, offset)
+        delayed_parts, d = dask_partitions()
         parts = _keep_leading(delayed_parts, kept if policy == "partial" else 0, client)
         if client is None:
             engine = StreamingLocalEngine(parts, d, ledger=ledger, split_every=split_every)
@@ -114,7 +127,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         if dask_input:
             import dask
 
-            delayed_parts, d = _dask_partitions(X, y, sample_weight, offset)
+            delayed_parts, d = dask_partitions()
             parts = dask.compute(*delayed_parts, scheduler="threads")
         else:
             parts = _in_memory_parts(X, y, sample_weight, n_partitions or default_partitions(X),
@@ -124,7 +137,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
     else:
         sources = None
         if dask_input:
-            delayed_parts, d = _dask_partitions(X, y, sample_weight, offset)
+            delayed_parts, d = dask_partitions()
             futures = compute_beside_blocks(client, delayed_parts, X)
         else:
             sources = _in_memory_parts(X, y, sample_weight,
@@ -135,6 +148,9 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
                                    group_partitions=group_partitions, sources=sources,
                                    direct_rounds=direct_rounds_enabled())
     engine.reads_source = dask_input
+    if choice.float32:  # the partitions as read: float64 X, and float64 y, weight, offset
+        engine.bytes_as_read = X.nbytes + 8 * X.shape[0] * sum(
+            a is not None for a in (y, sample_weight, offset))
     engine.cache_reason = reason
     engine.topology = topology
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -14,6 +15,25 @@ from .partitions import is_dask
 #: ``cache="auto"`` keeps the data in memory when they take at most this share of the
 #: memory free on the workers (or in this process), leaving room for the rounds' work.
 CACHE_SAFETY = 0.5
+
+#: Dask's config key for the copies that ``cache="auto"`` keeps in memory: ``"exact"`` (the
+#: default) keeps partitions as they are read; ``"float32"`` keeps float32 copies of a dense
+#: float64 ``X`` when the data do not all fit as they are, so that up to twice as many rows
+#: stay in memory and fewer are read from their source in every round.
+KEPT_COPIES_KEY = "daskglm.kept-copies"
+
+
+class CacheChoice(NamedTuple):
+    """What :func:`choose_cache` chose."""
+
+    policy: str
+    """``"memory"``, ``"partial"`` or ``"none"``."""
+    reason: str
+    """Why, in a sentence (logged by the estimators)."""
+    kept: int
+    """How many leading row chunks of ``X`` are kept in memory."""
+    float32: bool
+    """Whether the kept chunks of ``X`` are float32 copies of float64 data."""
 
 
 def data_nbytes(X, y, sample_weight=None):
@@ -73,15 +93,41 @@ def _available_memory():
     return int(psutil.virtual_memory().available)
 
 
+def kept_copies():
+    """The copies that ``cache="auto"`` keeps (Dask's config key :data:`KEPT_COPIES_KEY`).
+
+    Raises
+    ------
+    ValueError
+        For a value other than ``"exact"`` and ``"float32"``.
+    """
+    import dask
+
+    value = dask.config.get(KEPT_COPIES_KEY, "exact")
+    if value not in ("exact", "float32"):
+        raise ValueError(f"The Dask config key {KEPT_COPIES_KEY!r} must be 'exact' or "
+                         f"'float32'; got {value!r}.")
+    return value
+
+
+def _float32_copies_apply(X):
+    """Whether float32 copies of ``X``'s partitions are smaller than the partitions: a
+    Dask array of dense numpy float64 chunks."""
+    return (is_dask(X) and X.dtype == np.float64
+            and type(getattr(X, "_meta", None)) is np.ndarray)
+
+
 def choose_cache(cache, X, y, sample_weight, client):
-    """The cache policy for a fit, why, and how many partitions to keep in memory:
-    ``("memory" | "none" | "partial", reason, kept)``.
+    """The cache policy for a fit, why, how many partitions to keep in memory, and whether
+    as float32 copies (a :class:`CacheChoice`).
 
     ``"auto"`` keeps every partition when the data fit in :data:`CACHE_SAFETY` of the
     free memory; otherwise the leading partitions that fit there (``"partial"``, when at
     least one does), the others read from their source in every round; ``kept`` is the
     number of leading row chunks of ``X`` kept (all of them for ``"memory"``, none for
-    ``"none"``).
+    ``"none"``).  When the data do not all fit and :func:`kept_copies` is ``"float32"``,
+    the kept chunks of a dense float64 ``X`` are float32 copies, and as many are kept
+    as fit at their size (all of them when they all fit: ``"memory"``).
 
     Parameters
     ----------
@@ -96,28 +142,41 @@ def choose_cache(cache, X, y, sample_weight, client):
     """
     if cache not in ("auto", "memory", "none"):
         raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {cache!r}.")
+    copies = kept_copies()
     chunks = _row_chunks(X)
     if not any(is_dask(a) for a in (X, y, sample_weight)):
-        return "memory", "the data are already in memory", len(chunks)
+        return CacheChoice("memory", "the data are already in memory", len(chunks), False)
     if cache != "auto":
-        return cache, f"cache={cache!r} was asked for", len(chunks) if cache == "memory" else 0
+        return CacheChoice(cache, f"cache={cache!r} was asked for",
+                           len(chunks) if cache == "memory" else 0, False)
     need = data_nbytes(X, y, sample_weight)
     free = free_memory(client)
     where = "on the workers" if client is not None else "in this process"
     room = CACHE_SAFETY * free
+    exceed = (f"the data ({need / 1e9:.2f} GB) exceed {CACHE_SAFETY:.0%} of the "
+              f"{free / 1e9:.2f} GB free {where}")
     if need <= room:
-        return "memory", (f"the data ({need / 1e9:.2f} GB) fit in {CACHE_SAFETY:.0%} of the "
-                          f"{free / 1e9:.2f} GB free {where}"), len(chunks)
+        return CacheChoice("memory", (f"the data ({need / 1e9:.2f} GB) fit in "
+                                      f"{CACHE_SAFETY:.0%} of the {free / 1e9:.2f} GB free "
+                                      f"{where}"), len(chunks), False)
+    float32 = copies == "float32" and _float32_copies_apply(X)
+    if float32:
+        need -= X.nbytes // 2
+        exceed += f" ({need / 1e9:.2f} GB with float32 copies of X)"
+        if need <= room:
+            return CacheChoice("memory", (f"{exceed[:-1]}, which fit): keeping float32 "
+                                          f"copies of X ({KEPT_COPIES_KEY}='float32')"),
+                               len(chunks), True)
     kept = _leading_chunks_within(chunks, need, room)
     if kept == 0:
-        return "none", (f"the data ({need / 1e9:.2f} GB) exceed {CACHE_SAFETY:.0%} of the "
-                        f"{free / 1e9:.2f} GB free {where}, and so does their first "
-                        "partition: streaming them from their source"), 0
+        return CacheChoice("none", (f"{exceed}, and so does their first partition: "
+                                    "streaming them from their source"), 0, False)
     share = sum(chunks[:kept]) / sum(chunks)
-    return "partial", (f"the data ({need / 1e9:.2f} GB) exceed {CACHE_SAFETY:.0%} of the "
-                       f"{free / 1e9:.2f} GB free {where}: keeping the first {kept} of "
-                       f"{len(chunks)} partitions ({share:.0%} of the rows) in memory and "
-                       "streaming the others from their source"), kept
+    copies = " as float32 copies" if float32 else ""
+    return CacheChoice("partial", (f"{exceed}: keeping the first {kept} of {len(chunks)} "
+                                   f"partitions ({share:.0%} of the rows) in memory{copies} "
+                                   "and streaming the others from their source"),
+                       kept, float32)
 
 
 def _row_chunks(X):

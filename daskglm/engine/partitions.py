@@ -76,6 +76,24 @@ def _as_partition(X, y, weight, offset=None):
     return (*part, _usable(xp.asarray(offset, dtype=np.float64).ravel()))
 
 
+def _float32_copy(part):
+    """The partition with a float32 copy of its float64 ``X`` (a kept copy:
+    :data:`daskglm.engine.cache.KEPT_COPIES_KEY`); the partition itself when a value of
+    ``X`` is beyond float32's range, so that no finite value becomes infinite."""
+    X = part[0]
+    if X.size and np.nanmax(np.abs(X)) > np.finfo(np.float32).max:
+        return part
+    return (np.ascontiguousarray(X, dtype=np.float32), *part[1:])
+
+
+def float32_copies(delayed_parts, kept):
+    """``delayed_parts`` with the first ``kept`` made into float32 copies (:func:`_float32_copy`)."""
+    import dask
+
+    copy = dask.delayed(_float32_copy, pure=False)
+    return [copy(part) for part in delayed_parts[:kept]] + list(delayed_parts[kept:])
+
+
 def _realign(part):
     """Run on a worker after a scatter: the partition with naturally aligned buffers."""
     _warm_up_for(part[0])

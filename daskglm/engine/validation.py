@@ -92,9 +92,9 @@ class ValidationVerbs:
         # the targets as the solvers see them: not once labels are to be encoded
         self.target_sums = None if labels else (summary.target, summary.offset)
         self.column_moments = moments
-        self.data_bytes = summary.nbytes
+        self.data_bytes = self.bytes_as_read or summary.nbytes
         if self.reads_source:  # this round read the data from their source
-            self.ledger.records[-1].bytes_read = summary.nbytes
+            self.ledger.records[-1].bytes_read = self.data_bytes
         if summary.problems:
             raise ValueError(" ".join(dict.fromkeys(summary.problems)))
         if summary.rows == 0:

@@ -859,7 +859,11 @@ _COMMON_DOC = """
         when they take at most half of the free worker memory, and otherwise keeps the
         leading partitions that fit in that half and streams the others (``cache_`` is
         then ``"partial"``).  The choice and its reason are logged; bytes read from
-        storage are in ``comm_.bytes_read``.
+        storage are in ``comm_.bytes_read``.  With Dask's config key
+        ``daskglm.kept-copies`` set to ``"float32"``, data that do not all fit keep
+        float32 copies of a dense float64 ``X`` instead, up to twice as many rows in
+        memory (``comm_.choices["kept copies"]``); the fit is then that of ``X`` rounded
+        to float32 on those rows.
     verbose : int, default=0
         ``1`` or more shows a progress bar (objective and gradient per iteration) and logs
         every iteration on the ``daskglm`` logger at INFO level.
