@@ -67,7 +67,7 @@ def _objective(Xg, yg, alpha, model):
     return float(loss.mean()) + 0.5 * alpha * float(coef @ coef)
 
 
-def _block(index, rows, d, dtype="float64"):
+def _block(index, rows, d):
     """Rows of block ``index`` of the benchmark's data on the current GPU: ``(X, y)``,
     the same wherever they are made."""
     import cupy as cp
@@ -77,7 +77,7 @@ def _block(index, rows, d, dtype="float64"):
     rng = cp.random.default_rng([1, index])
     X = rng.standard_normal((rows, d))
     y = (rng.uniform(size=rows) < 1.0 / (1.0 + cp.exp(-(X @ coef)))).astype(cp.float64)
-    return X.astype(dtype), y
+    return X, y
 
 
 def _worker_blocks(sizes, d):
@@ -94,12 +94,12 @@ def _worker_blocks(sizes, d):
     return dask.persist(X, y)
 
 
-def _timed_fit(make, X, y, warm=None):
-    """Seconds of ``make().fit(X, y)`` after an untimed fit (of ``warm`` when given)."""
+def _timed_fit(make, X, y):
+    """Seconds of ``make().fit(X, y)`` after an untimed fit of the same."""
     model = make()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model.fit(*(warm or (X, y)))
+        model.fit(X, y)
         start = time.perf_counter()
         model.fit(X, y)
     return time.perf_counter() - start, model
