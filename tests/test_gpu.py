@@ -173,7 +173,8 @@ def test_cupy_chunks_on_a_local_cluster(solver):
     steps = {"loss": "log_loss", "learning_rate": "invscaling", "eta0": 0.05,
              "batch_size": 250, "max_iter": 2, "tol": None, "random_state": 0}
     make = {"lbfgs": lambda: daskglm.LogisticRegression(tol=1e-10),
-            "sgd": lambda: daskglm.SGDClassifier(**steps),
+            # "auto" would choose the steps per round from each fit's measured round cost
+            "sgd": lambda: daskglm.SGDClassifier(sync_every=4, **steps),
             "async": lambda: daskglm.SGDClassifier(solver="async", **steps),
             "gossip": lambda: daskglm.SGDClassifier(solver="gossip", **steps)}[solver]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
