@@ -476,3 +476,19 @@ def test_sgd_numbers_given_as_text_are_refused_by_name(regression):
     X, y = regression
     with pytest.raises(ValueError, match="alpha must be a number"):
         daskglm.SGDRegressor(alpha="0.1").fit(X, y)
+
+
+@pytest.mark.parametrize("where", ["in-process", "cluster"])
+def test_chunks_that_compute_to_other_rows_than_declared_are_a_clear_error(where, request):
+    """A Dask array whose chunk computes to fewer rows than its declared size (a wrong
+    ``from_delayed`` shape, say) is refused, not fitted on rows paired wrongly."""
+    import dask
+    import dask.array as da
+
+    if where == "cluster":
+        request.getfixturevalue("client")
+    X = da.concatenate([da.from_delayed(dask.delayed(np.ones)((30, 2)), shape=(40, 2),
+                                        dtype=float)] * 2)
+    y = da.zeros(80, chunks=40)
+    with pytest.raises(ValueError, match="X has 30 rows but its y.*chunk sizes do not match"):
+        daskglm.LinearRegression().fit(X, y)

@@ -141,3 +141,36 @@ def test_spark_mls_text_pipeline_saves_and_loads(client, tmp_path):
                        ("clf", daskglm.load(tmp_path / "clf.npz"))])
     np.testing.assert_array_equal(np.asarray(loaded.predict(frame["text"])),
                                   np.asarray(pipeline.predict(frame["text"])))
+
+
+@pytest.mark.parametrize("how", ["estimator", "formula"])
+def test_a_parquet_table_whose_reads_dask_fuses_is_fitted_on_all_its_rows(client, tmp_path,
+                                                                           how):
+    """A frame read from parquet: counting a partition's rows reads no column, and Dask
+    fuses the files into fewer partitions for it than the frame computes to.  The rows
+    are counted on the partitions that are encoded, so the fit is the pandas frame's."""
+    if how == "formula":
+        pytest.importorskip("formulaic")
+    frame = _policies(missing=0.05)
+    frame["region"] = frame.region.astype(str)  # levels unknown to the parquet reader
+    dd.from_pandas(frame, npartitions=8).to_parquet(tmp_path / "policies")
+    ddf = dd.read_parquet(tmp_path / "policies")
+    features = ["region", "plan", "age", "density"]
+    if how == "estimator":
+        def fit(data):
+            return daskglm.PoissonRegressor(alpha=0.0, tol=1e-10, missing="mean").fit(
+                data[features], data.claims, exposure=data.exposure)
+    else:
+        frame, ddf = frame.dropna(), ddf.dropna()
+
+        def fit(data):
+            return daskglm.GLM.from_formula("claims ~ C(region) + plan + age", data,
+                                            family="poisson", alpha=0.0, tol=1e-10,
+                                            exposure="exposure")
+    model, reference = fit(ddf), fit(frame)
+    assert model.comm_.records[1].partitions == 8  # the validation round: every file
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(model.predict(ddf).compute() if how == "formula" else
+                               model.predict(ddf[features]).compute(),
+                               reference.predict(frame if how == "formula" else
+                                                 frame[features]), rtol=1e-6)

@@ -731,6 +731,10 @@ class DistributedEngine(Engine):
         if not lost:
             return
         if self.sources is None:
+            # a partition whose making raised (bad data, say) says why
+            errors = [self.parts[i].exception() for i in lost if self.parts[i].status == "error"]
+            if errors:
+                raise errors[0]
             raise RuntimeError(
                 f"Partitions {lost} were lost with a worker and cannot be recomputed."
             )

@@ -57,7 +57,7 @@ def compute_pass(*collections, reads=()):
     if passes is not None:
         read = tuple(reads) or collections
         record = RoundRecord(Kind.DRIVER_PASS, len(tasks), 0, nbytes(results), seconds,
-                             max(_chunks(c) for c in read))
+                             _partitions(read))
         record.bytes_read = sum(_bytes_of(c) for c in read)
         passes.append(record)
     return results
@@ -103,13 +103,27 @@ def add_to(ledger, passes):
     ledger.records[:0] = list(passes)
 
 
+def _partitions(collections):
+    """The partitions a pass reads: the most row chunks of its arrays, or one per delayed
+    object (each a partition's summary) when there are more of those."""
+    from dask.delayed import Delayed
+
+    delayed = sum(isinstance(c, Delayed) for c in collections)
+    return max([delayed] + [_chunks(c) for c in collections if not isinstance(c, Delayed)])
+
+
 def _chunks(collection):
     numblocks = getattr(collection, "numblocks", None)
     return int(numblocks[0]) if numblocks else 1
 
 
 def _bytes_of(collection):
-    """Bytes of a Dask array's data (0 when its chunk sizes are unknown)."""
+    """Bytes of a Dask array's data (0 when its chunk sizes are unknown, or for a delayed
+    object)."""
+    from dask.delayed import Delayed
+
+    if isinstance(collection, Delayed):
+        return 0
     try:
         size = float(getattr(collection, "nbytes", 0))
     except (TypeError, ValueError):

@@ -70,10 +70,18 @@ def _as_partition(X, y, weight, offset=None):
     y = xp.asarray(y, dtype=np.float64).ravel()
     if weight is not None:
         weight = xp.asarray(weight, dtype=np.float64).ravel()
+    if offset is not None:
+        offset = xp.asarray(offset, dtype=np.float64).ravel()
+    rows = {int(a.shape[0]) for a in (y, weight, offset) if a is not None}
+    if rows != {int(X.shape[0])}:
+        # a chunk's declared rows (which aligned the others to it) are not its data's
+        raise ValueError(f"A partition's X has {X.shape[0]} rows but its y, weights or "
+                         f"offset {sorted(rows)}: a Dask array's chunk sizes do not match "
+                         "the rows its chunks compute to.")
     part = (_usable(X), _usable(y), _usable(weight))
     if offset is None:
         return part
-    return (*part, _usable(xp.asarray(offset, dtype=np.float64).ravel()))
+    return (*part, _usable(offset))
 
 
 def _float32_copy(part):

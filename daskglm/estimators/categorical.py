@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 __all__ = ["TableEncoding", "table_encoding", "encode_frame", "categorical_columns",
            "is_table_with_categories", "is_table", "encoded_array", "MISSING_LEVEL",
-           "check_missing"]
+           "check_missing", "frame_partitions", "partition_rows"]
 
 #: The level of a categorical column's missing values with ``missing="mean"``.
 MISSING_LEVEL = "(missing)"
@@ -148,34 +148,37 @@ def table_encoding(frame, drop_first, compute=None, missing="error", with_length
         else:
             unknown.append(column)
     # one pass for all that must be read: unknown levels, and with missing="mean" the
-    # numeric columns' means and which categorical columns have gaps
+    # numeric columns' sums and counts and which categorical columns have gaps; a Dask
+    # frame's partitions are counted in the same pass
     numeric = [c for c in frame.columns if c not in categorical]
-    wanted = [distinct_values(frame[c]) for c in unknown]
-    if missing == "mean":
-        wanted += [frame[numeric].mean() if numeric else None,
-                   frame[categorical].isna().any() if categorical else None]
-    if with_lengths and hasattr(frame, "__dask_graph__"):
-        wanted.append(frame.map_partitions(len))
-    dask_values = [v for v in wanted if v is not None and hasattr(v, "__dask_graph__")]
-    if dask_values:
-        if compute is None:
-            import dask
+    with_means = missing == "mean"
+    lengths = None
+    if hasattr(frame, "__dask_graph__") and not (unknown or with_means or with_lengths):
+        summaries = []  # nothing to read
+    elif hasattr(frame, "__dask_graph__"):
+        import dask
 
-            compute = dask.compute
-        computed = iter(compute(*dask_values))
-        wanted = [next(computed) if v is not None and hasattr(v, "__dask_graph__") else v
-                  for v in wanted]
-    for column, found in zip(unknown, wanted):
-        levels[column] = np.asarray(sorted(pd.unique(np.asarray(found)), key=_order))
+        parts = frame_partitions(frame)
+        wanted = [dask.delayed(_summary, pure=True)(part, unknown, numeric, categorical,
+                                                    with_means) for part in parts]
+        summaries = (compute or dask.compute)(*wanted)
+        lengths = [summary[0] for summary in summaries]
+    else:
+        summaries = [_summary(frame, unknown, numeric, categorical, with_means)]
+    for k, column in enumerate(unknown):
+        found = np.concatenate([summary[1][k] for summary in summaries])
+        levels[column] = np.asarray(sorted(pd.unique(found), key=_order))
     means = {}
-    if missing == "mean":
-        found_means, gaps = wanted[len(unknown):len(unknown) + 2]
-        means = {str(c): float(v) for c, v in (found_means.items() if numeric else ())}
-        empty = [c for c, value in means.items() if not np.isfinite(value)]
+    if with_means:
+        sums = np.sum([summary[2] for summary in summaries], axis=0)
+        counts = np.sum([summary[3] for summary in summaries], axis=0)
+        gaps = np.any([summary[4] for summary in summaries], axis=0)
+        empty = [str(c) for c, count in zip(numeric, counts) if not count]
         if empty:
             raise ValueError(f"Numeric column(s) {empty} have no values to take a mean of.")
-        for column in categorical:
-            if bool(gaps[column]):
+        means = {str(c): float(total / count) for c, total, count in zip(numeric, sums, counts)}
+        for column, gap in zip(categorical, gaps):
+            if gap:
                 levels[column] = np.append(levels[column].astype(object), MISSING_LEVEL)
     for column in categorical:
         if drop_first and len(levels[column]) < 2:
@@ -185,7 +188,6 @@ def table_encoding(frame, drop_first, compute=None, missing="error", with_length
                              bool(drop_first), means, missing == "mean")
     if not with_lengths:
         return encoding
-    lengths = wanted[-1] if hasattr(frame, "__dask_graph__") else None
     return encoding, lengths
 
 
@@ -200,6 +202,37 @@ def known_levels(column):
     if hasattr(column, "cat") and not getattr(column.cat, "known", True):
         return None
     return list(dtype.categories)
+
+
+def frame_partitions(frame):
+    """A Dask DataFrame's partitions as they are computed (``to_delayed``, after Dask's
+    optimisation).
+
+    Rows must be counted on these partitions (:func:`partition_rows`): an optimised
+    ``frame.map_partitions(len)`` needs no column, so a parquet read fuses its files into
+    fewer, larger partitions for it than ``to_delayed`` gives.
+    """
+    return list(frame.to_delayed())
+
+
+def partition_rows(parts, compute=None):
+    """The rows of each of ``parts`` (:func:`frame_partitions`), counted in one pass."""
+    import dask
+
+    return list((compute or dask.compute)(*(dask.delayed(len)(part) for part in parts)))
+
+
+def _summary(part, unknown, numeric, categorical, with_means):
+    """What :func:`table_encoding` reads of one partition (pandas): its rows, the distinct
+    values of the ``unknown`` columns, and with ``with_means`` the ``numeric`` columns'
+    sums and counts of values and whether each ``categorical`` column has a gap."""
+    distinct = [np.asarray(part[c].dropna().unique(), dtype=object) for c in unknown]
+    if not with_means:
+        return len(part), distinct, None, None, None
+    values = part[numeric]
+    return (len(part), distinct, values.sum().to_numpy(dtype=np.float64),
+            values.count().to_numpy(dtype=np.float64),
+            part[categorical].isna().any().to_numpy(dtype=bool))
 
 
 def distinct_values(column):
@@ -275,11 +308,14 @@ def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None)
     import dask
     import dask.array as da
 
+    parts = frame_partitions(frame)
     if lengths is None:
-        lengths = (compute or dask.compute)(frame.map_partitions(len))[0]
+        lengths = partition_rows(parts, compute)
+    if len(lengths) != len(parts):
+        raise RuntimeError(f"{len(lengths)} partition lengths for {len(parts)} partitions.")
     encode = dask.delayed(encode_frame, pure=True)
     meta = sp.csr_matrix((0, encoding.n_features), dtype=dtype)
     blocks = [da.from_delayed(encode(part, encoding, dtype), shape=(int(rows), encoding.n_features),
                               dtype=dtype, meta=meta)
-              for part, rows in zip(frame.to_delayed(), lengths)]
+              for part, rows in zip(parts, lengths)]
     return da.concatenate(blocks, axis=0)

@@ -61,12 +61,15 @@ class FormulaDesign:
         import dask
         import dask.array as da
 
-        lengths = (compute or dask.compute)(frame.map_partitions(len))[0]
+        from .categorical import frame_partitions, partition_rows
+
+        parts = frame_partitions(frame)
+        lengths = partition_rows(parts, compute)
         build = dask.delayed(self._partition_features, pure=True)
         meta = sp.csr_matrix((0, len(self.names)), dtype=dtype)
         blocks = [da.from_delayed(build(part, dtype), shape=(int(rows), len(self.names)),
                                   dtype=dtype, meta=meta)
-                  for part, rows in zip(frame.to_delayed(), lengths)]
+                  for part, rows in zip(parts, lengths)]
         return da.concatenate(blocks, axis=0)
 
     def _partition_features(self, frame, dtype=np.float64):
