@@ -199,6 +199,8 @@ def _open_data(args):
         import dask.dataframe as dd
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise CommandError(f"reading parquet needs dask[dataframe] and pyarrow: {exc}") from None
+    from .estimators.validation import frame_as_array
+
     frame = dd.read_parquet(args.parquet)
     for option, column in (("--target", args.target), ("--weight", args.weight)):
         if column is not None and column not in frame.columns:
@@ -210,9 +212,9 @@ def _open_data(args):
     if missing:
         raise CommandError(f"--features {missing} are not columns of {args.parquet}; "
                            f"columns: {list(frame.columns)}")
-    X = frame[features].to_dask_array(lengths=True)
-    y = frame[args.target].to_dask_array(lengths=True)
-    weight = frame[args.weight].to_dask_array(lengths=True) if args.weight else None
+    X = frame_as_array(frame[features])
+    y = frame_as_array(frame[args.target])
+    weight = frame_as_array(frame[args.weight]) if args.weight else None
     return X, y, weight
 
 

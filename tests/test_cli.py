@@ -87,6 +87,33 @@ def test_a_missing_parquet_column_is_one_line(tmp_path):
         f"daskglm fit: error: --target 'y' is not a column of {path}; columns: ['a', 'b']"]
 
 
+def test_fit_fits_a_parquet_dataset_of_several_files(tmp_path, capsys):
+    """Every file's rows, paired with their targets (Dask fuses the files when it counts
+    rows, so the rows are counted on the partitions that are read)."""
+    import pickle
+
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    pd = pytest.importorskip("pandas")
+    dd = pytest.importorskip("dask.dataframe")
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 3))
+    y = (rng.uniform(size=3000) < 1 / (1 + np.exp(-X @ [1.0, -0.5, 0.2]))).astype(float)
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": y})
+    dd.from_pandas(frame, npartitions=6).to_parquet(tmp_path / "table")
+    output = tmp_path / "model.pkl"
+    assert main(["fit", "--parquet", str(tmp_path / "table"), "--target", "y", "--family",
+                 "binomial", "--penalty", "l2", "--alpha", "0.01", "--tol", "1e-10",
+                 "--workers", "1", "--output", str(output)]) == 0
+    assert "converged=True" in capsys.readouterr().out
+    with open(output, "rb") as file:
+        model = pickle.load(file)
+    reference = LogisticRegression(C=1 / (0.01 * len(y)), tol=1e-12, max_iter=1000).fit(X, y)
+    np.testing.assert_allclose(model.coef_.ravel(), reference.coef_.ravel(), rtol=1e-5,
+                               atol=1e-7)
+
+
 @pytest.mark.parametrize("density", [None, 0.2], ids=["dense", "sparse"])
 def test_make_data_writes_a_zarr_store(tmp_path, capsys, density):
     path = tmp_path / "data.zarr"

@@ -28,9 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .validation import frame_partitions, partition_rows
+
 __all__ = ["TableEncoding", "table_encoding", "encode_frame", "categorical_columns",
            "is_table_with_categories", "is_table", "encoded_array", "MISSING_LEVEL",
-           "check_missing", "frame_partitions", "partition_rows"]
+           "check_missing"]
 
 #: The level of a categorical column's missing values with ``missing="mean"``.
 MISSING_LEVEL = "(missing)"
@@ -202,24 +204,6 @@ def known_levels(column):
     if hasattr(column, "cat") and not getattr(column.cat, "known", True):
         return None
     return list(dtype.categories)
-
-
-def frame_partitions(frame):
-    """A Dask DataFrame's partitions as they are computed (``to_delayed``, after Dask's
-    optimisation).
-
-    Rows must be counted on these partitions (:func:`partition_rows`): an optimised
-    ``frame.map_partitions(len)`` needs no column, so a parquet read fuses its files into
-    fewer, larger partitions for it than ``to_delayed`` gives.
-    """
-    return list(frame.to_delayed())
-
-
-def partition_rows(parts, compute=None):
-    """The rows of each of ``parts`` (:func:`frame_partitions`), counted in one pass."""
-    import dask
-
-    return list((compute or dask.compute)(*(dask.delayed(len)(part) for part in parts)))
 
 
 def _summary(part, unknown, numeric, categorical, with_means):

@@ -21,6 +21,8 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
+from .validation import frame_partitions, partition_rows
+
 __all__ = ["FormulaDesign", "design"]
 
 #: formulaic's name of the intercept column.
@@ -60,8 +62,6 @@ class FormulaDesign:
             return self._partition_features(frame, dtype)
         import dask
         import dask.array as da
-
-        from .categorical import frame_partitions, partition_rows
 
         parts = frame_partitions(frame)
         lengths = partition_rows(parts, compute)

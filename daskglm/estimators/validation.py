@@ -25,12 +25,51 @@ def _dask_frame_to_array(data):
     if hasattr(data, "columns"):
         names = np.asarray(data.columns, dtype=object)
     if hasattr(data, "to_dask_array"):
-        if hasattr(data, "optimize"):
-            # the partitions the data will really have: a parquet read of few columns, for
-            # one, fuses files, so the unoptimised count disagrees with the computed lengths
-            data = data.optimize()
-        data = data.to_dask_array(lengths=True)
+        data = frame_as_array(data)
     return data, names
+
+
+def frame_partitions(frame):
+    """A Dask DataFrame's (or Series's) partitions as they are computed (``to_delayed``,
+    after Dask's optimisation).
+
+    Rows must be counted on these partitions (:func:`partition_rows`): an optimised
+    ``frame.map_partitions(len)`` (which ``to_dask_array(lengths=True)`` computes) needs
+    no column, so a parquet read fuses its files into fewer, larger partitions for it than
+    the frame computes to.
+    """
+    return list(frame.to_delayed())
+
+
+def partition_rows(parts, compute=None):
+    """The rows of each of ``parts`` (:func:`frame_partitions`), counted in one pass (a
+    ``driver_pass`` of the fit's ledger unless ``compute`` is given)."""
+    import dask
+
+    from ..engine.driver_passes import compute_pass
+
+    return list((compute or compute_pass)(*(dask.delayed(len)(part) for part in parts)))
+
+
+def frame_as_array(frame, compute=None):
+    """A Dask DataFrame or Series as a Dask array of its values (``to_numpy`` of each
+    partition), one row chunk per partition, its chunk sizes counted on those partitions
+    (:func:`partition_rows`)."""
+    import dask
+    import dask.array as da
+
+    parts = frame_partitions(frame)
+    lengths = partition_rows(parts, compute)
+    meta = frame._meta.to_numpy()
+    values = dask.delayed(_values, pure=True)
+    blocks = [da.from_delayed(values(part), shape=(int(rows),) + meta.shape[1:],
+                              dtype=meta.dtype, meta=meta[:0])
+              for part, rows in zip(parts, lengths)]
+    return da.concatenate(blocks, axis=0)
+
+
+def _values(part):
+    return part.to_numpy()
 
 
 def _check_feature_names_match(estimator, names):
