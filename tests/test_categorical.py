@@ -82,3 +82,39 @@ def test_the_summary_names_each_level():
     model = daskglm.PoissonRegressor(alpha=0.0, inference=True).fit(frame, y)
     text = str(model.summary())
     assert "region[south]" in text and "plan[gold]" in text
+
+
+@pytest.mark.parametrize("drop_first", [False, True])
+@pytest.mark.parametrize("region_as", ["category", "strings", "category in another order"])
+def test_a_partition_is_encoded_as_its_dummies(drop_first, region_as):
+    """``encode_frame`` is the dummies made by hand, row by row: numeric values (zeros not
+    stored), one 1 per categorical column, sorted column indices; the levels matched on a
+    category's own categories (whatever their order) or a column's distinct values;
+    missing values the "(missing)" level, unseen levels no column."""
+    from daskglm.estimators.categorical import MISSING_LEVEL, encode_frame, table_encoding
+
+    frame, _, rng = _table(n=500)
+    frame.loc[:9, "age"] = 0.0
+    frame.loc[rng.uniform(size=500) < 0.1, "age"] = np.nan
+    frame["plan"] = frame.plan.astype(object)
+    frame.loc[rng.uniform(size=500) < 0.1, "plan"] = None
+    encoding = table_encoding(frame, drop_first=drop_first, missing="mean")
+    new = frame.copy()
+    regions = np.where(np.arange(500) % 50 == 0, "east", new.region.astype(str))
+    new["region"] = {"category": pd.Categorical(regions),
+                     "strings": regions.astype(object),
+                     "category in another order": pd.Categorical(
+                         regions, categories=["west", "east", "south", "north"])}[region_as]
+    matrix = encode_frame(new, encoding)
+    filled = new.assign(age=new.age.fillna(encoding.means["age"]),
+                        plan=new.plan.fillna(MISSING_LEVEL))
+    expected = [filled.age.to_numpy()]
+    for column in ("region", "plan"):
+        for level in encoding.kept_levels(column):
+            expected.append((filled[column].astype(object) == level).to_numpy(dtype=float))
+    np.testing.assert_array_equal(matrix.toarray(), np.column_stack(expected))
+    assert matrix.has_sorted_indices and np.all(np.diff(matrix.indices.astype(np.int64))[
+        np.diff(np.repeat(np.arange(500), np.diff(matrix.indptr))) == 0] > 0)
+    assert np.all(matrix.data != 0) and matrix.nnz == (filled.age != 0).sum() + (
+        new.region.astype(str) != "east").sum() - drop_first * (
+        (new.region.astype(str) == "north").sum() + (filled.plan == "basic").sum()) + 500

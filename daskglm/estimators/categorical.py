@@ -238,39 +238,69 @@ def _order(value):
 def encode_frame(frame, encoding, dtype=np.float64):
     """One partition (a pandas DataFrame) as the CSR matrix of ``encoding``'s features.
 
+    The matrix is built in one step from each row's entries: its numeric values other
+    than zero, then one 1 per categorical column whose level has a column, so each row's
+    column indices are sorted.  A categorical column's levels are matched on its
+    categories or its distinct values, not row by row.
+
     Raises
     ------
     ValueError
         For a missing value in a categorical column.
     """
-    import pandas as pd
-
     frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
     n = len(frame)
-    blocks = []
+    values, columns, kept = [], [], []
+    width = 0
     if encoding.numeric:
         numeric = frame[list(encoding.numeric)]
         if encoding.means:
             numeric = numeric.fillna(encoding.means)
-        blocks.append(sp.csr_matrix(numeric.to_numpy(dtype=dtype)))
+        numbers = numeric.to_numpy(dtype=dtype).reshape(n, -1)
+        values.append(numbers)
+        columns.append(np.broadcast_to(np.arange(numbers.shape[1]), numbers.shape))
+        kept.append(numbers != 0)
+        width = numbers.shape[1]
     for column, levels in encoding.levels.items():
-        values = frame[column]
-        missing = values.isna().to_numpy()
-        if missing.any() and not encoding.missing_level:
-            raise ValueError(f"Column {column!r} has missing values; fill them (or drop "
-                             "those rows), or fit with missing='mean' (a level of their own).")
-        values = np.array(values.astype(object).to_numpy(), dtype=object)  # a copy
-        values[missing] = MISSING_LEVEL
-        codes = pd.Index(levels).get_indexer(values).astype(np.int64)  # -1: unseen
-        width = len(encoding.kept_levels(column))
+        codes = _level_codes(frame[column], levels, encoding.missing_level, column)
         if encoding.drop_first:
             codes = codes - 1  # the reference level, code 0, has no column: -1 as unseen
-        rows = np.flatnonzero(codes >= 0)
-        blocks.append(sp.csr_matrix((np.ones(rows.size, dtype=dtype), (rows, codes[rows])),
-                                    shape=(n, width)))
-    if not blocks:
+        values.append(np.ones((n, 1), dtype=dtype))
+        columns.append((width + codes)[:, None])
+        kept.append((codes >= 0)[:, None])
+        width += len(encoding.kept_levels(column))
+    if not values:
         return sp.csr_matrix((n, 0), dtype=dtype)
-    return sp.hstack(blocks, format="csr", dtype=dtype)
+    kept = np.hstack(kept)
+    index = np.int32 if max(width, int(kept.sum())) < np.iinfo(np.int32).max else np.int64
+    indptr = np.zeros(n + 1, dtype=index)
+    np.cumsum(kept.sum(axis=1), out=indptr[1:])
+    matrix = sp.csr_matrix((np.hstack(values)[kept], np.hstack(columns)[kept].astype(index),
+                            indptr), shape=(n, width))
+    matrix.has_sorted_indices = True
+    return matrix
+
+
+def _level_codes(values, levels, missing_level, column):
+    """Each row's position in ``levels`` (-1 for a level not among them) of the pandas
+    Series ``values``; a missing value is :data:`MISSING_LEVEL`'s position, or an error
+    when it is not a level."""
+    import pandas as pd
+
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        raw, found = values.cat.codes.to_numpy(), values.cat.categories
+    else:
+        raw, found = pd.factorize(values)
+    missing = raw < 0
+    positions = pd.Index(levels).get_indexer(found)
+    codes = positions[np.maximum(raw, 0)] if len(positions) else np.full(len(raw), -1)
+    codes = codes.astype(np.int64)
+    if missing.any():
+        if not missing_level:
+            raise ValueError(f"Column {column!r} has missing values; fill them (or drop "
+                             "those rows), or fit with missing='mean' (a level of their own).")
+        codes[missing] = pd.Index(levels).get_loc(MISSING_LEVEL)
+    return codes
 
 
 def is_table_with_categories(X):
