@@ -492,3 +492,54 @@ def test_chunks_that_compute_to_other_rows_than_declared_are_a_clear_error(where
     y = da.zeros(80, chunks=40)
     with pytest.raises(ValueError, match="X has 30 rows but its y.*chunk sizes do not match"):
         daskglm.LinearRegression().fit(X, y)
+
+
+@pytest.mark.parametrize("make", [lambda: daskglm.PoissonRegressor(alpha=0.1),
+                                  lambda: daskglm.LinearRegression()],
+                         ids=["deviance", "r2"])
+def test_score_of_dask_targets_chunked_unlike_x_is_the_in_memory_score(make):
+    """``y`` and the weights are aligned to ``X``'s row chunks (a parquet frame's columns
+    can be cut differently), including for the deviance's blockwise pass."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 3))
+    y = rng.poisson(np.exp(0.3 * X[:, 0])).astype(float)
+    w = rng.uniform(0.5, 2.0, 100)
+    model = make().fit(X, y, sample_weight=w)
+    expected = model.score(X, y, sample_weight=w)
+    got = model.score(da.from_array(X, chunks=((40, 25, 35), (3,))), da.from_array(y, chunks=45),
+                      sample_weight=da.from_array(w, chunks=70))
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_dask_dataframe_of_targets_fits_every_target():
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.standard_normal((200, 3)), columns=list("abc"))
+    Y = pd.DataFrame({"u": X.a - X.b, "v": 2 * X.c + rng.standard_normal(200)})
+    expected = daskglm.LinearRegression().fit(X, Y)
+    model = daskglm.LinearRegression().fit(dd.from_pandas(X, npartitions=3),
+                                           dd.from_pandas(Y, npartitions=2))
+    np.testing.assert_allclose(model.coef_, expected.coef_, rtol=1e-10)
+    assert model.coef_.shape == (2, 3)
+
+
+@pytest.mark.parametrize("make", [lambda: daskglm.SGDRegressor(early_stopping=True,
+                                                               random_state=0),
+                                  lambda: daskglm.SGDClassifier(early_stopping=True,
+                                                                random_state=0)],
+                         ids=["regressor", "classifier"])
+def test_early_stopping_takes_a_dask_dataframe(make):
+    """The rows of a Dask DataFrame are split as those of the same Dask array, and its
+    column names are the model's ``feature_names_in_``."""
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.standard_normal((600, 3)), columns=list("abc"))
+    y = (frame.a + 0.1 * rng.standard_normal(600) > 0).astype(float).to_numpy()
+    ddf = dd.from_pandas(frame, npartitions=3)
+    model = make().fit(ddf, y)
+    expected = make().fit(da.from_array(frame.to_numpy(), chunks=(200, -1)), y)
+    np.testing.assert_array_equal(model.coef_, expected.coef_)
+    assert list(model.feature_names_in_) == ["a", "b", "c"]
+    assert model.predict(ddf).compute().shape == (600,)

@@ -119,6 +119,8 @@ class _MultiOutputMixin:
         if offset is not None or exposure is not None:
             raise ValueError("An offset or exposure is supported with one target only; "
                              "fit each target on its own.")
+        if is_dask(y) and hasattr(y, "columns"):  # a Dask DataFrame of targets
+            y, _ = _dask_frame_to_array(y)
         self._check_params()
         n_features = _n_columns(X)
         alphas = self._per_target_alphas(y)

@@ -31,7 +31,7 @@ from ..solvers.options import options_dict
 from .base import _check_numbers_are_not_text, _GLMBase
 from .linear import _RegressorGLM
 from .plan import FitEngines
-from .validation import _check_feature_names_match
+from .validation import _check_feature_names_match, _dask_frame_to_array
 
 #: The solvers the SGD estimators run (``solver=``).
 STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
@@ -176,11 +176,13 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         self
         """
         self._check_params()
-        held_out = None
+        held_out = names = None
         if self.early_stopping:
+            (X, y, sample_weight), names = _frames_as_rows(X, y, sample_weight)
             (X, y, sample_weight), held_out = self._split_held_out(X, y, sample_weight)
-        return self._fit_template(X, y, sample_weight, init=(coef_init, intercept_init),
-                                  held_out=held_out)
+        self._fit_template(X, y, sample_weight, init=(coef_init, intercept_init),
+                           held_out=held_out)
+        return _with_frame_names(self, names)
 
     # early stopping ------------------------------------------------------------------
     def _split_held_out(self, X, y, sample_weight):
@@ -193,9 +195,6 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         are).  It needs the labels but not ``X``: a Dask ``X`` (and regression targets)
         are cut lazily by a boolean mask, the engines then reading their partitions.
         """
-        if is_dask(X) and not hasattr(X, "vindex"):
-            raise NotImplementedError("early_stopping takes a Dask array X, not a Dask "
-                                      "DataFrame; pass X.to_dask_array(lengths=True).")
         if self._classifier and is_dask(y):
             raise NotImplementedError(
                 "early_stopping with Dask class labels is not supported: the stratified "
@@ -618,3 +617,25 @@ def _initial_params(n_features, coef_init, intercept_init, fit_intercept):
         if not np.isfinite(intercept):
             raise ValueError("intercept_init must be finite.")
     return np.append(coef, intercept)
+
+
+def _frames_as_rows(X, y, sample_weight):
+    """``((X, y, sample_weight), names)``: Dask DataFrames and Series among them as Dask
+    arrays of their rows, and the column names of a Dask DataFrame ``X`` (else None), so
+    that early stopping can split the rows (:meth:`_SGDBase._split_held_out`)."""
+    names = None
+    converted = []
+    for k, part in enumerate((X, y, sample_weight)):
+        if is_dask(part) and hasattr(part, "dtypes"):
+            part, found = _dask_frame_to_array(part)
+            names = found if k == 0 else names
+        converted.append(part)
+    return tuple(converted), names
+
+
+def _with_frame_names(estimator, names):
+    """``estimator``, with the column names of the Dask DataFrame it was fitted on as
+    ``feature_names_in_`` (as a fit without early stopping records them)."""
+    if names is not None and all(isinstance(name, str) for name in names):
+        estimator.feature_names_in_ = names
+    return estimator

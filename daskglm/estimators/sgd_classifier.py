@@ -32,7 +32,7 @@ from .base import _dense, _to_float, _weighted_mean
 from .logistic import LogisticRegression, _check_class_weight, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
 from .plan import LabelRequest
-from .sgd import _SGD_DOC, _SGDBase
+from .sgd import _SGD_DOC, _frames_as_rows, _SGDBase, _with_frame_names
 from .validation import _check_score_input, _n_columns
 
 __all__ = ["SGDClassifier"]
@@ -159,10 +159,12 @@ default="log_loss"
             y = np.asarray(y)
             if y.ndim == 2 and y.shape[1] == 1:
                 y = column_or_1d(y, warn=True)
-        held_out = None
+        held_out = names = None
         if self.early_stopping:  # scikit-learn's split: on all labels, before class weights
+            (X, y, sample_weight), names = _frames_as_rows(X, y, sample_weight)
             (X, y, sample_weight), held_out = self._split_held_out(X, y, sample_weight)
-        return self._fit_labels(X, y, coef_init, intercept_init, sample_weight, held_out)
+        self._fit_labels(X, y, coef_init, intercept_init, sample_weight, held_out)
+        return _with_frame_names(self, names)
 
     def _fit_labels(self, X, y, coef_init, intercept_init, sample_weight, held_out):
         """:meth:`fit` on checked labels: binary, or one-vs-rest."""

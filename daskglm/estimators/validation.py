@@ -230,7 +230,7 @@ def _check_score_input(X, y, sample_weight, numeric=True):
             a = da.from_array(a, chunks=-1)  # chunked like X once its length is checked
         a = _check_dask_vector(a, name, n_rows, numeric=numeric or name != "y")
         if rows is not None and a.chunks[0] != rows and not math.isnan(a.shape[0]):
-            a = a.rechunk(rows)
+            a = a.rechunk({0: rows})
         return a.map_blocks(_finite_block, name, dtype=a.dtype)
 
     y = as_dask_vector(y, "y")
