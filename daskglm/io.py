@@ -197,6 +197,17 @@ def _open_for_writing(path, zarr_format):
     return zarr.open_group(str(path), mode="w", zarr_format=zarr_format)
 
 
+def _frame_rows(a):
+    """A Dask DataFrame or Series as a Dask array of its rows (chunk sizes counted on its
+    own partitions: :func:`daskglm.estimators.validation.frame_as_array`); ``a`` itself
+    otherwise."""
+    if hasattr(a, "__dask_graph__") and hasattr(a, "dtypes"):
+        from .estimators.validation import frame_as_array
+
+        return frame_as_array(a)
+    return a
+
+
 def write_zarr(path, X, y, sample_weight=None, *, chunks=None, zarr_format=None,
                max_row_nnz=None, compressor="default"):
     """Write ``(X, y, sample_weight)`` to a zarr store in daskglm's layout, chunk by chunk.
@@ -211,11 +222,12 @@ def write_zarr(path, X, y, sample_weight=None, *, chunks=None, zarr_format=None,
     ----------
     path : str or os.PathLike
         Where to write; an existing store there is replaced.
-    X : ndarray, scipy.sparse matrix or dask.array.Array of shape (n_samples, n_features)
+    X : ndarray, scipy.sparse matrix, dask.array.Array or Dask DataFrame of shape (n_samples, n_features)
         Dense, or sparse (scipy.sparse, or a Dask array of scipy.sparse or pydata
-        ``sparse`` chunks), stored in the padded-row layout of this module.
-    y : ndarray or dask.array.Array of shape (n_samples,)
-    sample_weight : ndarray or dask.array.Array of shape (n_samples,), optional
+        ``sparse`` chunks), stored in the padded-row layout of this module.  A Dask
+        DataFrame (a parquet dataset's numeric columns, say) is written as its values.
+    y : ndarray, dask.array.Array or Dask Series of shape (n_samples,)
+    sample_weight : ndarray, dask.array.Array or Dask Series of shape (n_samples,), optional
     chunks : int, optional
         Rows per chunk.  Default: the first row chunk of a Dask ``X``, else about 32 MiB
         of ``X`` per chunk.
@@ -238,6 +250,7 @@ def write_zarr(path, X, y, sample_weight=None, *, chunks=None, zarr_format=None,
     """
     import dask.array as da
 
+    X, y, sample_weight = (_frame_rows(a) for a in (X, y, sample_weight))
     if X.ndim != 2:
         raise ValueError(f"X must be 2-D; got shape {X.shape}.")
     if isinstance(compressor, str) and not _is_default(compressor):

@@ -207,3 +207,20 @@ def test_fit_a_dask_dataframe_read_from_parquet(tmp_path):
     np.testing.assert_allclose(est.coef_, expected.coef_, rtol=1e-7)
     assert list(est.feature_names_in_) == features
     assert est.score(df[features], df["target"]) == pytest.approx(expected.score(X, y))
+
+
+def test_write_zarr_takes_a_parquet_datasets_columns(tmp_path):
+    """A Dask DataFrame and Series (read from several parquet files, which Dask fuses when
+    it counts rows) are written as their values, every row in place."""
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"a": rng.standard_normal(900), "b": rng.standard_normal(900),
+                          "label": rng.integers(0, 2, 900).astype(float)})
+    dd.from_pandas(frame, npartitions=6).to_parquet(tmp_path / "table")
+    ddf = dd.read_parquet(tmp_path / "table")
+    write_zarr(tmp_path / "data.zarr", ddf[["a", "b"]], ddf["label"], chunks=200)
+    X, y, weight = load_zarr(tmp_path / "data.zarr")
+    np.testing.assert_array_equal(X.compute(), frame[["a", "b"]].to_numpy())
+    np.testing.assert_array_equal(y.compute(), frame.label.to_numpy())
+    assert weight is None and X.chunks[0] == (200,) * 4 + (100,)
