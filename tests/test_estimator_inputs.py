@@ -543,3 +543,42 @@ def test_early_stopping_takes_a_dask_dataframe(make):
     np.testing.assert_array_equal(model.coef_, expected.coef_)
     assert list(model.feature_names_in_) == ["a", "b", "c"]
     assert model.predict(ddf).compute().shape == (600,)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "boolean", "Int64", "Float64"])
+@pytest.mark.parametrize("missing", ["error", "mean"])
+def test_nullable_and_boolean_columns_of_a_dask_dataframe_are_numbers(dtype, missing,
+                                                                      tmp_path):
+    """pandas' nullable ``Int64``, ``Float64`` and ``boolean`` columns, and booleans beside
+    floats (whose values are objects to ``to_numpy``), read from parquet: numbers, as
+    the in-memory frame's fit takes them; a missing value is NaN (an error, or the
+    column's mean with ``missing="mean"``)."""
+    dd = pytest.importorskip("dask.dataframe")
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, 2, 600) if dtype in ("bool", "boolean") else \
+        rng.integers(0, 5, 600)
+    frame = pd.DataFrame({"f": rng.standard_normal(600),
+                          "v": pd.array(values.astype(bool) if dtype in ("bool", "boolean")
+                                        else values, dtype=dtype)})
+    y = frame.f * 2 + np.asarray(frame.v, dtype=float) + rng.standard_normal(600)
+    dd.from_pandas(frame.assign(y=y), npartitions=3).to_parquet(tmp_path / "t")
+    ddf = dd.read_parquet(tmp_path / "t")
+    model = daskglm.LinearRegression(missing=missing).fit(ddf[["f", "v"]], ddf.y)
+    expected = daskglm.LinearRegression().fit(frame[["f"]].assign(v=np.asarray(
+        frame.v, dtype=float)), y)
+    np.testing.assert_allclose(model.coef_, expected.coef_, rtol=1e-10)
+    if dtype != "bool":  # a missing value
+        gappy = frame.assign(y=y)
+        gappy["v"] = gappy.v.astype(object).where(np.arange(600) % 7 != 0, None).astype(dtype)
+        dd.from_pandas(gappy, npartitions=3).to_parquet(tmp_path / "g")
+        gdf = dd.read_parquet(tmp_path / "g")
+        if missing == "error":
+            with pytest.raises(ValueError, match="NaN"):
+                daskglm.LinearRegression(missing=missing).fit(gdf[["f", "v"]], gdf.y)
+        else:
+            model = daskglm.LinearRegression(missing=missing).fit(gdf[["f", "v"]], gdf.y)
+            mean = np.nanmean(np.asarray(gappy.v, dtype=float))
+            filled = gappy[["f"]].assign(v=np.asarray(gappy.v.astype(float).fillna(mean)))
+            np.testing.assert_allclose(
+                model.coef_, daskglm.LinearRegression().fit(filled, y).coef_, rtol=1e-10)

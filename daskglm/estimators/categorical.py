@@ -253,10 +253,12 @@ def encode_frame(frame, encoding, dtype=np.float64):
     values, columns, kept = [], [], []
     width = 0
     if encoding.numeric:
-        numeric = frame[list(encoding.numeric)]
+        # nullable integer, float and boolean columns too: their missing values are NaN
+        numbers = frame[list(encoding.numeric)].to_numpy(dtype=dtype, na_value=np.nan)
+        numbers = numbers.reshape(n, -1)
         if encoding.means:
-            numeric = numeric.fillna(encoding.means)
-        numbers = numeric.to_numpy(dtype=dtype).reshape(n, -1)
+            means = np.array([encoding.means[c] for c in encoding.numeric], dtype=dtype)
+            numbers = np.where(np.isnan(numbers), means, numbers)
         values.append(numbers)
         columns.append(np.broadcast_to(np.arange(numbers.shape[1]), numbers.shape))
         kept.append(numbers != 0)

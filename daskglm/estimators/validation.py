@@ -60,16 +60,31 @@ def frame_as_array(frame, compute=None):
 
     parts = frame_partitions(frame)
     lengths = partition_rows(parts, compute)
-    meta = frame._meta.to_numpy()
+    dtype = _numeric_dtype(frame._meta)
+    meta = frame._meta.to_numpy(dtype=dtype, na_value=np.nan if dtype else None)
     values = dask.delayed(_values, pure=True)
-    blocks = [da.from_delayed(values(part), shape=(int(rows),) + meta.shape[1:],
+    blocks = [da.from_delayed(values(part, dtype), shape=(int(rows),) + meta.shape[1:],
                               dtype=meta.dtype, meta=meta[:0])
               for part, rows in zip(parts, lengths)]
     return da.concatenate(blocks, axis=0)
 
 
-def _values(part):
-    return part.to_numpy()
+def _numeric_dtype(meta):
+    """float64 for a pandas frame or series of numbers and booleans whose values would
+    otherwise be objects (booleans beside floats, pandas' nullable ``Int64``, ``Float64``
+    and ``boolean``, whose missing values become NaN); None to keep ``to_numpy``'s own."""
+    import pandas as pd
+
+    dtypes = list(meta.dtypes) if hasattr(meta, "columns") else [meta.dtype]
+    numeric = all(pd.api.types.is_numeric_dtype(d) or pd.api.types.is_bool_dtype(d)
+                  for d in dtypes)
+    return np.float64 if numeric and meta.to_numpy().dtype == object else None
+
+
+def _values(part, dtype=None):
+    if dtype is None:
+        return part.to_numpy()
+    return part.to_numpy(dtype=dtype, na_value=np.nan)
 
 
 def _check_feature_names_match(estimator, names):
