@@ -20,6 +20,7 @@ parameter holding another object, a splitter for one, is refused with its name).
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 
@@ -88,6 +89,9 @@ def save(model, path):
 def load(path):
     """The estimator saved at ``path`` by :func:`save`, fitted, ready to predict.
 
+    ``path`` is the path given to :func:`save`: its ``.npz`` suffix may be left out, as
+    :func:`save` adds it.
+
     Raises
     ------
     ValueError
@@ -96,6 +100,8 @@ def load(path):
     import daskglm
     from daskglm.estimators.categorical import TableEncoding
 
+    if not os.path.exists(path) and os.path.exists(f"{os.fspath(path)}.npz"):
+        path = f"{os.fspath(path)}.npz"
     with np.load(path, allow_pickle=False) as archive:
         if "__meta__" not in archive.files:
             raise ValueError(f"{path} is not a daskglm model file (no __meta__ entry).")

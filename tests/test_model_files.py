@@ -78,3 +78,15 @@ def test_typed_solver_options_are_saved_as_such(tmp_path):
     loaded = _round_trip(model, tmp_path)
     assert loaded.solver_options == LBFGSOptions(memory=4)
     np.testing.assert_array_equal(loaded.predict_proba(X), model.predict_proba(X))
+
+
+def test_a_model_saved_without_the_suffix_loads_from_the_same_path(tmp_path):
+    """``save(model, "model")`` writes ``model.npz`` (as numpy does); ``load("model")``
+    reads it back."""
+    X, y, _ = make_data("poisson", n=500)
+    model = daskglm.PoissonRegressor(alpha=0.1).fit(X, y)
+    daskglm.save(model, tmp_path / "model")
+    assert (tmp_path / "model.npz").exists()
+    np.testing.assert_array_equal(daskglm.load(tmp_path / "model").predict(X), model.predict(X))
+    daskglm.save(model, str(tmp_path / "other"))
+    np.testing.assert_array_equal(daskglm.load(str(tmp_path / "other")).coef_, model.coef_)
