@@ -1,11 +1,13 @@
-"""The validation round's column moments of dense numpy partitions, in one compiled read
-(:mod:`daskglm.compute.moment_loops`): numpy's weighted sums, whatever the dtype, layout
-and number of rows."""
+"""The validation round's column moments of dense numpy and scipy CSR partitions, in one
+compiled read (:mod:`daskglm.compute.moment_loops`): numpy's weighted sums, whatever the
+dtype, layout and number of rows; scipy's sparse products, to the bit."""
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from daskglm.compute.moment_loops import BLOCK_ROWS
+from daskglm.compute.label_counts import count_labels
 from daskglm.compute.summaries import column_moments
 
 
@@ -50,3 +52,43 @@ def test_nan_and_overflow_carry_into_the_sums():
     assert np.isnan(moments.sums[1]) and np.isnan(moments.squares[1])
     assert np.isfinite(moments.sums[2]) and np.isinf(moments.squares[2])
     assert moments.sums[0] == 5.0 and moments.squares[0] == 5.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("shape", [(0, 3), (1, 1), (3001, 200)])
+def test_csr_sums_and_squares_are_scipys_products(dtype, weighted, shape):
+    """One read of a CSR partition's values gives what the two sparse products gave,
+    ``X.T @ w`` and ``(X ** 2).T @ w``, to the bit (the same products, in the same order)."""
+    rng = np.random.default_rng(shape[0])
+    X = sp.random(*shape, density=0.05, format="csr", random_state=rng, dtype=dtype)
+    X.data = (X.data * 10 - 5).astype(dtype)
+    weight = rng.uniform(0, 3, size=shape[0]) if weighted else None
+    moments = column_moments((X, None, weight))
+    w = np.ones(shape[0]) if weight is None else weight
+    wide = X.astype(np.float64)
+    assert moments.weight == pytest.approx(w.sum(), rel=1e-12)
+    np.testing.assert_array_equal(moments.sums, wide.T @ w)
+    np.testing.assert_array_equal(moments.squares, wide.multiply(wide).T @ w)
+
+
+def test_csr_moments_by_class():
+    """The per-class moments of a CSR partition (the validation round of class labels)
+    are the moments of each class's rows (1e-12)."""
+    rng = np.random.default_rng(3)
+    X = sp.random(2000, 30, density=0.1, format="csr", random_state=rng)
+    y = rng.integers(0, 3, 2000).astype(np.float64)
+    weight = rng.uniform(0, 2, 2000)
+    counts = count_labels((X, y, weight), per_class_moments=True)
+    dense = X.toarray()
+    for k, label in enumerate(counts.labels):
+        rows = y == label
+        np.testing.assert_allclose(counts.sums[k], weight[rows] @ dense[rows], rtol=1e-12)
+        np.testing.assert_allclose(counts.squares[k], weight[rows] @ dense[rows] ** 2,
+                                   rtol=1e-12)
+
+
+def test_csr_nan_carries_into_the_sums():
+    X = sp.csr_matrix(np.array([[1.0, 0.0], [np.nan, 2.0]]))
+    moments = column_moments((X, None, None))
+    assert np.isnan(moments.sums[0]) and moments.sums[1] == 2.0

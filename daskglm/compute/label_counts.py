@@ -102,7 +102,7 @@ def _distinct(xp, y):
 
 def _class_moments(X, index, weight, n_labels):
     """``(n_labels, p)`` weighted column sums and sums of squares of ``X`` by label: one
-    compiled read of a dense numpy ``X``."""
+    compiled read of a dense numpy or scipy CSR ``X``."""
     n = X.shape[0]
     if type(X) is np.ndarray and X.dtype in (np.float32, np.float64):
         from .moment_loops import weighted_moments  # numba, on first use
@@ -112,6 +112,15 @@ def _class_moments(X, index, weight, n_labels):
                                                                              dtype=np.float64)
         with np.errstate(over="ignore"):
             weighted_moments(X, row_weight, index, sums, squares)
+        return sums, squares
+    if sp.issparse(X) and X.format == "csr" and X.dtype in (np.float32, np.float64):
+        from .moment_loops import csr_weighted_moments  # numba, on first use
+
+        sums, squares = np.zeros((n_labels, X.shape[1])), np.zeros((n_labels, X.shape[1]))
+        row_weight = np.empty(0) if weight is None else np.ascontiguousarray(weight,
+                                                                             dtype=np.float64)
+        with np.errstate(over="ignore"):
+            csr_weighted_moments(X.data, X.indices, X.indptr, row_weight, index, sums, squares)
         return sums, squares
     values = np.ones(n) if weight is None else weight
     by_class = sp.csr_matrix((values, (index, np.arange(n))), shape=(n_labels, n))

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..backend import from_host, is_numpy_namespace, is_sparse, namespace, to_host
 from .kernels import GramStats, _row_blocks, _scratch, _transpose_product, gram
@@ -47,6 +48,8 @@ def column_moments(part):
     X, weight = part[0], part[2]
     if type(X) is np.ndarray and X.ndim == 2 and X.dtype in (np.float32, np.float64):
         return _dense_column_moments(X, weight)
+    if sp.issparse(X) and X.format == "csr" and X.dtype in (np.float32, np.float64):
+        return _csr_column_moments(X, weight)
     xp = namespace(X)
     fast = is_numpy_namespace(xp)
     weight = xp.ones(X.shape[0], dtype=xp.float64) if weight is None else weight
@@ -81,6 +84,21 @@ def _dense_column_moments(X, weight):
     weighted_moments(X, row_weight, np.empty(0, dtype=np.intp), sums[None], squares[None])
     total = float(X.shape[0]) if weight is None else float(np.sum(weight))
     return ColumnMoments(total, sums, squares)
+
+
+def _csr_column_moments(X, weight):
+    """:func:`column_moments` of a scipy CSR partition, in one compiled read of its values."""
+    from .moment_loops import csr_weighted_moments  # numba, on first use
+
+    sums = np.zeros((1, X.shape[1]))
+    squares = np.zeros((1, X.shape[1]))
+    row_weight = np.empty(0) if weight is None else np.ascontiguousarray(weight,
+                                                                         dtype=np.float64)
+    with np.errstate(over="ignore"):
+        csr_weighted_moments(X.data, X.indices, X.indptr, row_weight,
+                             np.empty(0, dtype=np.intp), sums, squares)
+    total = float(X.shape[0]) if weight is None else float(np.sum(weight))
+    return ColumnMoments(total, sums[0], squares[0])
 
 
 @dataclass

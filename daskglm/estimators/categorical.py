@@ -238,9 +238,9 @@ def _order(value):
 def encode_frame(frame, encoding, dtype=np.float64):
     """One partition (a pandas DataFrame) as the CSR matrix of ``encoding``'s features.
 
-    The matrix is built in one step from each row's entries: its numeric values other
-    than zero, then one 1 per categorical column whose level has a column, so each row's
-    column indices are sorted.  A categorical column's levels are matched on its
+    The matrix is written in one compiled pass (:func:`~daskglm.compute.table_loops.table_csr`)
+    from each row's entries: its numeric values other than zero, then one 1 per
+    categorical column whose level has a column, so each row's column indices are sorted.  A categorical column's levels are matched on its
     categories or its distinct values, not row by row.
 
     Raises
@@ -248,10 +248,11 @@ def encode_frame(frame, encoding, dtype=np.float64):
     ValueError
         For a missing value in a categorical column.
     """
+    from ..compute.table_loops import table_csr  # numba, on first use
+
     frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
     n = len(frame)
-    values, columns, kept = [], [], []
-    width = 0
+    numbers = np.empty((n, 0), dtype=dtype)
     if encoding.numeric:
         # nullable integer, float and boolean columns too: their missing values are NaN
         numbers = frame[list(encoding.numeric)].to_numpy(dtype=dtype, na_value=np.nan)
@@ -259,26 +260,15 @@ def encode_frame(frame, encoding, dtype=np.float64):
         if encoding.means:
             means = np.array([encoding.means[c] for c in encoding.numeric], dtype=dtype)
             numbers = np.where(np.isnan(numbers), means, numbers)
-        values.append(numbers)
-        columns.append(np.broadcast_to(np.arange(numbers.shape[1]), numbers.shape))
-        kept.append(numbers != 0)
-        width = numbers.shape[1]
-    for column, levels in encoding.levels.items():
+    width = numbers.shape[1]
+    columns = np.empty((n, len(encoding.levels)), dtype=np.int64)
+    for k, (column, levels) in enumerate(encoding.levels.items()):
         codes = _level_codes(frame[column], levels, encoding.missing_level, column)
         if encoding.drop_first:
             codes = codes - 1  # the reference level, code 0, has no column: -1 as unseen
-        values.append(np.ones((n, 1), dtype=dtype))
-        columns.append((width + codes)[:, None])
-        kept.append((codes >= 0)[:, None])
+        columns[:, k] = np.where(codes >= 0, width + codes, -1)
         width += len(encoding.kept_levels(column))
-    if not values:
-        return sp.csr_matrix((n, 0), dtype=dtype)
-    kept = np.hstack(kept)
-    index = np.int32 if max(width, int(kept.sum())) < np.iinfo(np.int32).max else np.int64
-    indptr = np.zeros(n + 1, dtype=index)
-    np.cumsum(kept.sum(axis=1), out=indptr[1:])
-    matrix = sp.csr_matrix((np.hstack(values)[kept], np.hstack(columns)[kept].astype(index),
-                            indptr), shape=(n, width))
+    matrix = sp.csr_matrix(table_csr(numbers, columns, width, dtype), shape=(n, width))
     matrix.has_sorted_indices = True
     return matrix
 
