@@ -1,6 +1,7 @@
 """Tables with categorical and string columns (:mod:`daskglm.estimators.categorical`),
 against the same models fitted on dummies made by hand."""
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
@@ -118,3 +119,38 @@ def test_a_partition_is_encoded_as_its_dummies(drop_first, region_as):
     assert np.all(matrix.data != 0) and matrix.nnz == (filled.age != 0).sum() + (
         new.region.astype(str) != "east").sum() - drop_first * (
         (new.region.astype(str) == "north").sum() + (filled.plan == "basic").sum()) + 500
+
+
+@pytest.mark.parametrize("missing", ["error", "mean"])
+def test_the_table_pass_reads_only_the_columns_it_needs(tmp_path, monkeypatch, missing):
+    """On a parquet table, the pass before the fit reads the string columns whose levels
+    it must find (and, with ``missing="mean"``, the columns of the means and gaps), with
+    every partition's rows: the encoded array's chunk sizes."""
+    from daskglm.estimators import categorical
+
+    frame, _, rng = _table(4000)
+    frame["income"] = rng.normal(size=len(frame))
+    dd.from_pandas(frame, npartitions=5).to_parquet(tmp_path / "table")
+    ddf = dd.read_parquet(tmp_path / "table")
+    seen = []
+    summary = categorical._summary
+
+    def recording(part, *args):
+        seen.append(list(part.columns))
+        return summary(part, *args)
+
+    monkeypatch.setattr(categorical, "_summary", recording)
+    encoding, lengths = categorical.table_encoding(ddf, drop_first=True, missing=missing,
+                                                   with_lengths=True,
+                                                   compute=lambda *c: dask.compute(
+                                                       *c, scheduler="sync"))
+    unknown = [c for c in categorical.categorical_columns(ddf)
+               if categorical.known_levels(ddf[c]) is None]
+    expected = list(ddf.columns) if missing == "mean" else unknown
+    assert unknown and seen == [expected] * 5
+    assert lengths == [len(part.compute()) for part in ddf.to_delayed()]
+    assert sum(lengths) == len(frame)
+    assert list(encoding.levels["plan"]) == ["basic", "gold"]
+    X = categorical.encoded_array(ddf, encoding, lengths=lengths).compute()
+    np.testing.assert_array_equal(X.toarray(), categorical.encode_frame(frame, encoding)
+                                  .toarray())

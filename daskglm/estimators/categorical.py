@@ -19,6 +19,7 @@ nothing from that column, as the reference level's rows do when it was dropped.
 A fit on a Dask DataFrame reads it once before the validation round, in one
 ``driver_pass`` of the fit's ledger: the levels not known, the means, which categorical
 columns have gaps, and each partition's rows (the encoded array's chunk sizes), together.
+That pass reads only the columns it needs (a parquet source reads no other column).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .validation import frame_partitions, partition_rows
+from .validation import frame_partitions, partition_rows, projected_partitions
 
 __all__ = ["TableEncoding", "table_encoding", "encode_frame", "categorical_columns",
            "is_table_with_categories", "is_table", "encoded_array", "MISSING_LEVEL",
@@ -160,7 +161,8 @@ def table_encoding(frame, drop_first, compute=None, missing="error", with_length
     elif hasattr(frame, "__dask_graph__"):
         import dask
 
-        parts = frame_partitions(frame)
+        read = unknown + (numeric + categorical if with_means else [])
+        parts = projected_partitions(frame, read)
         wanted = [dask.delayed(_summary, pure=True)(part, unknown, numeric, categorical,
                                                     with_means) for part in parts]
         summaries = (compute or dask.compute)(*wanted)
@@ -316,7 +318,7 @@ def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None)
 
     parts = frame_partitions(frame)
     if lengths is None:
-        lengths = partition_rows(parts, compute)
+        lengths = partition_rows(projected_partitions(frame, []), compute)
     if len(lengths) != len(parts):
         raise RuntimeError(f"{len(lengths)} partition lengths for {len(parts)} partitions.")
     encode = dask.delayed(encode_frame, pure=True)

@@ -21,7 +21,7 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
-from .validation import frame_partitions, partition_rows
+from .validation import frame_partitions, partition_rows, projected_partitions
 
 __all__ = ["FormulaDesign", "design"]
 
@@ -64,7 +64,7 @@ class FormulaDesign:
         import dask.array as da
 
         parts = frame_partitions(frame)
-        lengths = partition_rows(parts, compute)
+        lengths = partition_rows(projected_partitions(frame, []), compute)
         build = dask.delayed(self._partition_features, pure=True)
         meta = sp.csr_matrix((0, len(self.names)), dtype=dtype)
         blocks = [da.from_delayed(build(part, dtype), shape=(int(rows), len(self.names)),

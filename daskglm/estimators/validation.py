@@ -33,12 +33,33 @@ def frame_partitions(frame):
     """A Dask DataFrame's (or Series's) partitions as they are computed (``to_delayed``,
     after Dask's optimisation).
 
-    Rows must be counted on these partitions (:func:`partition_rows`): an optimised
+    Rows must be counted on these partitions (:func:`partition_rows`), or on a projection
+    with as many (:func:`projected_partitions`): an optimised
     ``frame.map_partitions(len)`` (which ``to_dask_array(lengths=True)`` computes) needs
     no column, so a parquet read fuses its files into fewer, larger partitions for it than
     the frame computes to.
     """
     return list(frame.to_delayed())
+
+
+def projected_partitions(frame, columns):
+    """The partitions of a Dask DataFrame as a pass over ``columns`` alone reads them (at
+    least one column), so that a parquet or CSV source reads no other; ``frame``'s own
+    (:func:`frame_partitions`) unless the projected frame has as many.
+
+    Each projected partition then holds the rows of ``frame``'s partition: rows, levels
+    and means counted on them hold for ``frame``.  A projection that Dask fuses into
+    fewer partitions (a parquet read of a small share of the columns can be) is not used.
+    """
+    whole = frame_partitions(frame)
+    if not hasattr(frame, "columns"):  # a Series: its one column
+        return whole
+    wanted = set(columns)
+    columns = [c for c in frame.columns if c in wanted] or list(frame.columns[:1])
+    if not columns or len(columns) == len(frame.columns):
+        return whole
+    projected = frame_partitions(frame[columns])
+    return projected if len(projected) == len(whole) else whole
 
 
 def partition_rows(parts, compute=None):
@@ -59,7 +80,7 @@ def frame_as_array(frame, compute=None):
     import dask.array as da
 
     parts = frame_partitions(frame)
-    lengths = partition_rows(parts, compute)
+    lengths = partition_rows(projected_partitions(frame, []), compute)
     dtype = _numeric_dtype(frame._meta)
     meta = frame._meta.to_numpy(dtype=dtype, na_value=np.nan if dtype else None)
     values = dask.delayed(_values, pure=True)
