@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from daskglm.compute.moment_loops import BLOCK_ROWS
 from daskglm.compute.label_counts import count_labels
+from daskglm.compute.moment_loops import BLOCK_ROWS
 from daskglm.compute.summaries import column_moments
 
 

@@ -41,7 +41,8 @@ import numpy as np
 from .loss_codes import loss_code
 
 __all__ = ["fused_loss_grad", "fused_csr_loss_grad", "fused_loss_grads", "fused_loss_grad_hess",
-           "fused_csr_loss_grad_hess", "pointwise_for",
+           "fused_csr_loss_grad_hess", "fused_categorical_loss_grad",
+           "fused_categorical_loss_grad_hess", "pointwise_for",
            "augmented_gram", "gram_block_rows", "warm_up", "load_loops"]
 
 #: Bytes of the augmented block of :func:`augmented_gram` (at 8 bytes per element): large
@@ -165,6 +166,38 @@ def fused_csr_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise):
     code, parameter = pointwise
     loss, intercept_grad, curvature = fused_csr_hessian_rows(
         X.indptr, X.indices, X.data, y, _NONE if weight is None else weight,
+        _NONE if offset is None else offset, np.ascontiguousarray(coef, dtype=np.float64),
+        float(intercept), code, parameter, grad, gram_x, col_sums)
+    gram_x += np.triu(gram_x, 1).T
+    return float(loss), grad, float(intercept_grad), gram_x, col_sums, float(curvature)
+
+
+def fused_categorical_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
+    """:func:`fused_loss_grad` of a categorical block
+    (:class:`~.categorical_matrix.CategoricalMatrix`), in one pass over its numeric values
+    and level codes (:func:`~.fused_loops.fused_categorical_rows`); the same returns."""
+    from .fused_loops import fused_categorical_rows
+
+    grad = np.zeros(X.shape[1])
+    code, parameter = pointwise
+    loss, intercept_grad = fused_categorical_rows(
+        X.numeric, X.columns, y, _NONE if weight is None else weight,
+        _NONE if offset is None else offset, np.ascontiguousarray(coef, dtype=np.float64),
+        float(intercept), code, parameter, grad)
+    return float(loss), grad, float(intercept_grad)
+
+
+def fused_categorical_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise):
+    """:func:`fused_csr_loss_grad_hess` of a categorical block, in one pass over its
+    numeric values and level codes (:func:`~.fused_loops.fused_categorical_hessian_rows`);
+    the same returns."""
+    from .fused_loops import fused_categorical_hessian_rows
+
+    d = X.shape[1]
+    grad, col_sums, gram_x = np.zeros(d), np.zeros(d), np.zeros((d, d))
+    code, parameter = pointwise
+    loss, intercept_grad, curvature = fused_categorical_hessian_rows(
+        X.numeric, X.columns, y, _NONE if weight is None else weight,
         _NONE if offset is None else offset, np.ascontiguousarray(coef, dtype=np.float64),
         float(intercept), code, parameter, grad, gram_x, col_sums)
     gram_x += np.triu(gram_x, 1).T

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .kernels import partition_offset
+from .kernels import kernel_matrix, partition_offset
 
 __all__ = ["take_columns", "tile_predictor", "row_loss", "tile_gradient"]
 
@@ -32,7 +32,7 @@ __all__ = ["take_columns", "tile_predictor", "row_loss", "tile_gradient"]
 def take_columns(part, start, stop):
     """Columns ``start:stop`` of a row partition's ``X``: a C-contiguous copy, or a CSR
     matrix with sorted indices when ``X`` is sparse."""
-    X = part[0]
+    X = kernel_matrix(part[0])
     if sp.issparse(X):
         tile = sp.csr_matrix(X)[:, start:stop]
         tile.sort_indices()

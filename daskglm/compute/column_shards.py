@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .kernels import kernel_matrix
+
 __all__ = [
     "ColumnShard", "PartitionColumns", "shard_bounds", "touched_columns", "mark_columns",
 ]
@@ -234,6 +236,7 @@ def touched_columns(part, index, fit_intercept, hub=0):
     """The :class:`PartitionColumns` of a partition ``(X, y, weight[, offset])``: for CSR ``X`` the
     columns holding a stored entry, for dense ``X`` all of them."""
     X = part[0]
+    X = kernel_matrix(X)
     n_features = X.shape[1]
     if sp.issparse(X):
         marked, position = mark_columns(X.indices, n_features)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_expit, logsumexp
 
-from .kernels import GramStats, gram, loss_grad, loss_grads
+from .kernels import GramStats, gram, kernel_matrix, loss_grad, loss_grads
 from .loss_codes import loss_code
 
 __all__ = [
@@ -96,6 +96,7 @@ def fold_grams(part, fold_ids, n_folds):
     """The centred Gram statistics of each fold's rows of one partition: one read of ``X``
     per fold's rows (each row is read once)."""
     X, y, weight = part
+    X = kernel_matrix(X)
     fold_ids = np.asarray(fold_ids)
     stats = []
     for fold in range(n_folds):
@@ -152,6 +153,7 @@ def held_out_errors(part, fold_ids, fold, coefs, intercepts, task):
     HeldOut
     """
     X, y, weight = part
+    X = kernel_matrix(X)
     rows = np.flatnonzero(np.asarray(fold_ids) == fold)
     n_models = coefs.shape[0]
     if rows.size == 0:
@@ -240,6 +242,7 @@ def leave_one_out_errors(part, basis, eigenvalues, means, alphas, coefs, interce
         Also return every row's errors (``per_row``).
     """
     X, y, weight = part
+    X = kernel_matrix(X)
     w = np.ones(X.shape[0]) if weight is None else weight
     projected = np.asarray(X @ basis)
     if means is not None:

@@ -24,6 +24,7 @@ from .kernels import (
     _scratch,
     _take,
     _weighted_gram,
+    kernel_matrix,
     linear_predictor,
     partition_offset,
 )
@@ -121,6 +122,7 @@ def inference_sums(part, params, family, fit_intercept, null_mean):
     log-likelihood sums of one partition at ``params``; ``null_mean`` is the mean of the
     null model (the weighted mean target)."""
     X, y, weight = part[:3]
+    X = kernel_matrix(X)
     offset = partition_offset(part)
     n_params = params.shape[0]
     n_coef = n_params - int(fit_intercept)

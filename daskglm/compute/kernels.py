@@ -23,6 +23,11 @@ are accumulated from each row's non-zeros into a dense array (:mod:`daskglm.comp
 ``cupyx.scipy.sparse`` CSR partitions take the same branch with the same products, and
 ``X^T W X`` as the sparse product ``X^T (diag(w) X)`` made dense.
 
+A table's partitions can be categorical blocks (:class:`.categorical_matrix.CategoricalMatrix`:
+numeric columns and level codes).  The gradient and the Hessian of the compiled families
+read them in compiled loops of their own; every other path here reads their CSR matrix
+(:func:`kernel_matrix`).
+
 Every path but the compiled one is written against the array API namespace of the
 partition (:func:`daskglm.backend.namespace`): numpy, CuPy and any library of the
 standard run the same code; only what returns to the driver is numpy (``to_host``).
@@ -50,6 +55,8 @@ from ..backend import (
 )
 from .blocked import (
     augmented_gram,
+    fused_categorical_loss_grad,
+    fused_categorical_loss_grad_hess,
     fused_csr_loss_grad,
     fused_csr_loss_grad_hess,
     fused_loss_grad,
@@ -57,6 +64,7 @@ from .blocked import (
     fused_loss_grads,
     pointwise_for,
 )
+from .categorical_matrix import is_categorical_matrix
 from .csr_products import csr_weighted_gram
 from .tree import row_additive
 
@@ -182,6 +190,8 @@ def as_csr_or_dense(X):
         entries; the input is never modified); anything else a C-contiguous ndarray.  A
         float32 or float64 dtype is kept; other dtypes become float64.
     """
+    if is_categorical_matrix(X):  # a layout the kernels read as it is
+        return X
     if not sp.issparse(X) and hasattr(X, "to_scipy_sparse"):  # pydata sparse
         X = X.to_scipy_sparse()
     if _is_sparse(X):  # scipy's or cupyx's, which mirror each other here
@@ -203,6 +213,8 @@ def as_csr_or_dense(X):
 
 def linear_predictor(X, params, fit_intercept, offset=None):
     """``X @ coef (+ intercept) (+ offset)`` for one block of rows."""
+    if is_categorical_matrix(X):
+        X = X.tocsr()
     xp = namespace(X)
     params = from_host(params, like=X)
     if fit_intercept:
@@ -254,6 +266,8 @@ def loss_grad(part, params, family, fit_intercept):
     total = _total_weight(X, weight)
     fused = _fused_loss_grad_for(X)
     pointwise = pointwise_for(family) if fused is not None else None
+    if pointwise is None:
+        X = kernel_matrix(X)
     if pointwise is not None:
         params = np.asarray(params, dtype=np.float64)
         coef, intercept = (params[:-1], params[-1]) if fit_intercept else (params, 0.0)
@@ -288,7 +302,16 @@ def _fused_loss_grad_for(X):
         return fused_loss_grad
     if sp.issparse(X) and X.format == "csr":
         return fused_csr_loss_grad
+    if is_categorical_matrix(X):
+        return fused_categorical_loss_grad
     return None
+
+
+def kernel_matrix(X):
+    """``X`` as the generic (not compiled) paths read it: a categorical block
+    (:class:`~.categorical_matrix.CategoricalMatrix`) as its CSR matrix, anything else
+    as it is."""
+    return X.tocsr() if is_categorical_matrix(X) else X
 
 
 def loss_grads(X, y, weights, params, family, fit_intercept):
@@ -297,6 +320,8 @@ def loss_grads(X, y, weights, params, family, fit_intercept):
     of them when ``X`` is a numpy array and the family has a compiled loop (the sums of
     :func:`loss_grad`, to the bit), one :func:`loss_grad` each otherwise.  A list of
     :class:`Stats`."""
+    if is_categorical_matrix(X) and len(params) > 1:
+        X = X.tocsr()  # read once for all the models, by loss_grad
     pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
     if pointwise is None or len(params) < 2:
         return [loss_grad((X, y, weight), p, family, fit_intercept)
@@ -347,17 +372,24 @@ def loss_grad_hess(part, params, family, fit_intercept):
     offset = partition_offset(part)
     n_params = params.shape[0]
     n_coef = n_params - 1 if fit_intercept else n_params
-    scratch = _scratch(X, products=True, dtype=X.dtype)
+    blocks = is_categorical_matrix(X) and X.shape[0] and pointwise_for(family) is not None
+    if is_categorical_matrix(X) and not blocks:
+        X = X.tocsr()
+    scratch = None if blocks else _scratch(X, products=True, dtype=X.dtype)
     # the scaled rows are written in X's dtype: floating point only
     dense = _is_host_dense(X) and X.shape[0] and X.dtype in (np.float32, np.float64)
     csr = sp.issparse(X) and X.format == "csr" and X.shape[0] and X.has_canonical_format
-    pointwise = pointwise_for(family) if dense or csr else None
+    pointwise = pointwise_for(family) if dense or csr or blocks else None
     if pointwise is not None:
         params = np.asarray(params, dtype=np.float64)
         coef, intercept = (params[:-1], params[-1]) if fit_intercept else (params, 0.0)
         if dense:
             loss, grad, intercept_grad, gram_x, col_sums, curvature = fused_loss_grad_hess(
                 X, y, weight, offset, coef, intercept, pointwise, scratch.shape[0], scratch)
+        elif blocks:
+            loss, grad, intercept_grad, gram_x, col_sums, curvature = \
+                fused_categorical_loss_grad_hess(X, y, weight, offset, coef, intercept,
+                                                 pointwise)
         else:
             loss, grad, intercept_grad, gram_x, col_sums, curvature = \
                 fused_csr_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise)
@@ -485,6 +517,7 @@ def _sparse_gram(X, y, weight):
 def gram(part):
     """Centred weighted Gram statistics of one partition: one read of ``X``."""
     X, y, weight = part
+    X = kernel_matrix(X)
     if _is_sparse(X):
         return _sparse_gram(X, y, weight)
     if _is_host_dense(X):

@@ -17,6 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backend import array_module, to_host
+from .categorical_matrix import is_categorical_matrix
 
 __all__ = ["LabelCounts", "count_labels", "encode_and_weigh", "loss_grad_by_class",
            "softmax_loss_grad_by_class", "MAX_MOMENT_CLASSES"]
@@ -113,6 +114,8 @@ def _class_moments(X, index, weight, n_labels):
         with np.errstate(over="ignore"):
             weighted_moments(X, row_weight, index, sums, squares)
         return sums, squares
+    if is_categorical_matrix(X):
+        X = X.tocsr()
     if sp.issparse(X) and X.format == "csr" and X.dtype in (np.float32, np.float64):
         from .moment_loops import csr_weighted_moments  # numba, on first use
 

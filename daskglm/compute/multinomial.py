@@ -27,6 +27,7 @@ from .kernels import (
     _take,
     _total_weight,
     _weighted_gram,
+    kernel_matrix,
 )
 from .tree import row_additive
 
@@ -78,6 +79,7 @@ def multinomial_loss_grad(part, params, n_classes, fit_intercept):
         Total weight, loss sum and gradient sum (in the layout of ``params``).
     """
     X, y, weight = part
+    X = kernel_matrix(X)
     if type(X) is np.ndarray and X.dtype in (np.float32, np.float64):
         return _dense_loss_grad(X, y, weight, params, n_classes, fit_intercept)
     xp = namespace(X)
@@ -150,6 +152,7 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
     a symmetric product of the block scaled by the square roots of their magnitudes.
     """
     X, y, weight = part
+    X = kernel_matrix(X)
     xp = namespace(X)
     d = X.shape[1]
     K = n_classes

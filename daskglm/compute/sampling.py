@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import from_host, to_host
+from .kernels import kernel_matrix
 
 __all__ = ["partition_size", "epoch_counts", "epoch_order", "batch_rows", "draw_rows", "take_rows",
            "take_rows_to_host"]
@@ -109,6 +110,7 @@ def take_rows(part, rows):
     """``(X, y, weight)`` of a partition at the row numbers ``rows`` (a numpy array), where
     the partition lives: the numbers go to the partition's device first."""
     X, y, weight = part[:3]
+    X = kernel_matrix(X)
     rows = from_host(rows, X)
     return X[rows], y[rows], None if weight is None else weight[rows]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..backend import namespace
-from .kernels import linear_predictor
+from .kernels import kernel_matrix, linear_predictor
 
 __all__ = ["validation_sums", "score_of_sums"]
 
@@ -28,6 +28,7 @@ def validation_sums(part, params, fit_intercept, classification):
         sum w y, sum w y^2, sum w (y - prediction)^2]`` for a regressor.
     """
     X, y, weight = part[:3]
+    X = kernel_matrix(X)
     if X.shape[0] == 0:
         return np.zeros(4)
     eta = linear_predictor(X, params, fit_intercept)

@@ -35,7 +35,7 @@ from ..model.families import Family
 from ..model.penalties import L1, L2, ElasticNet, NoPenalty, Penalty
 from ..optim.schedules import Chain, OptimalDecay, PolynomialDecay, Scale, add_states, scale_state
 from .blocked import pointwise_for
-from .kernels import Stats, linear_predictor, loss_grad
+from .kernels import Stats, kernel_matrix, linear_predictor, loss_grad
 from .sampling import (
     batch_rows,
     draw_rows,
@@ -135,6 +135,7 @@ def batch_loss_grad(part, draw, params, config, epoch):
     index, count = draw[:2]
     offset = int(draw[2]) if len(draw) > 2 else 0
     X, y, weight = part
+    X = kernel_matrix(X)
     if count == 0 or X.shape[0] == 0:
         if sp.issparse(X):
             return Stats(0.0, 0.0, SparseGradient.zeros(params.shape[0]))
@@ -513,6 +514,7 @@ def _hogwild_local_steps(part, index, first_step, counts, params, rule_state, we
     from .parameter_server import hogwild_loss
 
     X = part[0]
+    X = kernel_matrix(X)
     n = config.n_features
     total = int(np.sum(counts))
     rate, _ = config.rule.update(None, rule_state, first_step)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backend import from_host, is_numpy_namespace, is_sparse, namespace, to_host
+from .categorical_matrix import CategoricalMatrix, is_categorical_matrix
 from .kernels import GramStats, _row_blocks, _scratch, _transpose_product, gram
 from .tree import row_additive
 
@@ -50,6 +51,8 @@ def column_moments(part):
         return _dense_column_moments(X, weight)
     if sp.issparse(X) and X.format == "csr" and X.dtype in (np.float32, np.float64):
         return _csr_column_moments(X, weight)
+    if is_categorical_matrix(X):
+        return _categorical_column_moments(X, weight)
     xp = namespace(X)
     fast = is_numpy_namespace(xp)
     weight = xp.ones(X.shape[0], dtype=xp.float64) if weight is None else weight
@@ -101,6 +104,24 @@ def _csr_column_moments(X, weight):
     return ColumnMoments(total, sums[0], squares[0])
 
 
+def _categorical_column_moments(X, weight):
+    """:func:`column_moments` of a categorical block: its numeric columns' in one compiled
+    read, and each level's weight (a dummy's value and square are 1)."""
+    numeric = _dense_column_moments(X.numeric, weight)
+    sums = np.zeros(X.shape[1])
+    p = X.numeric.shape[1]
+    sums[:p] = numeric.sums
+    levels = X.columns.ravel()
+    row_weight = None if weight is None else np.repeat(np.asarray(weight, dtype=np.float64),
+                                                       X.columns.shape[1])
+    found = levels >= 0
+    sums += np.bincount(levels[found], weights=None if row_weight is None
+                        else row_weight[found], minlength=X.shape[1])
+    squares = sums.copy()
+    squares[:p] = numeric.squares
+    return ColumnMoments(numeric.weight, sums, squares)
+
+
 @dataclass
 class ColumnMaxima:
     """Largest absolute value of each column of ``X``."""
@@ -117,6 +138,11 @@ def column_max_abs(part):
     X = part[0]
     if X.shape[0] == 0:
         return ColumnMaxima(np.zeros(X.shape[1]))
+    if is_categorical_matrix(X):
+        values = np.zeros(X.shape[1])
+        values[:X.numeric.shape[1]] = np.abs(X.numeric).max(axis=0)
+        values[X.columns[X.columns >= 0]] = 1.0
+        return ColumnMaxima(values)
     if is_sparse(X):
         return ColumnMaxima(np.asarray(to_host(abs(X).max(axis=0).toarray()),
                                        dtype=float).ravel())
@@ -126,6 +152,12 @@ def column_max_abs(part):
 def scale_columns(part, scale):
     """The partition with column ``j`` of ``X`` multiplied by ``scale[j]``."""
     X = part[0]
+    if is_categorical_matrix(X):
+        p = X.numeric.shape[1]
+        if np.all(np.asarray(scale)[p:] == 1):  # the levels' columns keep their codes
+            numeric = X.numeric * np.asarray(scale[:p]).astype(X.dtype)
+            return (CategoricalMatrix(numeric, X.columns, X.n_features), *part[1:])
+        X = X.tocsr()
     scale = from_host(np.asarray(scale).astype(X.dtype), X)
     if is_sparse(X):
         X = X.copy()
@@ -219,9 +251,11 @@ def encode_positive(part, positive):
 
 
 def all_finite(a):
-    """Whether a dense or sparse array holds no NaN or infinity."""
+    """Whether a dense or sparse array (or a categorical block) holds no NaN or infinity."""
     if is_sparse(a):
         a = a.data
+    elif is_categorical_matrix(a):
+        a = a.numeric
     return bool(namespace(a).all(namespace(a).isfinite(a)))
 
 

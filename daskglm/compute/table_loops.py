@@ -62,7 +62,7 @@ def table_csr(numbers, columns, width, dtype):
     numbers : ndarray of shape (n, p)
         The numeric columns' values: the first ``p`` features.  Read in its own layout
         (a pandas frame's columns are a Fortran-ordered block).
-    columns : ndarray of shape (n, k), int64
+    columns : ndarray of shape (n, k), int32 or int64
         For each categorical column, the feature of each row's level (``>= p``, increasing
         from one categorical column to the next), or -1 when the level has none.
     width : int
@@ -78,7 +78,7 @@ def table_csr(numbers, columns, width, dtype):
     """
     n = numbers.shape[0]
     numbers = np.asarray(numbers, dtype=dtype)  # any layout: a frame's columns are read in place
-    columns = np.ascontiguousarray(columns, dtype=np.int64)
+    columns = np.ascontiguousarray(columns)
     counts = np.empty(n, dtype=np.int64)
     _count_entries(numbers, columns, counts)
     entries = int(counts.sum())

@@ -8,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from ..compute.categorical_matrix import is_categorical_matrix
 from ..compute.summaries import stored_bytes
 from .dask_compat import cluster_workers
 from .partitions import is_dask
@@ -39,9 +40,9 @@ class CacheChoice(NamedTuple):
 def data_nbytes(X, y, sample_weight=None):
     """Bytes of ``(X, y, sample_weight)`` once in memory.
 
-    For a Dask array with sparse chunks, the stored size of its first chunk scaled to all
-    its rows (one chunk is read); an array whose length is not known yet counts
-    as 0.
+    For a Dask array with sparse chunks or categorical blocks, the stored size of its
+    first chunk scaled to all its rows (one chunk is read); an array whose length is not
+    known yet counts as 0.
     """
     total = 0
     for a in (X, y, sample_weight):
@@ -49,12 +50,18 @@ def data_nbytes(X, y, sample_weight=None):
             continue
         if sp.issparse(a):
             total += stored_bytes(a)
-        elif is_dask(a) and sp.issparse(getattr(a, "_meta", None)) and a.numblocks[0]:
+        elif is_dask(a) and _stored_apart(getattr(a, "_meta", None)) and a.numblocks[0]:
             first = a.blocks[0].compute()
             total += stored_bytes(first) * a.shape[0] // max(1, first.shape[0])
         else:
             total += int(np.prod(np.shape(a))) * np.dtype(a.dtype).itemsize
     return total
+
+
+def _stored_apart(meta):
+    """Whether chunks of the type of ``meta`` take other bytes than their shape says: CSR
+    matrices and categorical blocks."""
+    return sp.issparse(meta) or is_categorical_matrix(meta)
 
 
 def free_memory(client):

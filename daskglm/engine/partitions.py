@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from ..backend import array_module, is_device
 from ..compute.blocked import warm_up
+from ..compute.categorical_matrix import CategoricalMatrix, is_categorical_matrix
 from ..compute.kernels import as_csr_or_dense
 from ..compute.summaries import stored_bytes
 
@@ -53,6 +54,8 @@ def _usable(a):
     """
     if a is None or sp.issparse(a) or is_device(a):
         return a
+    if is_categorical_matrix(a):
+        return CategoricalMatrix(_usable(a.numeric), _usable(a.columns), a.n_features)
     return np.require(a, requirements=["C", "A"])
 
 
@@ -89,6 +92,8 @@ def _float32_copy(part):
     :data:`daskglm.engine.cache.KEPT_COPIES_KEY`); the partition itself when a value of
     ``X`` is beyond float32's range, so that no finite value becomes infinite."""
     X = part[0]
+    if type(X) is not np.ndarray:  # the copies are of dense float64 partitions only
+        return part
     if X.size and np.nanmax(np.abs(X)) > np.finfo(np.float32).max:
         return part
     return (np.ascontiguousarray(X, dtype=np.float32), *part[1:])

@@ -15,6 +15,8 @@ linear predictor of ``predict`` (block by block for Dask input), the helpers of
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import os
 import sys
@@ -33,6 +35,7 @@ from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.losses import loss_of
 from ..compute.summaries import all_finite
 from ..engine import is_dask, make_engine
+from ..engine.cache import kept_copies
 from ..engine.distributed import active_client
 from ..engine.driver_passes import add_to, collecting, compute_pass, records_driver_passes
 from ..model.families import Family, _StartAtTypicalMean
@@ -41,6 +44,7 @@ from ..solvers import SOLVERS, Problem, get_solver
 from ..solvers.base import DEFAULT_MAX_ITER, SolverResult
 from ..solvers.options import options_dict
 from .categorical import (
+    BLOCK_SOLVERS,
     check_missing,
     encoded_array,
     is_table,
@@ -118,18 +122,23 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     def _validate_input(self, X, y, sample_weight):
         """Cheap checks that need no pass over the data; NaN/inf come in the engine's round."""
-        X, y, sample_weight = self._checked_input(X, y, sample_weight)
+        X, y, sample_weight, _ = self._checked_input(X, y, sample_weight)
         self._fit_dtype = _coef_dtype(X)
         return X, y, sample_weight
 
     def _checked_input(self, X, y, sample_weight):
+        """The checked ``(X, y, sample_weight)``, and for a table with categorical columns
+        a function making its features as categorical blocks (None otherwise)."""
         _reject_datetimes(X)
         missing = getattr(self, "missing", "error")
-        encoding = means = None
+        encoding = means = blocks = None
         if is_table_with_categories(X) or (missing == "mean" and is_table(X)):
             encoding, lengths = table_encoding(X, drop_first=not self._penalised(),
                                                compute=compute_pass, missing=missing,
                                                with_lengths=True)
+            if encoding.levels:
+                blocks = functools.partial(encoded_array, X, encoding, lengths=lengths,
+                                           layout="blocks")
             X = encoded_array(X, encoding, compute=compute_pass, lengths=lengths)
         elif missing == "mean":
             X, means = _filled_with_means(X)
@@ -144,7 +153,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             self.feature_names_in_ = np.asarray(encoding.columns, dtype=object)
             self.n_features_in_ = len(encoding.columns)
             self.feature_names_out_ = encoding.feature_names_out
-        return X, y, sample_weight
+        return X, y, sample_weight, blocks
 
     @classmethod
     def from_formula(cls, formula, data, *, sample_weight=None, offset=None, exposure=None,
@@ -298,6 +307,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         self._check_params()
         data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels)
         plan = self._plan(data, init)
+        data = self._with_categorical_blocks(data, plan)
         with self._open_engines(data, plan) as engines:
             engine = engines.training
             if data.labels is not None:
@@ -326,7 +336,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                   labels=None):
         """The checked input of one fit: cheap checks that need no pass over the data
         (NaN and infinity are found in the engine's validation round)."""
-        X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
+        self._fit_dtype = _coef_dtype(X)
         offset = _check_offset(self, offset, exposure, X, self._family())
         if labels is None:
             labels = self._labels_for_engine(y, init)
@@ -336,7 +347,22 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         if offset is not None and not getattr(family, "takes_offset", True):
             raise ValueError(f"The {family.name} model takes no offset.")
         sample_weight = self._weigh_samples(y, sample_weight, labels)
-        return FitData(X, y, sample_weight, offset, family, _coef_dtype(X), labels, held_out)
+        return FitData(X, y, sample_weight, offset, family, _coef_dtype(X), labels, held_out,
+                       blocks)
+
+    def _with_categorical_blocks(self, data, plan):
+        """``data`` with a table's features as categorical blocks (numeric columns and
+        level codes, :class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`) when
+        the fit's kernels read them: the solvers of :data:`BLOCK_SOLVERS` (``"auto"``
+        chooses among them), with their partitions of rows; ``data`` otherwise, with CSR
+        features."""
+        if data.blocks is None or (self.solver != "auto" and self.solver not in BLOCK_SOLVERS):
+            return data
+        options = getattr(plan.solver, "opts", {}) or {}
+        if plan.solver_name not in BLOCK_SOLVERS or options.get("sharded") \
+                or kept_copies() != "exact":
+            return data
+        return dataclasses.replace(data, X=data.blocks(), blocks=None)
 
     def _labels_for_engine(self, y, init):
         """The labels whose classes the validation round finds (classifiers), else None:

@@ -31,12 +31,18 @@ import scipy.sparse as sp
 
 from .validation import frame_partitions, partition_rows, projected_partitions
 
-__all__ = ["TableEncoding", "table_encoding", "encode_frame", "categorical_columns",
+__all__ = ["TableEncoding", "table_encoding", "encode_frame", "categorical_columns", "BLOCK_SOLVERS",
            "is_table_with_categories", "is_table", "encoded_array", "MISSING_LEVEL",
            "check_missing"]
 
 #: The level of a categorical column's missing values with ``missing="mean"``.
 MISSING_LEVEL = "(missing)"
+
+#: The solvers whose kernels read categorical blocks
+#: (:class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`): a table's fit with
+#: one of them (or ``solver="auto"``, which chooses among them) keeps its partitions as
+#: blocks; any other solver reads CSR partitions.  Sharded L-BFGS reads CSR.
+BLOCK_SOLVERS = ("lbfgs", "newton", "gd", "proximal", "normal")
 
 
 def check_missing(missing):
@@ -237,20 +243,24 @@ def _order(value):
     return (type(value).__name__, value)
 
 
-def encode_frame(frame, encoding, dtype=np.float64):
-    """One partition (a pandas DataFrame) as the CSR matrix of ``encoding``'s features.
+def encode_frame(frame, encoding, dtype=np.float64, layout="csr"):
+    """One partition (a pandas DataFrame) as the matrix of ``encoding``'s features.
 
-    The matrix is written in one compiled pass (:func:`~daskglm.compute.table_loops.table_csr`)
-    from each row's entries: its numeric values other than zero, then one 1 per
-    categorical column whose level has a column, so each row's column indices are sorted.  A categorical column's levels are matched on its
-    categories or its distinct values, not row by row.
+    With ``layout="csr"``, a CSR matrix written in one compiled pass
+    (:func:`~daskglm.compute.table_loops.table_csr`) from each row's entries: its numeric
+    values other than zero, then one 1 per categorical column whose level has a column,
+    so each row's column indices are sorted.  With ``layout="blocks"``, a categorical
+    block (:class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`): the numeric
+    columns as a dense array and each row's level columns, the same features.  A
+    categorical column's levels are matched on its categories or its distinct values,
+    not row by row.
 
     Raises
     ------
     ValueError
         For a missing value in a categorical column.
     """
-    from ..compute.table_loops import table_csr  # numba, on first use
+    from ..compute.categorical_matrix import CategoricalMatrix
 
     frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
     n = len(frame)
@@ -263,16 +273,20 @@ def encode_frame(frame, encoding, dtype=np.float64):
             means = np.array([encoding.means[c] for c in encoding.numeric], dtype=dtype)
             numbers = np.where(np.isnan(numbers), means, numbers)
     width = numbers.shape[1]
-    columns = np.empty((n, len(encoding.levels)), dtype=np.int64)
+    index = np.int32 if encoding.n_features < np.iinfo(np.int32).max else np.int64
+    columns = np.empty((n, len(encoding.levels)), dtype=index)
     for k, (column, levels) in enumerate(encoding.levels.items()):
         codes = _level_codes(frame[column], levels, encoding.missing_level, column)
         if encoding.drop_first:
             codes = codes - 1  # the reference level, code 0, has no column: -1 as unseen
         columns[:, k] = np.where(codes >= 0, width + codes, -1)
         width += len(encoding.kept_levels(column))
-    matrix = sp.csr_matrix(table_csr(numbers, columns, width, dtype), shape=(n, width))
-    matrix.has_sorted_indices = True
-    return matrix
+    matrix = CategoricalMatrix(np.ascontiguousarray(numbers), columns, width)
+    if layout == "blocks":
+        return matrix
+    if layout != "csr":
+        raise ValueError(f"layout must be 'csr' or 'blocks'; got {layout!r}.")
+    return matrix.tocsr()
 
 
 def _level_codes(values, levels, missing_level, column):
@@ -307,12 +321,18 @@ def is_table(X):
     return hasattr(X, "dtypes") and hasattr(X, "columns")
 
 
-def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None):
-    """``frame`` encoded: a CSR matrix (pandas) or a Dask array of CSR chunks, one per
-    partition (Dask; ``compute`` computes the partitions' lengths, a pass, unless
-    ``lengths`` gives them)."""
+def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None,
+                  layout="csr"):
+    """``frame`` encoded (:func:`encode_frame` in ``layout``): a matrix (pandas) or a Dask
+    array of one chunk per partition (Dask; ``compute`` computes the partitions' lengths,
+    a pass, unless ``lengths`` gives them).
+
+    A Dask array of categorical blocks (``layout="blocks"``) is for the engine's
+    partitions: Dask joins and slices its chunks by rows, and no other numpy function
+    takes them.
+    """
     if not hasattr(frame, "__dask_graph__"):
-        return encode_frame(frame, encoding, dtype)
+        return encode_frame(frame, encoding, dtype, layout)
     import dask
     import dask.array as da
 
@@ -323,7 +343,17 @@ def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None)
         raise RuntimeError(f"{len(lengths)} partition lengths for {len(parts)} partitions.")
     encode = dask.delayed(encode_frame, pure=True)
     meta = sp.csr_matrix((0, encoding.n_features), dtype=dtype)
-    blocks = [da.from_delayed(encode(part, encoding, dtype), shape=(int(rows), encoding.n_features),
-                              dtype=dtype, meta=meta)
+    if layout == "blocks":
+        meta = _empty_blocks(encoding, dtype)
+    blocks = [da.from_delayed(encode(part, encoding, dtype, layout),
+                              shape=(int(rows), encoding.n_features), dtype=dtype, meta=meta)
               for part, rows in zip(parts, lengths)]
     return da.concatenate(blocks, axis=0)
+
+
+def _empty_blocks(encoding, dtype):
+    from ..compute.categorical_matrix import CategoricalMatrix
+
+    return CategoricalMatrix(np.empty((0, len(encoding.numeric)), dtype=dtype),
+                             np.empty((0, len(encoding.levels)), dtype=np.int32),
+                             encoding.n_features)

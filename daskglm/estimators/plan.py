@@ -57,6 +57,10 @@ class FitData:
         Set when ``y`` holds labels the validation round finds the classes of.
     held_out : tuple or None
         ``(X, y, sample_weight)`` of the rows held out for early stopping.
+    blocks : callable or None
+        For a table with categorical columns, makes ``X`` as categorical blocks
+        (:func:`~daskglm.estimators.categorical.encoded_array` with ``layout="blocks"``),
+        which the fit takes when its kernels read them; None otherwise.
     """
 
     X: Any
@@ -67,6 +71,7 @@ class FitData:
     dtype: np.dtype
     labels: LabelRequest | None = None
     held_out: tuple | None = None
+    blocks: Any = None
 
     @property
     def n_features(self) -> int:
