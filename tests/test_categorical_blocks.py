@@ -326,3 +326,31 @@ def _block_calls():
 def _stop_counting():
     loop = kernels.fused_categorical_loss_grad
     kernels.fused_categorical_loss_grad = getattr(loop, "original", loop)
+
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_logistic_regression_of_string_labels_on_a_table(monkeypatch, classes):
+    """Labels found in the validation round: two classes fit on blocks, three (the
+    multinomial model, whose kernels read CSR) on CSR partitions; each equals the fit
+    on CSR partitions (1e-8)."""
+    frame = _table(3000)
+    frame["tier"] = np.random.default_rng(5).choice(["a", "b", "c"][:classes], len(frame))
+    ddf = dd.from_pandas(frame, npartitions=3)
+
+    def fit():
+        return daskglm.LogisticRegression(C=10.0, tol=1e-10).fit(ddf[FEATURES], ddf["tier"])
+
+    blocks, csr, block_calls, csr_calls = _fit_both_layouts(monkeypatch, fit)
+    assert (block_calls > 0) == (classes == 2) and csr_calls == 0
+    np.testing.assert_allclose(blocks.coef_, csr.coef_, rtol=1e-8, atol=1e-8)
+
+
+def test_the_csr_matrix_of_a_block_is_made_once_and_not_sent():
+    import pickle
+
+    X = _blocks(30)
+    assert kernels.kernel_matrix(X) is kernels.kernel_matrix(X)
+    sent = pickle.loads(pickle.dumps(X))
+    assert sent._csr is None
+    np.testing.assert_array_equal(sent.toarray(), X.toarray())

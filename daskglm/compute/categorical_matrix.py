@@ -12,7 +12,9 @@ categorical value: the compiled loops of :mod:`.fused_loops` (``fused_categorica
 
 It is the partition layout of the fits whose kernels read it (the gradient, the Hessian
 and the validation round's, :data:`daskglm.estimators.categorical.BLOCK_SOLVERS`); any
-other kernel reads its CSR matrix (:meth:`CategoricalMatrix.tocsr`, the same features).
+other kernel reads its CSR matrix (:meth:`CategoricalMatrix.kept_csr`, the same
+features, made once and then kept beside the block: a multinomial fit of a table's
+classes, which the validation round finds, reads it in every round).
 """
 
 from __future__ import annotations
@@ -45,6 +47,10 @@ class CategoricalMatrix:
         self.numeric = numeric
         self.columns = columns
         self.n_features = int(n_features)
+        self._csr = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_csr": None}  # the kept CSR matrix is not sent
 
     @property
     def shape(self):
@@ -113,6 +119,13 @@ class CategoricalMatrix:
                                          self.dtype), shape=self.shape)
         matrix.has_sorted_indices = True
         return matrix
+
+    def kept_csr(self):
+        """:meth:`tocsr`, made at the first call and kept with the block: the matrix of
+        the kernels that do not read blocks, made once per fit rather than per round."""
+        if self._csr is None:
+            self._csr = self.tocsr()
+        return self._csr
 
     def toarray(self):
         dense = np.zeros(self.shape, dtype=self.dtype)

@@ -213,8 +213,6 @@ def as_csr_or_dense(X):
 
 def linear_predictor(X, params, fit_intercept, offset=None):
     """``X @ coef (+ intercept) (+ offset)`` for one block of rows."""
-    if is_categorical_matrix(X):
-        X = X.tocsr()
     xp = namespace(X)
     params = from_host(params, like=X)
     if fit_intercept:
@@ -309,9 +307,9 @@ def _fused_loss_grad_for(X):
 
 def kernel_matrix(X):
     """``X`` as the generic (not compiled) paths read it: a categorical block
-    (:class:`~.categorical_matrix.CategoricalMatrix`) as its CSR matrix, anything else
-    as it is."""
-    return X.tocsr() if is_categorical_matrix(X) else X
+    (:class:`~.categorical_matrix.CategoricalMatrix`) as its CSR matrix (made once, then
+    kept with the block), anything else as it is."""
+    return X.kept_csr() if is_categorical_matrix(X) else X
 
 
 def loss_grads(X, y, weights, params, family, fit_intercept):
@@ -321,7 +319,7 @@ def loss_grads(X, y, weights, params, family, fit_intercept):
     :func:`loss_grad`, to the bit), one :func:`loss_grad` each otherwise.  A list of
     :class:`Stats`."""
     if is_categorical_matrix(X) and len(params) > 1:
-        X = X.tocsr()  # read once for all the models, by loss_grad
+        X = X.kept_csr()  # read once for all the models, by loss_grad
     pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
     if pointwise is None or len(params) < 2:
         return [loss_grad((X, y, weight), p, family, fit_intercept)
@@ -374,7 +372,7 @@ def loss_grad_hess(part, params, family, fit_intercept):
     n_coef = n_params - 1 if fit_intercept else n_params
     blocks = is_categorical_matrix(X) and X.shape[0] and pointwise_for(family) is not None
     if is_categorical_matrix(X) and not blocks:
-        X = X.tocsr()
+        X = X.kept_csr()
     scratch = None if blocks else _scratch(X, products=True, dtype=X.dtype)
     # the scaled rows are written in X's dtype: floating point only
     dense = _is_host_dense(X) and X.shape[0] and X.dtype in (np.float32, np.float64)

@@ -115,7 +115,7 @@ def _class_moments(X, index, weight, n_labels):
             weighted_moments(X, row_weight, index, sums, squares)
         return sums, squares
     if is_categorical_matrix(X):
-        X = X.tocsr()
+        X = X.kept_csr()
     if sp.issparse(X) and X.format == "csr" and X.dtype in (np.float32, np.float64):
         from .moment_loops import csr_weighted_moments  # numba, on first use
 

@@ -157,7 +157,7 @@ def scale_columns(part, scale):
         if np.all(np.asarray(scale)[p:] == 1):  # the levels' columns keep their codes
             numeric = X.numeric * np.asarray(scale[:p]).astype(X.dtype)
             return (CategoricalMatrix(numeric, X.columns, X.n_features), *part[1:])
-        X = X.tocsr()
+        X = X.kept_csr()
     scale = from_host(np.asarray(scale).astype(X.dtype), X)
     if is_sparse(X):
         X = X.copy()

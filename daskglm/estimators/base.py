@@ -31,6 +31,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import progress
 from ..accounting.choice import SHARDED_FEATURES, choose_method
 from ..backend import array_module, from_host, is_device
+from ..compute.blocked import pointwise_for
 from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.losses import loss_of
 from ..compute.summaries import all_finite
@@ -354,13 +355,15 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """``data`` with a table's features as categorical blocks (numeric columns and
         level codes, :class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`) when
         the fit's kernels read them: the solvers of :data:`BLOCK_SOLVERS` (``"auto"``
-        chooses among them), with their partitions of rows; ``data`` otherwise, with CSR
-        features."""
+        chooses among them), with their partitions of rows, on a family with compiled
+        loops (:func:`~daskglm.compute.blocked.pointwise_for`) and one coefficient vector;
+        ``data`` otherwise, with CSR features."""
         if data.blocks is None or (self.solver != "auto" and self.solver not in BLOCK_SOLVERS):
             return data
         options = getattr(plan.solver, "opts", {}) or {}
         if plan.solver_name not in BLOCK_SOLVERS or options.get("sharded") \
-                or kept_copies() != "exact":
+                or kept_copies() != "exact" or not loss_of(plan.problem).single_output \
+                or pointwise_for(plan.problem.family) is None:
             return data
         return dataclasses.replace(data, X=data.blocks(), blocks=None)
 
