@@ -238,11 +238,14 @@ def build_parser():
     cold.set_defaults(handler=_cold_start)
 
     categorical = commands.add_parser(
-        "categorical", help="categorical columns: per-partition CSR vs dense dummies vs glum")
+        "categorical", help="categorical columns: per-partition blocks vs dense dummies vs glum")
     categorical.add_argument("--rows", type=int, default=10_000_000)
     categorical.add_argument("--dummies-rows", type=int, default=1_000_000,
                              help="the size at which dense dummies are fitted too")
     categorical.add_argument("--seed", type=int, default=0)
+    categorical.add_argument("--partition", action="store_true",
+                             help="time each kernel on one 5e5-row partition, as CSR and as "
+                                  "a categorical block, in process (nothing else)")
     categorical.set_defaults(handler=_categorical)
 
     comm = commands.add_parser("communication",

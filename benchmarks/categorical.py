@@ -1,6 +1,8 @@
 """Categorical tables: daskglm's encoding per partition against dense dummies and glum.
 
-``python -m benchmarks categorical [--rows 10000000] [--dummies-rows 1000000]``
+``python -m benchmarks categorical [--rows 10000000] [--dummies-rows 1000000]``;
+``python -m benchmarks categorical --partition`` times each step of a fit on one 5e5-row
+partition instead, as CSR and as a categorical block (:func:`partition_kernels`).
 
 The data: a policy table of ``rows`` rows with three categorical columns of 10, 100 and
 1,000 levels (pandas ``category``), 10 numeric columns, an exposure and Poisson claim
@@ -11,8 +13,8 @@ gradient tolerance of 1e-6.
 Fits, each timed warm (a small fit first loads the compiled loops):
 
 * daskglm on a Dask DataFrame of the table on a ``LocalCluster`` of two single-threaded
-  worker processes, at ``rows`` and at ``dummies_rows``: the levels are one-hot encoded
-  per partition into CSR, where the partition lives;
+  worker processes, at ``rows`` and at ``dummies_rows``: each partition becomes a
+  categorical block (its numeric columns and each row's level codes) where it lives;
 * daskglm on the same rows as dense float64 dummies (a Dask array made per partition), at
   ``dummies_rows`` only: at ``rows`` = 1e7 they would take 90 GB;
 * glum (``GeneralizedLinearRegressor``, its categorical matrix type, on the pandas frame
@@ -149,7 +151,56 @@ def _largest_difference(fit, reference):
     return max(abs(ours[n] - theirs[n]) for n in shared) if shared else None
 
 
+def partition_kernels(rows=500_000, seed=0, repeats=5):
+    """The best of ``repeats`` seconds of each step of a fit on one partition of ``rows``
+    rows of the table, as CSR and as a categorical block, and their bytes: a dict per
+    layout."""
+    from daskglm.compute.kernels import loss_grad, loss_grad_hess
+    from daskglm.compute.summaries import stored_bytes, summarize
+    from daskglm.engine.partitions import _as_partition
+    from daskglm.estimators.categorical import encode_frame, table_encoding
+    from daskglm.model.families import Poisson
+
+    frame = make_table(rows, seed)
+    encoding = table_encoding(frame[FEATURES], drop_first=False)
+    y, offset = frame["claims"].to_numpy(), np.log(frame["exposure"].to_numpy())
+    params = np.random.default_rng(seed).normal(0, 0.01, encoding.n_features + 1)
+    family = Poisson()
+
+    def best(step, *args):
+        seconds = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            step(*args)
+            seconds.append(time.perf_counter() - start)
+        return min(seconds)
+
+    found = {}
+    for layout in ("csr", "blocks"):
+        X = encode_frame(frame[FEATURES], encoding, layout=layout)
+        part = _as_partition(X, y, None, offset)
+        found[layout] = {
+            "encode": best(encode_frame, frame[FEATURES], encoding, np.float64, layout),
+            "validation statistics": best(summarize, part, family),
+            "gradient": best(loss_grad, part, params, family, True),
+            "hessian": best(loss_grad_hess, part, params, family, True),
+            "bytes": stored_bytes(X)}
+    return found
+
+
 def main(args):
+    if getattr(args, "partition", False):
+        from benchmarks.environment import load_average
+
+        print(f"load average at the start: {load_average()}", flush=True)
+        found = partition_kernels(seed=args.seed)
+        print("| per 5e5-row partition | CSR (compiled) | categorical block |\n|---|---|---|")
+        for step in ("encode", "validation statistics", "gradient", "hessian"):
+            print(f"| {step} | {1e3 * found['csr'][step]:.1f} ms | "
+                  f"{1e3 * found['blocks'][step]:.1f} ms |")
+        print(f"| memory | {found['csr']['bytes'] / 1e6:.0f} MB | "
+              f"{found['blocks']['bytes'] / 1e6:.0f} MB |")
+        return 0
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
@@ -173,7 +224,7 @@ def main(args):
                                 **reference, "difference": 0.0})
             fit = _daskglm_fit(client, ddf[FEATURES], ddf["claims"], ddf["exposure"])
             fit["difference"] = _largest_difference(fit, reference)
-            results.append({"rows": rows, "method": "daskglm, categorical columns (CSR per "
+            results.append({"rows": rows, "method": "daskglm, categorical columns (blocks per "
                                                     "partition)", **fit})
             if rows <= args.dummies_rows:
                 meta = np.empty((0, sum(LEVELS) + N_NUMERIC))
