@@ -1,14 +1,18 @@
-"""Tables with categorical columns: levels found once, each partition one-hot encoded into
-a CSR matrix where it lives, coefficients named ``column[level]``.
+"""Tables with categorical columns: levels found once, each partition encoded where it
+lives (a categorical block, or a CSR matrix), coefficients named ``column[level]``.
 
 A pandas or Dask DataFrame whose columns are numbers, ``category``, strings or booleans
 is fitted as is.  At fit, :func:`table_encoding` finds each categorical column's levels:
 the dtype's own categories when it knows them, otherwise the column's distinct values.
 Each partition is then encoded by :func:`encode_frame`: the numeric columns as they are,
-followed by one column per level of each categorical column, in one CSR matrix (never a
-dense dummy matrix).  As glum and H2O do, an unpenalised fit drops each column's first
-level (its reference: the intercept carries it, and the dummies are not collinear with
-it); a penalised fit keeps every level, so no level is singled out by the penalty.
+followed by one column per level of each categorical column (never a dense dummy
+matrix), as a categorical block
+(:class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`: the numeric columns and
+each row's level codes) for the fits whose solver reads them (:data:`BLOCK_SOLVERS`), as
+a CSR matrix for the others and for prediction.  As glum and H2O do, an unpenalised fit
+drops each column's first level (its reference: the intercept carries it, and the
+dummies are not collinear with it); a penalised fit keeps every level, so no level is
+singled out by the penalty.
 
 Missing values are chosen by the estimator's ``missing``: ``"error"`` (the default) refuses
 them, naming the column; ``"mean"`` fills a numeric column's with its mean at fit (kept for
