@@ -154,3 +154,22 @@ def test_the_table_pass_reads_only_the_columns_it_needs(tmp_path, monkeypatch, m
     X = categorical.encoded_array(ddf, encoding, lengths=lengths).compute()
     np.testing.assert_array_equal(X.toarray(), categorical.encode_frame(frame, encoding)
                                   .toarray())
+
+
+@pytest.mark.parametrize("estimator", ["poisson", "logistic"])
+def test_score_takes_a_dask_table(estimator):
+    """``score(ddf[features], ddf.y)`` on a Dask table with category and string columns
+    (it was made an array of objects, which predict refused): the pandas frame's score
+    (1e-12), the target chunked like the table's partitions (whose rows differ)."""
+    frame, eta, rng = _table(3001)
+    if estimator == "poisson":
+        y = pd.Series(rng.poisson(np.exp(eta)).astype(float), name="y")
+        model = daskglm.PoissonRegressor(alpha=1e-3, tol=1e-10)
+    else:
+        y = pd.Series(np.where(rng.uniform(size=len(frame)) < 0.5, "yes", "no"), name="y")
+        model = daskglm.LogisticRegression(tol=1e-10)
+    table = dd.from_pandas(frame.assign(y=y), npartitions=4)
+    model.fit(table[["age", "region", "plan"]], table["y"])
+    expected = model.score(frame, y)
+    got = model.score(table[["age", "region", "plan"]], table["y"])
+    assert float(got) == pytest.approx(expected, rel=1e-12)

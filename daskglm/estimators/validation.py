@@ -237,7 +237,8 @@ def _check_score_input(X, y, sample_weight, numeric=True):
     A column-vector ``y`` is raveled (with a DataConversionWarning); lengths must agree;
     NaN or infinity in ``y`` or the weights is an error (for Dask input, raised when the
     score is computed, from the same pass).  Dask ``y`` and weights are chunked like the
-    rows of a Dask ``X``.
+    rows of a Dask ``X``; a Dask table with categorical or string columns stays a table
+    (``predict`` encodes it), and its partitions' rows are counted, reading one column.
     """
     if not (is_dask(X) or is_dask(y) or is_dask(sample_weight)):
         y = column_or_1d(y, warn=True)
@@ -250,9 +251,15 @@ def _check_score_input(X, y, sample_weight, numeric=True):
 
     import dask.array as da
 
-    X, _ = _dask_frame_to_array(X) if is_dask(X) else (X, None)
-    n_rows = X.shape[0]
-    rows = X.chunks[0] if is_dask(X) else None
+    from .categorical import is_table_with_categories
+
+    if is_dask(X) and is_table_with_categories(X):
+        rows = tuple(partition_rows(projected_partitions(X, [])))
+        n_rows = sum(rows)
+    else:
+        X, _ = _dask_frame_to_array(X) if is_dask(X) else (X, None)
+        n_rows = X.shape[0]
+        rows = X.chunks[0] if is_dask(X) else None
 
     def as_dask_vector(a, name):
         if is_dask(a):
