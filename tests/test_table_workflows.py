@@ -102,18 +102,21 @@ def test_a_formula_on_a_dask_frame(client):
     np.testing.assert_allclose(model.coef_, reference.params[names].to_numpy(), rtol=1e-6)
 
 
-def test_a_poisson_path_with_cv_on_a_dask_frame_is_the_in_memory_one(client):
-    """H2O's ``lambda_search`` / glum's path with CV: the same path and choice from the
-    Dask frame's partitions as from the pandas frame's (scattered by the engine)."""
+@pytest.mark.parametrize("with_exposure", [False, True], ids=["counts", "exposure"])
+def test_a_poisson_path_with_cv_on_a_dask_frame_is_the_in_memory_one(client, with_exposure):
+    """H2O's ``lambda_search`` / glum's path with CV (with the policies' exposure, as
+    H2O's ``offset_column``): the same path and choice from the Dask frame's partitions
+    as from the pandas frame's (scattered by the engine)."""
     frame = _policies(n=4000)
     features = ["region", "plan", "age"]
 
-    def fit(X, y):
-        return daskglm.GLMCV(family="poisson", alphas=6, cv=3, tol=1e-10).fit(X, y)
+    def fit(X, y, exposure):
+        return daskglm.GLMCV(family="poisson", alphas=6, cv=3, tol=1e-10).fit(
+            X, y, exposure=exposure if with_exposure else None)
 
-    on_cluster = fit(dd.from_pandas(frame[features], npartitions=4),
-                     dd.from_pandas(frame.claims, npartitions=4))
-    in_memory = fit(frame[features], frame.claims)
+    ddf = dd.from_pandas(frame, npartitions=4)
+    on_cluster = fit(ddf[features], ddf.claims, ddf.exposure)
+    in_memory = fit(frame[features], frame.claims, frame.exposure)
     np.testing.assert_allclose(on_cluster.alphas_, in_memory.alphas_, rtol=1e-10)
     assert on_cluster.alpha_ == pytest.approx(in_memory.alpha_, rel=1e-10)
     np.testing.assert_allclose(on_cluster.coef_, in_memory.coef_, rtol=1e-6, atol=1e-9)

@@ -29,15 +29,15 @@ __all__ = [
 
 def training_weight(part, fold_ids, fold):
     """The partition's row weights with the rows of ``fold`` set to zero (a new array)."""
-    X, _, weight = part
+    weight = part[2]
     keep = (np.asarray(fold_ids) != fold).astype(np.float64)
     return keep if weight is None else weight * keep
 
 
 def run_on_training_rows(part, fold_ids, fold, kernel, *args):
-    """``kernel`` on the partition with the rows held out in ``fold`` weighing zero."""
-    X, y, _ = part
-    return kernel((X, y, training_weight(part, fold_ids, fold)), *args)
+    """``kernel`` on the partition with the rows held out in ``fold`` weighing zero (and its
+    offset, when it has one)."""
+    return kernel((part[0], part[1], training_weight(part, fold_ids, fold), *part[3:]), *args)
 
 
 @dataclass
@@ -57,12 +57,13 @@ def run_shared_requests(part, fold_ids, requests):
     assignment); each request is ``(assignment, fold, kernel, args)`` and runs
     ``kernel`` on the training rows of ``fold`` (:func:`run_on_training_rows`).  The
     requests for the loss and gradient of one family (:func:`~.kernels.loss_grad`) are
-    computed together, in one read of ``X`` (:func:`~.kernels.loss_grads`).
+    computed together, in one read of ``X`` (:func:`~.kernels.loss_grads`), unless the
+    partition has an offset.
     """
     results = [None] * len(requests)
     together = {}
     for index, (assignment, fold, kernel, args) in enumerate(requests):
-        if kernel is loss_grad:
+        if kernel is loss_grad and len(part) == 3:
             _, family, fit_intercept = args
             code = loss_code(family)  # the same compiled loop, or the same family object
             key = (id(family) if code is None else code, bool(fit_intercept))
@@ -70,7 +71,7 @@ def run_shared_requests(part, fold_ids, requests):
         else:
             results[index] = run_on_training_rows(part, fold_ids[assignment], fold, kernel,
                                                   *args)
-    X, y, _ = part
+    X, y = part[:2]
     for indices in together.values():
         weights = [training_weight(part, fold_ids[requests[i][0]], requests[i][1])
                    for i in indices]
@@ -137,7 +138,8 @@ def held_out_errors(part, fold_ids, fold, coefs, intercepts, task):
     Parameters
     ----------
     part : tuple
-        ``(X, y, weight)``; ``y`` as fitted (0/1 for two classes, class indices for more).
+        ``(X, y, weight[, offset])``; ``y`` as fitted (0/1 for two classes, class indices
+        for more); the offset is added to every model's predictors.
     fold_ids : ndarray of int
         The fold of each row of the partition.
     fold : int
@@ -152,7 +154,7 @@ def held_out_errors(part, fold_ids, fold, coefs, intercepts, task):
     -------
     HeldOut
     """
-    X, y, weight = part
+    X, y, weight = part[:3]
     X = kernel_matrix(X)
     rows = np.flatnonzero(np.asarray(fold_ids) == fold)
     n_models = coefs.shape[0]
@@ -160,16 +162,17 @@ def held_out_errors(part, fold_ids, fold, coefs, intercepts, task):
         return HeldOut(0.0, np.zeros(n_models), np.zeros(n_models), 0.0, 0.0)
     X_t, y_t = X[rows], y[rows]
     w_t = np.ones(rows.size) if weight is None else weight[rows]
+    offset = part[3][rows][:, None] if len(part) > 3 else 0.0
     if task == "multinomial":
         K, d = coefs.shape[1], coefs.shape[2]
         eta = np.asarray(X_t @ coefs.reshape(n_models * K, d).T).reshape(rows.size, n_models, K)
-        eta = eta + intercepts[None, :, :]
+        eta = eta + intercepts[None, :, :] + np.expand_dims(offset, -1)
         labels = y_t.astype(np.intp)
         chosen = np.take_along_axis(eta, labels[:, None, None], axis=2)[:, :, 0]
         losses = logsumexp(eta, axis=2) - chosen
         correct = np.argmax(eta, axis=2) == labels[:, None]
     else:
-        eta = np.asarray(X_t @ coefs.T) + intercepts[None, :]
+        eta = np.asarray(X_t @ coefs.T) + intercepts[None, :] + offset
         if not isinstance(task, str):
             losses = task.pointwise_loss(y_t[:, None], eta)
             correct = np.zeros_like(losses, dtype=bool)

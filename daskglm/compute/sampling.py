@@ -24,7 +24,7 @@ def _rng(seed, *key):
 
 def partition_size(part):
     """``(rows, total sample weight)`` of a partition, the weight summed as validation does."""
-    X, _, weight = part
+    X, weight = part[0], part[2]
     return int(X.shape[0]), (float(X.shape[0]) if weight is None else float(weight.sum()))
 
 

@@ -49,6 +49,7 @@ from ..solvers.options import options_dict
 from ..solvers.proximal import solve_composite_quadratic
 from .base import _COMMON_DOC, _choose_solver
 from .cv_folds import _assign_folds
+from .inference import _check_offset, _null_model_with_offset
 from .linear import GLM, ElasticNet, Lasso
 from .ridge_cv import RidgeCV
 from .validation import _with_known_rows
@@ -96,7 +97,7 @@ class _PathCV:
         best = np.unravel_index(np.argmax(scores.mean(axis=2)), scores.shape[:2])
         return int(best[0]), int(best[1])
 
-    def _path_fit(self, X, y, sample_weight):
+    def _path_fit(self, X, y, sample_weight, offset=None, exposure=None):
         """Validate, fit every fold's path on one engine, choose, refit on all rows
         (unless ``refit`` is False).
 
@@ -108,6 +109,8 @@ class _PathCV:
         self._check_params()
         X, y, sample_weight = self._validate_input(X, y, sample_weight)
         X, y, sample_weight = _with_known_rows(X, y, sample_weight)
+        offset = _check_offset(self, offset, exposure, X, self._family())
+        self._path_offset = offset is not None
         raw_y = y
         labels = self._labels_for_engine(y, None)
         if labels is None:
@@ -120,7 +123,8 @@ class _PathCV:
         n_features = int(X.shape[1])
         refit = getattr(self, "refit", True)
         result = None
-        with self._engine(X, y, sample_weight, self._family(), labels=labels) as engine:
+        with self._engine(X, y, sample_weight, self._family(), offset=offset,
+                          labels=labels) as engine:
             if labels is not None:
                 self._classes_from_engine(engine, labels)
             splits = folds.on(engine)
@@ -128,7 +132,9 @@ class _PathCV:
             # "auto" chooses per l1_ratio: 0 (smooth) and > 0 (non-smooth) need different solvers
             names = [self._path_solver(l1_ratio, values[0], n_features, engine.n_samples)
                      for l1_ratio, values in grid]
-            grams = self._fold_grams(engine, folds, splits, n_features)
+            # the folds' Gram statistics hold no offset: the paths then run through the engine
+            grams = None if offset is not None else self._fold_grams(engine, folds, splits,
+                                                                     n_features)
             scores = np.empty((len(grid), len(grid[0][1]), n_folds))
             paths = [[None] * n_folds for _ in grid]
             unconverged = 0
@@ -157,7 +163,8 @@ class _PathCV:
                 l1_ratio, values = grid[best_l1]
                 name = names[best_l1]
                 problem = self._problem(
-                    self._path_penalty(values[best_value], l1_ratio, engine.sum_weight), n_features)
+                    self._path_penalty(values[best_value], l1_ratio, engine.sum_weight), n_features,
+                    offset is not None)
                 if refit:
                     solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
                                         options=options_dict(self.solver_options, name))
@@ -165,6 +172,7 @@ class _PathCV:
             self.comm_ = engine.ledger
             self.comm_.method = name
         self.__dict__.pop("_scoring_data", None)
+        self.__dict__.pop("_path_offset", None)
         if refit:
             self._record_fit(problem, result)
         self.solver_ = name
@@ -185,7 +193,8 @@ class _PathCV:
         for that grid point's penalty."""
         if self.solver != "auto":
             return self.solver
-        problem = self._problem(self._path_penalty(value, l1_ratio, 1.0), n_features)
+        problem = self._problem(self._path_penalty(value, l1_ratio, 1.0), n_features,
+                                self.__dict__.get("_path_offset", False))
         return _choose_solver(problem, n_samples, self.tol)
 
     def _task_of(self):
@@ -231,7 +240,7 @@ class _PathCV:
         models, n_iters, missed, params = [], [], 0, None
         for value in values:
             problem = self._problem(self._path_penalty(value, l1_ratio, view.sum_weight),
-                                    n_features)
+                                    n_features, self.__dict__.get("_path_offset", False))
             solver = get_solver(name, problem, tol=self.tol, max_iter=self.max_iter,
                                 options=options_dict(self.solver_options, name))
             result = solver.solve(problem, view, self._start(problem) if params is None else params)
@@ -413,20 +422,26 @@ class _RegressionPathCV(_PathCV):
         -------
         self
         """
+        return self._routed_fit(X, y, sample_weight, params)
+
+    def _routed_fit(self, X, y, sample_weight, params, **fit_params):
+        """``_fit`` with the splitter's metadata routed (``params``)."""
         _raise_for_params(params, self, "fit")
         self.__dict__.pop("_split_params", None)
         if _routing_enabled():
             routed = process_routing(self, "fit", sample_weight=sample_weight, **params)
             self._split_params = dict(routed.splitter.split)
         try:
-            return self._fit(X, y, sample_weight)
+            return self._fit(X, y, sample_weight, **fit_params)
         finally:
             self.__dict__.pop("_split_params", None)
+            self.__dict__.pop("_path_offset", None)
 
-    def _fit(self, X, y, sample_weight):
+    def _fit(self, X, y, sample_weight, offset=None, exposure=None):
         self._check_grid()
         self._l1_ratios()
-        scores, grid, (best_l1, best_alpha), _ = self._path_fit(X, y, sample_weight)
+        scores, grid, (best_l1, best_alpha), _ = self._path_fit(X, y, sample_weight, offset,
+                                                                exposure)
         self._cast_fitted()
         self.alpha_ = float(grid[best_l1][1][best_alpha])
         self.l1_ratio_ = float(grid[best_l1][0])
@@ -542,11 +557,13 @@ class ElasticNetCV(_RegressionPathCV, ElasticNet):
         self.missing = missing
 
 
-def _glm_alpha_grid(engine, family, n_alphas, eps, l1_ratio, fit_intercept, positive=False):
+def _glm_alpha_grid(engine, family, n_alphas, eps, l1_ratio, fit_intercept, positive=False,
+                    has_offset=False):
     """The grid of a GLM path: ``n_alphas`` values from ``alpha_max`` down to ``eps
     alpha_max``, ``alpha_max`` the largest gradient entry of the mean loss at the model with
     no coefficients (the intercept at ``g(weighted mean of y)``, the intercept-only
-    optimum of every family and link; zero without an intercept), over ``l1_ratio``: the
+    optimum of every family and link; with an offset, that optimum found by Newton steps
+    on the intercept, one round each; zero without an intercept), over ``l1_ratio``: the
     smallest alpha at which every coefficient is zero.  One gradient round (and one for
     the mean target when the validation round's is gone)."""
     from ..compute.kernels import loss_grad
@@ -562,8 +579,11 @@ def _glm_alpha_grid(engine, family, n_alphas, eps, l1_ratio, fit_intercept, posi
 
             sums = engine.reduce(target_moments, kind=Kind.TARGET_MEAN)
             sums = (sums.target, sums.offset)
-        mean_y = float(sums[0]) / engine.sum_weight
-        params[-1] = float(np.asarray(family.link.link(np.array([mean_y])))[0])
+        means = (float(sums[0]) / engine.sum_weight, float(sums[1]) / engine.sum_weight)
+        if has_offset:
+            params[-1] = _null_model_with_offset(engine, family, means)[0]
+        else:
+            params[-1] = float(np.asarray(family.link.link(np.array([means[0]])))[0])
     stats = engine.reduce(loss_grad, params, family, fit_intercept, kind=Kind.GRADIENT)
     grad = stats.grad[:d] / engine.sum_weight
     largest = max(0.0, np.max(-grad)) if positive else np.max(np.abs(grad))
@@ -644,7 +664,8 @@ class GLMCV(_RegressionPathCV, GLM):
         for l1_ratio in self._l1_ratios():
             if isinstance(self.alphas, (int, np.integer)):
                 values = _glm_alpha_grid(engine, self._family(), int(self.alphas), self.eps,
-                                         l1_ratio, self.fit_intercept, self.positive)
+                                         l1_ratio, self.fit_intercept, self.positive,
+                                         self.__dict__.get("_path_offset", False))
             else:
                 values = _alpha_values(self.alphas)
             grid.append((float(l1_ratio), values))
@@ -655,8 +676,32 @@ class GLMCV(_RegressionPathCV, GLM):
             return super()._scores(held)
         return -held.loss / held.weight
 
-    def _fit(self, X, y, sample_weight):
-        super()._fit(X, y, sample_weight)
+    @records_driver_passes
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, **params):
+        """Fit every fold's path, choose the penalty, refit on all rows.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
+        y : array-like or Dask array of shape (n_samples,)
+        sample_weight : array-like or Dask array of shape (n_samples,), optional
+        offset : array-like or Dask array of shape (n_samples,), optional
+            A known term of each row's linear predictor, as :meth:`GLM.fit`'s: it travels
+            with the rows into every fold's fit and into the held-out deviances.
+        exposure : array-like or Dask array of shape (n_samples,), optional
+            Positive exposures for a log link: ``offset = log(exposure)``.
+        **params : dict
+            Metadata for the splitter (``groups``), routed as scikit-learn routes them;
+            only with ``sklearn.set_config(enable_metadata_routing=True)``.
+
+        Returns
+        -------
+        self
+        """
+        return self._routed_fit(X, y, sample_weight, params, offset=offset, exposure=exposure)
+
+    def _fit(self, X, y, sample_weight, offset=None, exposure=None):
+        super()._fit(X, y, sample_weight, offset, exposure)
         path = self.__dict__.pop("mse_path_")
         # the Gaussian's unit loss is half the squared error
         self.deviance_path_ = path / 2 if _is_least_squares(self._family()) else path

@@ -319,8 +319,15 @@ NULL_MODEL_TOL = 1e-10
 
 def _null_deviance_with_offset(engine, family, means):
     """Deviance of the intercept-only model with the fit's offset, as statsmodels' null
-    model: scalar Newton (Fisher scoring) from ``g(mean target) - mean offset``, one
-    ``Kind.NULL_MODEL`` round per step; NaN if it does not converge."""
+    model (:func:`_null_model_with_offset`); NaN if it does not converge."""
+    return _null_model_with_offset(engine, family, means)[1]
+
+
+def _null_model_with_offset(engine, family, means):
+    """``(intercept, deviance)`` of the intercept-only model with the fit's offset: scalar
+    Newton (Fisher scoring) from ``g(mean target) - mean offset``, one ``Kind.NULL_MODEL``
+    round per step; the deviance is NaN if it does not converge (the intercept is then
+    the last step's)."""
     intercept = _start_intercept_of(family, means)
     for _ in range(NULL_MODEL_STEPS):
         score, curvature, deviance = engine.reduce(null_model_sums, intercept, family,
@@ -329,9 +336,9 @@ def _null_deviance_with_offset(engine, family, means):
             break
         step = score / curvature
         if abs(step) <= NULL_MODEL_TOL * max(1.0, abs(intercept)):
-            return float(deviance)
+            return intercept, float(deviance)
         intercept -= step
-    return np.nan
+    return intercept, np.nan
 
 
 def _start_intercept_of(family, means):
