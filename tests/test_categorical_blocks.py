@@ -368,3 +368,27 @@ def test_the_partition_benchmark_times_both_layouts():
                    ("encode", "validation statistics", "gradient", "hessian"))
     assert found["blocks"]["bytes"] == 2000 * (8 * N_NUMERIC + 4 * len(LEVELS))
     assert found["csr"]["bytes"] > found["blocks"]["bytes"]
+
+
+@pytest.mark.parametrize("solver", ["auto", "newton", "lbfgs"])
+def test_a_path_with_cv_on_blocks_is_its_path_on_csr(monkeypatch, solver):
+    """GLMCV on a table with exposure: the folds' shared rounds read the blocks (each
+    fold's gradient in the blocks' loop), the same held-out deviances, choice and refit as
+    on CSR partitions (1e-8)."""
+    frame = _table(3000)
+    ddf = dd.from_pandas(frame, npartitions=3)
+
+    # "auto" takes an elastic-net path (proximal Newton or gradient); the smooth solvers a
+    # ridge path on a grid given
+    grid = {"alphas": 4, "l1_ratio": 0.5} if solver == "auto" else \
+        {"alphas": [0.1, 0.01, 0.001], "l1_ratio": 0.0}
+
+    def fit():
+        return daskglm.GLMCV(family="poisson", cv=3, tol=1e-10, solver=solver, **grid).fit(
+            ddf[FEATURES], ddf["claims"], exposure=ddf["exposure"])
+
+    blocks, csr, block_calls, csr_calls = _fit_both_layouts(monkeypatch, fit)
+    assert block_calls > 0 and csr_calls == 0
+    np.testing.assert_allclose(blocks.deviance_path_, csr.deviance_path_, rtol=1e-8)
+    assert blocks.alpha_ == pytest.approx(csr.alpha_, rel=1e-12)
+    np.testing.assert_allclose(blocks.coef_, csr.coef_, rtol=1e-8, atol=1e-8)

@@ -316,10 +316,8 @@ def loss_grads(X, y, weights, params, family, fit_intercept):
     """:func:`loss_grad` of several models on the rows of one partition, model ``f`` at
     ``params[f]`` with row weights ``weights[f]`` (no offset): one read of ``X`` for all
     of them when ``X`` is a numpy array and the family has a compiled loop (the sums of
-    :func:`loss_grad`, to the bit), one :func:`loss_grad` each otherwise.  A list of
-    :class:`Stats`."""
-    if is_categorical_matrix(X) and len(params) > 1:
-        X = X.kept_csr()  # read once for all the models, by loss_grad
+    :func:`loss_grad`, to the bit), one :func:`loss_grad` each otherwise (a categorical
+    block too, in its own compiled loop).  A list of :class:`Stats`."""
     pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
     if pointwise is None or len(params) < 2:
         return [loss_grad((X, y, weight), p, family, fit_intercept)

@@ -83,11 +83,15 @@ def _auto_options(name, problem, options):
     return options
 
 
+#: The solvers ``solver="auto"`` chooses among.
+AUTO_CHOICES = ("normal", "newton", "lbfgs", "proximal")
+
+
 def _choose_solver(problem, n_samples=1, tol=1e-4, workers=1, pass_seconds=0.0):
     """The solver ``solver="auto"`` picks: the one of least predicted time among those
     that handle the problem (:func:`~daskglm.accounting.choice.choose_method`), a
     round reading the data from their source for ``pass_seconds``."""
-    able = {name for name in ("normal", "newton", "lbfgs", "proximal")
+    able = {name for name in AUTO_CHOICES
             if name in SOLVERS and SOLVERS[name].unsupported(problem) is None}
     chosen = choose_method(problem, n_samples, able, tol=tol, workers=workers,
                            pass_seconds=pass_seconds)

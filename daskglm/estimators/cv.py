@@ -47,7 +47,7 @@ from ..model.penalties import NonNegative, make_penalty
 from ..solvers import Problem, get_solver
 from ..solvers.options import options_dict
 from ..solvers.proximal import solve_composite_quadratic
-from .base import _COMMON_DOC, _choose_solver
+from .base import _COMMON_DOC, _choose_solver, _coef_dtype
 from .cv_folds import _assign_folds
 from .inference import _check_offset, _null_model_with_offset
 from .linear import GLM, ElasticNet, Lasso
@@ -107,7 +107,8 @@ class _PathCV:
         value.
         """
         self._check_params()
-        X, y, sample_weight = self._validate_input(X, y, sample_weight)
+        X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
+        self._fit_dtype = _coef_dtype(X)
         X, y, sample_weight = _with_known_rows(X, y, sample_weight)
         offset = _check_offset(self, offset, exposure, X, self._family())
         self._path_offset = offset is not None
@@ -123,7 +124,8 @@ class _PathCV:
         n_features = int(X.shape[1])
         refit = getattr(self, "refit", True)
         result = None
-        with self._engine(X, y, sample_weight, self._family(), offset=offset,
+        engine_X = blocks() if blocks is not None and self._reads_blocks(labels) else X
+        with self._engine(engine_X, y, sample_weight, self._family(), offset=offset,
                           labels=labels) as engine:
             if labels is not None:
                 self._classes_from_engine(engine, labels)
@@ -187,6 +189,21 @@ class _PathCV:
             self.converged_ = unconverged == 0
             self.history_ = []
         return scores, grid, (best_l1, best_value), paths
+
+    def _reads_blocks(self, labels):
+        """Whether the paths' kernels read a table's categorical blocks: the solvers of
+        :data:`~.categorical.BLOCK_SOLVERS` (``"auto"`` chooses among them), a family
+        with compiled loops, and no class labels (whose multinomial model reads CSR)."""
+        from ..compute.blocked import pointwise_for
+        from ..engine.cache import kept_copies
+        from . import base
+
+        solver = self.solver
+        choices = base.AUTO_CHOICES if solver == "auto" else (solver,)
+        return (labels is None and pointwise_for(self._family()) is not None
+                and set(choices) <= set(base.BLOCK_SOLVERS)
+                and not (options_dict(self.solver_options, solver) or {}).get("sharded")
+                and kept_copies() == "exact")
 
     def _path_solver(self, l1_ratio, value, n_features, n_samples):
         """The solver of the path at ``l1_ratio``: ``solver``, or what ``"auto"`` chooses
