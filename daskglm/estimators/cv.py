@@ -39,7 +39,9 @@ from sklearn.utils.metadata_routing import (
 
 from .. import progress
 from ..accounting.kinds import Kind
+from ..compute.blocked import pointwise_for
 from ..compute.folds import fold_grams, held_out_errors_of_splits
+from ..engine.cache import kept_copies
 from ..engine.driver_passes import records_driver_passes
 from ..engine.folds import SharedRounds, TrainingView, shared_assignments
 from ..model.families import Gaussian
@@ -47,7 +49,8 @@ from ..model.penalties import NonNegative, make_penalty
 from ..solvers import Problem, get_solver
 from ..solvers.options import options_dict
 from ..solvers.proximal import solve_composite_quadratic
-from .base import _COMMON_DOC, _choose_solver, _coef_dtype
+from . import base
+from .base import _COMMON_DOC, AUTO_CHOICES, _choose_solver, _coef_dtype
 from .cv_folds import _assign_folds
 from .inference import _check_offset, _null_model_with_offset
 from .linear import GLM, ElasticNet, Lasso
@@ -194,12 +197,8 @@ class _PathCV:
         """Whether the paths' kernels read a table's categorical blocks: the solvers of
         :data:`~.categorical.BLOCK_SOLVERS` (``"auto"`` chooses among them), a family
         with compiled loops, and no class labels (whose multinomial model reads CSR)."""
-        from ..compute.blocked import pointwise_for
-        from ..engine.cache import kept_copies
-        from . import base
-
         solver = self.solver
-        choices = base.AUTO_CHOICES if solver == "auto" else (solver,)
+        choices = AUTO_CHOICES if solver == "auto" else (solver,)
         return (labels is None and pointwise_for(self._family()) is not None
                 and set(choices) <= set(base.BLOCK_SOLVERS)
                 and not (options_dict(self.solver_options, solver) or {}).get("sharded")
