@@ -112,6 +112,9 @@ def test_a_block_holds_the_features_of_its_csr_matrix():
     with pytest.raises(TypeError, match="toarray"):
         np.asarray(X)
     assert X.nbytes == stored_bytes(X) == 50 * (N_NUMERIC * 8 + len(LEVELS) * 4)
+    narrow = X.astype(np.float32)  # what Dask asks of a meta of another dtype
+    assert narrow.dtype == np.float32 and narrow.shape == X.shape
+    np.testing.assert_array_equal(narrow.toarray(), dense.astype(np.float32))
 
 
 @pytest.mark.parametrize("family", COMPILED, ids=repr)

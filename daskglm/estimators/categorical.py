@@ -33,11 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..compute.categorical_matrix import CategoricalMatrix
 from .validation import frame_partitions, partition_rows, projected_partitions
 
-__all__ = ["TableEncoding", "table_encoding", "encode_frame", "categorical_columns", "BLOCK_SOLVERS",
+__all__ = ["TableEncoding", "table_encoding", "encode_frame", "categorical_columns",
            "is_table_with_categories", "is_table", "encoded_array", "MISSING_LEVEL",
-           "check_missing"]
+           "BLOCK_SOLVERS", "check_missing"]
 
 #: The level of a categorical column's missing values with ``missing="mean"``.
 MISSING_LEVEL = "(missing)"
@@ -264,8 +265,6 @@ def encode_frame(frame, encoding, dtype=np.float64, layout="csr"):
     ValueError
         For a missing value in a categorical column.
     """
-    from ..compute.categorical_matrix import CategoricalMatrix
-
     frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
     n = len(frame)
     numbers = np.empty((n, 0), dtype=dtype)
@@ -356,8 +355,6 @@ def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None,
 
 
 def _empty_blocks(encoding, dtype):
-    from ..compute.categorical_matrix import CategoricalMatrix
-
     return CategoricalMatrix(np.empty((0, len(encoding.numeric)), dtype=dtype),
                              np.empty((0, len(encoding.levels)), dtype=np.int32),
                              encoding.n_features)
