@@ -349,6 +349,28 @@ def test_logistic_regression_of_string_labels_on_a_table(monkeypatch, classes):
     np.testing.assert_allclose(blocks.coef_, csr.coef_, rtol=1e-8, atol=1e-8)
 
 
+def test_three_numeric_classes_found_in_the_validation_round_read_each_csr_once(monkeypatch):
+    """Numeric Dask labels: the validation round finds three classes after the layout is
+    chosen (blocks), and the multinomial model reads each block's CSR matrix, made once
+    per block; the coefficients are the CSR partitions' (1e-8)."""
+    frame = _table(3000)
+    frame["tier"] = np.random.default_rng(6).integers(0, 3, len(frame)).astype(float)
+    ddf = dd.from_pandas(frame, npartitions=3)
+    made = []
+    original = CategoricalMatrix.tocsr
+    monkeypatch.setattr(CategoricalMatrix, "tocsr",
+                        lambda self: made.append(1) or original(self))
+
+    def fit():
+        return daskglm.LogisticRegression(C=10.0, tol=1e-10).fit(ddf[FEATURES], ddf["tier"])
+
+    blocks = fit()
+    assert len(made) == 3
+    monkeypatch.setattr(estimator_base, "BLOCK_SOLVERS", ())
+    csr = fit()
+    np.testing.assert_allclose(blocks.coef_, csr.coef_, rtol=1e-8, atol=1e-8)
+
+
 def test_the_csr_matrix_of_a_block_is_made_once_and_not_sent():
     import pickle
 

@@ -13,8 +13,9 @@ categorical value: the compiled loops of :mod:`.fused_loops` (``fused_categorica
 It is the partition layout of the fits whose kernels read it (the gradient, the Hessian
 and the validation round's, :data:`daskglm.estimators.categorical.BLOCK_SOLVERS`); any
 other kernel reads its CSR matrix (:meth:`CategoricalMatrix.kept_csr`, the same
-features, made once and then kept beside the block: a multinomial fit of a table's
-classes, which the validation round finds, reads it in every round).
+features, made once and then kept beside the block: a multinomial fit of numeric
+labels, whose classes the validation round finds after the layout is chosen, reads it
+in every round).
 """
 
 from __future__ import annotations
