@@ -417,3 +417,34 @@ def test_a_path_with_cv_on_blocks_is_its_path_on_csr(monkeypatch, solver):
     np.testing.assert_allclose(blocks.deviance_path_, csr.deviance_path_, rtol=1e-8)
     assert blocks.alpha_ == pytest.approx(csr.alpha_, rel=1e-12)
     np.testing.assert_allclose(blocks.coef_, csr.coef_, rtol=1e-8, atol=1e-8)
+
+
+def test_per_class_moments_of_a_block_are_read_without_its_csr_matrix(monkeypatch):
+    """The validation round of numeric Dask labels sums the moments by class: a block's
+    are its dense features' by class (1e-12), and a two-class fit makes no CSR copy of
+    any block."""
+    from daskglm.compute.label_counts import count_labels
+
+    X = _blocks(500)
+    rng = np.random.default_rng(7)
+    y = rng.integers(0, 3, 500).astype(np.float64)
+    weight = rng.uniform(0, 2, 500)
+    counts = count_labels((X, y, weight), per_class_moments=True)
+    dense = X.toarray()
+    for k, label in enumerate(counts.labels):
+        rows = y == label
+        np.testing.assert_allclose(counts.sums[k], weight[rows] @ dense[rows], rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(counts.squares[k], weight[rows] @ dense[rows] ** 2,
+                                   rtol=1e-12, atol=1e-12)
+    frame = _table(3000)
+    ddf = dd.from_pandas(frame, npartitions=3)
+    made = []
+    original = CategoricalMatrix.tocsr
+    monkeypatch.setattr(CategoricalMatrix, "tocsr",
+                        lambda self: made.append(1) or original(self))
+    blocks = daskglm.LogisticRegression(C=10.0, tol=1e-10).fit(ddf[FEATURES], ddf["lapse"])
+    assert not made
+    monkeypatch.setattr(estimator_base, "BLOCK_SOLVERS", ())
+    csr = daskglm.LogisticRegression(C=10.0, tol=1e-10).fit(ddf[FEATURES], ddf["lapse"])
+    np.testing.assert_allclose(blocks.coef_, csr.coef_, rtol=1e-8, atol=1e-8)

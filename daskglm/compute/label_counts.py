@@ -18,6 +18,7 @@ import scipy.sparse as sp
 
 from ..backend import array_module, to_host
 from .categorical_matrix import is_categorical_matrix
+from .summaries import categorical_moments
 
 __all__ = ["LabelCounts", "count_labels", "encode_and_weigh", "loss_grad_by_class",
            "softmax_loss_grad_by_class", "MAX_MOMENT_CLASSES"]
@@ -103,7 +104,8 @@ def _distinct(xp, y):
 
 def _class_moments(X, index, weight, n_labels):
     """``(n_labels, p)`` weighted column sums and sums of squares of ``X`` by label: one
-    compiled read of a dense numpy or scipy CSR ``X``."""
+    compiled read of a dense numpy or scipy CSR ``X`` (a categorical block's in
+    :func:`~.summaries.categorical_moments`, without its CSR matrix)."""
     n = X.shape[0]
     if type(X) is np.ndarray and X.dtype in (np.float32, np.float64):
         from .moment_loops import weighted_moments  # numba, on first use
@@ -115,7 +117,7 @@ def _class_moments(X, index, weight, n_labels):
             weighted_moments(X, row_weight, index, sums, squares)
         return sums, squares
     if is_categorical_matrix(X):
-        X = X.kept_csr()
+        return categorical_moments(X, weight, index, n_labels)
     if sp.issparse(X) and X.format == "csr" and X.dtype in (np.float32, np.float64):
         from .moment_loops import csr_weighted_moments  # numba, on first use
 
