@@ -246,6 +246,10 @@ def build_parser():
     categorical.add_argument("--partition", action="store_true",
                              help="time each kernel on one 5e5-row partition, as CSR and as "
                                   "a categorical block, in process (nothing else)")
+    categorical.add_argument("--parquet", metavar="DIR",
+                             help="write the table, its categorical columns as strings, to "
+                                  "parquet files in DIR (once) and fit it read once and read "
+                                  "twice, alternating")
     categorical.set_defaults(handler=_categorical)
 
     comm = commands.add_parser("communication",

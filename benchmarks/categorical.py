@@ -2,7 +2,10 @@
 
 ``python -m benchmarks categorical [--rows 10000000] [--dummies-rows 1000000]``;
 ``python -m benchmarks categorical --partition`` times each step of a fit on one 5e5-row
-partition instead, as CSR and as a categorical block (:func:`partition_kernels`).
+partition instead, as CSR and as a categorical block (:func:`partition_kernels`);
+``python -m benchmarks categorical --parquet DIR [--rows N]`` writes the table (its
+categorical columns as strings) to 20 parquet files in ``DIR`` once and fits it read once
+and read twice, alternating (:func:`parquet_fits`).
 
 The data: a policy table of ``rows`` rows with three categorical columns of 10, 100 and
 1,000 levels (pandas ``category``), 10 numeric columns, an exposure and Poisson claim
@@ -78,8 +81,9 @@ def _dummies_block(frame):
                           dtype=np.float64).to_numpy()
 
 
-def _daskglm_fit(client, X, y, exposure):
-    """A warm daskglm fit: seconds, peak summed worker memory, coefficients, iterations."""
+def _daskglm_fit(client, X, y, exposure, keep_model=False):
+    """A warm daskglm fit: seconds, peak summed worker memory, coefficients, iterations
+    (and the model itself with ``keep_model``)."""
     from distributed.diagnostics import MemorySampler
     from sklearn.exceptions import ConvergenceWarning
 
@@ -97,7 +101,8 @@ def _daskglm_fit(client, X, y, exposure):
     return {"seconds": seconds, "peak_bytes": peak, "coef": model.coef_.tolist(),
             "intercept": float(model.intercept_), "n_iter": int(model.n_iter_),
             "solver": model.solver_, "converged": bool(model.converged_),
-            "names": [str(n) for n in getattr(model, "feature_names_out_", [])]}
+            "names": [str(n) for n in getattr(model, "feature_names_out_", [])],
+            **({"model": model} if keep_model else {})}
 
 
 _GLUM_SCRIPT = """
@@ -188,7 +193,87 @@ def partition_kernels(rows=500_000, seed=0, repeats=5):
     return found
 
 
+def write_parquet_table(rows, directory, seed=0, files=20):
+    """The policy table of ``rows`` rows, its categorical columns as strings (no known
+    levels), written to ``directory`` as ``files`` parquet files (once: an existing
+    table of as many rows is used as it is)."""
+    import pathlib
+
+    import dask.dataframe as dd
+
+    directory = pathlib.Path(directory)
+    marker = directory / f"rows-{rows}-seed-{seed}"
+    if marker.exists():
+        return directory
+    frame = make_table(rows, seed)
+    for column in FEATURES[:len(LEVELS)]:
+        frame[column] = frame[column].astype(str)
+    dd.from_pandas(frame, npartitions=files).to_parquet(directory, write_index=False)
+    marker.touch()
+    return directory
+
+
+def parquet_fits(directory, repeats=2):
+    """Fits of the parquet table on a two-worker cluster, alternating: read once (the
+    default: each partition read where it lives and kept, its levels found in that read)
+    and read twice (the levels found by a pass over the string columns, the table then
+    read again by the validation round, as a table too large to keep is fitted).  Each
+    fit's seconds, the seconds of its driver passes and of its validation round, and
+    its coefficients."""
+    import dask.dataframe as dd
+    from distributed import Client, LocalCluster
+
+    from daskglm.accounting.kinds import Kind
+    from daskglm.estimators import base, categorical
+
+    original = categorical.read_table
+
+    def read_twice(frame, drop_first, missing="error", cache="auto", client=None):
+        return original(frame, drop_first, missing, "none", client)
+
+    runs = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        warm = make_table(20_000, 1)
+        _daskglm_fit(client, dd.from_pandas(warm[FEATURES], npartitions=2),
+                     dd.from_pandas(warm["claims"], npartitions=2),
+                     dd.from_pandas(warm["exposure"], npartitions=2))
+        for _ in range(repeats):
+            for reads in ("once", "twice"):
+                base.read_table = original if reads == "once" else read_twice
+                try:
+                    table = dd.read_parquet(directory)
+                    fit = _daskglm_fit(client, table[FEATURES], table["claims"],
+                                       table["exposure"], keep_model=True)
+                finally:
+                    base.read_table = original
+                ledger = fit.pop("model").comm_
+                fit["passes"] = [r.seconds for r in ledger.records
+                                 if r.kind == Kind.DRIVER_PASS]
+                fit["validation"] = sum(r.seconds for r in ledger.records
+                                        if r.kind.startswith("validate"))
+                runs.append({"reads": reads, **fit})
+    return runs
+
+
 def main(args):
+    if getattr(args, "parquet", None):
+        from benchmarks.environment import load_average
+
+        directory = write_parquet_table(args.rows, args.parquet, args.seed)
+        print(f"load average at the start: {load_average()}", flush=True)
+        runs = parquet_fits(directory)
+        print(f"load average at the end: {load_average()}\n", flush=True)
+        print("| table read | fit s | driver passes s | validation round s | peak memory | "
+              "iterations | largest coefficient difference from the first fit |")
+        print("|---|---|---|---|---|---|---|")
+        first = np.asarray(runs[0]["coef"])
+        for r in runs:
+            passes = " + ".join(f"{s:.2f}" for s in r["passes"])
+            print(f"| {r['reads']} | {r['seconds']:.2f} | {passes} | {r['validation']:.2f} | "
+                  f"{(r['peak_bytes'] or 0) / 1e9:.2f} GB | {r['n_iter']} | "
+                  f"{np.abs(np.asarray(r['coef']) - first).max():.1e} |")
+        return 0
     if getattr(args, "partition", False):
         from benchmarks.environment import load_average
 

@@ -1,6 +1,8 @@
 """Tables with categorical and string columns (:mod:`daskglm.estimators.categorical`),
 against the same models fitted on dummies made by hand."""
 
+import uuid
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -43,9 +45,10 @@ def test_unpenalised_poisson_drops_each_reference_level_as_statsmodels(as_dask):
                                               "plan[gold]"]
     assert list(model.feature_names_in_) == ["age", "region", "plan"]
     assert model.n_features_in_ == 3
-    # the string column's levels took one pass over it (the category column knew its own)
+    # the table was read once, kept as read: its first partition, then the others (the
+    # first one's size times the partitions fits in memory), levels and rows found there
     if as_dask:
-        assert model.comm_.count(Kind.DRIVER_PASS) == 1  # levels and rows: one pass
+        assert model.comm_.count(Kind.DRIVER_PASS) == 2
     prediction = model.predict(X)
     expected = reference.predict(sm.add_constant(_dummies(frame, True)))
     np.testing.assert_allclose(np.asarray(prediction), expected, rtol=1e-7)
@@ -123,9 +126,9 @@ def test_a_partition_is_encoded_as_its_dummies(drop_first, region_as):
 
 @pytest.mark.parametrize("missing", ["error", "mean"])
 def test_the_table_pass_reads_only_the_columns_it_needs(tmp_path, monkeypatch, missing):
-    """On a parquet table, the pass before the fit reads the string columns whose levels
-    it must find (and, with ``missing="mean"``, the columns of the means and gaps), with
-    every partition's rows: the encoded array's chunk sizes."""
+    """On a parquet table not kept in memory, the pass before the fit reads the string
+    columns whose levels it must find (and, with ``missing="mean"``, the columns of the
+    means and gaps), with every partition's rows: the encoded array's chunk sizes."""
     from daskglm.estimators import categorical
 
     frame, _, rng = _table(4000)
@@ -173,3 +176,92 @@ def test_score_takes_a_dask_table(estimator):
     expected = model.score(frame, y)
     got = model.score(table[["age", "region", "plan"]], table["y"])
     assert float(got) == pytest.approx(expected, rel=1e-12)
+
+
+def _counted_table(frame, directory, npartitions=4):
+    """A Dask table of ``frame``'s rows whose every partition read leaves a file in
+    ``directory`` (so reads in worker processes are counted too)."""
+    bounds = np.linspace(0, len(frame), npartitions + 1).astype(int)
+
+    def load(index):
+        (directory / f"{index}-{uuid.uuid4().hex}").touch()
+        return frame.iloc[bounds[index]:bounds[index + 1]]
+
+    return dd.from_map(load, range(npartitions), meta=frame.iloc[:0],
+                       enforce_metadata=False)
+
+
+def _reads(directory):
+    counts = {}
+    for path in directory.iterdir():
+        index = int(path.name.split("-")[0])
+        counts[index] = counts.get(index, 0) + 1
+        path.unlink()
+    return counts
+
+
+@pytest.mark.parametrize("where", ["in process", "cluster"])
+def test_a_table_is_read_once_and_its_levels_found_in_that_read(request, tmp_path, where):
+    """With the default cache, each partition of a table is read once: the levels, rows
+    and means come from that read, kept where it was made, and the validation round
+    encodes the kept reads.  The fit equals, to the bit, the fit that reads the table
+    again in every round (``cache="none"``), and the fit on the pandas table (one
+    partition: 1e-8, the solver's tolerance)."""
+    if where == "cluster":
+        request.getfixturevalue("client")
+    frame, eta, rng = _table(4000)
+    frame["plan"] = frame["plan"].where(np.arange(len(frame)) % 13 != 0)  # a missing level
+    frame.loc[frame.index[::17], "age"] = np.nan
+    y = rng.poisson(np.exp(np.nan_to_num(eta))).astype(float)
+    table = _counted_table(frame, tmp_path)
+
+    def fit(cache):
+        return daskglm.PoissonRegressor(alpha=0.0, tol=1e-10, missing="mean",
+                                        cache=cache).fit(table, y)
+
+    once = fit("auto")
+    assert _reads(tmp_path) == {0: 1, 1: 1, 2: 1, 3: 1}
+    assert once.comm_.count(Kind.DRIVER_PASS) == 2  # the first partition, then the others
+    assert "plan[(missing)]" in list(once.feature_names_out_)
+    again = fit("none")
+    assert all(count >= 3 for count in _reads(tmp_path).values())
+    np.testing.assert_array_equal(once.coef_, again.coef_)
+    assert once.intercept_ == again.intercept_
+    in_memory = daskglm.PoissonRegressor(alpha=0.0, tol=1e-10, missing="mean").fit(frame, y)
+    np.testing.assert_allclose(once.coef_, in_memory.coef_, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(once.predict(frame), in_memory.predict(frame), rtol=1e-8)
+
+
+def test_a_table_too_large_to_keep_finds_its_levels_on_the_columns_they_need(
+        tmp_path, monkeypatch):
+    """When the first partition's read, times the partitions, would not fit in memory,
+    only it is read before the levels are known: the pass reads the string column alone
+    (a parquet table reads no other), and the validation round reads the table again."""
+    from daskglm.engine import cache
+    from daskglm.estimators import categorical
+
+    frame, eta, rng = _table(4000)
+    y = rng.poisson(np.exp(eta)).astype(float)
+    expected = daskglm.PoissonRegressor(alpha=0.0, tol=1e-10).fit(frame, y)
+    table = _counted_table(frame, tmp_path)
+    for module in (cache, categorical):
+        monkeypatch.setattr(module, "free_memory", lambda client: 10_000)
+    model = daskglm.PoissonRegressor(alpha=0.0, tol=1e-10).fit(table, y)
+    assert model.cache_ == "none"
+    reads = _reads(tmp_path)
+    assert reads[0] >= 3 and all(count >= 2 for count in reads.values())
+    np.testing.assert_allclose(model.coef_, expected.coef_, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["pandas", "dask"])
+def test_a_missing_level_is_an_error_of_the_table_pass(as_dask):
+    """A category column's missing value, with ``missing="error"``, is found by the pass
+    that finds the levels: an error naming the column before the validation round."""
+    frame, eta, rng = _table(n=600)
+    frame["region"] = frame["region"].where(np.arange(600) != 400)
+    y = rng.poisson(np.exp(eta)).astype(float)
+    X = dd.from_pandas(frame, npartitions=3) if as_dask else frame
+    model = daskglm.PoissonRegressor(alpha=0.0)
+    with pytest.raises(ValueError, match="'region' has missing values"):
+        model.fit(X, y)
+    assert not hasattr(model, "comm_")

@@ -24,7 +24,7 @@ from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
 from ..accounting.ledger import RoundRecord
 
-__all__ = ["collecting", "compute_pass", "add_to", "records_driver_passes",
+__all__ = ["collecting", "compute_pass", "keep_pass", "add_to", "records_driver_passes",
            "with_known_rows"]
 
 _PASSES = contextvars.ContextVar("daskglm_driver_passes", default=None)
@@ -61,6 +61,34 @@ def compute_pass(*collections, reads=()):
         record.bytes_read = sum(_bytes_of(c) for c in read)
         passes.append(record)
     return results
+
+
+def keep_pass(collections, summarise, client=None):
+    """Compute the delayed ``collections`` and keep each result where it was computed
+    (futures on the workers of ``client``, objects in this process without one); return
+    ``(kept, summaries)``, ``summaries`` being ``summarise(result)`` of each, brought to
+    the driver.  Noted as one driver pass of the fit collecting: its seconds, the tasks
+    of its graph and of the summaries, and the bytes of the summaries."""
+    import dask
+
+    tasks = set()
+    for collection in collections:
+        tasks.update(collection.__dask_graph__().keys())
+    start = time.perf_counter()
+    if client is None:
+        kept = list(dask.compute(*collections, scheduler="threads"))
+        summaries = [summarise(result) for result in kept]
+    else:
+        kept = client.compute(list(collections))
+        summaries = client.gather(client.map(summarise, kept))
+    seconds = time.perf_counter() - start
+    passes = _PASSES.get()
+    if passes is not None:
+        record = RoundRecord(Kind.DRIVER_PASS, len(tasks) + len(kept), 0, nbytes(summaries),
+                             seconds, len(collections))
+        record.bytes_read = 0
+        passes.append(record)
+    return kept, summaries
 
 
 def with_known_rows(array):

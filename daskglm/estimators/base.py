@@ -50,7 +50,7 @@ from .categorical import (
     encoded_array,
     is_table,
     is_table_with_categories,
-    table_encoding,
+    read_table,
 )
 from .inference import (
     _check_offset,
@@ -138,13 +138,14 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         missing = getattr(self, "missing", "error")
         encoding = means = blocks = None
         if is_table_with_categories(X) or (missing == "mean" and is_table(X)):
-            encoding, lengths = table_encoding(X, drop_first=not self._penalised(),
-                                               compute=compute_pass, missing=missing,
-                                               with_lengths=True)
+            encoding, lengths, kept = read_table(X, drop_first=not self._penalised(),
+                                                 missing=missing,
+                                                 cache=getattr(self, "cache", "auto"),
+                                                 client=active_client())
             if encoding.levels:
                 blocks = functools.partial(encoded_array, X, encoding, lengths=lengths,
-                                           layout="blocks")
-            X = encoded_array(X, encoding, compute=compute_pass, lengths=lengths)
+                                           layout="blocks", kept=kept)
+            X = encoded_array(X, encoding, compute=compute_pass, lengths=lengths, kept=kept)
         elif missing == "mean":
             X, means = _filled_with_means(X)
         X, y, sample_weight = self._checked_arrays(X, y, sample_weight)

@@ -2,9 +2,9 @@
 lives (a categorical block, or a CSR matrix), coefficients named ``column[level]``.
 
 A pandas or Dask DataFrame whose columns are numbers, ``category``, strings or booleans
-is fitted as is.  At fit, :func:`table_encoding` finds each categorical column's levels:
-the dtype's own categories when it knows them, otherwise the column's distinct values.
-Each partition is then encoded by :func:`encode_frame`: the numeric columns as they are,
+is fitted as is.  At fit, :func:`read_table` finds each categorical column's levels: the
+dtype's own categories when it knows them, otherwise the column's distinct values.
+Each partition is then encoded (:func:`encode_frame`): the numeric columns as they are,
 followed by one column per level of each categorical column (never a dense dummy
 matrix), as a categorical block
 (:class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`: the numeric columns and
@@ -20,23 +20,31 @@ prediction) and gives a categorical column's their own level, :data:`MISSING_LEV
 H2O does.  A level not seen at fit, met at prediction, gets no column: its rows contribute
 nothing from that column, as the reference level's rows do when it was dropped.
 
-A fit on a Dask DataFrame reads it once before the validation round, in one
-``driver_pass`` of the fit's ledger: the levels not known, the means, which categorical
-columns have gaps, and each partition's rows (the encoded array's chunk sizes), together.
-That pass reads only the columns it needs (a parquet source reads no other column).
+A fit on a Dask DataFrame reads it once (:func:`read_table`): each partition is read
+(:func:`read_partition`) and kept where it was read, and the levels not known, the means,
+which categorical columns have gaps and each partition's rows (the encoded array's chunk
+sizes) come from those reads; the partitions the fit validates are encoded from the kept
+reads (:func:`encode_read`).  A table too large to keep is read by a pass over the columns
+it needs (:func:`table_encoding`; a parquet source reads no other column), then read again
+by the fit.  Each read is a ``driver_pass`` of the fit's ledger.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..compute.categorical_matrix import CategoricalMatrix
+from ..engine.cache import CACHE_SAFETY, free_memory
+from ..engine.driver_passes import compute_pass, keep_pass
 from .validation import frame_partitions, partition_rows, projected_partitions
 
-__all__ = ["TableEncoding", "table_encoding", "encode_frame", "categorical_columns",
+__all__ = ["TableEncoding", "table_encoding", "read_table", "ReadPartition",
+           "read_partition", "encode_frame", "encode_read", "categorical_columns",
            "is_table_with_categories", "is_table", "encoded_array", "MISSING_LEVEL",
            "BLOCK_SOLVERS", "check_missing"]
 
@@ -144,66 +152,162 @@ def table_encoding(frame, drop_first, compute=None, missing="error", with_length
     Raises
     ------
     ValueError
-        For a categorical column with a missing value, or with one level only when it is
-        dropped (the column would have no feature).
+        For a categorical column with a missing value (one the pass reads), or with one
+        level only when it is dropped (the column would have no feature).
     """
-    import pandas as pd
-
-    columns = [str(c) for c in frame.columns]
-    if len(set(columns)) != len(columns):
-        raise ValueError(f"The table's column names must be unique; got {columns}.")
-    categorical = categorical_columns(frame)
-    check_missing(missing)
-    levels, unknown = {}, []
-    for column in categorical:
-        known = known_levels(frame[column])
-        if known is not None:
-            levels[column] = np.asarray(known)
-        else:
-            unknown.append(column)
-    # one pass for all that must be read: unknown levels, and with missing="mean" the
-    # numeric columns' sums and counts and which categorical columns have gaps; a Dask
-    # frame's partitions are counted in the same pass
-    numeric = [c for c in frame.columns if c not in categorical]
-    with_means = missing == "mean"
+    table = _TableColumns(frame, missing)
     lengths = None
-    if hasattr(frame, "__dask_graph__") and not (unknown or with_means or with_lengths):
+    if hasattr(frame, "__dask_graph__") and not (table.unknown or table.with_means
+                                                 or with_lengths):
         summaries = []  # nothing to read
     elif hasattr(frame, "__dask_graph__"):
         import dask
 
-        read = unknown + (numeric + categorical if with_means else [])
+        read = table.unknown + (table.numeric + table.categorical if table.with_means else [])
         parts = projected_partitions(frame, read)
-        wanted = [dask.delayed(_summary, pure=True)(part, unknown, numeric, categorical,
-                                                    with_means) for part in parts]
+        wanted = [dask.delayed(_summary, pure=True)(part, table.unknown, table.numeric,
+                                                    table.categorical, table.with_means)
+                  for part in parts]
         summaries = (compute or dask.compute)(*wanted)
-        lengths = [summary[0] for summary in summaries]
+        lengths = [summary.rows for summary in summaries]
     else:
-        summaries = [_summary(frame, unknown, numeric, categorical, with_means)]
-    for k, column in enumerate(unknown):
-        found = np.concatenate([summary[1][k] for summary in summaries])
-        levels[column] = np.asarray(sorted(pd.unique(found), key=_order))
-    means = {}
-    if with_means:
-        sums = np.sum([summary[2] for summary in summaries], axis=0)
-        counts = np.sum([summary[3] for summary in summaries], axis=0)
-        gaps = np.any([summary[4] for summary in summaries], axis=0)
-        empty = [str(c) for c, count in zip(numeric, counts) if not count]
-        if empty:
-            raise ValueError(f"Numeric column(s) {empty} have no values to take a mean of.")
-        means = {str(c): float(total / count) for c, total, count in zip(numeric, sums, counts)}
-        for column, gap in zip(categorical, gaps):
-            if gap:
-                levels[column] = np.append(levels[column].astype(object), MISSING_LEVEL)
-    for column in categorical:
-        if drop_first and len(levels[column]) < 2:
-            raise ValueError(f"Column {column!r} has one level ({levels[column].tolist()}); "
-                             "its dummy would be the intercept. Drop the column.")
-    encoding = TableEncoding(tuple(columns), {str(c): levels[c] for c in categorical},
-                             bool(drop_first), means, missing == "mean")
+        summaries = [_summary(frame, table.unknown, table.numeric, table.categorical,
+                              table.with_means)]
+    encoding = table.encoding(summaries, drop_first)
     if not with_lengths:
         return encoding
     return encoding, lengths
+
+
+def read_table(frame, drop_first, missing="error", cache="auto", client=None):
+    """Find a table's :class:`TableEncoding` in one read of it that keeps what it read.
+
+    Each partition is read once (:func:`read_partition`) and kept where it was read (on
+    its worker, or in this process): the levels, means and rows come from those reads,
+    and :func:`encoded_array` encodes the kept reads, so the fit's validation round reads
+    them, not the source.  With ``cache="auto"``, the first partition is read first: the
+    others are kept only when every partition's read, at the first one's size, fits
+    twice (the reads beside the encoded partitions) in the share of free memory the
+    engine's cache keeps data in
+    (:data:`~daskglm.engine.cache.CACHE_SAFETY`); otherwise, as with ``cache="none"``,
+    nothing is kept and :func:`table_encoding` reads only the columns it needs, the fit
+    then reading the source again.  Each read is a driver pass of the fit's ledger.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame or dask.dataframe.DataFrame
+    drop_first : bool
+        Make each categorical column's first level its reference.
+    missing : {"error", "mean"}
+    cache : {"auto", "memory", "none"}
+        The fit's cache policy.
+    client : distributed.Client, optional
+        Where the reads are kept (this process without one).
+
+    Returns
+    -------
+    encoding : TableEncoding
+    lengths : list of int or None
+        The rows of each partition (None for pandas).
+    kept : list or None
+        Each partition's :class:`ReadPartition` (a future of one with ``client``), for
+        :func:`encoded_array`; None when nothing was kept.
+
+    Raises
+    ------
+    ValueError
+        For a categorical column with a missing value, or with one level only when it is
+        dropped.
+    """
+    table = _TableColumns(frame, missing)
+    reader = functools.partial(read_partition, numeric=table.numeric,
+                               categorical=table.categorical)
+    summarise = functools.partial(_read_summary, unknown=table.unknown_positions,
+                                  with_means=table.with_means, categorical=table.categorical)
+    if not hasattr(frame, "__dask_graph__"):
+        read = reader(frame)
+        return table.encoding([summarise(read)], drop_first), None, [read]
+    if cache == "none":
+        encoding, lengths = table_encoding(frame, drop_first, compute_pass, missing, True)
+        return encoding, lengths, None
+    import dask
+
+    reads = [dask.delayed(reader, pure=True)(part) for part in frame_partitions(frame)]
+    first = 1 if cache == "auto" else len(reads)
+    kept, summaries = keep_pass(reads[:first], summarise, client)
+    if first < len(reads):
+        estimate = 2 * len(reads) * (summaries[0].nbytes + 16 * summaries[0].rows)
+        if estimate > CACHE_SAFETY * free_memory(client):
+            del kept
+            encoding, lengths = table_encoding(frame, drop_first, compute_pass, missing,
+                                               True)
+            return encoding, lengths, None
+        more, more_summaries = keep_pass(reads[first:], summarise, client)
+        kept, summaries = kept + more, summaries + more_summaries
+    encoding = table.encoding(summaries, drop_first)
+    return encoding, [summary.rows for summary in summaries], kept
+
+
+class _TableColumns:
+    """A table's columns as :func:`table_encoding` and :func:`read_table` read them, and
+    the encoding made of what they found."""
+
+    def __init__(self, frame, missing):
+        columns = [str(c) for c in frame.columns]
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"The table's column names must be unique; got {columns}.")
+        check_missing(missing)
+        self.columns = tuple(columns)
+        self.missing = missing
+        self.with_means = missing == "mean"
+        categorical = categorical_columns(frame)
+        self.categorical = [str(c) for c in categorical]
+        self.numeric = [str(c) for c in frame.columns if c not in categorical]
+        self.levels, self.unknown = {}, []
+        for column, name in zip(categorical, self.categorical):
+            known = known_levels(frame[column])
+            if known is not None:
+                self.levels[name] = np.asarray(known)
+            else:
+                self.unknown.append(name)
+        self.unknown_positions = [self.categorical.index(c) for c in self.unknown]
+
+    def encoding(self, summaries, drop_first):
+        """The :class:`TableEncoding` of the partitions' :class:`_Summary` s."""
+        import pandas as pd
+
+        levels = dict(self.levels)
+        for k, column in enumerate(self.unknown):
+            found = np.concatenate([summary.distinct[k] for summary in summaries])
+            levels[column] = np.asarray(sorted(pd.unique(found), key=_order))
+        gaps = {}
+        for summary in summaries:
+            for column, gap in summary.gaps.items():
+                gaps[column] = gaps.get(column, False) or gap
+        means = {}
+        if self.with_means:
+            sums = np.sum([summary.sums for summary in summaries], axis=0)
+            counts = np.sum([summary.counts for summary in summaries], axis=0)
+            empty = [c for c, count in zip(self.numeric, counts) if not count]
+            if empty:
+                raise ValueError(f"Numeric column(s) {empty} have no values to take a mean "
+                                 "of.")
+            means = {c: float(total / count)
+                     for c, total, count in zip(self.numeric, sums, counts)}
+            for column in self.categorical:
+                if gaps.get(column):
+                    levels[column] = np.append(levels[column].astype(object), MISSING_LEVEL)
+        else:
+            for column in self.categorical:
+                if gaps.get(column):
+                    raise _missing_error(column)
+        for column in self.categorical:
+            if drop_first and len(levels[column]) < 2:
+                raise ValueError(f"Column {column!r} has one level "
+                                 f"({levels[column].tolist()}); its dummy would be the "
+                                 "intercept. Drop the column.")
+        return TableEncoding(self.columns, {c: levels[c] for c in self.categorical},
+                             bool(drop_first), means, self.with_means)
 
 
 def known_levels(column):
@@ -219,17 +323,46 @@ def known_levels(column):
     return list(dtype.categories)
 
 
+class _Summary(NamedTuple):
+    """What the table's pass finds in one partition."""
+
+    rows: int
+    distinct: list  # the levels found of each column whose levels are not known
+    sums: np.ndarray  # of each numeric column's values (with_means), else None
+    counts: np.ndarray  # of each numeric column's values (with_means), else None
+    gaps: dict  # {categorical column read: whether it has a missing value}
+    nbytes: int  # of the partition as read
+
+
 def _summary(part, unknown, numeric, categorical, with_means):
     """What :func:`table_encoding` reads of one partition (pandas): its rows, the distinct
-    values of the ``unknown`` columns, and with ``with_means`` the ``numeric`` columns'
-    sums and counts of values and whether each ``categorical`` column has a gap."""
-    distinct = [np.asarray(part[c].dropna().unique(), dtype=object) for c in unknown]
-    if not with_means:
-        return len(part), distinct, None, None, None
-    values = part[numeric]
-    return (len(part), distinct, values.sum().to_numpy(dtype=np.float64),
-            values.count().to_numpy(dtype=np.float64),
-            part[categorical].isna().any().to_numpy(dtype=bool))
+    values of the ``unknown`` columns, whether each has a gap, and with ``with_means``
+    the ``numeric`` columns' sums and counts of values and whether each ``categorical``
+    column has a gap (a :class:`_Summary`)."""
+    names = [str(c) for c in part.columns]
+    read_numeric = [c for c in numeric if c in names] if with_means else []
+    read_categorical = [c for c in categorical if c in names]
+    read = read_partition(part, read_numeric, read_categorical)
+    return _read_summary(read, [read_categorical.index(c) for c in unknown], with_means,
+                         read_categorical)
+
+
+def _read_summary(read, unknown, with_means, categorical):
+    """The :class:`_Summary` of a :class:`ReadPartition`: ``unknown``, the positions of
+    the categorical columns whose levels are not known; ``categorical``, the names of
+    the categorical columns read."""
+    distinct = []
+    for k in unknown:
+        raw, found = read.codes[:, k], read.found[k]
+        present = np.bincount(raw[raw >= 0], minlength=len(found)) > 0
+        distinct.append(np.asarray(found, dtype=object)[present])
+    gaps = (read.codes < 0).any(axis=0)
+    sums = counts = None
+    if with_means:
+        sums = np.array([np.nansum(read.numbers[:, j]) for j in range(read.numbers.shape[1])])
+        counts = np.count_nonzero(~np.isnan(read.numbers), axis=0).astype(np.float64)
+    return _Summary(read.numbers.shape[0], distinct, sums, counts,
+                    dict(zip(categorical, gaps.tolist())), read.nbytes)
 
 
 def distinct_values(column):
@@ -248,38 +381,91 @@ def _order(value):
     return (type(value).__name__, value)
 
 
+@dataclass(frozen=True)
+class ReadPartition:
+    """One partition of a table as first read, before its levels are known: its numeric
+    columns (missing values NaN, no mean filled yet) and, for each categorical column,
+    each row's code into the levels found in the partition.
+
+    Attributes
+    ----------
+    numbers : ndarray of shape (rows, numeric columns)
+    codes : ndarray of shape (rows, categorical columns), int32
+        Positions in ``found``; -1 for a missing value.
+    found : tuple
+        For each categorical column, the levels its codes index: the dtype's categories
+        (a ``category`` column) or the partition's distinct values, in order of
+        appearance (any other column).
+    """
+
+    numbers: np.ndarray
+    codes: np.ndarray
+    found: tuple
+
+    @property
+    def nbytes(self):
+        return self.numbers.nbytes + self.codes.nbytes
+
+
+def read_partition(frame, numeric, categorical, dtype=np.float64):
+    """``frame`` (a pandas DataFrame) as a :class:`ReadPartition`: its ``numeric``
+    columns and the level codes of its ``categorical`` ones, in one read."""
+    import pandas as pd
+
+    frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
+    n = len(frame)
+    numbers = np.empty((n, 0), dtype=dtype)
+    if numeric:
+        # nullable integer, float and boolean columns too: their missing values are NaN
+        numbers = frame[list(numeric)].to_numpy(dtype=dtype, na_value=np.nan).reshape(n, -1)
+    codes = np.empty((n, len(categorical)), dtype=np.int32)
+    found = []
+    for k, column in enumerate(categorical):
+        values = frame[column]
+        if isinstance(values.dtype, pd.CategoricalDtype):
+            raw, levels = values.cat.codes.to_numpy(), values.cat.categories
+        else:
+            raw, levels = pd.factorize(values)
+        codes[:, k] = raw
+        found.append(levels)
+    return ReadPartition(np.ascontiguousarray(numbers), codes, tuple(found))
+
+
 def encode_frame(frame, encoding, dtype=np.float64, layout="csr"):
-    """One partition (a pandas DataFrame) as the matrix of ``encoding``'s features.
+    """One partition (a pandas DataFrame) as the matrix of ``encoding``'s features:
+    :func:`read_partition`, then :func:`encode_read`."""
+    read = read_partition(frame, encoding.numeric, list(encoding.levels), dtype)
+    return encode_read(read, encoding, dtype, layout)
+
+
+def encode_read(read, encoding, dtype=np.float64, layout="csr"):
+    """A :class:`ReadPartition` as the matrix of ``encoding``'s features.
 
     With ``layout="csr"``, a CSR matrix written in one compiled pass
     (:func:`~daskglm.compute.table_loops.table_csr`) from each row's entries: its numeric
     values other than zero, then one 1 per categorical column whose level has a column,
     so each row's column indices are sorted.  With ``layout="blocks"``, a categorical
     block (:class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`): the numeric
-    columns as a dense array and each row's level columns, the same features.  A
-    categorical column's levels are matched on its categories or its distinct values,
-    not row by row.
+    columns as a dense array (``read``'s own, unless means fill missing values) and
+    each row's level columns, the same features.  A categorical column's levels are
+    matched on the levels found in the partition, not row by row.
 
     Raises
     ------
     ValueError
-        For a missing value in a categorical column.
+        For a missing value in a categorical column, unless missing values are a level.
     """
-    frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
-    n = len(frame)
-    numbers = np.empty((n, 0), dtype=dtype)
-    if encoding.numeric:
-        # nullable integer, float and boolean columns too: their missing values are NaN
-        numbers = frame[list(encoding.numeric)].to_numpy(dtype=dtype, na_value=np.nan)
-        numbers = numbers.reshape(n, -1)
-        if encoding.means:
-            means = np.array([encoding.means[c] for c in encoding.numeric], dtype=dtype)
-            numbers = np.where(np.isnan(numbers), means, numbers)
+    numbers = read.numbers.astype(dtype, copy=False)
+    n = numbers.shape[0]
+    if encoding.means:
+        means = np.array([encoding.means[c] for c in encoding.numeric], dtype=dtype)
+        numbers = np.where(np.isnan(numbers), means, numbers)
     width = numbers.shape[1]
     index = np.int32 if encoding.n_features < np.iinfo(np.int32).max else np.int64
     columns = np.empty((n, len(encoding.levels)), dtype=index)
     for k, (column, levels) in enumerate(encoding.levels.items()):
-        codes = _level_codes(frame[column], levels, encoding.missing_level, column)
+        codes = _level_codes(read.codes[:, k], read.found[k], levels,
+                             encoding.missing_level, column)
         if encoding.drop_first:
             codes = codes - 1  # the reference level, code 0, has no column: -1 as unseen
         columns[:, k] = np.where(codes >= 0, width + codes, -1)
@@ -292,26 +478,26 @@ def encode_frame(frame, encoding, dtype=np.float64, layout="csr"):
     return matrix.tocsr()
 
 
-def _level_codes(values, levels, missing_level, column):
-    """Each row's position in ``levels`` (-1 for a level not among them) of the pandas
-    Series ``values``; a missing value is :data:`MISSING_LEVEL`'s position, or an error
-    when it is not a level."""
+def _level_codes(raw, found, levels, missing_level, column):
+    """Each row's position in ``levels`` (-1 for a level not among them), from its code
+    ``raw`` into ``found`` (-1: missing); a missing value is :data:`MISSING_LEVEL`'s
+    position, or an error when it is not a level."""
     import pandas as pd
 
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        raw, found = values.cat.codes.to_numpy(), values.cat.categories
-    else:
-        raw, found = pd.factorize(values)
     missing = raw < 0
     positions = pd.Index(levels).get_indexer(found)
     codes = positions[np.maximum(raw, 0)] if len(positions) else np.full(len(raw), -1)
     codes = codes.astype(np.int64)
     if missing.any():
         if not missing_level:
-            raise ValueError(f"Column {column!r} has missing values; fill them (or drop "
-                             "those rows), or fit with missing='mean' (a level of their own).")
+            raise _missing_error(column)
         codes[missing] = pd.Index(levels).get_loc(MISSING_LEVEL)
     return codes
+
+
+def _missing_error(column):
+    return ValueError(f"Column {column!r} has missing values; fill them (or drop those "
+                      "rows), or fit with missing='mean' (a level of their own).")
 
 
 def is_table_with_categories(X):
@@ -325,16 +511,21 @@ def is_table(X):
 
 
 def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None,
-                  layout="csr"):
+                  layout="csr", kept=None):
     """``frame`` encoded (:func:`encode_frame` in ``layout``): a matrix (pandas) or a Dask
     array of one chunk per partition (Dask; ``compute`` computes the partitions' lengths,
     a pass, unless ``lengths`` gives them).
+
+    ``kept``, the partitions as :func:`read_table` kept them, are encoded
+    (:func:`encode_read`) instead of reading ``frame`` again.
 
     A Dask array of categorical blocks (``layout="blocks"``) is for the engine's
     partitions: Dask joins and slices its chunks by rows, and no other numpy function
     takes them.
     """
     if not hasattr(frame, "__dask_graph__"):
+        if kept is not None:
+            return encode_read(kept[0], encoding, dtype, layout)
         return encode_frame(frame, encoding, dtype, layout)
     import dask
     import dask.array as da
@@ -348,10 +539,23 @@ def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None,
     meta = sp.csr_matrix((0, encoding.n_features), dtype=dtype)
     if layout == "blocks":
         meta = _empty_blocks(encoding, dtype)
-    blocks = [da.from_delayed(encode(part, encoding, dtype, layout),
-                              shape=(int(rows), encoding.n_features), dtype=dtype, meta=meta)
-              for part, rows in zip(parts, lengths)]
+    if kept is None:
+        encoded = [encode(part, encoding, dtype, layout) for part in parts]
+    else:
+        encoded = [_encode_kept(read, encoding, dtype, layout) for read in kept]
+    blocks = [da.from_delayed(part, shape=(int(rows), encoding.n_features), dtype=dtype,
+                              meta=meta)
+              for part, rows in zip(encoded, lengths)]
     return da.concatenate(blocks, axis=0)
+
+
+def _encode_kept(read, encoding, dtype, layout):
+    """A delayed :func:`encode_read` of a kept read: a future (named by its key) or a
+    :class:`ReadPartition` of this process (not hashed for a name)."""
+    import dask
+
+    pure = not isinstance(read, ReadPartition)
+    return dask.delayed(encode_read, pure=pure)(read, encoding, dtype, layout)
 
 
 def _empty_blocks(encoding, dtype):
