@@ -45,8 +45,8 @@ def test_unpenalised_poisson_drops_each_reference_level_as_statsmodels(as_dask):
                                               "plan[gold]"]
     assert list(model.feature_names_in_) == ["age", "region", "plan"]
     assert model.n_features_in_ == 3
-    # the table was read once, kept as read: its first partition, then the others (the
-    # first one's size times the partitions fits in memory), levels and rows found there
+    # the table was read once, kept as read: a partition per thread, then the others
+    # (their size times the partitions fits in memory), levels and rows found there
     if as_dask:
         assert model.comm_.count(Kind.DRIVER_PASS) == 2
     prediction = model.predict(X)
@@ -221,7 +221,7 @@ def test_a_table_is_read_once_and_its_levels_found_in_that_read(request, tmp_pat
 
     once = fit("auto")
     assert _reads(tmp_path) == {0: 1, 1: 1, 2: 1, 3: 1}
-    assert once.comm_.count(Kind.DRIVER_PASS) == 2  # the first partition, then the others
+    assert once.comm_.count(Kind.DRIVER_PASS) == 2  # a partition per thread, the others
     assert "plan[(missing)]" in list(once.feature_names_out_)
     again = fit("none")
     assert all(count >= 3 for count in _reads(tmp_path).values())
@@ -234,9 +234,9 @@ def test_a_table_is_read_once_and_its_levels_found_in_that_read(request, tmp_pat
 
 def test_a_table_too_large_to_keep_finds_its_levels_on_the_columns_they_need(
         tmp_path, monkeypatch):
-    """When the first partition's read, times the partitions, would not fit in memory,
-    only it is read before the levels are known: the pass reads the string column alone
-    (a parquet table reads no other), and the validation round reads the table again."""
+    """When the first partitions' reads, times the partitions, would not fit in memory,
+    the others are not kept: the levels are found by a pass over the string column alone
+    (a parquet table reads no other), and the fit reads the table again."""
     from daskglm.engine import cache
     from daskglm.estimators import categorical
 

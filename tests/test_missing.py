@@ -60,7 +60,7 @@ def test_a_table_fills_numbers_with_means_and_gives_categories_a_missing_level()
         dd.from_pandas(frame, npartitions=3), y)
     assert list(model.feature_names_out_) == ["age", "plan[gold]", "plan[(missing)]"]
     # the levels, the mean, the gaps and the partitions' rows: found in the one read of
-    # the table (its first partition, then the others), kept for the fit
+    # the table (a partition per thread, then the others), kept for the fit
     assert model.comm_.count(Kind.DRIVER_PASS) == 2
     age = frame.age.fillna(frame.age.mean())
     design = np.column_stack([age, frame.plan == "gold", frame.plan.isna()]).astype(float)

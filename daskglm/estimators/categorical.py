@@ -32,6 +32,7 @@ by the fit.  Each read is a ``driver_pass`` of the fit's ledger.
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -185,10 +186,10 @@ def read_table(frame, drop_first, missing="error", cache="auto", client=None):
     Each partition is read once (:func:`read_partition`) and kept where it was read (on
     its worker, or in this process): the levels, means and rows come from those reads,
     and :func:`encoded_array` encodes the kept reads, so the fit's validation round reads
-    them, not the source.  With ``cache="auto"``, the first partition is read first: the
-    others are kept only when every partition's read, at the first one's size, fits
-    twice (the reads beside the encoded partitions) in the share of free memory the
-    engine's cache keeps data in
+    them, not the source.  With ``cache="auto"``, the first partitions are read first,
+    one per worker thread: the others are kept only when every partition's read, at
+    their mean size, fits twice (the reads beside the encoded partitions) in the share
+    of free memory the engine's cache keeps data in
     (:data:`~daskglm.engine.cache.CACHE_SAFETY`); otherwise, as with ``cache="none"``,
     nothing is kept and :func:`table_encoding` reads only the columns it needs, the fit
     then reading the source again.  Each read is a driver pass of the fit's ledger.
@@ -233,11 +234,11 @@ def read_table(frame, drop_first, missing="error", cache="auto", client=None):
     import dask
 
     reads = [dask.delayed(reader, pure=True)(part) for part in frame_partitions(frame)]
-    first = 1 if cache == "auto" else len(reads)
+    first = _threads(client) if cache == "auto" else len(reads)
     kept, summaries = keep_pass(reads[:first], summarise, client)
     if first < len(reads):
-        estimate = 2 * len(reads) * (summaries[0].nbytes + 16 * summaries[0].rows)
-        if estimate > CACHE_SAFETY * free_memory(client):
+        per_partition = np.mean([s.nbytes + 16 * s.rows for s in summaries])
+        if 2 * len(reads) * per_partition > CACHE_SAFETY * free_memory(client):
             del kept
             encoding, lengths = table_encoding(frame, drop_first, compute_pass, missing,
                                                True)
@@ -246,6 +247,13 @@ def read_table(frame, drop_first, missing="error", cache="auto", client=None):
         kept, summaries = kept + more, summaries + more_summaries
     encoding = table.encoding(summaries, drop_first)
     return encoding, [summary.rows for summary in summaries], kept
+
+
+def _threads(client):
+    """Worker threads of ``client`` (this process's threads without one)."""
+    if client is None:
+        return os.cpu_count() or 1
+    return max(1, sum(client.nthreads().values()))
 
 
 class _TableColumns:
