@@ -74,3 +74,36 @@ def test_a_formula_takes_the_exposure_by_its_column_name():
     reference = smf.glm("claims ~ C(region) + age", frame, family=sm.families.Poisson(),
                         exposure=frame.exposure).fit(tol=1e-12)
     np.testing.assert_allclose(model.coef_, reference.params.to_numpy()[1:], rtol=1e-6)
+
+
+@pytest.mark.parametrize("as_dask", [False, True], ids=["pandas", "dask"])
+def test_a_formula_with_missing_mean_fills_its_variables_before_it_is_evaluated(as_dask):
+    """``missing="mean"``: a numeric variable's gaps are its mean over every row (found in
+    the pass that finds the levels), a category's gaps a level of their own, both before
+    the formula is evaluated (``np.log(density)`` is the log of the filled column), at
+    fit and at prediction: statsmodels on the table filled by hand (1e-6, both to their
+    own tolerances)."""
+    frame = _policies(n=3000)
+    rng = np.random.default_rng(7)
+    frame.loc[rng.uniform(size=len(frame)) < 0.05, "density"] = np.nan
+    frame["region"] = frame.region.where(rng.uniform(size=len(frame)) >= 0.04)
+    data = dd.from_pandas(frame, npartitions=4) if as_dask else frame
+    model = daskglm.GLM.from_formula(FORMULA, data, family="poisson", alpha=0.0, tol=1e-8,
+                                     missing="mean")
+    filled = frame.assign(density=frame.density.fillna(frame.density.mean()),
+                          region=frame.region.fillna("(missing)"))
+    reference = smf.glm("claims ~ C(region, levels=['north', 'south', 'west', '(missing)'])"
+                        " + age + np.log(density)", filled,
+                        family=sm.families.Poisson()).fit(tol=1e-12)
+    assert list(model.feature_names_out_) == [
+        "C(region)[T.south]", "C(region)[T.west]", "C(region)[T.(missing)]", "age",
+        "np.log(density)"]
+    np.testing.assert_allclose(model.intercept_, reference.params.iloc[0], rtol=1e-6)
+    np.testing.assert_allclose(model.coef_, reference.params.to_numpy()[1:], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(model.predict(data)), reference.predict(filled),
+                               rtol=1e-6)
+    assert model.get_params()["missing"] == "mean"
+    assert model.formula_design_.means["density"] == pytest.approx(frame.density.mean(),
+                                                                   rel=1e-12)
+    with pytest.raises(ValueError, match="null values"):
+        daskglm.GLM.from_formula(FORMULA, data, family="poisson", alpha=0.0)

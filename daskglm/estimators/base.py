@@ -171,7 +171,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         The formula's intercept is ``fit_intercept``; its right-hand side is evaluated per
         partition, with every categorical variable's levels found first, into CSR
         features named in ``feature_names_out_``.  ``predict`` and ``score`` then take
-        tables with the formula's columns.
+        tables with the formula's columns.  With ``missing="mean"`` among ``params``, the
+        variables' missing values are filled before the formula is evaluated (numeric
+        ones with their means, categorical ones with a level of their own).
 
         Parameters
         ----------
@@ -194,16 +196,23 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             raise ValueError("The formula sets the intercept ('- 1' drops it); do not pass "
                              "fit_intercept.")
         estimator = cls(**params)
+        missing = getattr(estimator, "missing", "error")
         with collecting() as passes:
             built = design(formula, data, full_rank=not estimator._penalised(),
-                           compute=compute_pass)
+                           compute=compute_pass, missing=missing)
             X = built.features(data, compute=compute_pass)
             y = data[built.target]
         estimator.set_params(fit_intercept=built.intercept)
         extra = {name: data[value] if isinstance(value, str) else value
                  for name, value in (("sample_weight", sample_weight), ("offset", offset),
                                      ("exposure", exposure)) if value is not None}
-        estimator.fit(X, y, **extra)
+        if missing == "mean":  # the design filled the variables: the features have no gaps
+            estimator.set_params(missing="error")
+        try:
+            estimator.fit(X, y, **extra)
+        finally:
+            if missing == "mean":
+                estimator.set_params(missing=missing)
         add_to(estimator.comm_, passes)
         estimator.formula_ = formula
         estimator.formula_design_ = built
@@ -883,9 +892,9 @@ _COMMON_DOC = """
         Method-specific options, e.g. ``{"memory": 20}`` for ``"lbfgs"``.
     missing : {"error", "mean"}, default="error"
         Missing values in ``X``: ``"error"`` refuses them; ``"mean"`` fills each numeric
-        column's with its mean at fit (one pass over Dask data, kept in ``column_means_``
-        or the table encoding for prediction) and gives a table's categorical columns a
-        level of their own, ``"(missing)"``.
+        column's with its mean at fit (one pass over Dask data, kept in ``column_means_``,
+        the table encoding or the formula's design for prediction) and gives a table's
+        (or a formula's) categorical columns a level of their own, ``"(missing)"``.
     cache : {"auto", "memory", "none"}, default="auto"
         For Dask input: ``"memory"`` reads the data once and keeps the partitions on the
         workers; ``"none"`` reads them from their source (e.g. zarr) in every round, with

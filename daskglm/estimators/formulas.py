@@ -11,7 +11,11 @@ columns.  The spec itself is learnt on the first partition: a stateful transform
 is one column of the frame, the target as it is (numbers, or class labels).  An intercept
 in the formula is the estimator's ``fit_intercept``, never a penalised column; levels are
 treatment-coded with the first as reference for an unpenalised fit, and all kept with a
-penalty.  Missing values are an error (formulaic's ``na_action="raise"``).
+penalty.  Missing values are an error (formulaic's ``na_action="raise"``), unless the
+estimator's ``missing`` is ``"mean"``: a numeric variable's missing values are then its
+mean and a categorical variable's a level of their own, ``"(missing)"``, both found in the
+pass that finds the levels and applied to every partition (at prediction too) before the
+formula is evaluated, so ``np.log(density)`` is the log of the filled column.
 """
 
 from __future__ import annotations
@@ -46,10 +50,14 @@ class FormulaDesign:
         The model's features (the spec's columns but the intercept).
     intercept : bool
         Whether the formula has an intercept.
+    means : dict
+        ``{variable: mean}`` filling the missing values of numeric variables
+        (``missing="mean"``; empty otherwise).
     """
 
-    def __init__(self, formula, target, levels, spec):
+    def __init__(self, formula, target, levels, spec, means=None):
         self.formula, self.target, self.levels, self.spec = formula, target, levels, spec
+        self.means = dict(means or {})
         columns = list(spec.column_names)
         self.intercept = INTERCEPT in columns
         self._keep = [i for i, name in enumerate(columns) if name != INTERCEPT]
@@ -73,13 +81,13 @@ class FormulaDesign:
         return da.concatenate(blocks, axis=0)
 
     def _partition_features(self, frame, dtype=np.float64):
-        matrix = self.spec.get_model_matrix(_with_levels(frame, self.levels), output="sparse",
-                                            na_action="raise")
+        frame = _with_levels(_filled(frame, self.means, self.levels), self.levels)
+        matrix = self.spec.get_model_matrix(frame, output="sparse", na_action="raise")
         matrix = sp.csr_matrix(getattr(matrix, "__wrapped__", matrix), dtype=dtype)
         return matrix[:, self._keep] if len(self._keep) != matrix.shape[1] else matrix
 
 
-def design(formula, data, *, full_rank, compute=None):
+def design(formula, data, *, full_rank, compute=None, missing="error"):
     """The :class:`FormulaDesign` of ``formula`` on ``data`` (pandas or Dask DataFrame).
 
     Parameters
@@ -92,6 +100,11 @@ def design(formula, data, *, full_rank, compute=None):
         unpenalised fit.
     compute : callable, optional
         Computes Dask collections: the estimator's, so that the passes are in its ledger.
+    missing : {"error", "mean"}
+        Missing values are an error; or, with ``"mean"``, a numeric variable's are its
+        mean and a categorical variable's are a level of their own
+        (:data:`~daskglm.estimators.categorical.MISSING_LEVEL`), found in the pass that
+        finds the levels, before the formula is evaluated.
 
     Raises
     ------
@@ -111,21 +124,28 @@ def design(formula, data, *, full_rank, compute=None):
     if not hasattr(parsed, "lhs") or len(parsed.lhs.required_variables) != 1:
         raise ValueError(f"The formula needs one column on its left-hand side; got {formula!r}.")
     target = next(iter(parsed.lhs.required_variables))
-    missing = sorted((parsed.required_variables - set(data.columns)) - _NAMESPACE)
-    if missing:
-        raise ValueError(f"The formula names {missing}, which are not columns of the data "
+    absent = sorted((parsed.required_variables - set(data.columns)) - _NAMESPACE)
+    if absent:
+        raise ValueError(f"The formula names {absent}, which are not columns of the data "
                          f"(columns: {list(data.columns)}).")
     wrapped = set(re.findall(r"C\(\s*([A-Za-z_][A-Za-z_0-9]*)", formula))
     categorical = sorted(name for name in parsed.rhs.required_variables
                          if name in data.columns and (name in wrapped or not
                                                       pd.api.types.is_numeric_dtype(
                                                           data[name].dtype)))
-    levels = _levels(data, categorical, compute)
+    means = {}
+    if missing == "mean":
+        numeric = sorted(name for name in parsed.rhs.required_variables
+                         if name in data.columns and name not in categorical)
+        levels, means = _levels_and_means(data, categorical, numeric, compute)
+    else:
+        levels = _levels(data, categorical, compute)
     first = data.get_partition(0).compute() if hasattr(data, "__dask_graph__") else data
-    matrix = formulaic.model_matrix(parsed.rhs, _with_levels(first, levels),
+    matrix = formulaic.model_matrix(parsed.rhs, _with_levels(_filled(first, means, levels),
+                                                             levels),
                                     output="sparse", ensure_full_rank=full_rank,
                                     na_action="raise")
-    return FormulaDesign(formula, target, levels, matrix.model_spec)
+    return FormulaDesign(formula, target, levels, matrix.model_spec, means)
 
 
 #: Names a formula may use that are not columns (the namespace formulaic evaluates in).
@@ -152,6 +172,36 @@ def _levels(data, columns, compute):
             levels[column] = sorted(pd.unique(np.asarray(values)).tolist(),
                                     key=lambda v: (type(v).__name__, v))
     return levels
+
+
+def _levels_and_means(data, categorical, numeric, compute):
+    """The levels of the ``categorical`` variables, with :data:`MISSING_LEVEL` last for
+    those with missing values, and the means of the ``numeric`` ones, in one pass
+    (:func:`~daskglm.estimators.categorical.table_encoding`; a numeric column inside
+    ``C(...)`` is read as its values)."""
+    import pandas as pd
+
+    from .categorical import table_encoding
+
+    view = data[categorical + numeric]
+    as_values = {c: view[c].astype(object) for c in categorical
+                 if pd.api.types.is_numeric_dtype(view[c].dtype)}
+    if as_values:
+        view = view.assign(**as_values)
+    encoding = table_encoding(view, drop_first=False, compute=compute, missing="mean")
+    levels = {c: encoding.levels[c].tolist() for c in categorical}
+    return levels, {c: encoding.means[c] for c in numeric}
+
+
+def _filled(frame, means, levels):
+    """``frame`` with each missing value of a variable in ``means`` its mean, and of a
+    categorical variable whose ``levels`` hold :data:`MISSING_LEVEL`, that level."""
+    from .categorical import MISSING_LEVEL
+
+    fills = {c: frame[c].astype(np.float64).fillna(mean) for c, mean in means.items()}
+    fills.update({c: frame[c].astype(object).where(frame[c].notna(), MISSING_LEVEL)
+                  for c, values in levels.items() if MISSING_LEVEL in values})
+    return frame.assign(**fills) if fills else frame
 
 
 def _compute(*collections):
