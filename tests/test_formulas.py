@@ -107,3 +107,48 @@ def test_a_formula_with_missing_mean_fills_its_variables_before_it_is_evaluated(
                                                                    rel=1e-12)
     with pytest.raises(ValueError, match="null values"):
         daskglm.GLM.from_formula(FORMULA, data, family="poisson", alpha=0.0)
+
+
+def test_scale_and_center_learn_their_state_from_every_row_of_a_dask_table():
+    """``scale(age)`` and ``center(np.log(density))`` on a Dask table sorted by age (its
+    first partition holds the youngest quarter): their means and root mean squares are
+    the whole table's, as formulaic learns them on the pandas table (1e-12), and so is the
+    fit (1e-7, both to their own tolerance).  So are a spline's knots and bounds (the
+    first partition's would not hold the other partitions' ages)."""
+    formula = "claims ~ C(region) + scale(age) + center(np.log(density))"
+    frame = _policies(n=4000).sort_values("age", ignore_index=True)
+    in_memory = daskglm.GLM.from_formula(formula, frame, family="poisson", alpha=0.0,
+                                         tol=1e-10)
+    table = dd.from_pandas(frame, npartitions=4)
+    model = daskglm.GLM.from_formula(formula, table, family="poisson", alpha=0.0, tol=1e-10)
+    expected = in_memory.formula_design_.spec.transform_state
+    got = model.formula_design_.spec.transform_state
+    assert set(got) == {"scale(age)", "center(np.log(density))"}
+    for term in got:
+        for key in ("center", "scale"):
+            if expected[term][key] is None:
+                assert got[term][key] is None
+            else:
+                assert float(got[term][key]) == pytest.approx(float(expected[term][key]),
+                                                              rel=1e-12)
+    assert float(got["scale(age)"]["scale"]) == pytest.approx(frame.age.std(), rel=1e-12)
+    np.testing.assert_allclose(model.coef_, in_memory.coef_, rtol=1e-7)
+    np.testing.assert_allclose(np.asarray(model.predict(table)), in_memory.predict(frame),
+                               rtol=1e-7)
+    spline = "claims ~ bs(age, df=4) + poly(density, degree=2)"
+    in_memory = daskglm.GLM.from_formula(spline, frame, family="poisson", alpha=0.0,
+                                         tol=1e-10)
+    model = daskglm.GLM.from_formula(spline, table, family="poisson", alpha=0.0, tol=1e-10)
+    for term, state in in_memory.formula_design_.spec.transform_state.items():
+        _assert_same_state(model.formula_design_.spec.transform_state[term], state)
+    np.testing.assert_allclose(model.coef_, in_memory.coef_, rtol=1e-6, atol=1e-8)
+
+
+def _assert_same_state(learnt, expected):
+    if isinstance(expected, dict):
+        assert set(learnt) == set(expected)
+        for key in expected:
+            _assert_same_state(learnt[key], expected[key])
+    else:
+        np.testing.assert_allclose(np.asarray(learnt, dtype=float),
+                                   np.asarray(expected, dtype=float), rtol=1e-12)

@@ -6,8 +6,11 @@ into a CSR matrix, with one model spec for every partition: the levels of the ca
 variables (the variables inside ``C(...)`` and the columns of categories or strings) are
 found first, from their dtype or one pass over them, and every partition's columns are
 cast to categoricals of exactly those levels, so that each partition gets the same
-columns.  The spec itself is learnt on the first partition: a stateful transform
-(``center``, ``scale``, splines) takes its state from that partition.  The left-hand side
+columns.  The spec itself is learnt on the first partition; the state of its stateful
+transforms is then learnt from every row, in one more pass, so that a Dask table's
+features are those of the whole table: ``scale(...)`` and ``center(...)`` sum their
+argument's moments over the partitions, and any other (splines, ``poly``) is given its
+argument's values, gathered on the driver (8 bytes a row).  The left-hand side
 is one column of the frame, the target as it is (numbers, or class labels).  An intercept
 in the formula is the estimator's ``fit_intercept``, never a penalised column; levels are
 treatment-coded with the first as reference for an unpenalised fit, and all kept with a
@@ -145,7 +148,10 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
                                                              levels),
                                     output="sparse", ensure_full_rank=full_rank,
                                     na_action="raise")
-    return FormulaDesign(formula, target, levels, matrix.model_spec, means)
+    spec = matrix.model_spec
+    if hasattr(data, "__dask_graph__") and data.npartitions > 1:
+        spec = _with_whole_data_scales(spec, data, levels, means, compute)
+    return FormulaDesign(formula, target, levels, spec, means)
 
 
 #: Names a formula may use that are not columns (the namespace formulaic evaluates in).
@@ -202,6 +208,115 @@ def _filled(frame, means, levels):
     fills.update({c: frame[c].astype(object).where(frame[c].notna(), MISSING_LEVEL)
                   for c, values in levels.items() if MISSING_LEVEL in values})
     return frame.assign(**fills) if fills else frame
+
+
+#: The stateful transforms whose state is summed over the partitions: formulaic's
+#: ``scale`` and ``center`` (a mean and a root mean square).
+_MOMENT_TRANSFORMS = ("scale", "center")
+
+#: The name the values of a stateful transform's argument take when its state is learnt
+#: on them.
+_VALUES = "daskglm_values"
+
+
+def _with_whole_data_scales(spec, data, levels, means, compute):
+    """``spec`` with the state of each stateful transform learnt from every row of
+    ``data``, in one pass, not from the first partition alone: the moments of the
+    argument of ``scale(...)`` and ``center(...)``, summed over the partitions; the values
+    of the argument of any other (splines, ``poly``: knots, bounds, coefficients),
+    gathered on the driver (8 bytes a row) and given to the transform itself."""
+    import ast
+
+    import dask
+
+    summed, gathered = {}, {}
+    for term in spec.transform_state:
+        call = ast.parse(term, mode="eval").body
+        name = getattr(getattr(call, "func", None), "id", None)
+        if not (isinstance(call, ast.Call) and call.args):
+            raise ValueError(f"The stateful transform {term!r} takes no argument to learn "
+                             "its state from.")
+        argument = ast.unparse(call.args[0])
+        if name in _MOMENT_TRANSFORMS:
+            summed[term] = argument
+        else:
+            call.args[0] = ast.Name(_VALUES)
+            gathered[term] = (argument, ast.unparse(call))
+    expressions = list(summed.values()) + [argument for argument, _ in gathered.values()]
+    if not expressions:
+        return spec
+    read = dask.delayed(_arguments, pure=True)
+    found = (compute or _compute)(*[read(part, expressions, len(summed), levels, means)
+                                    for part in frame_partitions(data)])
+    state = dict(spec.transform_state)
+    for k, term in enumerate(summed):
+        state[term] = _summed_state(term, state[term], [f[k] for f in found])
+    for k, (term, (_, rewritten)) in enumerate(gathered.items(), start=len(summed)):
+        state[term] = _learnt_state(rewritten, np.concatenate([f[k] for f in found]))
+    return spec.update(transform_state=state)
+
+
+def _summed_state(term, state, moments):
+    """The state of ``scale`` or ``center`` ``term`` from each partition's ``(rows, mean,
+    sum of squares about the mean)`` of its argument, as formulaic learns it on every
+    row: the mean as the center, unless given; the root mean square about the center
+    (``ddof`` as learnt) as the scale, unless given or not asked for."""
+    rows = np.array([m[0] for m in moments], dtype=np.float64)
+    part_means = np.array([m[1] for m in moments], dtype=np.float64)
+    squares = np.array([m[2] for m in moments], dtype=np.float64)
+    total = rows.sum()
+    learnt = dict(state)
+    center = learnt.get("center")
+    if center is not None and _learnt_from_data(term, "center"):
+        center = np.float64(np.sum(rows * part_means) / total)
+        learnt["center"] = center
+    if learnt.get("scale") is not None and _learnt_from_data(term, "scale"):
+        origin = 0.0 if center is None else float(center)
+        spread = np.sum(squares + rows * (part_means - origin) ** 2)
+        learnt["scale"] = np.float64(np.sqrt(spread / (total - learnt.get("ddof", 1))))
+    return learnt
+
+
+def _learnt_from_data(term, argument):
+    """Whether the ``argument`` (``center`` or ``scale``) of the transform ``term`` is
+    learnt from the data: not given as a value (``scale(x, center=2.0)``)."""
+    import ast
+
+    for keyword in ast.parse(term, mode="eval").body.keywords:
+        if keyword.arg == argument:
+            return isinstance(keyword.value, ast.Constant) and keyword.value.value is True
+    return True
+
+
+def _learnt_state(rewritten, values):
+    """The state the transform ``rewritten`` (its argument named :data:`_VALUES`) learns
+    on ``values``: formulaic's own, on every row."""
+    import formulaic
+    import pandas as pd
+
+    matrix = formulaic.model_matrix(f"0 + {rewritten}", pd.DataFrame({_VALUES: values}),
+                                    na_action="raise")
+    return matrix.model_spec.transform_state[rewritten]
+
+
+def _arguments(part, expressions, summed, levels, means):
+    """``expressions`` evaluated on ``part`` (filled and cast as the features are): for
+    the first ``summed``, their rows, mean and sum of squares about that mean; for the
+    others, their values."""
+    import formulaic
+
+    frame = _with_levels(_filled(part, means, levels), levels)
+    found = []
+    for k, expression in enumerate(expressions):
+        values = np.asarray(formulaic.model_matrix(f"0 + I({expression})", frame,
+                                                   na_action="raise"),
+                            dtype=np.float64).ravel()
+        if k < summed:
+            mean = float(values.mean()) if len(values) else 0.0
+            found.append((len(values), mean, float(np.sum((values - mean) ** 2))))
+        else:
+            found.append(values)
+    return found
 
 
 def _compute(*collections):
