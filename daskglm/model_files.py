@@ -6,7 +6,8 @@
 * ``__meta__``: a JSON document: the format's name and version, daskglm's version, the
   estimator's class and parameters (``get_params``), the fitted attributes that are not
   arrays (names, counts, flags, the solver chosen, the history, the table encoding of
-  categorical columns), and the ledger's totals (``comm_summary_`` once loaded: the ledger
+  categorical columns, a formula's design: its formula, levels, means and transforms'
+  state, from which formulaic rebuilds its spec), and the ledger's totals (``comm_summary_`` once loaded: the ledger
   itself, with its per-round records, stays with the fit);
 * one entry per fitted array attribute (``coef_``, ``intercept_``, ``classes_``,
   ``bse_``, ...), under its own name.
@@ -26,9 +27,10 @@ import numpy as np
 
 __all__ = ["save", "load", "FORMAT", "FORMAT_VERSION"]
 
-#: The name and version written in every file, checked by :func:`load`.
+#: The name and version written in every file, checked by :func:`load`.  Version 2 holds
+#: a formula's design (``formula_design_``); a file without one is written as version 1.
 FORMAT = "daskglm-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 #: Fitted attributes not saved: the ledger (saved as its totals) and what only the fit
 #: itself uses.
@@ -67,6 +69,8 @@ def save(model, path):
             continue
         if key == "table_encoding_":
             attributes[key] = _encoding_to_json(value)
+        elif key == "formula_design_":
+            attributes[key] = value.to_saved()
         elif isinstance(value, np.ndarray) and value.dtype.kind in "biufU":
             arrays[key] = value
         elif isinstance(value, np.ndarray) and value.dtype.kind == "O" and _is_json(
@@ -77,7 +81,8 @@ def save(model, path):
         else:
             raise ValueError(f"Fitted attribute {key} of {name} ({type(value).__name__}) "
                              "cannot be saved.")
-    meta = {"format": FORMAT, "format_version": FORMAT_VERSION,
+    version = FORMAT_VERSION if "formula_design_" in attributes else 1
+    meta = {"format": FORMAT, "format_version": version,
             "daskglm_version": daskglm.__version__, "class": name, "params": params,
             "attributes": attributes,
             "fit_dtype": str(getattr(model, "_fit_dtype", np.dtype(np.float64))),
@@ -123,6 +128,10 @@ def load(path):
                                   {c: np.asarray(levels) for c, levels in value["levels"].items()},
                                   bool(value["drop_first"]), dict(value.get("means") or {}),
                                   bool(value.get("missing_level", False)))
+        elif key == "formula_design_":
+            from daskglm.estimators.formulas import FormulaDesign
+
+            value = FormulaDesign.from_saved(value)
         elif isinstance(value, dict) and set(value) == {"object_array"}:
             value = np.asarray(value["object_array"], dtype=object)
         setattr(model, key, value)

@@ -48,6 +48,41 @@ def test_a_table_with_categories_and_inference_round_trips(tmp_path):
     np.testing.assert_array_equal(np.asarray(loaded.predict(Xd)), np.asarray(model.predict(Xd)))
 
 
+def test_a_formula_model_round_trips_with_its_levels_means_and_transforms(tmp_path):
+    """A formula's design (levels, a missing level, means, and the state of ``scale``,
+    ``bs`` and ``poly`` learnt from every row) is saved as JSON: formulaic rebuilds the
+    same spec, and the loaded model's predictions on pandas and Dask tables are the
+    saved model's, bit for bit.  Such a file is format version 2; others stay 1."""
+    pytest.importorskip("formulaic")
+    import json
+
+    rng = np.random.default_rng(3)
+    n = 1200
+    frame = pd.DataFrame({"age": rng.uniform(18, 80, n),
+                          "region": rng.choice(["n", "s", "w"], n),
+                          "density": rng.uniform(10, 500, n)})
+    frame["claims"] = rng.poisson(np.exp(0.01 * frame.age - 1)).astype(float)
+    frame.loc[frame.index[::19], "density"] = np.nan
+    frame["region"] = frame.region.where(np.arange(n) % 23 != 0)
+    formula = ("claims ~ C(region) + scale(age) + bs(age, df=4) + poly(density, degree=2)"
+               " + np.log(density)")
+    table = dd.from_pandas(frame, npartitions=3)
+    model = daskglm.GLM.from_formula(formula, table, family="poisson", alpha=0.0,
+                                     missing="mean")
+    loaded = _round_trip(model, tmp_path)
+    assert loaded.formula_ == formula and loaded.get_params() == model.get_params()
+    np.testing.assert_array_equal(loaded.feature_names_out_, model.feature_names_out_)
+    np.testing.assert_array_equal(loaded.predict(frame), model.predict(frame))
+    np.testing.assert_array_equal(np.asarray(loaded.predict(table)),
+                                  np.asarray(model.predict(table)))
+    with np.load(tmp_path / "model.npz") as archive:
+        assert json.loads(bytes(archive["__meta__"]))["format_version"] == 2
+    plain = daskglm.PoissonRegressor().fit(frame[["age"]], frame.claims)
+    daskglm.save(plain, tmp_path / "plain.npz")
+    with np.load(tmp_path / "plain.npz") as archive:
+        assert json.loads(bytes(archive["__meta__"]))["format_version"] == 1
+
+
 def test_a_float32_regression_keeps_its_dtype(tmp_path):
     X, y, _ = make_data("gaussian", n=500)
     Xd = da.from_array(X.astype(np.float32), chunks=(250, -1))

@@ -58,13 +58,39 @@ class FormulaDesign:
         (``missing="mean"``; empty otherwise).
     """
 
-    def __init__(self, formula, target, levels, spec, means=None):
+    def __init__(self, formula, target, levels, spec, means=None, columns=None):
         self.formula, self.target, self.levels, self.spec = formula, target, levels, spec
         self.means = dict(means or {})
-        columns = list(spec.column_names)
+        columns = list(spec.column_names if columns is None else columns)
+        self.columns = columns
         self.intercept = INTERCEPT in columns
         self._keep = [i for i, name in enumerate(columns) if name != INTERCEPT]
         self.names = np.asarray([columns[i] for i in self._keep], dtype=object)
+
+    def to_saved(self):
+        """The design as JSON-ready values (:mod:`daskglm.model_files`): the formula, its
+        levels and means, and the right-hand side's spec as formulaic rebuilds it (its
+        formula, full rank or not, the stateful transforms' state) with its columns."""
+        return {"formula": self.formula, "target": self.target,
+                "levels": {c: [_plain(v) for v in values] for c, values in self.levels.items()},
+                "means": {c: float(v) for c, v in self.means.items()},
+                "rhs": str(self.spec.formula),
+                "ensure_full_rank": bool(self.spec.ensure_full_rank),
+                "transform_state": _tagged(self.spec.transform_state),
+                "columns": list(self.columns)}
+
+    @classmethod
+    def from_saved(cls, saved):
+        """The design :meth:`to_saved` describes: its spec is formulaic's for the same
+        right-hand side, full rank or not, with the same transforms' state, so that it
+        makes the same features of the same table."""
+        import formulaic
+
+        spec = formulaic.ModelSpec(formula=saved["rhs"], output="sparse",
+                                   ensure_full_rank=saved["ensure_full_rank"],
+                                   transform_state=_untagged(saved["transform_state"]))
+        return cls(saved["formula"], saved["target"], dict(saved["levels"]), spec,
+                   saved["means"], saved["columns"])
 
     def features(self, frame, dtype=np.float64, compute=None):
         """The features of ``frame``: a CSR matrix (pandas) or a Dask array of CSR chunks
@@ -317,6 +343,37 @@ def _arguments(part, expressions, summed, levels, means):
         else:
             found.append(values)
     return found
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _tagged(value):
+    """A stateful transform's state as JSON: dictionaries as pairs (their keys may be
+    numbers), arrays with their dtype, numpy scalars as numbers."""
+    if isinstance(value, dict):
+        return {"pairs": [[_tagged(k), _tagged(v)] for k, v in value.items()]}
+    if isinstance(value, np.ndarray):
+        return {"array": value.tolist(), "dtype": str(value.dtype)}
+    if isinstance(value, (list, tuple)):
+        return {"list": [_tagged(v) for v in value]}
+    value = _plain(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ValueError(f"A formula's transform state holds {type(value).__name__}, which "
+                     "a model file cannot hold.")
+
+
+def _untagged(value):
+    """The state :func:`_tagged` wrote."""
+    if isinstance(value, dict) and "pairs" in value:
+        return {_untagged(k): _untagged(v) for k, v in value["pairs"]}
+    if isinstance(value, dict) and "array" in value:
+        return np.asarray(value["array"], dtype=value["dtype"])
+    if isinstance(value, dict) and "list" in value:
+        return [_untagged(v) for v in value["list"]]
+    return value
 
 
 def _compute(*collections):
