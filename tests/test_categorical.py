@@ -265,3 +265,31 @@ def test_a_missing_level_is_an_error_of_the_table_pass(as_dask):
     with pytest.raises(ValueError, match="'region' has missing values"):
         model.fit(X, y)
     assert not hasattr(model, "comm_")
+
+
+def test_the_coefficient_table_names_each_level_with_its_statistics():
+    """``coef_table_``: the intercept then ``column[level]`` rows, the coefficients and,
+    with ``inference=True``, statsmodels' standard errors, z, p-values and intervals as
+    ``summary()`` gives them; one column per class for a multinomial model."""
+    frame, eta, rng = _table()
+    y = rng.poisson(np.exp(eta)).astype(float)
+    model = daskglm.PoissonRegressor(alpha=0.0, inference=True, tol=1e-10).fit(
+        dd.from_pandas(frame, npartitions=3), y)
+    table = model.coef_table_
+    assert list(table.index) == ["intercept", "age", "region[south]", "region[west]",
+                                 "plan[gold]"] == model.param_names_
+    np.testing.assert_array_equal(table.coef, model.params_)
+    np.testing.assert_array_equal(table.std_err, model.bse_)
+    np.testing.assert_array_equal(table.p_value, model.pvalues_)
+    np.testing.assert_array_equal(table[["ci_lower", "ci_upper"]], model.conf_int())
+    reference = sm.GLM(y, sm.add_constant(_dummies(frame, True)),
+                       family=sm.families.Poisson()).fit(tol=1e-12)
+    np.testing.assert_allclose(table.std_err, reference.bse, rtol=1e-6)
+    plain = daskglm.PoissonRegressor(alpha=1e-3).fit(frame, y).coef_table_
+    assert list(plain.columns) == ["coef"] and plain.index[1:].tolist() == [
+        "age", "region[north]", "region[south]", "region[west]", "plan[basic]", "plan[gold]"]
+    labels = np.array(["a", "b", "c"])[rng.integers(0, 3, len(frame))]
+    multinomial = daskglm.LogisticRegression().fit(frame, labels).coef_table_
+    assert list(multinomial.columns) == ["a", "b", "c"] and multinomial.shape == (7, 3)
+    with pytest.raises(Exception, match="not fitted"):
+        daskglm.PoissonRegressor().coef_table_

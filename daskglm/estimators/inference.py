@@ -261,6 +261,46 @@ class _InferenceMixin:
         half = self._reference_distribution(use_t).isf(alpha / 2.0) * bse
         return np.column_stack([self.params_ - half, self.params_ + half])
 
+    @property
+    def coef_table_(self):
+        """The fitted coefficients by name, as a pandas DataFrame (glum's ``coef_table``,
+        H2O's coefficients table).
+
+        Its index is the intercept (``"intercept"``, when fitted) then each feature, named
+        as ``feature_names_out_`` names a table's levels (``"region[south]"``), else
+        ``feature_names_in_``, else ``x1, x2, ...``.  One column ``coef``; with
+        ``inference=True`` also ``std_err``, ``z``, ``p_value``, ``ci_lower`` and
+        ``ci_upper`` (the model's covariance, 95%: :meth:`summary`'s defaults).  A model
+        of several classes has one column of coefficients per class instead.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before a fit.
+        """
+        import pandas as pd
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "coef_")
+        coef = np.asarray(self.coef_)
+        fit_intercept = bool(getattr(self, "fit_intercept", False))
+        names = _feature_names(self, coef.shape[-1])
+        if fit_intercept:
+            names = ["intercept"] + names
+        if coef.ndim == 2:
+            intercept = np.broadcast_to(np.asarray(self.intercept_, dtype=float),
+                                        (coef.shape[0],))
+            values = np.column_stack([intercept, coef]) if fit_intercept else coef
+            classes = getattr(self, "classes_", range(coef.shape[0]))
+            return pd.DataFrame(values.T, index=names, columns=[str(c) for c in classes])
+        values = np.concatenate([[float(self.intercept_)], coef]) if fit_intercept else coef
+        table = pd.DataFrame({"coef": values}, index=names)
+        if getattr(self, "bse_", None) is not None:
+            ci = self.conf_int()
+            table = table.assign(std_err=self.bse_, z=self.zvalues_, p_value=self.pvalues_,
+                                 ci_lower=ci[:, 0], ci_upper=ci[:, 1])
+        return table
+
     def summary(self, alpha=0.05, kind="model", use_t=False):
         """A table of the fit, as statsmodels' ``GLMResults.summary()``.
 
@@ -373,12 +413,19 @@ def _scaled_inverse(matrix):
 
 
 def _param_names(estimator, problem):
-    names = getattr(estimator, "feature_names_out_", None)  # a table's categories expanded
+    names = _feature_names(estimator, problem.n_features)
+    return (["intercept"] + names) if problem.fit_intercept else names
+
+
+def _feature_names(estimator, n_features):
+    """The names of the model's ``n_features`` features: a table's categories expanded
+    (``feature_names_out_``), else the columns (``feature_names_in_``), else ``x1, ...``."""
+    names = getattr(estimator, "feature_names_out_", None)
     if names is None:
         names = getattr(estimator, "feature_names_in_", None)
-    names = [str(n) for n in names] if names is not None else \
-        [f"x{i + 1}" for i in range(problem.n_features)]
-    return (["intercept"] + names) if problem.fit_intercept else names
+    if names is None or len(names) != n_features:
+        return [f"x{i + 1}" for i in range(n_features)]
+    return [str(n) for n in names]
 
 
 def _log_likelihood(family, sums, dispersion, nobs):
