@@ -292,4 +292,4 @@ def test_the_coefficient_table_names_each_level_with_its_statistics():
     multinomial = daskglm.LogisticRegression().fit(frame, labels).coef_table_
     assert list(multinomial.columns) == ["a", "b", "c"] and multinomial.shape == (7, 3)
     with pytest.raises(Exception, match="not fitted"):
-        daskglm.PoissonRegressor().coef_table_
+        _ = daskglm.PoissonRegressor().coef_table_
