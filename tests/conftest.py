@@ -114,3 +114,14 @@ def released(client, prefix, seconds=10.0):
             return False
         time.sleep(0.05)
     return True
+
+
+def assert_moments_by_class(counts, dense, y, weight):
+    """The per-class column sums and sums of squares ``counts`` (``count_labels`` with
+    ``per_class_moments``) are those of each class's rows of ``dense`` (1e-12)."""
+    for k, label in enumerate(counts.labels):
+        rows = y == label
+        np.testing.assert_allclose(counts.sums[k], weight[rows] @ dense[rows], rtol=1e-12,
+                                   atol=1e-12)
+        np.testing.assert_allclose(counts.squares[k], weight[rows] @ dense[rows] ** 2,
+                                   rtol=1e-12, atol=1e-12)

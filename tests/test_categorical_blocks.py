@@ -28,6 +28,7 @@ from daskglm.compute.summaries import (
     stored_bytes,
 )
 from daskglm.model.families import Binomial, Gamma, Gaussian, NegativeBinomial, Poisson, Tweedie
+from tests.conftest import assert_moments_by_class
 
 COMPILED = [Gaussian(), Binomial(), Poisson(), Gamma("log"), Tweedie(power=1.5),
             NegativeBinomial(alpha=0.5)]
@@ -432,13 +433,7 @@ def test_per_class_moments_of_a_block_are_read_without_its_csr_matrix(monkeypatc
     y = rng.integers(0, 3, 500).astype(np.float64)
     weight = rng.uniform(0, 2, 500)
     counts = count_labels((X, y, weight), per_class_moments=True)
-    dense = X.toarray()
-    for k, label in enumerate(counts.labels):
-        rows = y == label
-        np.testing.assert_allclose(counts.sums[k], weight[rows] @ dense[rows], rtol=1e-12,
-                                   atol=1e-12)
-        np.testing.assert_allclose(counts.squares[k], weight[rows] @ dense[rows] ** 2,
-                                   rtol=1e-12, atol=1e-12)
+    assert_moments_by_class(counts, X.toarray(), y, weight)
     frame = _table(3000)
     ddf = dd.from_pandas(frame, npartitions=3)
     made = []

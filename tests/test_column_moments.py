@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from daskglm.compute.label_counts import count_labels
 from daskglm.compute.moment_loops import BLOCK_ROWS
 from daskglm.compute.summaries import column_moments
+from tests.conftest import assert_moments_by_class
 
 
 def reference(X, weight):
@@ -80,12 +81,7 @@ def test_csr_moments_by_class():
     y = rng.integers(0, 3, 2000).astype(np.float64)
     weight = rng.uniform(0, 2, 2000)
     counts = count_labels((X, y, weight), per_class_moments=True)
-    dense = X.toarray()
-    for k, label in enumerate(counts.labels):
-        rows = y == label
-        np.testing.assert_allclose(counts.sums[k], weight[rows] @ dense[rows], rtol=1e-12)
-        np.testing.assert_allclose(counts.squares[k], weight[rows] @ dense[rows] ** 2,
-                                   rtol=1e-12)
+    assert_moments_by_class(counts, X.toarray(), y, weight)
 
 
 def test_csr_nan_carries_into_the_sums():
