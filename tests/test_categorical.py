@@ -1,6 +1,7 @@
 """Tables with categorical and string columns (:mod:`daskglm.estimators.categorical`),
 against the same models fitted on dummies made by hand."""
 
+import time
 import uuid
 
 import dask
@@ -13,6 +14,7 @@ from sklearn.linear_model import LogisticRegression as SkLogistic
 
 import daskglm
 from daskglm.accounting.kinds import Kind
+from tests.conftest import keys_held
 
 
 def _table(n=3000, seed=0):
@@ -206,9 +208,9 @@ def test_a_table_is_read_once_and_its_levels_found_in_that_read(request, tmp_pat
     and means come from that read, kept where it was made, and the validation round
     encodes the kept reads.  The fit equals, to the bit, the fit that reads the table
     again in every round (``cache="none"``), and the fit on the pandas table (one
-    partition: 1e-8, the solver's tolerance)."""
-    if where == "cluster":
-        request.getfixturevalue("client")
+    partition: 1e-8, the solver's tolerance).  On the cluster, the kept reads are
+    released when the fit ends."""
+    client = request.getfixturevalue("client") if where == "cluster" else None
     frame, eta, rng = _table(4000)
     frame["plan"] = frame["plan"].where(np.arange(len(frame)) % 13 != 0)  # a missing level
     frame.loc[frame.index[::17], "age"] = np.nan
@@ -223,6 +225,11 @@ def test_a_table_is_read_once_and_its_levels_found_in_that_read(request, tmp_pat
     assert _reads(tmp_path) == {0: 1, 1: 1, 2: 1, 3: 1}
     assert once.comm_.count(Kind.DRIVER_PASS) == 2  # a partition per thread, the others
     assert "plan[(missing)]" in list(once.feature_names_out_)
+    if client is not None:
+        deadline = time.monotonic() + 10
+        while any("read_partition" in str(key) for key in keys_held(client)):
+            assert time.monotonic() < deadline, "the kept reads outlived the fit"
+            time.sleep(0.05)
     again = fit("none")
     assert all(count >= 3 for count in _reads(tmp_path).values())
     np.testing.assert_array_equal(once.coef_, again.coef_)
