@@ -152,3 +152,20 @@ def _assert_same_state(learnt, expected):
     else:
         np.testing.assert_allclose(np.asarray(learnt, dtype=float),
                                    np.asarray(expected, dtype=float), rtol=1e-12)
+
+
+def test_missing_mean_fills_a_variable_read_only_inside_a_stateful_transform():
+    """``scale(density)`` alone reads ``density`` (formulaic leaves it out of the formula's
+    variables): with ``missing="mean"`` its gaps are still filled with its mean, before
+    the transform learns its state from every row."""
+    frame = _policies(n=2000)
+    frame.loc[frame.index[::11], "density"] = np.nan
+    table = dd.from_pandas(frame, npartitions=3)
+    model = daskglm.GLM.from_formula("claims ~ C(region) + scale(density)", table,
+                                     family="poisson", alpha=0.0, missing="mean")
+    mean = frame.density.mean()
+    assert model.formula_design_.means == {"density": pytest.approx(mean, rel=1e-12)}
+    state = model.formula_design_.spec.transform_state["scale(density)"]
+    filled = frame.density.fillna(mean)
+    assert float(state["center"]) == pytest.approx(filled.mean(), rel=1e-12)
+    assert float(state["scale"]) == pytest.approx(filled.std(), rel=1e-12)

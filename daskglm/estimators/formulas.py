@@ -158,13 +158,14 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
         raise ValueError(f"The formula names {absent}, which are not columns of the data "
                          f"(columns: {list(data.columns)}).")
     wrapped = set(re.findall(r"C\(\s*([A-Za-z_][A-Za-z_0-9]*)", formula))
-    categorical = sorted(name for name in parsed.rhs.required_variables
+    variables = _variables(parsed.rhs)
+    categorical = sorted(name for name in variables
                          if name in data.columns and (name in wrapped or not
                                                       pd.api.types.is_numeric_dtype(
                                                           data[name].dtype)))
     means = {}
     if missing == "mean":
-        numeric = sorted(name for name in parsed.rhs.required_variables
+        numeric = sorted(name for name in variables
                          if name in data.columns and name not in categorical)
         levels, means = _levels_and_means(data, categorical, numeric, compute)
     else:
@@ -178,6 +179,21 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
     if hasattr(data, "__dask_graph__") and data.npartitions > 1:
         spec = _with_whole_data_scales(spec, data, levels, means, compute)
     return FormulaDesign(formula, target, levels, spec, means)
+
+
+def _variables(rhs):
+    """The names a right-hand side reads: formulaic's ``required_variables`` and the
+    names inside the Python factors (``income`` in ``scale(income)``, which formulaic
+    leaves out of a stateful transform's)."""
+    import ast
+
+    names = set(rhs.required_variables)
+    for term in rhs:
+        for factor in term.factors:
+            if factor.eval_method.name == "PYTHON":
+                names.update(node.id for node in ast.walk(ast.parse(factor.expr, mode="eval"))
+                             if isinstance(node, ast.Name))
+    return names
 
 
 #: Names a formula may use that are not columns (the namespace formulaic evaluates in).
