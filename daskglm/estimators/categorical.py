@@ -239,7 +239,7 @@ def read_table(frame, drop_first, missing="error", cache="auto", client=None):
     if first < len(reads):
         per_partition = np.mean([s.nbytes + 16 * s.rows for s in summaries])
         if 2 * len(reads) * per_partition > CACHE_SAFETY * free_memory(client):
-            del kept
+            del kept  # the first reads are released: the fit reads the table again
             encoding, lengths = table_encoding(frame, drop_first, compute_pass, missing,
                                                True)
             return encoding, lengths, None
@@ -266,7 +266,6 @@ class _TableColumns:
             raise ValueError(f"The table's column names must be unique; got {columns}.")
         check_missing(missing)
         self.columns = tuple(columns)
-        self.missing = missing
         self.with_means = missing == "mean"
         categorical = categorical_columns(frame)
         self.categorical = [str(c) for c in categorical]

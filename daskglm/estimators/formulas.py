@@ -177,7 +177,7 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
                                     na_action="raise")
     spec = matrix.model_spec
     if hasattr(data, "__dask_graph__") and data.npartitions > 1:
-        spec = _with_whole_data_scales(spec, data, levels, means, compute)
+        spec = _with_whole_table_state(spec, data, levels, means, compute)
     return FormulaDesign(formula, target, levels, spec, means)
 
 
@@ -261,7 +261,7 @@ _MOMENT_TRANSFORMS = ("scale", "center")
 _VALUES = "daskglm_values"
 
 
-def _with_whole_data_scales(spec, data, levels, means, compute):
+def _with_whole_table_state(spec, data, levels, means, compute):
     """``spec`` with the state of each stateful transform learnt from every row of
     ``data``, in one pass, not from the first partition alone: the moments of the
     argument of ``scale(...)`` and ``center(...)``, summed over the partitions; the values
