@@ -517,3 +517,24 @@ def test_early_stopping_runs_as_many_epochs_as_scikit_learn(case):
                            for s in seeds)
     assert their_epochs >= 30 * len(seeds)  # many epochs: a meaningful comparison
     assert their_epochs / 3 <= our_epochs <= 3 * their_epochs
+
+
+@pytest.mark.parametrize("sync_every", [None, 4])
+def test_a_diverging_fit_says_so_once(sync_every):
+    """A learning rate too large for a raw column (ages 18 to 80, as scikit-learn's
+    ``SGDRegressor`` diverges on it too), on a table (sparse partitions, steps in
+    Python): one ConvergenceWarning naming the divergence, ``converged_`` False, and none
+    of numpy's overflow warnings of every step."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"age": rng.uniform(18, 80, 3000),
+                      "region": rng.choice(["n", "s", "w"], 3000)})
+    y = 0.01 * X.age.to_numpy() + rng.normal(size=3000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = daskglm.SGDRegressor(sync_every=sync_every, random_state=0).fit(X, y)
+    messages = [str(w.message) for w in caught]
+    assert not model.converged_ and not np.all(np.isfinite(model.coef_))
+    assert [m for m in messages if "diverged" in m] == messages, messages
+    assert len(messages) == 1

@@ -26,6 +26,8 @@ tens of microseconds of overhead per step.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -96,6 +98,19 @@ class SGDConfig:
     hogwild: int | None = None
 
 
+def _quiet_when_diverging(kernel):
+    """``kernel`` without numpy's overflow and invalid-value warnings: the iterates of a
+    learning rate too large overflow, and the solver stops on them and says so once (a
+    ConvergenceWarning), where numpy would warn at every step."""
+
+    @functools.wraps(kernel)
+    def quiet(*args, **kwargs):
+        with np.errstate(over="ignore", invalid="ignore"):
+            return kernel(*args, **kwargs)
+
+    return quiet
+
+
 def _sparse_batch_loss_grad(batch, params, config):
     """:func:`~daskglm.compute.kernels.loss_grad` of a CSR mini-batch, its gradient sent sparse."""
     X, y, weight = batch
@@ -109,6 +124,7 @@ def _sparse_batch_loss_grad(batch, params, config):
     return Stats(total, loss, _smaller(params.shape[0], columns, values))
 
 
+@_quiet_when_diverging
 def batch_loss_grad(part, draw, params, config, epoch):
     """Loss and gradient SUMS over the rows partition ``draw[0]`` gives to a step.
 
@@ -256,6 +272,7 @@ class LocalSGDStats:
         )
 
 
+@_quiet_when_diverging
 def local_sgd(part, draw, params, rule_state, average, config):
     """Run SGD steps on one partition's rows, starting from the shared state.
 
