@@ -27,7 +27,6 @@ tens of microseconds of overhead per step.
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 
 import numpy as np
