@@ -298,5 +298,12 @@ def test_the_coefficient_table_names_each_level_with_its_statistics():
     labels = np.array(["a", "b", "c"])[rng.integers(0, 3, len(frame))]
     multinomial = daskglm.LogisticRegression().fit(frame, labels).coef_table_
     assert list(multinomial.columns) == ["a", "b", "c"] and multinomial.shape == (7, 3)
+    binary = daskglm.LogisticRegression().fit(frame, labels == "a")
+    np.testing.assert_array_equal(binary.coef_table_.coef,
+                                  np.concatenate([binary.intercept_, binary.coef_[0]]))
+    # scikit-learn's HTML display of a fitted estimator reads its fitted attributes
+    from sklearn.utils import estimator_html_repr
+
+    assert "LogisticRegression" in estimator_html_repr(binary)
     with pytest.raises(Exception, match="not fitted"):
         _ = daskglm.PoissonRegressor().coef_table_

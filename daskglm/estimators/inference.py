@@ -271,7 +271,8 @@ class _InferenceMixin:
         ``feature_names_in_``, else ``x1, x2, ...``.  One column ``coef``; with
         ``inference=True`` also ``std_err``, ``z``, ``p_value``, ``ci_lower`` and
         ``ci_upper`` (the model's covariance, 95%: :meth:`summary`'s defaults).  A model
-        of several classes has one column of coefficients per class instead.
+        of two classes has one ``coef`` column (its one vector, of the second class); one
+        of more classes has one column of coefficients per class instead.
 
         Raises
         ------
@@ -283,17 +284,19 @@ class _InferenceMixin:
 
         check_is_fitted(self, "coef_")
         coef = np.asarray(self.coef_)
+        intercept = np.ravel(np.asarray(self.intercept_, dtype=float))
+        if coef.ndim == 2 and coef.shape[0] == 1:  # two classes: one vector, as 1-D
+            coef = coef[0]
         fit_intercept = bool(getattr(self, "fit_intercept", False))
         names = _feature_names(self, coef.shape[-1])
         if fit_intercept:
             names = ["intercept"] + names
         if coef.ndim == 2:
-            intercept = np.broadcast_to(np.asarray(self.intercept_, dtype=float),
-                                        (coef.shape[0],))
+            intercept = np.broadcast_to(intercept, (coef.shape[0],))
             values = np.column_stack([intercept, coef]) if fit_intercept else coef
             classes = getattr(self, "classes_", range(coef.shape[0]))
             return pd.DataFrame(values.T, index=names, columns=[str(c) for c in classes])
-        values = np.concatenate([[float(self.intercept_)], coef]) if fit_intercept else coef
+        values = np.concatenate([intercept[:1], coef]) if fit_intercept else coef
         table = pd.DataFrame({"coef": values}, index=names)
         if getattr(self, "bse_", None) is not None:
             ci = self.conf_int()
