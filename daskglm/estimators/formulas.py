@@ -185,15 +185,20 @@ def _variables(rhs):
     """The names a right-hand side reads: formulaic's ``required_variables`` and the
     names inside the Python factors (``income`` in ``scale(income)``, which formulaic
     leaves out of a stateful transform's)."""
-    import ast
-
     names = set(rhs.required_variables)
     for term in rhs:
         for factor in term.factors:
             if factor.eval_method.name == "PYTHON":
-                names.update(node.id for node in ast.walk(ast.parse(factor.expr, mode="eval"))
-                             if isinstance(node, ast.Name))
+                names.update(_names(factor.expr))
     return names
+
+
+def _names(expression):
+    """The names a Python ``expression`` reads (columns, and modules such as ``np``)."""
+    import ast
+
+    return {node.id for node in ast.walk(ast.parse(expression, mode="eval"))
+            if isinstance(node, ast.Name)}
 
 
 #: Names a formula may use that are not columns (the namespace formulaic evaluates in).
@@ -287,9 +292,13 @@ def _with_whole_table_state(spec, data, levels, means, compute):
     expressions = list(summed.values()) + [argument for argument, _ in gathered.values()]
     if not expressions:
         return spec
+    # the pass reads only the columns the arguments name (a parquet source no other)
+    columns = sorted(set().union(*map(_names, expressions)) & set(data.columns))
+    levels = {c: values for c, values in levels.items() if c in columns}
+    means = {c: mean for c, mean in means.items() if c in columns}
     read = dask.delayed(_arguments, pure=True)
     found = (compute or _compute)(*[read(part, expressions, len(summed), levels, means)
-                                    for part in frame_partitions(data)])
+                                    for part in projected_partitions(data, columns)])
     state = dict(spec.transform_state)
     for k, term in enumerate(summed):
         state[term] = _summed_state(term, state[term], [f[k] for f in found])
