@@ -271,8 +271,8 @@ class _InferenceMixin:
         ``feature_names_in_``, else ``x1, x2, ...``.  One column ``coef``; with
         ``inference=True`` also ``std_err``, ``z``, ``p_value``, ``ci_lower`` and
         ``ci_upper`` (the model's covariance, 95%: :meth:`summary`'s defaults).  A model
-        of two classes has one ``coef`` column (its one vector, of the second class); one
-        of more classes has one column of coefficients per class instead.
+        of two classes has one ``coef`` column (its one vector, of the second class); a
+        model of three or more classes has one column of coefficients per class instead.
 
         Raises
         ------
