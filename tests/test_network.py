@@ -54,7 +54,8 @@ def _transfer_seconds(client, size):
 def test_a_transfer_takes_its_bytes_over_the_bandwidth(shaped, size):
     network, client = shaped
     _transfer_seconds(client, 1000)  # the workers' connection made
-    total, duration = _transfer_seconds(client, size)
+    repeats = 3 if size < 2**24 else 1
+    total, duration = sorted(_transfer_seconds(client, size) for _ in range(repeats))[repeats // 2]
     measured = total / (duration - 2 * network.latency)  # the request's and the answer's
     assert measured == pytest.approx(network.bandwidth, rel=0.15)
 
