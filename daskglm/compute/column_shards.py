@@ -64,9 +64,13 @@ class ColumnShard:
         on the shard's coefficients alone).
     memory : int
         Correction pairs kept (``m``).
+    criterion_scales : ndarray, optional
+        Each parameter's factor in the optimality test on the range (see
+        :meth:`daskglm.solvers.base.Objective.optimality`): ``max |g|`` is then the
+        largest of ``|g| * criterion_scales``.
     """
 
-    def __init__(self, lo, hi, n_features, penalty, memory):
+    def __init__(self, lo, hi, n_features, penalty, memory, criterion_scales=None):
         self.lo, self.hi = int(lo), int(hi)
         size = self.hi - self.lo
         self.n_coef = max(0, min(int(n_features), self.hi) - self.lo)
@@ -77,6 +81,8 @@ class ColumnShard:
         self.g = np.zeros(size)
         self.g_trial = np.zeros(size)
         self.basis = np.zeros((2 * self.memory, size))
+        self.criterion_scales = (None if criterion_scales is None
+                                 else np.asarray(criterion_scales, dtype=np.float64))
         self._registered = {}
         self._pending = {}
         self._lock = threading.Lock()
@@ -129,7 +135,8 @@ class ColumnShard:
 
     def finish(self, round_id, alpha, total_weight):
         """Sum round ``round_id``'s pushes in contributor order into the gradient at ``x +
-        alpha d``; return the shard's ``[penalty value, g_trial . d, max |g_trial|]``.
+        alpha d``; return the shard's ``[penalty value, g_trial . d, max |g_trial|]`` (each
+        entry of ``g_trial`` times its criterion scale in the last).
 
         Raises
         ------
@@ -153,7 +160,10 @@ class ColumnShard:
         grad[: self.n_coef] += self.penalty.grad(coef)
         self.g_trial = grad
         penalty_value = self.penalty.smooth_value(coef) if self.n_coef else 0.0
-        largest = float(np.max(np.abs(grad), initial=0.0))
+        violation = np.abs(grad)
+        if self.criterion_scales is not None:
+            violation *= self.criterion_scales
+        largest = float(np.max(violation, initial=0.0))
         return np.array([penalty_value, float(grad @ self.d), largest])
 
     def accept(self, alpha, slot, used):

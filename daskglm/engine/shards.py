@@ -332,7 +332,8 @@ class ShardSet:
         self.close()
 
 
-def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None):
+def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
+                criterion_scales=None):
     """Column shards of ``n_params`` parameters for a fit on ``engine``.
 
     Parameters
@@ -348,6 +349,8 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None):
         One per worker on a cluster (placed round-robin when more), one per engine
         thread in this process, by default.  Besides them, one ``WorkerColumns`` per
         worker (one in this process).
+    criterion_scales : ndarray, optional
+        Each parameter's factor in the optimality test (each shard gets its range's).
 
     Returns
     -------
@@ -357,7 +360,8 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None):
     if client is None:
         n_shards = n_shards or max(1, getattr(engine, "n_threads", 1))
         bounds = shard_bounds(n_params, n_shards)
-        shards = [ColumnShard(bounds[k], bounds[k + 1], n_features, penalty, memory)
+        shards = [ColumnShard(bounds[k], bounds[k + 1], n_features, penalty, memory,
+                              _range(criterion_scales, bounds, k))
                   for k in range(len(bounds) - 1)]
         hubs = [WorkerColumns(0, ShardClients(bounds, shards))]
         return ShardSet(engine, ShardClients(bounds, shards, hubs=hubs))
@@ -369,7 +373,7 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None):
         worker = workers[k % len(workers)]
         # pinned to its worker: Dask must never recreate it, empty, elsewhere
         futures.append(client.submit(ColumnShard, bounds[k], bounds[k + 1], n_features, penalty,
-                                     memory, actor=True, workers=[worker],
+                                     memory, _range(criterion_scales, bounds, k), actor=True, workers=[worker],
                                      allow_other_workers=False, pure=False,
                                      key=f"daskglm-shard-{token}-{k}"))
         addresses.append(worker)
@@ -387,3 +391,8 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None):
     clients = ShardClients(bounds, shard_clients.shards, addresses, actors_of(hub_futures),
                            workers)
     return ShardSet(engine, clients, futures + hub_futures)
+
+
+def _range(values, bounds, k):
+    """The ``k``-th shard's range of ``values`` (None stays None)."""
+    return None if values is None else np.asarray(values)[bounds[k]:bounds[k + 1]]

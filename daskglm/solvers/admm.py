@@ -51,8 +51,11 @@ class ADMM(Solver):
     ``u_i`` live on the driver and travel with each round (two vectors per partition,
     through :meth:`~daskglm.engine.Engine.map_each`).  ``rho`` is rebalanced when the
     primal residual ``|x - z|`` and the dual residual ``rho |z - z_old|`` drift more than
-    ``mu`` apart.  Stops when both residuals fall below ``sqrt(N p) * tol + tol * scale``
-    (the stacked absolute and relative criteria of Boyd et al., with ``tol`` for both).
+    ``mu`` apart.  Stops when the consensus point ``z`` meets the optimality test of
+    every solver (:meth:`~daskglm.solvers.base.Objective.optimality` ``<= tol``) on the
+    exact loss and gradient that the round's local solves computed at ``z``: small
+    residuals alone do not say that ``z`` is optimal (they fell below Boyd et al.'s
+    stacked criteria 1.5% above the optimum of a logistic regression with 1% positives).
     Stops early, with ``converged`` False and a message starting with "stalled", when for
     20 iterations in a row none of the objective and the optimality violation at the
     consensus point and the two residuals improved beyond round-off (the local solves'
@@ -116,7 +119,6 @@ class ADMM(Solver):
         rho = self._initial_rho(problem, params0) / n_parts
         mu, tau = float(self.opts["mu"]), float(self.opts["tau"])
         local_max_iter = int(self.opts["local_max_iter"])
-        threshold = math.sqrt(n_parts * n_params) * self.tol
 
         coordinates = Standardised()
         if self.opts["standardize"]:
@@ -138,6 +140,9 @@ class ADMM(Solver):
                 scale, local_tol, local_max_iter, coordinates, kind=Kind.LOCAL_SOLVE,
             )
             self._record(history, objective, coordinates.to_params(z), fits, rho)
+            if history.entries[-1]["grad_norm"] <= self.tol:
+                converged = True  # the exact criterion at z, from this round's sums
+                break
             xs = [fit.params for fit in fits]
             z_old = z
             mean = np.mean([x + u for x, u in zip(xs, us)], axis=0)
@@ -146,22 +151,15 @@ class ADMM(Solver):
 
             primal = math.sqrt(sum(float((x - z) @ (x - z)) for x in xs))
             dual = rho * math.sqrt(n_parts) * float(np.linalg.norm(z - z_old))
-            x_norm = math.sqrt(sum(float(x @ x) for x in xs))
-            u_norm = math.sqrt(sum(float(u @ u) for u in us))
-            primal_tol = threshold + self.tol * max(x_norm, math.sqrt(n_parts) * np.linalg.norm(z))
-            dual_tol = threshold + self.tol * rho * u_norm
             history.entries[-1].update(primal_residual=primal, dual_residual=dual)
-            converged = primal <= primal_tol and dual <= dual_tol
-            if not converged:
-                entry = history.entries[-1]
-                stall = monitor.check(z, None, entry["objective"], entry["grad_norm"], primal,
-                                      dual)
-                if stall:
-                    message = stall.replace("the objective nor the optimality violation",
-                                            "the objective, the optimality violation nor the "
-                                            "residuals")
-                    break
-            if self.opts["adaptive_rho"] and not converged:
+            entry = history.entries[-1]
+            stall = monitor.check(z, None, entry["objective"], entry["grad_norm"], primal, dual)
+            if stall:
+                message = stall.replace("the objective nor the optimality violation",
+                                        "the objective, the optimality violation nor the "
+                                        "residuals")
+                break
+            if self.opts["adaptive_rho"]:
                 if primal > mu * dual:
                     rho *= tau
                     us = [u / tau for u in us]
@@ -187,6 +185,10 @@ class ADMM(Solver):
         loss = sum(fit.loss for fit in fits) / total
         grad = sum(fit.grad for fit in fits) / total
         grad[: problem.n_features] += problem.penalty.grad(coef)
+        if Feature.NONNEGATIVE in problem.features():
+            # at a bound, a gradient pushing further out is no violation
+            n = problem.n_features
+            grad[:n] = np.where((coef <= 0) & (grad[:n] > 0), 0.0, grad[:n])
         value = loss + problem.penalty.value(coef)
         history.record(value, objective.optimality(z, grad), rho,
                        local_iterations=max(fit.n_iter for fit in fits))

@@ -122,14 +122,60 @@ class Objective:
         return penalty.value(coef) - penalty.smooth_value(coef)
 
     def optimality(self, params, grad):
-        """Largest violation of the first-order optimality conditions (0 at the optimum)."""
+        """Largest violation of the first-order optimality conditions (0 at the optimum),
+        each coefficient's measured on the scale of its column when that is below 1.
+
+        A coefficient's violation is its gradient component (or, under a nonsmooth
+        penalty, the distance of its gradient to the penalty's subdifferential) times
+        :meth:`criterion_scales`: ``max(1, 1 / rms)`` with ``rms`` its column's
+        root mean square.  A rare column (a hashed feature set in a few rows of a
+        million) has a gradient as small as its column whatever the distance of its
+        coefficient from the optimum, so an unscaled test would be met far from it;
+        scaled, the test is the one the coefficients of a column rescaled to unit
+        size would meet, and it is never looser than scikit-learn's ``max |grad| <=
+        tol``."""
         p = self.problem
-        if p.penalty.smooth:
-            return float(np.max(np.abs(grad))) if grad.size else 0.0
         coef = p.coef(params)
-        violation = np.abs(grad).copy()
-        violation[: coef.shape[0]] = p.penalty.subgradient_distance(coef, grad[: coef.shape[0]])
+        violation = np.abs(grad)
+        if not p.penalty.smooth:
+            violation = violation.copy()
+            violation[: coef.shape[0]] = p.penalty.subgradient_distance(
+                coef, grad[: coef.shape[0]])
+        if not violation.size:
+            return 0.0
+        scales = self.criterion_scales(violation.shape)
+        if scales is not None:
+            violation = violation * scales
         return float(np.max(violation))
+
+    def criterion_scales(self, shape):
+        """The factors of :meth:`optimality`, shaped like the gradient (``shape``): for
+        each coefficient ``max(1, 1 / rms)`` of its column (1 for a column of zeros and
+        for the intercept), from the validation round's column moments; None on an
+        engine that holds none."""
+        cached = getattr(self, "_criterion_scales", None)
+        if cached is not None and cached.shape == shape:
+            return cached
+        moments = getattr(self.engine, "column_moments", None)
+        d = self.problem.n_features
+        if moments is None or not shape or shape[0] < d:
+            return None
+        squares = np.asarray(moments.squares, dtype=float).reshape(-1)
+        if squares.shape[0] != d:
+            return None
+        rms = np.sqrt(np.maximum(squares / float(moments.weight), 0.0))
+        column = np.ones(d)
+        small = (rms > 0) & (rms < 1)
+        column[small] = 1.0 / rms[small]
+        n_coef = getattr(self.problem, "n_coef", d)  # a multinomial model's, class by class
+        factors = np.ones(shape[0])
+        if n_coef % d or n_coef > shape[0]:
+            return None
+        factors[:n_coef] = np.tile(column, n_coef // d)
+        if len(shape) > 1:
+            factors = np.broadcast_to(factors[:, None], shape).copy()
+        self._criterion_scales = factors
+        return factors
 
 
 @dataclass

@@ -200,6 +200,9 @@ class _Recorder:
             widest = max(widest, float(np.max(scales, initial=1.0)))
         if means is not None:
             widest += float(np.max(np.abs(means), initial=0.0))
+        factors = objective.criterion_scales((objective.problem.n_params,))
+        if factors is not None:
+            widest *= float(np.max(factors, initial=1.0))
         self.theta_tol = tol / widest
 
     def params_of(self, theta):

@@ -42,7 +42,7 @@ from ..compute.worker_columns import register_columns, sharded_loss_grad
 from ..engine.column_blocks import ColumnBlocks
 from ..engine.shards import ShardLostError, make_shards
 from ..optim.vector_free_lbfgs import gram_two_loop, run_lbfgs
-from .base import History, SolverResult
+from .base import History, Objective, SolverResult
 
 __all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded", "MAX_REBUILDS"]
 
@@ -178,9 +178,10 @@ def solve_sharded(solver, problem, engine, params0):
     space_type = ColumnBlockSpace if solver.opts["column_blocks"] else ShardedSpace
     start = np.asarray(params0, dtype=float)
     params, rebuilds = start, []
+    scales = Objective(problem, engine).criterion_scales((problem.n_params,))
     while True:
         shards = make_shards(engine, problem.n_params, problem.n_features, problem.penalty,
-                             memory, n_shards=solver.opts["shards"])
+                             memory, n_shards=solver.opts["shards"], criterion_scales=scales)
         space = space_type(problem, engine, shards, memory)
         done = len(history.entries)
         try:
