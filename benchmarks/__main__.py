@@ -48,6 +48,10 @@ bigd
 proximal-rounds
     Rounds of proximal gradient and proximal Newton on L1 GLMs, the source of the cost
     model's proximal rounds per decade (see :mod:`benchmarks.proximal_rounds`).
+network
+    Every method on an emulated network (10 Gbit/s, 1 Gbit/s, 100 Mbit/s): seconds to the
+    optimum, rounds, measured bytes, and the cost model's predictions (see
+    :mod:`benchmarks.network`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -338,6 +342,9 @@ def build_parser():
     from benchmarks.proximal_rounds import add_parser as add_proximal_rounds_parser
 
     add_proximal_rounds_parser(commands)
+    from benchmarks.network import add_parser as add_network_parser
+
+    add_network_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")

@@ -24,6 +24,7 @@ from tests.test_sharded_lbfgs import (
     TIGHT,
     C,
     chunked,
+    criterion_scales,
     fit_killing_a_worker,
     objective,
     params_of,
@@ -35,7 +36,8 @@ BLOCKS = {"sharded": True, "column_blocks": True}
 
 def reference(X, y, max_iter=TIGHT["max_iter"]):
     x, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])), np.zeros(X.shape[1] + 1),
-                             tol=TIGHT["tol"], max_iter=max_iter)
+                             tol=TIGHT["tol"], max_iter=max_iter,
+                             criterion_scales=criterion_scales(X))
     return x, outcome
 
 

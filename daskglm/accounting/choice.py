@@ -5,13 +5,22 @@
 included, which the normal equations and Newton's and L-BFGS's first evaluations share,
 see :class:`~daskglm.solvers.base.FirstEvaluation`) times the modelled seconds of one of
 its rounds.  :func:`choose_method` takes the cheapest among the methods that handle the
-problem.  The prediction uses only ``(n, d, family, penalty, tol, workers)`` and the
-constants below, never timings, so the choice is the same on every run.
+problem.  The prediction uses only ``(n, d, family, penalty, tol, workers)``, the
+network's figures and the constants below, never the fit's timings, so the choice is the
+same on every run with the same figures.
 
 One round of a method costs
 
 ``t = ROUND_SECONDS + (1 + c) 8 n p / (W READ_BYTES_PER_SECOND) + c n p^2 / (W FLOPS)
-+ b (1 + tree depth) / BANDWIDTH + s p^3 / DRIVER_FLOPS``
++ messages + s p^3 / DRIVER_FLOPS``
+
+where ``messages`` is, in this process, ``b (1 + tree depth) / BANDWIDTH``, and on a
+cluster, with the latency ``L`` and bandwidth ``B`` of its network (a
+:class:`~daskglm.accounting.links.Link`, measured once per client or fixed by the
+configuration) and ``k = min(processes, 8)`` processes the driver calls,
+``2 L levels + k (8 p + b) / B`` (the driver's network card carries the parameters out
+and the partials back), or ``2 L levels + 16 p / B`` on column shards (each worker's
+card pulls and pushes its columns)
 
 with ``p`` the parameters, ``W`` the worker threads, ``c = 1`` for the rounds that sum
 ``X^T H X`` (Newton's Hessian, the Gram matrix: the rows scaled by ``sqrt(h)`` are one
@@ -45,6 +54,8 @@ from dataclasses import dataclass, field
 from ..model.penalties import L2, ElasticNet
 from ..model.problem import Feature
 from .bytemodel import tree_depth
+from .costmodel import DEFAULT_SPLIT_EVERY, direct_levels
+from .links import IN_PROCESS
 
 __all__ = ["MethodCost", "predict_methods", "choose_method", "SHARDED_FEATURES"]
 
@@ -95,19 +106,36 @@ def _decades(tol):
     return max(1.0, -math.log10(tol)) if tol > 0 else 16.0
 
 
-def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False):
+def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False,
+                   link=IN_PROCESS, sharded=False):
     """Modelled seconds of one round (the formula of the module docstring)."""
     passes = 2 if products else 1
     seconds = ROUND_SECONDS + passes * 8.0 * n * p / (workers * READ_BYTES_PER_SECOND)
     if products:
         seconds += float(n) * p * p / (workers * FLOPS)
-    seconds += payload * (1 + tree_depth(workers, 8)) / BANDWIDTH
+    seconds += _message_seconds(p, workers, payload, link, sharded)
     if driver:
         seconds += p**3 / 3.0 / DRIVER_FLOPS
     return seconds
 
 
-def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0):
+def _message_seconds(p, workers, payload, link, sharded):
+    """Seconds a round's messages take on ``link``.  In this process, a partial's bytes
+    once per tree level.  On a network, a message step there and back per level of
+    calls, and the bytes the busiest network card carries: the driver's, which sends the
+    ``8 p`` bytes of the parameters to every process it calls and receives a ``payload``
+    from each; on column shards each worker's, which pulls and pushes ``8 p`` bytes of
+    columns (the driver sends and receives scalars)."""
+    if not link.networked:
+        return payload * (1 + tree_depth(workers, 8)) / link.bandwidth
+    levels = direct_levels(link.nodes, DEFAULT_SPLIT_EVERY) or 1 + tree_depth(link.nodes, 8)
+    calls = min(link.nodes, DEFAULT_SPLIT_EVERY)
+    card_bytes = 16.0 * p if sharded else calls * (8.0 * p + payload)
+    return 2 * levels * link.latency + card_bytes / link.bandwidth
+
+
+def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0,
+                    link=IN_PROCESS):
     """Predicted rounds and seconds of every candidate method for ``problem``.
 
     Parameters
@@ -125,6 +153,9 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
         Seconds a round spends reading the data from their source, for data streamed in
         every round (0 for data in memory): every round of these methods reads ``X`` once,
         so on a slow source the fewest passes win.
+    link : Link
+        The network the rounds' messages cross (:mod:`daskglm.accounting.links`):
+        measured on the cluster, fixed by the configuration, or none in this process.
 
     Returns
     -------
@@ -136,26 +167,29 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
     decades = _decades(tol)
     family = problem.family
     exact = getattr(family, "exact_hessian", True)
-    gradient = _round_seconds(n, p, W, payload=8 * p) + pass_seconds
-    hessian = _round_seconds(n, p, W, products=True, payload=8 * p * p, driver=True) \
-        + pass_seconds
+    gradient = _round_seconds(n, p, W, payload=8 * p, link=link) + pass_seconds
+    hessian = _round_seconds(n, p, W, products=True, payload=8 * p * p, driver=True,
+                             link=link) + pass_seconds
     newton_iterations = NEWTON_ITERATIONS if exact else FISHER_ITERATIONS
     newton_seconds = newton_iterations * hessian + (gradient if exact else hessian)
     lbfgs_rounds = math.ceil(LBFGS_ROUNDS_PER_DECADE * decades)
     proximal_rounds = math.ceil(PROXIMAL_ROUNDS_PER_DECADE * decades)
     sharded = problem.n_features >= SHARDED_FEATURES
+    lbfgs_round = (_round_seconds(n, p, W, payload=8 * p, link=link, sharded=True)
+                   + pass_seconds) if sharded else gradient
     return [
         MethodCost("normal", 1, hessian, note="the Gram matrix in the validation round"),
         MethodCost("newton", newton_iterations + 1, newton_seconds,
                    note="IRLS" if exact else "Fisher scoring (expected curvature)"),
-        MethodCost("lbfgs", lbfgs_rounds, lbfgs_rounds * gradient,
+        MethodCost("lbfgs", lbfgs_rounds, lbfgs_rounds * lbfgs_round,
                    {"sharded": True} if sharded else {},
                    note="on column shards" if sharded else ""),
         MethodCost("proximal", proximal_rounds, proximal_rounds * gradient),
     ]
 
 
-def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds=0.0):
+def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds=0.0,
+                  link=IN_PROCESS):
     """The cheapest candidate of :func:`predict_methods` among the method names in
     ``able`` (those that handle the problem): least predicted seconds, then fewest
     rounds, then the order of the candidates.  The normal equations, exact in one round,
@@ -169,7 +203,7 @@ def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds
     it stops where scikit-learn's lasso does (the duality gap).
     None when no candidate handles the problem."""
     costs = [c for c in predict_methods(problem, n_samples, tol=tol, workers=workers,
-                                        pass_seconds=pass_seconds)
+                                        pass_seconds=pass_seconds, link=link)
              if c.method in able]
     features = problem.features()
     if Feature.NON_QUADRATIC_LOSS in features and not _bounded(problem):

@@ -20,6 +20,7 @@ import functools
 import logging
 import os
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -29,7 +30,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .. import progress
-from ..accounting.choice import SHARDED_FEATURES, choose_method
+from ..accounting.choice import SHARDED_FEATURES, choose_method, predict_methods
+from ..accounting.links import IN_PROCESS
 from ..backend import array_module, from_host, is_device
 from ..compute.blocked import pointwise_for
 from ..compute.kernels import as_csr_or_dense, linear_predictor
@@ -39,6 +41,7 @@ from ..engine import is_dask, make_engine
 from ..engine.cache import kept_copies
 from ..engine.distributed import active_client
 from ..engine.driver_passes import add_to, collecting, compute_pass, records_driver_passes
+from ..engine.link_probe import link_for
 from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, get_solver
@@ -87,15 +90,29 @@ def _auto_options(name, problem, options):
 AUTO_CHOICES = ("normal", "newton", "lbfgs", "proximal")
 
 
-def _choose_solver(problem, n_samples=1, tol=1e-4, workers=1, pass_seconds=0.0):
+def _choose_solver(problem, n_samples=1, tol=1e-4, workers=1, pass_seconds=0.0,
+                   link=IN_PROCESS):
     """The solver ``solver="auto"`` picks: the one of least predicted time among those
     that handle the problem (:func:`~daskglm.accounting.choice.choose_method`), a
-    round reading the data from their source for ``pass_seconds``."""
+    round reading the data from their source for ``pass_seconds``, its messages
+    crossing ``link``."""
     able = {name for name in AUTO_CHOICES
             if name in SOLVERS and SOLVERS[name].unsupported(problem) is None}
     chosen = choose_method(problem, n_samples, able, tol=tol, workers=workers,
-                           pass_seconds=pass_seconds)
+                           pass_seconds=pass_seconds, link=link)
     return "lbfgs" if chosen is None else chosen.method
+
+
+def _auto_choice(problem, n_samples, tol, name, link, seconds):
+    """What ``solver_choice_`` records of a ``solver="auto"`` fit: the method, the
+    network figures it was priced on, every candidate's predicted seconds and rounds,
+    and the fit's measured seconds."""
+    able = {m for m in AUTO_CHOICES if m in SOLVERS and SOLVERS[m].unsupported(problem) is None}
+    costs = predict_methods(problem, n_samples, tol=tol, workers=_worker_threads(), link=link)
+    return {"solver": name, "link": link.as_dict(),
+            "predicted_seconds": {c.method: c.seconds for c in costs if c.method in able},
+            "predicted_rounds": {c.method: c.rounds for c in costs if c.method in able},
+            "measured_seconds": float(seconds)}
 
 
 class _GLMBase(_InferenceMixin, BaseEstimator):
@@ -319,6 +336,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         early stopping; ``labels`` a :class:`~.plan.LabelRequest` the caller decided (one
         class of one-vs-rest), else the estimator's own (:meth:`_labels_for_engine`).
         """
+        started = time.perf_counter()
         self._check_params()
         data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels)
         plan = self._plan(data, init)
@@ -337,6 +355,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                 self._first_evaluation_from_classes(engine, problem, solver, params0)
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 result = _solve(solver, problem, engine, params0)
+            if self.solver == "auto":
+                self.solver_choice_ = _auto_choice(plan.problem, engine.n_samples, self.tol,
+                                                   name, self._link,
+                                                   time.perf_counter() - started)
             params_in_scale = result.params
             self._record_fit_in_scale(problem, result, scale, data.dtype)
             self._fit_statistics(engine, problem, params_in_scale, means,
@@ -414,7 +436,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         chooses for ``n_samples`` rows."""
         problem = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
         if self.solver == "auto":
-            name = _choose_solver(problem, n_samples, self.tol, _worker_threads())
+            self._link = link_for(active_client())
+            name = _choose_solver(problem, n_samples, self.tol, _worker_threads(),
+                                  link=self._link)
         else:
             name = self.solver
         return name, problem, self._solver_of(name, problem)
@@ -495,7 +519,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         validation = next(r for r in engine.ledger.records if r.kind.startswith("validate"))
         pass_seconds = validation.seconds * engine.streamed_share
         chosen = _choose_solver(plan.problem, engine.n_samples, self.tol, _worker_threads(),
-                                pass_seconds=pass_seconds)
+                                pass_seconds=pass_seconds, link=self._link)
         engine.ledger.note_choice(
             "solver", chosen,
             f"{engine.streamed_share:.0%} of the data are read from their source in every "
@@ -945,6 +969,12 @@ _FITTED_DOC = """
         seconds, time spent waiting for the slowest partition (see :mod:`daskglm.accounting.ledger`).
     solver_ : str
         The solver that ran (the one ``solver="auto"`` chose).
+    solver_choice_ : dict
+        Only with ``solver="auto"``: the ``solver`` chosen, the network figures the
+        choice priced messages on (``link``: latency, bandwidth, worker processes and
+        where the figures come from; set ``daskglm.link`` in the Dask configuration to
+        fix them), every candidate's ``predicted_seconds`` and ``predicted_rounds``, and
+        the fit's ``measured_seconds``.
     solver_options_ : dict
         Every option of that solver as it ran: ``solver_options`` over the defaults, with
         the values chosen during the fit in place of ``"auto"`` (the reasons are in

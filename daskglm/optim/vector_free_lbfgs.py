@@ -179,8 +179,9 @@ def gram_two_loop(gram, order, memory):
 class DenseSpace:
     """The space of :func:`run_lbfgs` on numpy vectors, for ``fun(x) -> (value, grad)``."""
 
-    def __init__(self, fun, x0, memory):
+    def __init__(self, fun, x0, memory, criterion_scales=None):
         self.fun = fun
+        self.criterion_scales = 1.0 if criterion_scales is None else criterion_scales
         self.x = np.array(x0, dtype=np.float64)
         self.d = np.zeros_like(self.x)
         self.g = None
@@ -190,7 +191,8 @@ class DenseSpace:
         self.trial_alpha = alpha
         value, grad = self.fun(self.x + alpha * self.d)
         self.trial_grad = np.asarray(grad, dtype=np.float64)
-        return float(value), float(self.trial_grad @ self.d), float(np.max(np.abs(grad)))
+        largest = np.max(np.abs(self.trial_grad) * self.criterion_scales)
+        return float(value), float(self.trial_grad @ self.d), float(largest)
 
     def accept(self, alpha, keep_pair):
         step = alpha * self.d
@@ -218,14 +220,16 @@ class DenseSpace:
         self.pairs.clear()
 
 
-def plain_lbfgs(fun, x0, *, tol, max_iter, memory=10, max_evaluations=15000):
-    """The reference: :func:`run_lbfgs` on a :class:`DenseSpace`.
+def plain_lbfgs(fun, x0, *, tol, max_iter, memory=10, max_evaluations=15000,
+                criterion_scales=None):
+    """The reference: :func:`run_lbfgs` on a :class:`DenseSpace`, its test of ``tol`` on
+    the largest gradient entry times ``criterion_scales`` (each 1 when None).
 
     Returns
     -------
     x : ndarray
     outcome : LBFGSOutcome
     """
-    space = DenseSpace(fun, x0, memory)
+    space = DenseSpace(fun, x0, memory, criterion_scales)
     outcome = run_lbfgs(space, tol=tol, max_iter=max_iter, max_evaluations=max_evaluations)
     return space.x, outcome

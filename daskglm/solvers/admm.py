@@ -140,9 +140,6 @@ class ADMM(Solver):
                 scale, local_tol, local_max_iter, coordinates, kind=Kind.LOCAL_SOLVE,
             )
             self._record(history, objective, coordinates.to_params(z), fits, rho)
-            if history.entries[-1]["grad_norm"] <= self.tol:
-                converged = True  # the exact criterion at z, from this round's sums
-                break
             xs = [fit.params for fit in fits]
             z_old = z
             mean = np.mean([x + u for x, u in zip(xs, us)], axis=0)
@@ -153,6 +150,9 @@ class ADMM(Solver):
             dual = rho * math.sqrt(n_parts) * float(np.linalg.norm(z - z_old))
             history.entries[-1].update(primal_residual=primal, dual_residual=dual)
             entry = history.entries[-1]
+            if entry["grad_norm"] <= self.tol:
+                converged, z = True, z_old  # the exact criterion at z_old, from this round
+                break
             stall = monitor.check(z, None, entry["objective"], entry["grad_norm"], primal, dual)
             if stall:
                 message = stall.replace("the objective nor the optimality violation",
