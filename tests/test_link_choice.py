@@ -1,0 +1,84 @@
+"""``solver="auto"`` prices messages on the cluster's network: measured once per client,
+or fixed by the configuration (``daskglm.link``), and recorded in ``solver_choice_``."""
+
+import dask
+import numpy as np
+import pytest
+
+import daskglm
+from daskglm.accounting.choice import choose_method, predict_methods
+from daskglm.accounting.links import IN_PROCESS, Link, link_from_config
+from daskglm.engine.link_probe import link_for
+from daskglm.model.families import Binomial
+from daskglm.model.penalties import L2
+from daskglm.solvers import Problem
+
+FAST = Link(latency=5e-5, bandwidth=1.25e9, nodes=8, source="configuration")
+SLOW = Link(latency=5e-3, bandwidth=1.25e7, nodes=8, source="configuration")
+
+
+def _problem(d):
+    return Problem(Binomial(), L2(1e-6), True, d)
+
+
+def test_messages_cost_what_the_network_says():
+    """A gradient round's messages: two latencies per level of calls, and on the driver's
+    card the parameters out and a gradient back from each of the 8 processes."""
+    problem, n = _problem(1000), 10**5
+    fast, slow = (dict((c.method, c) for c in predict_methods(problem, n, workers=8, link=link))
+                  for link in (FAST, SLOW))
+    per_round = {name: (slow[name].seconds - fast[name].seconds) / slow[name].rounds
+                 for name in ("lbfgs", "proximal")}
+    p = problem.n_params
+    expected = (2 * (SLOW.latency - FAST.latency)
+                + 8 * 16 * p * (1 / SLOW.bandwidth - 1 / FAST.bandwidth))
+    for seconds in per_round.values():
+        assert seconds == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_slow_network_turns_the_choice_from_newton_to_lbfgs():
+    """Newton's Hessian (8 p^2 bytes from every process) costs little on a fast network
+    and dominates on a slow one, where L-BFGS's gradients win."""
+    problem, n = _problem(100), 10**4
+    able = {"newton", "lbfgs", "proximal"}
+    assert choose_method(problem, n, able, workers=8, link=FAST).method == "newton"
+    assert choose_method(problem, n, able, workers=8, link=SLOW).method == "lbfgs"
+
+
+def test_the_configuration_fixes_the_figures():
+    assert link_from_config(None, 4) is None
+    fixed = link_from_config({"latency": 1e-3, "bandwidth": 1e8}, 4)
+    assert fixed == Link(1e-3, 1e8, 4, "configuration")
+    with pytest.raises(ValueError, match="bandwidth"):
+        link_from_config({"bandwidth": 0}, 4)
+    assert link_for(None) is IN_PROCESS
+
+
+def test_a_fit_records_its_choice_in_process():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 5))
+    y = (X[:, 0] + rng.normal(size=3000) > 0).astype(int)
+    model = daskglm.LogisticRegression().fit(X, y)
+    choice = model.solver_choice_
+    assert choice["solver"] == model.solver_
+    assert choice["link"] == IN_PROCESS.as_dict()
+    assert choice["predicted_seconds"][model.solver_] == min(choice["predicted_seconds"].values())
+    assert choice["measured_seconds"] > 0
+    assert not hasattr(daskglm.LogisticRegression(solver="lbfgs").fit(X, y), "solver_choice_")
+
+
+def test_on_a_cluster_the_link_is_measured_once_or_fixed(client):
+    import dask.array as da
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4000, 6))
+    y = (X[:, 1] + rng.normal(size=4000) > 0).astype(int)
+    Xd, yd = da.from_array(X, chunks=1000), da.from_array(y, chunks=1000)
+    measured = daskglm.LogisticRegression().fit(Xd, yd).solver_choice_["link"]
+    assert measured["source"] == "measured" and measured["nodes"] == 2
+    assert 0 < measured["latency"] < 0.1 and measured["bandwidth"] > 1e7
+    assert link_for(client).as_dict() == measured  # cached for the client
+    with dask.config.set({"daskglm.link": {"latency": 5e-3, "bandwidth": 1.25e7}}):
+        fixed = daskglm.LogisticRegression().fit(Xd, yd).solver_choice_["link"]
+    assert fixed == {"latency": 5e-3, "bandwidth": 1.25e7, "nodes": 2,
+                     "source": "configuration"}
