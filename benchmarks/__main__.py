@@ -52,6 +52,9 @@ network
     Every method on an emulated network (10 Gbit/s, 1 Gbit/s, 100 Mbit/s): seconds to the
     optimum, rounds, measured bytes, and the cost model's predictions (see
     :mod:`benchmarks.network`).
+network-rounds
+    A gradient round's seconds on 2, 4, 8 and 16 worker processes of an emulated network
+    against the cost model's (see :mod:`benchmarks.network`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -343,8 +346,10 @@ def build_parser():
 
     add_proximal_rounds_parser(commands)
     from benchmarks.network import add_parser as add_network_parser
+    from benchmarks.network import add_rounds_parser as add_network_rounds_parser
 
     add_network_parser(commands)
+    add_network_rounds_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")

@@ -57,7 +57,8 @@ from .bytemodel import tree_depth
 from .costmodel import DEFAULT_SPLIT_EVERY, direct_levels
 from .links import IN_PROCESS
 
-__all__ = ["MethodCost", "predict_methods", "choose_method", "SHARDED_FEATURES"]
+__all__ = ["MethodCost", "predict_methods", "choose_method", "gradient_round_seconds",
+           "SHARDED_FEATURES"]
 
 #: Seconds of one Dask round besides its compute and bytes (scheduling, messages).
 ROUND_SECONDS = 5e-3
@@ -117,6 +118,13 @@ def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False,
     if driver:
         seconds += p**3 / 3.0 / DRIVER_FLOPS
     return seconds
+
+
+def gradient_round_seconds(n, p, workers, link=IN_PROCESS, sharded=False):
+    """Modelled seconds of one gradient round of ``n`` rows and ``p`` parameters on
+    ``workers`` threads, its messages on ``link``."""
+    return _round_seconds(n, p, max(1, int(workers)), payload=8 * p, link=link,
+                          sharded=sharded)
 
 
 def _message_seconds(p, workers, payload, link, sharded):

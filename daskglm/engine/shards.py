@@ -373,8 +373,8 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
         worker = workers[k % len(workers)]
         # pinned to its worker: Dask must never recreate it, empty, elsewhere
         futures.append(client.submit(ColumnShard, bounds[k], bounds[k + 1], n_features, penalty,
-                                     memory, _range(criterion_scales, bounds, k), actor=True, workers=[worker],
-                                     allow_other_workers=False, pure=False,
+                                     memory, _range(criterion_scales, bounds, k), actor=True,
+                                     workers=[worker], allow_other_workers=False, pure=False,
                                      key=f"daskglm-shard-{token}-{k}"))
         addresses.append(worker)
     start = time.monotonic()

@@ -893,7 +893,8 @@ _COMMON_DOC = """
 "sgd", "async", "gossip"}, default="auto"
         Optimisation method.  ``"auto"`` runs the method of least predicted time among
         those that handle the problem (:func:`~daskglm.accounting.choice.choose_method`,
-        from ``n``, ``d``, family, penalty and ``tol``): the normal equations for the
+        from ``n``, ``d``, family, penalty, ``tol`` and the cluster's network, measured
+        once per client; ``solver_choice_`` records the figures): the normal equations for the
         Gaussian family with no or an L2 penalty, Newton's method for an L2-penalised
         model with an exact Hessian (canonical link, or the log link of the Gamma,
         negative binomial and Tweedie with power in [1, 2]) and few features, L-BFGS
@@ -908,8 +909,11 @@ _COMMON_DOC = """
     tol : float, default=1e-4
         Stop when the largest entry of the gradient of the objective (mean loss +
         penalty) is at most ``tol`` (its distance to the subdifferential for L1 and
-        elastic-net penalties; primal and dual residuals for ``"admm"``; the local
-        solves' gradients for ``"averaging"``).
+        elastic-net penalties; the local solves' gradients for ``"averaging"``), each
+        entry of a column whose root mean square is below 1 first divided by it: a rare
+        column's gradient is small however far its coefficient is from the optimum.
+        Never looser than scikit-learn's test; ``"admm"`` meets it at its consensus
+        point, compressed and deadline gradient descent with one exact round.
     max_iter : int, default=100
         Most iterations of the solver.
     solver_options : dict or SolverOptions, optional

@@ -60,6 +60,7 @@ class Objective:
         self.problem = problem
         self.loss = loss_of(problem)
         self.engine = engine
+        self._criterion_scales = None
 
     @property
     def total_weight(self):
@@ -153,7 +154,7 @@ class Objective:
         each coefficient ``max(1, 1 / rms)`` of its column (1 for a column of zeros and
         for the intercept), from the validation round's column moments; None on an
         engine that holds none."""
-        cached = getattr(self, "_criterion_scales", None)
+        cached = self._criterion_scales
         if cached is not None and cached.shape == shape:
             return cached
         moments = getattr(self.engine, "column_moments", None)
