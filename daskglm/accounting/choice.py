@@ -108,10 +108,12 @@ def _decades(tol):
 
 
 def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False,
-                   link=IN_PROCESS, sharded=False):
-    """Modelled seconds of one round (the formula of the module docstring)."""
+                   link=IN_PROCESS, sharded=False, data_bytes=None):
+    """Modelled seconds of one round (the formula of the module docstring); ``X`` takes
+    ``data_bytes`` where they are known (sparse rows), else ``8 n p``."""
     passes = 2 if products else 1
-    seconds = ROUND_SECONDS + passes * 8.0 * n * p / (workers * READ_BYTES_PER_SECOND)
+    stored = 8.0 * n * p if data_bytes is None else float(data_bytes)
+    seconds = ROUND_SECONDS + passes * stored / (workers * READ_BYTES_PER_SECOND)
     if products:
         seconds += float(n) * p * p / (workers * FLOPS)
     seconds += _message_seconds(p, workers, payload, link, sharded)
@@ -120,11 +122,11 @@ def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False,
     return seconds
 
 
-def gradient_round_seconds(n, p, workers, link=IN_PROCESS, sharded=False):
+def gradient_round_seconds(n, p, workers, link=IN_PROCESS, sharded=False, data_bytes=None):
     """Modelled seconds of one gradient round of ``n`` rows and ``p`` parameters on
-    ``workers`` threads, its messages on ``link``."""
+    ``workers`` threads, its messages on ``link`` (``X`` of ``data_bytes``, or dense)."""
     return _round_seconds(n, p, max(1, int(workers)), payload=8 * p, link=link,
-                          sharded=sharded)
+                          sharded=sharded, data_bytes=data_bytes)
 
 
 def _message_seconds(p, workers, payload, link, sharded):
@@ -143,7 +145,7 @@ def _message_seconds(p, workers, payload, link, sharded):
 
 
 def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0,
-                    link=IN_PROCESS):
+                    link=IN_PROCESS, data_bytes=None):
     """Predicted rounds and seconds of every candidate method for ``problem``.
 
     Parameters
@@ -164,6 +166,9 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
     link : Link
         The network the rounds' messages cross (:mod:`daskglm.accounting.links`):
         measured on the cluster, fixed by the configuration, or none in this process.
+    data_bytes : int, optional
+        Bytes the data take as stored, once the validation round has read them (a sparse
+        ``X`` takes far fewer than ``8 n p``); before, ``8 n p``.
 
     Returns
     -------
@@ -175,16 +180,17 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
     decades = _decades(tol)
     family = problem.family
     exact = getattr(family, "exact_hessian", True)
-    gradient = _round_seconds(n, p, W, payload=8 * p, link=link) + pass_seconds
+    gradient = _round_seconds(n, p, W, payload=8 * p, link=link,
+                              data_bytes=data_bytes) + pass_seconds
     hessian = _round_seconds(n, p, W, products=True, payload=8 * p * p, driver=True,
-                             link=link) + pass_seconds
+                             link=link, data_bytes=data_bytes) + pass_seconds
     newton_iterations = NEWTON_ITERATIONS if exact else FISHER_ITERATIONS
     newton_seconds = newton_iterations * hessian + (gradient if exact else hessian)
     lbfgs_rounds = math.ceil(LBFGS_ROUNDS_PER_DECADE * decades)
     proximal_rounds = math.ceil(PROXIMAL_ROUNDS_PER_DECADE * decades)
     sharded = problem.n_features >= SHARDED_FEATURES
-    lbfgs_round = (_round_seconds(n, p, W, payload=8 * p, link=link, sharded=True)
-                   + pass_seconds) if sharded else gradient
+    lbfgs_round = (_round_seconds(n, p, W, payload=8 * p, link=link, sharded=True,
+                                  data_bytes=data_bytes) + pass_seconds) if sharded else gradient
     return [
         MethodCost("normal", 1, hessian, note="the Gram matrix in the validation round"),
         MethodCost("newton", newton_iterations + 1, newton_seconds,

@@ -103,12 +103,14 @@ def _choose_solver(problem, n_samples=1, tol=1e-4, workers=1, pass_seconds=0.0,
     return "lbfgs" if chosen is None else chosen.method
 
 
-def _auto_choice(problem, n_samples, tol, name, link, seconds):
+def _auto_choice(problem, engine, tol, name, link, seconds):
     """What ``solver_choice_`` records of a ``solver="auto"`` fit: the method, the
-    network figures it was priced on, every candidate's predicted seconds and rounds,
-    and the fit's measured seconds."""
+    network figures it was priced on, every candidate's seconds and rounds predicted
+    with the bytes the data took as read (the choice itself, before any read, priced
+    ``8 n p``), and the fit's measured seconds."""
     able = {m for m in AUTO_CHOICES if m in SOLVERS and SOLVERS[m].unsupported(problem) is None}
-    costs = predict_methods(problem, n_samples, tol=tol, workers=_worker_threads(), link=link)
+    costs = predict_methods(problem, engine.n_samples, tol=tol, workers=_worker_threads(),
+                            link=link, data_bytes=getattr(engine, "data_bytes", None))
     return {"solver": name, "link": link.as_dict(),
             "predicted_seconds": {c.method: c.seconds for c in costs if c.method in able},
             "predicted_rounds": {c.method: c.rounds for c in costs if c.method in able},
@@ -356,7 +358,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 result = _solve(solver, problem, engine, params0)
             if self.solver == "auto":
-                self.solver_choice_ = _auto_choice(plan.problem, engine.n_samples, self.tol,
+                self.solver_choice_ = _auto_choice(plan.problem, engine, self.tol,
                                                    name, self._link,
                                                    time.perf_counter() - started)
             params_in_scale = result.params
