@@ -130,6 +130,20 @@ def predicted_seconds(model):
     return None if choice is None else choice["predicted_seconds"]
 
 
+def candidate(method, model, features):
+    """The candidate of ``solver="auto"`` that ``method`` ran as, or None: ``auto``'s
+    pick, and L-BFGS on column shards from ``SHARDED_FEATURES`` on (with the whole
+    vector below)."""
+    from daskglm.accounting.choice import SHARDED_FEATURES
+
+    sharded = features >= SHARDED_FEATURES
+    if method == "auto":
+        return model.solver_
+    if method in ("lbfgs", "lbfgs-sharded"):
+        return "lbfgs" if (method == "lbfgs-sharded") == sharded else None
+    return method if method in ("newton", "proximal", "normal") else None
+
+
 def run(args):
     from distributed import Client, wait
 
@@ -166,7 +180,8 @@ def run(args):
                            "rounds": comm.rounds, "bytes_measured": comm.bytes_measured,
                            "gap": gap, "converged": bool(model.converged_),
                            "warnings": warned, "link": link.as_dict(),
-                           "predicted": predictions.get((net_name, problem), {}).get(method)}
+                           "predicted": predictions.get((net_name, problem), {}).get(
+                               candidate(method, model, X.shape[1]))}
                     rows.append(row)
                     print(_markdown_row(row), flush=True)
                 del X, y
