@@ -359,7 +359,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                 result = _solve(solver, problem, engine, params0)
             if self.solver == "auto":
                 self.solver_choice_ = _auto_choice(plan.problem, engine, self.tol,
-                                                   name, self._link,
+                                                   name, plan.link,
                                                    time.perf_counter() - started)
             params_in_scale = result.params
             self._record_fit_in_scale(problem, result, scale, data.dtype)
@@ -415,12 +415,13 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         shape of the data) and its problem at unit total weight, checked before any pass;
         the start point; the solver's first evaluation for the validation round."""
         start = self._previous_params(init, data.n_features)
+        link = link_for(active_client()) if self.solver == "auto" else IN_PROCESS
         name, problem, solver = self._planned_solver(data.n_features, data.offset is not None,
-                                                     _n_rows(data.X))
+                                                     _n_rows(data.X), link)
         self._check_inference(problem.penalty)
         first = self._first_evaluation(solver, problem, start)
         final = not self._penalty_scales_with_weight and data.labels is None
-        return FitPlan(name, problem, solver, start, first, self._rescalable(), final)
+        return FitPlan(name, problem, solver, start, first, self._rescalable(), final, link)
 
     def _first_evaluation(self, solver, problem, start):
         """The solver's first evaluation, for the validation round to compute in the same
@@ -432,15 +433,13 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         params0 = _start_params(problem, None, start, None)
         return None if params0 is None else solver.first_evaluation(problem, params0)
 
-    def _planned_solver(self, n_features, has_offset=False, n_samples=1):
+    def _planned_solver(self, n_features, has_offset=False, n_samples=1, link=IN_PROCESS):
         """``(name, problem, solver)`` at unit total weight: the solver checked to handle
         the problem (with an offset, when ``has_offset``) and its options; ``"auto"``
-        chooses for ``n_samples`` rows."""
+        chooses for ``n_samples`` rows, its messages crossing ``link``."""
         problem = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
         if self.solver == "auto":
-            self._link = link_for(active_client())
-            name = _choose_solver(problem, n_samples, self.tol, _worker_threads(),
-                                  link=self._link)
+            name = _choose_solver(problem, n_samples, self.tol, _worker_threads(), link=link)
         else:
             name = self.solver
         return name, problem, self._solver_of(name, problem)
@@ -521,7 +520,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         validation = next(r for r in engine.ledger.records if r.kind.startswith("validate"))
         pass_seconds = validation.seconds * engine.streamed_share
         chosen = _choose_solver(plan.problem, engine.n_samples, self.tol, _worker_threads(),
-                                pass_seconds=pass_seconds, link=self._link)
+                                pass_seconds=pass_seconds, link=plan.link)
         engine.ledger.note_choice(
             "solver", chosen,
             f"{engine.streamed_share:.0%} of the data are read from their source in every "

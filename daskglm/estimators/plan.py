@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..accounting.links import IN_PROCESS, Link
 from ..model.families import Family
 from ..solvers import Problem, Solver
 from ..solvers.base import FirstEvaluation
@@ -102,6 +103,8 @@ class FitPlan:
     final : bool
         Whether ``problem`` and ``solver`` are those of the fit whatever the data hold
         (the penalty does not scale with the total weight, the family with the classes).
+    link : Link
+        The network ``solver="auto"`` priced messages on (none in this process).
     """
 
     solver_name: str
@@ -111,6 +114,7 @@ class FitPlan:
     first: FirstEvaluation | None
     rescale: bool
     final: bool
+    link: Link = IN_PROCESS
 
 
 @dataclass(frozen=True)

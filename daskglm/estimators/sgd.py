@@ -274,7 +274,7 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
 
     _iterations = "epochs"
 
-    def _planned_solver(self, n_features, has_offset=False, n_samples=1):
+    def _planned_solver(self, n_features, has_offset=False, n_samples=1, link=None):
         problem = self._problem(n_features)
         return self.solver, problem, self._solver(problem, self.tol, self.max_iter)
 
