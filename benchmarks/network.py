@@ -251,6 +251,9 @@ def rounds_main(args):
                 density=5 / args.features, random_state=0)
             X, y = client.persist([X, y])
             wait([X, y])
+            stored = X.map_blocks(
+                lambda b: np.full((1, 1), b.data.nbytes + b.indices.nbytes + b.indptr.nbytes),
+                chunks=(1, 1), dtype=np.int64).sum().compute() + y.nbytes
             model = daskglm.LogisticRegression(solver="lbfgs", max_iter=args.iterations,
                                                solver_options={"sharded": False})
             with warnings.catch_warnings():
@@ -259,7 +262,8 @@ def rounds_main(args):
             rounds = [r for r in model.comm_.records if r.kind == "gradient"]
             measured = statistics.median(r.seconds for r in rounds)
             p = args.features + 1
-            predicted = gradient_round_seconds(args.rows, p, processes, link)
+            predicted = gradient_round_seconds(args.rows, p, processes, link,
+                                               data_bytes=int(stored))
             per_round = statistics.median((r.bytes_measured or 0) for r in rounds) / 1e6
             print(f"| {processes} | {link.latency * 1e3:.2f} ms, {link.bandwidth / 1e6:.0f} MB/s | "
                   f"{len(rounds)} | {measured:.3f} | {predicted:.3f} | "
