@@ -14,7 +14,8 @@ One round of a method costs
 ``t = ROUND_SECONDS + (1 + c) 8 n p / (W READ_BYTES_PER_SECOND) + c n p^2 / (W FLOPS)
 + messages + s p^3 / DRIVER_FLOPS``
 
-where ``messages`` is, in this process, ``b (1 + tree depth) / BANDWIDTH``, and on a
+where ``messages`` is, in this process, ``b (1 + tree depth) / 1e9`` (the bandwidth of
+:data:`~daskglm.accounting.links.IN_PROCESS`), and on a
 cluster, with the latency ``L`` and bandwidth ``B`` of its network (a
 :class:`~daskglm.accounting.links.Link`, measured once per client or fixed by the
 configuration) and ``k = min(processes, 8)`` processes the driver calls,
@@ -71,8 +72,6 @@ READ_BYTES_PER_SECOND = 2e9
 FLOPS = 1.75e10
 #: Multiply-adds per second of the driver's factorisation of a ``p x p`` matrix.
 DRIVER_FLOPS = 2e10
-#: Bytes per second a partial result crosses the network with.
-BANDWIDTH = 1e9
 #: Newton iterations to ``tol`` with an exact Hessian (the family's ``exact_hessian``).
 NEWTON_ITERATIONS = 6
 #: Fisher-scoring iterations to ``tol`` with any other link (linear convergence).
