@@ -6,8 +6,10 @@ import pytest
 
 from daskglm.network import Network, current_network, parse_bandwidth, parse_latency
 
-BANDWIDTH = parse_bandwidth("250 Mbit/s")
-LATENCY = 0.010
+#: The networks of the tests: a 1 MB transfer and round trips on the slow one (84 ms and
+#: 20 ms: well above Dask's own half millisecond), a 64 MB transfer on the fast one.
+SLOW = ("100 Mbit/s", "10 ms")
+FAST = ("1 Gbit/s", "0.5 ms")
 
 
 def test_units():
@@ -24,14 +26,23 @@ def test_units():
     assert "Mbit/s" in str(Network("100 Mbit/s", "5 ms"))
 
 
-@pytest.fixture(scope="module")
-def shaped():
+def _cluster(figures):
     from distributed import Client
 
-    network = Network(BANDWIDTH, LATENCY)
+    network = Network(*figures)
     with network.local_cluster(n_workers=2) as cluster, Client(cluster) as client:
         yield network, client
     assert current_network() is None  # the configuration is restored when it closes
+
+
+@pytest.fixture
+def slow():
+    yield from _cluster(SLOW)
+
+
+@pytest.fixture
+def fast():
+    yield from _cluster(FAST)
 
 
 def _transfer_seconds(client, size):
@@ -50,9 +61,9 @@ def _transfer_seconds(client, size):
     return total, duration
 
 
-@pytest.mark.parametrize("size", [2**20, 64 * 2**20])
-def test_a_transfer_takes_its_bytes_over_the_bandwidth(shaped, size):
-    network, client = shaped
+@pytest.mark.parametrize("size", [2**20, 64 * 2**20], ids=["1MB", "64MB"])
+def test_a_transfer_takes_its_bytes_over_the_bandwidth(request, size):
+    network, client = request.getfixturevalue("slow" if size < 2**24 else "fast")
     _transfer_seconds(client, 1000)  # the workers' connection made
     repeats = 3 if size < 2**24 else 1
     total, duration = sorted(_transfer_seconds(client, size) for _ in range(repeats))[repeats // 2]
@@ -60,8 +71,8 @@ def test_a_transfer_takes_its_bytes_over_the_bandwidth(shaped, size):
     assert measured == pytest.approx(network.bandwidth, rel=0.15)
 
 
-def test_a_small_message_takes_twice_the_latency_there_and_back(shaped):
-    network, client = shaped
+def test_a_small_message_takes_twice_the_latency_there_and_back(slow):
+    network, client = slow
     first, second = sorted(client.nthreads())
 
     async def round_trips(dask_worker, other):
