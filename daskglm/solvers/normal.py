@@ -9,7 +9,6 @@ import numpy as np
 
 from ..accounting.kinds import Kind
 from ..compute.kernels import gram
-from ..model.penalties import L2, NonNegative
 from ..model.problem import Feature
 from ..optim.linalg import solve_nonnegative, solve_symmetric
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult
@@ -21,12 +20,15 @@ class NormalEquations(Solver):
     """Least squares and ridge in one round.
 
     Every partition returns its centred weighted Gram statistics, merged exactly on the
-    workers; the driver solves ``(Sxx / W + alpha I) coef = Sxy / W`` by Cholesky, falling
+    workers; the driver solves ``(Sxx / W + H) coef = Sxy / W - g`` by Cholesky, with
+    ``H`` and ``g`` the quadratic penalty's constant diagonal Hessian and its gradient at
+    zero (``alpha I`` and 0 for ridge), falling
     back to the minimum-norm solution when ``Sxx`` is singular (as numpy's ``lstsq``).
     With non-negative coefficients (``positive=True``) the same quadratic is minimised
     over ``coef >= 0`` on the driver (:func:`~daskglm.optim.linalg.solve_nonnegative`,
     non-negative least squares from the Gram matrix), still in one round.
-    Gaussian family, no penalty or L2 only.  The Gram round is the fit's validation
+    Gaussian family, no penalty or a quadratic one (``Penalty.quadratic``: L2, or one of
+    the user's own, whose Hessian is constant and diagonal).  The Gram round is the fit's validation
     round (``validate_gram``): a fit reads the data once.
     """
 
@@ -86,13 +88,16 @@ def _solve_gram(problem, xtx, xty, yty, weight, mean_x, mean_y):
     """Parameters, objective, optimality and rank deficiency from one target's Gram
     statistics (centred with an intercept, about the origin without)."""
     penalty = problem.penalty
-    nonnegative = isinstance(penalty, NonNegative)
+    nonnegative = Feature.NONNEGATIVE in problem.features()
     inner = penalty.inner if nonnegative else penalty
-    alpha = inner.alpha if isinstance(inner, L2) else 0.0
-    matrix = xtx / weight + alpha * np.eye(problem.n_features)
+    # a quadratic penalty (the solver handles no other): its constant diagonal Hessian
+    # and its gradient at zero make it part of the normal equations
+    zero = np.zeros(problem.n_features)
+    matrix = xtx / weight + np.diag(np.asarray(inner.hess_diag(zero), dtype=float) + zero)
+    rhs = xty / weight - np.asarray(inner.grad(zero), dtype=float)
     solve = solve_nonnegative if nonnegative else solve_symmetric
-    coef, rank_deficient = solve(matrix, xty / weight)
-    grad = matrix @ coef - xty / weight
+    coef, rank_deficient = solve(matrix, rhs)
+    grad = matrix @ coef - rhs
     if nonnegative:
         grad = np.where(coef > 0, grad, np.minimum(grad, 0.0))  # the projected gradient
     value = 0.5 * (yty - 2 * coef @ xty + coef @ xtx @ coef) / weight + penalty.value(coef)
