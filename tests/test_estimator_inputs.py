@@ -582,3 +582,21 @@ def test_nullable_and_boolean_columns_of_a_dask_dataframe_are_numbers(dtype, mis
             filled = gappy[["f"]].assign(v=np.asarray(gappy.v.astype(float).fillna(mean)))
             np.testing.assert_allclose(
                 model.coef_, daskglm.LinearRegression().fit(filled, y).coef_, rtol=1e-10)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "pandas", "dask-table"])
+def test_a_missing_value_error_says_how_to_fill_it(kind):
+    import dask.dataframe as dd
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0].copy()
+    X[3, 1] = np.nan
+    frame = pd.DataFrame(X, columns=["a", "b", "c"])
+    data = {"numpy": X, "pandas": frame,
+            "dask-table": dd.from_pandas(frame.assign(c=pd.Categorical(["u", "v"] * 30)),
+                                         npartitions=2)}[kind]
+    with pytest.raises(ValueError, match="Input X contains NaN") as caught:
+        daskglm.LinearRegression().fit(data, y)
+    assert "missing='mean'" in str(caught.value)

@@ -315,7 +315,7 @@ def summarize(part, family, labels=False, sums_finite=None):
         sums_finite = bool(np.isfinite(moments.sums).all()
                            and np.isfinite(moments.squares).all())
     if not sums_finite and not all_finite(X):
-        problems.append("Input X contains NaN or infinity.")
+        problems.append(non_finite_message(X))
     if not y_finite:
         problems.append("Input y contains NaN or infinity.")
     elif labels:
@@ -343,6 +343,23 @@ def summarize(part, family, labels=False, sums_finite=None):
         target, offset_sum = sums.target, sums.offset
     return PartitionSummary(int(X.shape[0]), total, problems, found, size, moments, counts,
                             target, offset_sum)
+
+
+def non_finite_message(X):
+    """What validation says of an ``X`` with NaN or infinite entries; for missing values
+    (NaN) in dense ``X``, also how to fill them."""
+    message = "Input X contains NaN or infinity."
+    dense = X.numeric if is_categorical_matrix(X) else None if is_sparse(X) else X
+    if dense is not None:
+        xp = namespace(dense)
+        if bool(xp.any(xp.isnan(dense))):
+            message += " " + MISSING_HINT
+    return message
+
+
+#: How to fill missing values, said where they are found.
+MISSING_HINT = ("Its missing values (NaN) can be filled with their columns' means: fit with "
+                "missing='mean'.")
 
 
 def partition_weight(part):

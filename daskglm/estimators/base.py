@@ -36,7 +36,7 @@ from ..backend import array_module, from_host, is_device
 from ..compute.blocked import pointwise_for
 from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.losses import loss_of
-from ..compute.summaries import all_finite
+from ..compute.summaries import MISSING_HINT, all_finite
 from ..engine import is_dask, make_engine
 from ..engine.cache import kept_copies
 from ..engine.distributed import active_client
@@ -281,10 +281,16 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             return X, y, sample_weight
         if not self._classifier:
             _check_numeric_target(np.asarray(y) if not hasattr(y, "dtype") else y, self)
-        X, y = validate_data(
-            self, X, y, reset=True, accept_sparse=["csr", "csc", "coo"],
-            dtype=[np.float64, np.float32], y_numeric=not self._classifier, multi_output=False,
-        )
+        try:
+            X, y = validate_data(
+                self, X, y, reset=True, accept_sparse=["csr", "csc", "coo"],
+                dtype=[np.float64, np.float32], y_numeric=not self._classifier,
+                multi_output=False,
+            )
+        except ValueError as exc:
+            if str(exc).startswith("Input X contains NaN") and not sp.issparse(X):
+                raise ValueError(f"{exc} {MISSING_HINT}") from exc
+            raise
         if hasattr(X, "tocsr"):
             X = X.tocsr()
         if sample_weight is not None:
