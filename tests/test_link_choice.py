@@ -64,6 +64,8 @@ def test_a_fit_records_its_choice_in_process():
     assert choice["link"] == IN_PROCESS.as_dict()
     assert choice["predicted_seconds"][model.solver_] == min(choice["predicted_seconds"].values())
     assert choice["measured_seconds"] > 0
+    value, reason = model.comm_.choices["auto"]  # printed under the ledger's table
+    assert value == model.solver_ and reason.startswith("predicted fastest in this process")
     assert not hasattr(daskglm.LogisticRegression(solver="lbfgs").fit(X, y), "solver_choice_")
 
 

@@ -117,6 +117,19 @@ def _auto_choice(problem, engine, tol, name, link, seconds):
             "measured_seconds": float(seconds)}
 
 
+def _choice_reason(choice):
+    """One sentence for the ledger: the network ``solver="auto"`` priced on, every
+    candidate's predicted seconds, and the fit's measured seconds."""
+    link = choice["link"]
+    where = ("in this process" if not link["nodes"] else
+             f"on the {link['source']} network ({link['latency'] * 1e3:.3g} ms, "
+             f"{link['bandwidth'] / 1e6:.3g} MB/s, {link['nodes']} worker processes)")
+    predicted = ", ".join(f"{method} {seconds:.3g} s" for method, seconds in
+                          sorted(choice["predicted_seconds"].items(), key=lambda kv: kv[1]))
+    return (f"predicted fastest {where}: {predicted}; the fit took "
+            f"{choice['measured_seconds']:.3g} s")
+
+
 class _GLMBase(_InferenceMixin, BaseEstimator):
     """Shared machinery: validation, engine, solver, fitted attributes, prediction."""
 
@@ -367,6 +380,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                 self.solver_choice_ = _auto_choice(plan.problem, engine, self.tol,
                                                    name, plan.link,
                                                    time.perf_counter() - started)
+                engine.ledger.note_choice("auto", name, _choice_reason(self.solver_choice_))
             params_in_scale = result.params
             self._record_fit_in_scale(problem, result, scale, data.dtype)
             self._fit_statistics(engine, problem, params_in_scale, means,
