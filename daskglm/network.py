@@ -5,7 +5,8 @@ module registers a Dask comm backend, ``shaped://``, that is TCP with a network 
 each process: every message a process sends or receives is queued on that card and held
 for ``latency + bytes / bandwidth``, with ``latency`` and ``bandwidth`` from the Dask
 configuration (``daskglm.network.latency`` in seconds, ``daskglm.network.bandwidth`` in
-bytes per second).  A cluster started with ``protocol="shaped://"`` behaves, as far as
+bytes per second), or in the process that opened a :meth:`Network.local_cluster`, from
+that cluster (:func:`current_network`).  A cluster started with ``protocol="shaped://"`` behaves, as far as
 communication goes, like one whose processes sit on separate hosts of that network::
 
     from distributed import Client
@@ -105,18 +106,21 @@ class Network:
 
     def config(self):
         """The Dask configuration that sets this network in every process that reads it."""
-        return {"daskglm.network.bandwidth": self.bandwidth,
-                "daskglm.network.latency": self.latency}
+        return {"daskglm": {"network": {"bandwidth": self.bandwidth,
+                                        "latency": self.latency}}}
 
     def local_cluster(self, n_workers=2, threads_per_worker=1, **kwargs):
         """A ``distributed.LocalCluster`` of worker processes on this network.
 
-        Its scheduler, its workers and every client of it talk over ``shaped://``; the
-        worker processes get the network's configuration from their nannies.  Keyword
-        arguments go to ``LocalCluster``.
+        Its scheduler, its workers and every client of it talk over ``shaped://``: the
+        worker processes get the network in their configuration from their nannies, and
+        this process's comms find it among the open clusters' networks (the configuration
+        here is left as it is).  Keyword arguments go to ``LocalCluster``.
         """
         kwargs.setdefault("dashboard_address", None)
         kwargs.setdefault("worker_dashboard_address", None)
+        # the nannies' configuration, passed on to their worker processes
+        kwargs["config"] = {**(kwargs.get("config") or {}), **self.config()}
         return _ShapedLocalCluster(self, n_workers=n_workers,
                                    threads_per_worker=threads_per_worker, processes=True,
                                    protocol=f"{SCHEME}://", **kwargs)
@@ -125,37 +129,45 @@ class Network:
         return f"{self.bandwidth * 8 / 1e6:g} Mbit/s, {self.latency * 1e3:g} ms"
 
 
+#: The networks of the local clusters open in this process, the last opened last.
+_OPEN = []
+
+
 def current_network():
-    """The :class:`Network` this process's configuration sets, or None when it sets none."""
+    """The :class:`Network` of this process: its Dask configuration's
+    (``daskglm.network``), else that of the last :meth:`Network.local_cluster` still open
+    here, else None."""
     settings = dask.config.get("daskglm.network", default=None) or {}
-    if "bandwidth" not in settings:
-        return None
-    return Network(settings["bandwidth"], settings.get("latency", 0.0))
+    if "bandwidth" in settings:
+        return Network(settings["bandwidth"], settings.get("latency", 0.0))
+    return _OPEN[-1] if _OPEN else None
 
 
 class _ShapedLocalCluster(LocalCluster):
-    """A LocalCluster that keeps its network's configuration set in this process while it
-    is open (its scheduler and the clients of it run here)."""
+    """A LocalCluster whose network is this process's while it is open (its scheduler
+    and the clients of it run here)."""
 
     def __init__(self, network, **kwargs):
-        self._network_config = dask.config.set(network.config())
+        self.network = network
+        _OPEN.append(network)
         try:
             super().__init__(**kwargs)
         except BaseException:
-            self._restore_config()
+            self._forget_network()
             raise
-        self.network = network
 
     def close(self, *args, **kwargs):
         try:
             return super().close(*args, **kwargs)
         finally:
-            self._restore_config()
+            self._forget_network()
 
-    def _restore_config(self):
-        config, self._network_config = getattr(self, "_network_config", None), None
-        if config is not None:
-            config.__exit__(None, None, None)
+    def _forget_network(self):
+        network, self.network = getattr(self, "network", None), None
+        for k in range(len(_OPEN) - 1, -1, -1):
+            if network is not None and _OPEN[k] is network:
+                del _OPEN[k]
+                break
 
 
 class _Card:
@@ -216,7 +228,8 @@ class ShapedTCP(TCP):
         if network is None:
             raise RuntimeError(
                 "a shaped:// comm needs the Dask configuration 'daskglm.network' "
-                "(bandwidth and latency) set in this process")
+                "(bandwidth and latency) set in this process, or a Network.local_cluster "
+                "open in it")
         self.network = network
         self._bytes_read = 0
         self._first_byte = None
