@@ -6,8 +6,9 @@ each process: every message a process sends or receives is queued on that card a
 for ``latency + bytes / bandwidth``, with ``latency`` and ``bandwidth`` from the Dask
 configuration (``daskglm.network.latency`` in seconds, ``daskglm.network.bandwidth`` in
 bytes per second), or in the process that opened a :meth:`Network.local_cluster`, from
-that cluster (:func:`current_network`).  A cluster started with ``protocol="shaped://"`` behaves, as far as
-communication goes, like one whose processes sit on separate hosts of that network::
+that cluster (:func:`current_network`).  A cluster started with ``protocol="shaped://"``
+behaves, as far as communication goes, like one whose processes sit on separate hosts of
+that network::
 
     from distributed import Client
     from daskglm.network import Network
