@@ -207,7 +207,7 @@ def test_auto_counts_passes_over_the_source_when_the_data_are_streamed():
     """With every round reading the data from their source, ``solver="auto"`` weighs
     methods by their passes: a slow source turns the choice from L-BFGS (many cheap
     rounds) to Newton (few rounds, each dearer in compute)."""
-    from daskglm.estimators.base import _choose_solver
+    from daskglm.estimators.auto_choice import choose_solver as _choose_solver
     from daskglm.model.families import Binomial
     from daskglm.model.penalties import L2
     from daskglm.model.problem import Problem

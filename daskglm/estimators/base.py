@@ -30,7 +30,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .. import progress
-from ..accounting.choice import SHARDED_FEATURES, choose_method, predict_methods
+from ..accounting.choice import SHARDED_FEATURES
 from ..accounting.links import IN_PROCESS
 from ..backend import array_module, from_host, is_device
 from ..compute.blocked import pointwise_for
@@ -41,12 +41,12 @@ from ..engine import is_dask, make_engine
 from ..engine.cache import kept_copies
 from ..engine.distributed import active_client
 from ..engine.driver_passes import add_to, collecting, compute_pass, records_driver_passes
-from ..engine.link_probe import link_for
 from ..model.families import Family, _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, get_solver
 from ..solvers.base import DEFAULT_MAX_ITER, SolverResult
 from ..solvers.options import options_dict
+from .auto_choice import auto_choice, choice_reason, choose_solver, cluster_link, worker_threads
 from .categorical import (
     BLOCK_SOLVERS,
     check_missing,
@@ -84,50 +84,6 @@ def _auto_options(name, problem, options):
             and not problem.features() & SOLVERS["lbfgs"].NOT_SHARDED:
         options.setdefault("sharded", True)
     return options
-
-
-#: The solvers ``solver="auto"`` chooses among.
-AUTO_CHOICES = ("normal", "newton", "lbfgs", "proximal")
-
-
-def _choose_solver(problem, n_samples=1, tol=1e-4, workers=1, pass_seconds=0.0,
-                   link=IN_PROCESS):
-    """The solver ``solver="auto"`` picks: the one of least predicted time among those
-    that handle the problem (:func:`~daskglm.accounting.choice.choose_method`), a
-    round reading the data from their source for ``pass_seconds``, its messages
-    crossing ``link``."""
-    able = {name for name in AUTO_CHOICES
-            if name in SOLVERS and SOLVERS[name].unsupported(problem) is None}
-    chosen = choose_method(problem, n_samples, able, tol=tol, workers=workers,
-                           pass_seconds=pass_seconds, link=link)
-    return "lbfgs" if chosen is None else chosen.method
-
-
-def _auto_choice(problem, engine, tol, name, link, seconds):
-    """What ``solver_choice_`` records of a ``solver="auto"`` fit: the method, the
-    network figures it was priced on, every candidate's seconds and rounds predicted
-    with the bytes the data took as read (the choice itself, before any read, priced
-    ``8 n p``), and the fit's measured seconds."""
-    able = {m for m in AUTO_CHOICES if m in SOLVERS and SOLVERS[m].unsupported(problem) is None}
-    costs = predict_methods(problem, engine.n_samples, tol=tol, workers=_worker_threads(),
-                            link=link, data_bytes=getattr(engine, "data_bytes", None))
-    return {"solver": name, "link": link.as_dict(),
-            "predicted_seconds": {c.method: c.seconds for c in costs if c.method in able},
-            "predicted_rounds": {c.method: c.rounds for c in costs if c.method in able},
-            "measured_seconds": float(seconds)}
-
-
-def _choice_reason(choice):
-    """One sentence for the ledger: the network ``solver="auto"`` priced on, every
-    candidate's predicted seconds, and the fit's measured seconds."""
-    link = choice["link"]
-    where = ("in this process" if not link["nodes"] else
-             f"on the {link['source']} network ({link['latency'] * 1e3:.3g} ms, "
-             f"{link['bandwidth'] / 1e6:.3g} MB/s, {link['nodes']} worker processes)")
-    predicted = ", ".join(f"{method} {seconds:.3g} s" for method, seconds in
-                          sorted(choice["predicted_seconds"].items(), key=lambda kv: kv[1]))
-    return (f"predicted fastest {where}: {predicted}; the fit took "
-            f"{choice['measured_seconds']:.3g} s")
 
 
 class _GLMBase(_InferenceMixin, BaseEstimator):
@@ -377,10 +333,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
                 result = _solve(solver, problem, engine, params0)
             if self.solver == "auto":
-                self.solver_choice_ = _auto_choice(plan.problem, engine, self.tol,
+                self.solver_choice_ = auto_choice(plan.problem, engine, self.tol,
                                                    name, plan.link,
                                                    time.perf_counter() - started)
-                engine.ledger.note_choice("auto", name, _choice_reason(self.solver_choice_))
+                engine.ledger.note_choice("auto", name, choice_reason(self.solver_choice_))
             params_in_scale = result.params
             self._record_fit_in_scale(problem, result, scale, data.dtype)
             self._fit_statistics(engine, problem, params_in_scale, means,
@@ -435,7 +391,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         shape of the data) and its problem at unit total weight, checked before any pass;
         the start point; the solver's first evaluation for the validation round."""
         start = self._previous_params(init, data.n_features)
-        link = link_for(active_client()) if self.solver == "auto" else IN_PROCESS
+        link = cluster_link() if self.solver == "auto" else IN_PROCESS
         name, problem, solver = self._planned_solver(data.n_features, data.offset is not None,
                                                      _n_rows(data.X), link)
         self._check_inference(problem.penalty)
@@ -459,7 +415,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         chooses for ``n_samples`` rows, its messages crossing ``link``."""
         problem = self._problem(self._constrained_penalty(1.0), n_features, has_offset)
         if self.solver == "auto":
-            name = _choose_solver(problem, n_samples, self.tol, _worker_threads(), link=link)
+            name = choose_solver(problem, n_samples, self.tol, worker_threads(), link=link)
         else:
             name = self.solver
         return name, problem, self._solver_of(name, problem)
@@ -539,7 +495,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             return name
         validation = next(r for r in engine.ledger.records if r.kind.startswith("validate"))
         pass_seconds = validation.seconds * engine.streamed_share
-        chosen = _choose_solver(plan.problem, engine.n_samples, self.tol, _worker_threads(),
+        chosen = choose_solver(plan.problem, engine.n_samples, self.tol, worker_threads(),
                                 pass_seconds=pass_seconds, link=plan.link)
         engine.ledger.note_choice(
             "solver", chosen,
@@ -743,15 +699,6 @@ def _n_rows(X):
     """Rows of ``X`` (1 when a Dask array does not know them yet)."""
     rows = X.shape[0]
     return int(rows) if isinstance(rows, (int, np.integer)) else 1
-
-
-def _worker_threads():
-    """Worker threads of the active Dask client (1 without one): the ``workers`` of
-    ``solver="auto"``'s cost model."""
-    client = active_client()
-    if client is None:
-        return 1
-    return max(1, sum(client.nthreads().values()))
 
 
 def _solve(solver, problem, engine, params0):

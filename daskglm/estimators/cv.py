@@ -50,7 +50,8 @@ from ..solvers import Problem, get_solver
 from ..solvers.options import options_dict
 from ..solvers.proximal import solve_composite_quadratic
 from . import base
-from .base import _COMMON_DOC, AUTO_CHOICES, _choose_solver, _coef_dtype
+from .auto_choice import AUTO_CHOICES, choose_solver
+from .base import _COMMON_DOC, _coef_dtype
 from .cv_folds import _assign_folds
 from .inference import _check_offset, _null_model_with_offset
 from .linear import GLM, ElasticNet, Lasso
@@ -211,7 +212,7 @@ class _PathCV:
             return self.solver
         problem = self._problem(self._path_penalty(value, l1_ratio, 1.0), n_features,
                                 self.__dict__.get("_path_offset", False))
-        return _choose_solver(problem, n_samples, self.tol)
+        return choose_solver(problem, n_samples, self.tol)
 
     def _task_of(self):
         return self._task

@@ -1,0 +1,83 @@
+"""``solver="auto"``: the solver it picks, and what a fit records of the pick.
+
+The pick is :func:`~daskglm.accounting.choice.choose_method`'s among the solvers of
+:data:`AUTO_CHOICES` that handle the problem, priced on the cluster's network
+(:func:`cluster_link`: measured once per client, or fixed by ``daskglm.link``).  After the
+fit, :func:`auto_choice` is what ``solver_choice_`` holds and :func:`choice_reason` the
+sentence the ledger prints under its table.
+"""
+
+from __future__ import annotations
+
+from ..accounting.choice import choose_method, predict_methods
+from ..accounting.links import IN_PROCESS
+from ..engine.distributed import active_client
+from ..engine.link_probe import link_for
+from ..solvers import SOLVERS
+
+__all__ = ["AUTO_CHOICES", "choose_solver", "auto_choice", "choice_reason", "cluster_link",
+           "worker_threads"]
+
+#: The solvers ``solver="auto"`` chooses among.
+AUTO_CHOICES = ("normal", "newton", "lbfgs", "proximal")
+
+
+def _able(problem):
+    """The solvers of :data:`AUTO_CHOICES` that handle ``problem``."""
+    return {name for name in AUTO_CHOICES
+            if name in SOLVERS and SOLVERS[name].unsupported(problem) is None}
+
+
+def worker_threads():
+    """Worker threads of the active Dask client (1 without one): the ``workers`` of
+    ``solver="auto"``'s cost model."""
+    client = active_client()
+    if client is None:
+        return 1
+    return max(1, sum(client.nthreads().values()))
+
+
+def cluster_link():
+    """The network of the active Dask client's cluster (measured once per client, or
+    fixed by ``daskglm.link``), :data:`~daskglm.accounting.links.IN_PROCESS` without one."""
+    return link_for(active_client())
+
+
+def choose_solver(problem, n_samples=1, tol=1e-4, workers=1, pass_seconds=0.0,
+                  link=IN_PROCESS):
+    """The solver ``solver="auto"`` picks: the one of least predicted time among those
+    that handle the problem (:func:`~daskglm.accounting.choice.choose_method`), a
+    round reading the data from their source for ``pass_seconds``, its messages
+    crossing ``link``."""
+    chosen = choose_method(problem, n_samples, _able(problem), tol=tol, workers=workers,
+                           pass_seconds=pass_seconds, link=link)
+    return "lbfgs" if chosen is None else chosen.method
+
+
+def auto_choice(problem, engine, tol, name, link, seconds):
+    """What ``solver_choice_`` records of a ``solver="auto"`` fit: the method, the
+    network figures it was priced on, every candidate's seconds and rounds predicted
+    with the bytes the data took as read (the choice itself, before any read, priced
+    ``8 n p``), and the fit's measured seconds."""
+    able = _able(problem)
+    costs = [c for c in predict_methods(problem, engine.n_samples, tol=tol,
+                                        workers=worker_threads(), link=link,
+                                        data_bytes=getattr(engine, "data_bytes", None))
+             if c.method in able]
+    return {"solver": name, "link": link.as_dict(),
+            "predicted_seconds": {c.method: c.seconds for c in costs},
+            "predicted_rounds": {c.method: c.rounds for c in costs},
+            "measured_seconds": float(seconds)}
+
+
+def choice_reason(choice):
+    """One sentence for the ledger: the network ``solver="auto"`` priced on, every
+    candidate's predicted seconds, and the fit's measured seconds."""
+    link = choice["link"]
+    where = ("in this process" if not link["nodes"] else
+             f"on the {link['source']} network ({link['latency'] * 1e3:.3g} ms, "
+             f"{link['bandwidth'] / 1e6:.3g} MB/s, {link['nodes']} worker processes)")
+    predicted = ", ".join(f"{method} {seconds:.3g} s" for method, seconds in
+                          sorted(choice["predicted_seconds"].items(), key=lambda kv: kv[1]))
+    return (f"predicted fastest {where}: {predicted}; the fit took "
+            f"{choice['measured_seconds']:.3g} s")
