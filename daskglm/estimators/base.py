@@ -331,7 +331,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             if data.offset is None:
                 self._first_evaluation_from_classes(engine, problem, solver, params0)
             with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
-                result = _solve(solver, problem, engine, params0)
+                result = _solve(solver, problem, engine, params0, self._converged_means_optimum)
             if self.solver == "auto":
                 self.solver_choice_ = auto_choice(plan.problem, engine, self.tol,
                                                    name, plan.link,
@@ -456,6 +456,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     #: What ``max_iter`` counts.
     _iterations = "iterations"
+
+    #: Whether ``converged_`` claims the optimum of the objective (``tol`` is an
+    #: optimality test); scikit-learn's SGD estimators stop by its rule instead.
+    _converged_means_optimum = True
 
     def _previous_params(self, init, n_features):
         """The fitted parameters to start from with ``warm_start``, else None."""
@@ -701,12 +705,15 @@ def _n_rows(X):
     return int(rows) if isinstance(rows, (int, np.integer)) else 1
 
 
-def _solve(solver, problem, engine, params0):
-    """``solver.solve``, except that ``max_iter=0`` returns the start point unconverged
-    without reading the data (scikit-learn's ``max_iter=0``)."""
+def _solve(solver, problem, engine, params0, judged=False):
+    """``solver.solve`` (``solve_to_optimum`` when ``judged``: ``converged`` then means the
+    optimum), except that ``max_iter=0`` returns the start point unconverged without
+    reading the data (scikit-learn's ``max_iter=0``)."""
     if solver.max_iter == 0:
         return SolverResult(np.asarray(params0, dtype=float), 0, False, [],
                             "max_iter=0: no iteration, the start point")
+    if judged:
+        return solver.solve_to_optimum(problem, engine, params0)
     return solver.solve(problem, engine, params0)
 
 

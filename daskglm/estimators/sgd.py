@@ -273,6 +273,7 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         return super()._previous_params(init, n_features)
 
     _iterations = "epochs"
+    _converged_means_optimum = False
 
     def _planned_solver(self, n_features, has_offset=False, n_samples=1, link=None):
         problem = self._problem(n_features)

@@ -111,6 +111,7 @@ class AsyncSGD(Solver):
     """
 
     name = "async"
+    stops_on_optimality = False
     handles = frozenset({Feature.NON_QUADRATIC_LOSS})
     options = {
         "batch_size": 32, "learning_rate": "invscaling", "eta0": 0.1, "power_t": 0.25,

@@ -359,3 +359,32 @@ class Solver:
 
     def solve(self, problem: Problem, engine, params0) -> SolverResult:
         raise NotImplementedError
+
+    #: Whether ``converged`` means the optimality test of :meth:`Objective.optimality`
+    #: at ``tol``.  The stochastic solvers stop by a rule on a sampled objective (no
+    #: improvement by ``tol`` for some epochs), which an iterate at its noise floor meets
+    #: far from the optimum.
+    stops_on_optimality = True
+
+    def solve_to_optimum(self, problem: Problem, engine, params0) -> SolverResult:
+        """:meth:`solve`, with ``converged`` meaning the optimum of the objective.
+
+        A solver whose stopping rule is not the optimality test
+        (``stops_on_optimality`` False) and that says it converged is judged by ONE
+        exact gradient round at its result: ``converged`` stays True only when the
+        optimality violation is at most ``tol``; otherwise it becomes False and the
+        message gives the violation (the solver stopped at its noise floor)."""
+        result = self.solve(problem, engine, params0)
+        if self.stops_on_optimality or not result.converged or self.tol is None:
+            return result
+        objective = Objective(problem, engine)
+        _, grad = objective.value_and_grad(result.params)
+        violation = objective.optimality(result.params, grad)
+        if result.history:
+            result.history[-1]["optimality"] = violation
+        if violation > self.tol:
+            result.converged = False
+            result.message = (f"its stopping rule held at its noise floor, short of the "
+                              f"optimum: one exact gradient round measured an optimality "
+                              f"violation of {violation:.3g} > tol {self.tol:g}")
+        return result

@@ -83,6 +83,7 @@ class Gossip(Solver):
     """
 
     name = "gossip"
+    stops_on_optimality = False
     handles = frozenset({Feature.NON_QUADRATIC_LOSS})
     options = {
         "topology": "ring", "degree": 4, "local_steps": "auto", "batch_size": 32,

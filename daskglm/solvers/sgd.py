@@ -216,6 +216,7 @@ class SGD(Solver):
     """
 
     name = "sgd"
+    stops_on_optimality = False
     options = {
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": "auto",
