@@ -140,11 +140,11 @@ def test_stochastic_solvers_claim_only_the_optimum(dense, solver):
     if "noise floor" in str(said[0].message):  # else it ran out of epochs, and says so
         assert model.history_[-1]["optimality"] > 1e-4
 
-    loose = daskglm.LogisticRegression(solver=solver, tol=0.05, solver_options=options)
+    loose = daskglm.LogisticRegression(solver=solver, tol=0.25, solver_options=options)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         loose.fit(X, y)
-    assert loose.converged_ and loose.history_[-1]["optimality"] <= 0.05
+    assert loose.converged_ and loose.history_[-1]["optimality"] <= 0.25
 
 
 def test_scikit_learn_sgd_estimators_keep_its_rule(dense):

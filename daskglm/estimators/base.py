@@ -877,7 +877,9 @@ _COMMON_DOC = """
         features on) and proximal gradient for L1 and elastic-net penalties; ``solver_``
         names the pick.  ``"async"`` (parameter-server SGD) and ``"gossip"``
         (decentralised SGD) count ``max_iter`` in epochs and stop by SGD's rule on a
-        sampled objective.  A solver that cannot handle the problem raises a ValueError
+        sampled objective; for ``"sgd"``, ``"async"`` and ``"gossip"`` one exact
+        gradient round then judges that stop, and ``converged_`` is True only when it
+        meets ``tol`` (a stop at the noise floor gives a ConvergenceWarning).  A solver that cannot handle the problem raises a ValueError
         naming the solvers that can.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
