@@ -186,9 +186,13 @@ def test_deadline_rounds_back_up_the_slow_worker_and_equal_plain_sgd(client, ref
                                               kind=Kind.DEADLINE_GRADIENT, min_fraction=0.5)
             result = deadline.solve(problem, engine, np.zeros(D + 1))
         records = [r for r in engine.ledger.records if r.kind == Kind.DEADLINE_BATCH]
+        waited = engine.ledger.count(Kind.SGD_BATCH) - 20  # the undisturbed fit's 20
+        choice = engine.ledger.choices["deadline"]
         # leave the shared cluster idle: this round waits for the late tasks to end
         engine.reduce(loss_grad, np.zeros(D + 1), Binomial(), True, kind=Kind.GRADIENT)
-    assert len(on_slow) == 2 and len(records) == 20
+    # the guard's 2 waiting steps (after 4 deadline steps) took 0.5 s; the deadline's did not
+    assert len(on_slow) == 2 and len(records) == 18 and waited == 2
+    assert choice[0] == "deadline", choice
     assert first.dropped == on_slow
     # every step had every partition, the slow worker's from their backups
     assert all(r.dropped == () and r.backups == on_slow for r in records)
@@ -216,6 +220,7 @@ def test_a_fit_backs_up_the_straggler_after_its_first_step(client, reference):
     assert records[0].dropped == on_slow and records[0].backups == ()
     assert all(r.dropped == () and r.backups == on_slow for r in records[1:])
     assert result.history[0]["dropped"] == [on_slow, (), (), ()]
+    assert len(records) == 18  # and two waiting steps, timed by the guard
     gap = objective(X, y, result.params[:D], result.params[D]) - best
     plain_gap = objective(X, y, plain.params[:D], plain.params[D]) - best
     assert 0 <= gap <= 1.1 * plain_gap

@@ -52,7 +52,9 @@ class GradientDescent(Solver):
         the sample weight), scaled by the share of the weight that arrived.  On a
         cluster, a partition dropped from an evaluation runs in the later ones also as
         a backup task on a worker that was in time (see
-        :meth:`~daskglm.engine.Engine.reduce_by_deadline`).
+        :meth:`~daskglm.engine.Engine.reduce_by_deadline`).  The first 4 evaluations
+        use them and the next 2 wait for every partition; the fit keeps them only where
+        they paid (:class:`~daskglm.solvers.deadline_guard.DeadlineGuard`).
 
     With ``compression``, ``deadline`` or ``min_fraction`` the gradients are estimates:
     the stopping criterion is confirmed by one exact round before the run stops as

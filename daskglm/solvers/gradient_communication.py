@@ -13,7 +13,9 @@
   the partitions that missed a round run from the next one on also as backup tasks on
   replicas (:meth:`~daskglm.engine.Engine.reduce_by_deadline`), so a persistent
   straggler is left out of one evaluation only, and an evaluation where nothing was
-  dropped is exact.
+  dropped is exact.  A :class:`~daskglm.solvers.deadline_guard.DeadlineGuard` times the
+  first evaluations with and without the deadline and waits from then on where the
+  deadline does not pay.
 
 Either way the gradient is an estimate, so the stopping criterion is confirmed by one
 exact round (``gradient``) before ``converged`` is claimed; a confirmation that fails
@@ -28,6 +30,7 @@ from ..accounting.kinds import Kind
 from ..compute.compressed_steps import Sender, compressed_loss_grad, decode_sum
 from ..compute.kernels import loss_grad
 from ..compute.tree import tree_sum
+from .deadline_guard import DeadlineGuard
 
 __all__ = ["ApproximateRounds", "GD_SENDER_STATE"]
 
@@ -55,6 +58,8 @@ class ApproximateRounds:
         self.rounds = 0
         #: the sum of the partitions' reference gradients (compressed rounds)
         self.reference = None
+        #: whether deadline rounds pay, measured against waiting rounds
+        self.guard = None if codec is not None else DeadlineGuard(self.engine.ledger)
         if codec is not None:
             self._put_senders()
 
@@ -83,10 +88,12 @@ class ApproximateRounds:
             self.reference = change if self.reference is None else self.reference + change
             grad = self.reference
         else:
-            arrived = self.engine.reduce_by_deadline(
-                loss_grad, params, p.family, p.fit_intercept, kind=Kind.DEADLINE_GRADIENT,
-                deadline=self.deadline, min_fraction=self.min_fraction,
-            )
+            if self.guard.next_round_waits():
+                return self.guard.timed(True, self.objective.value_and_grad, params)
+            arrived = self.guard.timed(
+                False, self.engine.reduce_by_deadline, loss_grad, params, p.family,
+                p.fit_intercept, kind=Kind.DEADLINE_GRADIENT, deadline=self.deadline,
+                min_fraction=self.min_fraction)
             if arrived.result is None or not arrived.weight_arrived > 0:
                 return self.objective.value_and_grad(params)
             scale = arrived.weight_total / arrived.weight_arrived

@@ -25,6 +25,7 @@ from ..model.problem import Feature
 from ..optim.schedules import LEARNING_RATES, make_step_rule
 from .base import EarlyStopping, History, Solver, SolverResult
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
+from .deadline_guard import DeadlineGuard
 from .round_sizing import StepTimer
 from .sgd_communication import (
     SENDER_STATE,
@@ -199,7 +200,11 @@ class SGD(Solver):
         sample weight arrived (with ``deadline``, whichever comes first).  On a cluster,
         a partition dropped from a step runs in the later ones also as a backup task on
         a worker that was in time, and is waited for past ``min_fraction`` (see
-        :meth:`~daskglm.engine.Engine.reduce_by_deadline`).
+        :meth:`~daskglm.engine.Engine.reduce_by_deadline`).  With either, the first 4
+        steps use them and the next 2 wait for every partition; the fit keeps them only
+        where their fastest step beat the fastest waiting one, and waits otherwise
+        (:class:`~daskglm.solvers.deadline_guard.DeadlineGuard`; ``comm_.choices
+        ["deadline"]`` gives the figures).
     validation : callable or None, default None
         ``validation(params) -> score`` (higher is better), e.g. the accuracy or R^2 of
         held-out rows, computed in a round of its own engine: after every epoch it is
@@ -327,6 +332,7 @@ class SGD(Solver):
         if codec is not None:
             start_senders(engine)
             link = Link(state.params)
+        guard = DeadlineGuard(engine.ledger) if waits else None
         stopping = EarlyStopping(self.tol, self.opts["n_iter_no_change"])
         validation = self.opts["validation"]
         converged, n_epochs = False, 0
@@ -339,7 +345,7 @@ class SGD(Solver):
                 extra = {}
                 if waits:
                     loss, penalty, weight, rate, dropped = deadline_epoch(
-                        engine, config, state, counts, deadline, min_fraction)
+                        engine, config, state, counts, deadline, min_fraction, guard)
                     extra["dropped"] = dropped
                 elif codec is not None and sync_every is None:
                     loss, penalty, weight, rate = compressed_synchronous_epoch(

@@ -34,6 +34,8 @@ the start of a run, and never fetched: residuals do not travel.
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -164,12 +166,14 @@ def compressed_local_epoch(engine, config, state, counts, sync_every, codec):
     return loss, penalty, weight, rate
 
 
-def deadline_epoch(engine, config, state, counts, deadline, min_fraction):
+def deadline_epoch(engine, config, state, counts, deadline, min_fraction, guard=None):
     """One epoch of synchronous SGD whose steps take the partitions that arrive in time.
 
     Returns as :func:`compressed_synchronous_epoch`, the sums over the rows that arrived,
     plus the partitions dropped in each step (a list of tuples: those no copy of which
-    arrived; a partition whose backup task arrived is not dropped).
+    arrived; a partition whose backup task arrived is not dropped).  With a
+    :class:`~daskglm.solvers.deadline_guard.DeadlineGuard`, a step it says waits is a
+    plain round over every partition.
     """
     loss = penalty = weight = 0.0
     rate = 0.0
@@ -179,10 +183,14 @@ def deadline_epoch(engine, config, state, counts, deadline, min_fraction):
     dropped = []
     for k in range(counts.shape[0]):
         step = epoch + k
-        round_ = engine.reduce_each_by_deadline(
-            batch_loss_grad, _draws(counts, offsets, k), state.params, config, epoch,
-            kind=Kind.DEADLINE_BATCH, deadline=deadline, min_fraction=min_fraction,
-        )
+        args = (_draws(counts, offsets, k), state.params, config, epoch)
+        if guard is not None and guard.next_round_waits():
+            round_ = guard.timed(True, _waiting_round, engine, *args)
+        else:
+            by_deadline = (engine.reduce_each_by_deadline if guard is None else
+                           partial(guard.timed, False, engine.reduce_each_by_deadline))
+            round_ = by_deadline(batch_loss_grad, *args, kind=Kind.DEADLINE_BATCH,
+                                 deadline=deadline, min_fraction=min_fraction)
         dropped.append(round_.dropped)
         progress.report_part((k + 1) / counts.shape[0])
         stats = round_.result
@@ -202,6 +210,20 @@ def deadline_epoch(engine, config, state, counts, deadline, min_fraction):
         state.average = average_update(state.average, state.params, step, config)
     state.step += counts.shape[0]
     return loss, penalty, weight, rate, dropped
+
+
+def _waiting_round(engine, draws, params, config, epoch):
+    """A step's plain round over every partition, as a deadline round where all arrived."""
+    stats = engine.reduce_each(batch_loss_grad, draws, params, config, epoch,
+                               kind=Kind.SGD_BATCH)
+    return _AllArrived(stats, (), 1.0, 1.0)
+
+
+class _AllArrived(NamedTuple):
+    result: object
+    dropped: tuple
+    weight_arrived: float
+    weight_total: float
 
 
 def _scaled(grad, scale):
