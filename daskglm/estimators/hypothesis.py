@@ -210,8 +210,9 @@ def anova(*models, test="Chisq"):
         (``dispersion_``: 1 for the binomial and Poisson, Pearson's estimate otherwise),
         chi-squared on the difference in parameters; ``"F"``: that difference per
         parameter over the dispersion, F on the largest model's ``df_resid_`` (for a
-        family with an estimated dispersion; for the Gaussian this is statsmodels'
-        ``anova_lm`` of OLS fits); None: no test.
+        family with an estimated dispersion; for the Gaussian the statistics of
+        statsmodels' ``anova_lm`` of OLS fits, whose p-values take each row's own
+        ``df_resid`` instead, the same on the last row); None: no test.
 
     Returns
     -------
