@@ -177,6 +177,8 @@ class _PredictionMixin:
                 import dask.array as da
 
                 offset = da.from_array(offset, chunks=eta.chunks)
+            elif is_dask(eta) and not np.isnan(offset.shape[0]):
+                offset = offset.rechunk(eta.chunks)  # keeps the rows' blocks
             eta = eta + offset
         se = _elementwise(np.sqrt, variance)
         return PredictionResults(eta, se, family.link, self._reference_distribution(use_t),
