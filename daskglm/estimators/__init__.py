@@ -30,6 +30,8 @@ The modules, each importing only from those above it:
     ``GammaRegressor`` and ``TweedieRegressor``.
 ``inference`` (used by ``base``)
     ``inference=True``: standard errors, ``summary()``, deviances, AIC/BIC; offsets.
+``hypothesis``, ``prediction`` (used by ``inference``)
+    Wald, per-term Wald and likelihood-ratio tests, ``anova``; ``get_prediction``.
 ``categorical``, ``text``
     tables with categorical columns encoded per partition; text columns hashed per
     partition (``HashingFeatures``).

@@ -205,6 +205,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         estimator.formula_ = formula
         estimator.formula_design_ = built
         estimator.feature_names_out_ = built.names
+        if hasattr(estimator, "param_names_"):  # named before the formula's names were set
+            estimator.param_names_ = ["intercept"] * built.intercept + list(map(str, built.names))
         return estimator
 
     def _penalised(self):

@@ -26,6 +26,8 @@ from ..model.distributions import BinomialDistribution, GaussianDistribution, Po
 from ..model.distributions_extra import NegativeBinomialDistribution
 from ..model.families import _StartAtTypicalMean
 from ..model.links import Identity, Log
+from .hypothesis import _HypothesisMixin
+from .prediction import _PredictionMixin
 from .validation import _check_dask_vector, _dask_frame_to_array
 
 #: Distributions whose dispersion is 1, not estimated.
@@ -121,8 +123,9 @@ def _start_intercept(family, means):
     return _start_intercept_of(family, means)
 
 
-class _InferenceMixin:
-    """``inference=True``: one more round after the fit, and statsmodels' statistics."""
+class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
+    """``inference=True``: one more round after the fit, statsmodels' statistics, tests
+    (:mod:`.hypothesis`) and prediction intervals (:mod:`.prediction`)."""
 
     def _check_inference(self, penalty):
         """ValueError (before any work) for inference on a penalised fit."""
