@@ -212,6 +212,16 @@ class PerClassCoordinates:
         self.n_classes = n_classes
         self.fit_intercept = fit_intercept
 
+    @property
+    def scales(self):
+        """The one class's map's column scales (None: none)."""
+        return self.coordinates.scales
+
+    @property
+    def means(self):
+        """The one class's map's column means (None: none)."""
+        return self.coordinates.means
+
     def _per_class(self, vector):
         """Rows ``(W[k][, b[k]])``, shape (K, d [+ 1])."""
         vector = np.asarray(vector, dtype=float)
