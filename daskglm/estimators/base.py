@@ -62,6 +62,7 @@ from .inference import (
     _target_moments,
 )
 from .plan import FitData, FitEngines, FitPlan
+from .robust import checked_groups
 from .validation import (
     _check_dask_matrix,
     _check_dask_vector,
@@ -280,7 +281,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return y
 
     @records_driver_passes
-    def fit(self, X, y, sample_weight=None, offset=None, exposure=None):
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, groups=None):
         """Fit the model.
 
         Parameters
@@ -296,15 +297,18 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             for smooth problems), ``"newton"``, ``"gd"`` and ``"proximal"``.
         exposure : array-like or Dask array of shape (n_samples,), optional
             Positive exposures for a log link: ``offset = log(exposure)``.
+        groups : array-like, Dask array or Series of shape (n_samples,) or (n_samples, 2), optional
+            Each row's cluster (two columns: two-way), for the cluster-robust covariance
+            of ``inference=True`` (statsmodels' ``cov_kwds={"groups": ...}``).
 
         Returns
         -------
         self
         """
-        return self._fit_template(X, y, sample_weight, offset, exposure)
+        return self._fit_template(X, y, sample_weight, offset, exposure, groups=groups)
 
     def _fit_template(self, X, y, sample_weight=None, offset=None, exposure=None, init=None,
-                      held_out=None, labels=None):
+                      held_out=None, labels=None, groups=None):
         """The fit: check the parameters and the input (:class:`~.plan.FitData`), plan
         before any pass (:class:`~.plan.FitPlan`), read the data once in the engine's
         validation round, solve, record the fitted attributes.
@@ -315,7 +319,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """
         started = time.perf_counter()
         self._check_params()
-        data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels)
+        data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels,
+                              groups)
         plan = self._plan(data, init)
         data = self._with_categorical_blocks(data, plan)
         with self._open_engines(data, plan) as engines:
@@ -340,7 +345,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             params_in_scale = result.params
             self._record_fit_in_scale(problem, result, scale, data.dtype)
             self._fit_statistics(engine, problem, params_in_scale, means,
-                                 data.offset is not None)
+                                 data.offset is not None, data.groups)
             self.comm_ = engine.ledger
             self.comm_.method = name
             self.solver_options_ = solver.options_used(self.comm_)
@@ -348,12 +353,13 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return self
 
     def _fit_data(self, X, y, sample_weight, offset, exposure, init=None, held_out=None,
-                  labels=None):
+                  labels=None, groups=None):
         """The checked input of one fit: cheap checks that need no pass over the data
         (NaN and infinity are found in the engine's validation round)."""
         X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
         self._fit_dtype = _coef_dtype(X)
         offset = _check_offset(self, offset, exposure, X, self._family())
+        groups = checked_groups(self, groups, X.shape[0])
         if labels is None:
             labels = self._labels_for_engine(y, init)
         if labels is None:
@@ -363,7 +369,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             raise ValueError(f"The {family.name} model takes no offset.")
         sample_weight = self._weigh_samples(y, sample_weight, labels)
         return FitData(X, y, sample_weight, offset, family, _coef_dtype(X), labels, held_out,
-                       blocks)
+                       blocks, groups)
 
     def _with_categorical_blocks(self, data, plan):
         """``data`` with a table's features as categorical blocks (numeric columns and
