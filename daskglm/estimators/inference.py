@@ -262,14 +262,15 @@ class _InferenceMixin:
         kind = self._cov_kind if kind is None else covariance_kind(kind)
         if kind in ("HC2", "HC3", "cluster") and kind not in self._covariances:
             how = "groups=..." if kind == "cluster" else f"cov_type={kind!r}"
-            raise ValueError(f"The {kind} covariance needs one more round after the fit: "
-                             f"fit with {how}.")
+            raise ValueError(f"kind={kind!r} needs one more round after the fit, which "
+                             f"this fit did not run: fit with {how}.")
         if kind not in self._covariances:
             raise ValueError(f"kind must be one of {sorted(self._covariances)}; got {kind!r}.")
         return kind
 
     def _bse(self, kind):
-        return self._standard_errors[self._checked_kind(kind)]
+        kind = self._checked_kind(kind)  # checks first
+        return self._standard_errors[kind]
 
     def _reference_distribution(self, use_t, kind=None):
         """The normal, or Student's t on ``df_resid_`` degrees of freedom (the clusters
