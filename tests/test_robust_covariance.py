@@ -136,9 +136,13 @@ def test_grunfeld_two_way_by_firm_and_year():
         expected = ols.fit(cov_type="cluster", cov_kwds={"groups": codes})
         np.testing.assert_allclose(model.cov_params(), expected.cov_params(), rtol=RTOL)
         assert model.param_names_ == ["intercept", "value", "capital"]
+    both = daskglm.LinearRegression.from_formula(
+        "invest ~ value + capital", data, groups=["firm", "year"], inference=True,
+        cov_type="cluster")
+    np.testing.assert_allclose(both.cov_params(), model.cov_params(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("family", ["gaussian", "poisson"])
+@pytest.mark.parametrize("family", ["gaussian", "binomial", "poisson"])
 def test_dask_inputs_do_not_change_the_result(family):
     """Dask X, y and groups in several chunks (groups chunked otherwise than X), a Dask
     Series of string ids and numpy input: the same covariances."""

@@ -152,7 +152,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     @classmethod
     def from_formula(cls, formula, data, *, sample_weight=None, offset=None, exposure=None,
-                     **params):
+                     groups=None, **params):
         """Fit ``cls(**params)`` to the table ``data`` as ``formula`` describes it
         (``"claims ~ C(region) + age + np.log(density)"``, through formulaic; see
         :mod:`daskglm.estimators.formulas`).
@@ -168,8 +168,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         ----------
         formula : str
         data : pandas.DataFrame or dask.dataframe.DataFrame
-        sample_weight, offset, exposure : str, array-like or None
-            As ``fit`` takes them; a string names a column of ``data``.
+        sample_weight, offset, exposure, groups : str, array-like or None
+            As ``fit`` takes them; a string names a column of ``data`` (a list of two
+            strings, two columns of ``groups``).
         **params
             The estimator's parameters (``family=``, ``alpha=``, ...); not
             ``fit_intercept``, which the formula sets.
@@ -192,9 +193,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             X = built.features(data, compute=compute_pass)
             y = data[built.target]
         estimator.set_params(fit_intercept=built.intercept)
-        extra = {name: data[value] if isinstance(value, str) else value
+        extra = {name: data[value] if _names_columns(value) else value
                  for name, value in (("sample_weight", sample_weight), ("offset", offset),
-                                     ("exposure", exposure)) if value is not None}
+                                     ("exposure", exposure), ("groups", groups))
+                 if value is not None}
         if missing == "mean":  # the design filled the variables: the features have no gaps
             estimator.set_params(missing="error")
         try:
@@ -699,6 +701,12 @@ def _coef_dtype(X):
 def _dense(coef):
     """``coef`` as an ndarray, also after ``sparsify()`` made it a sparse matrix."""
     return coef.toarray() if sp.issparse(coef) else np.asarray(coef)
+
+
+def _names_columns(value):
+    """Whether ``value`` names a column of a table, or a list of them."""
+    return isinstance(value, str) or (isinstance(value, list) and bool(value)
+                                      and all(isinstance(v, str) for v in value))
 
 
 def _n_rows(X):

@@ -161,7 +161,7 @@ class _InferenceMixin:
         if engine.column_scale is not None:
             scale[: problem.n_features] = engine.column_scale
         order = _statsmodels_order(problem)
-        robust = robust_statistics(engine, problem, params, sums, self._cov_type(), groups,
+        robust = robust_statistics(engine, problem, params, self._cov_type(), groups,
                                    _scaled_inverse(sums.expected))
         self._statistics_from(sums, problem, order, scale[order], robust)
         if has_offset:

@@ -146,12 +146,12 @@ def _factorised(column):
     return pd.factorize(column, sort=True)[0].astype(np.int64)
 
 
-def robust_statistics(engine, problem, params, sums, cov_type, codes, inverse):
+def robust_statistics(engine, problem, params, cov_type, codes, inverse):
     """The :class:`~daskglm.compute.robust.RobustStats` of the fit at ``params``
     (solvers' order and the engine's column scale), from one ``Kind.ROBUST`` round (and
     a ``sizes`` round to cut ``codes`` by partition); None when neither HC2, HC3 nor
-    clusters are asked for.  ``inverse`` is the inverse expected information of ``sums``
-    in the same order and scale."""
+    clusters are asked for.  ``inverse`` is the inverse expected information at
+    ``params``, in the same order and scale."""
     leverage = cov_type in ("HC2", "HC3")
     if not leverage and codes is None:
         return None
