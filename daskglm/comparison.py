@@ -168,6 +168,7 @@ PASS_KINDS = frozenset({
     Kind.VALIDATE_GRAM, Kind.VALIDATE_GRADIENT, Kind.VALIDATE_HESSIAN,
     Kind.COMPRESSED_GRADIENT, Kind.DEADLINE_GRADIENT, Kind.SPARSE_GRADIENT,
     Kind.SHARD_COLUMNS, Kind.BLOCK_SPLIT, Kind.BLOCK_GRADIENT, Kind.INFERENCE,
+    Kind.ROBUST,
     Kind.CLASS_MOMENTS, Kind.FOLD_GRAM,
 })
 #: Kinds of rounds of stochastic solvers, whose reads are counted by epochs (an epoch reads

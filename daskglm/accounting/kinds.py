@@ -43,6 +43,7 @@ class Kind:
     BLOCK_GRADIENT = "block_gradient"  # tiles' predictors summed per row, residuals back
     TARGET_MEAN = "target_mean"  # weighted sums of the target and offset: start, null model
     INFERENCE = "inference"  # information, sandwich meat, deviances after a fit
+    ROBUST = "robust"  # HC2/HC3 meats from leverages, score sums per cluster, after inference
     NULL_MODEL = "null_model"  # Newton steps of the intercept-only model with an offset
     FOLD_GRAM = "fold_gram"  # the Gram statistics of every cross-validation fold, one pass
     HELD_OUT = "held_out"  # losses of several models on one fold's held-out rows

@@ -62,6 +62,7 @@ from .inference import (
     _target_moments,
 )
 from .plan import FitData, FitEngines, FitPlan
+from .robust import checked_groups
 from .validation import (
     _check_dask_matrix,
     _check_dask_vector,
@@ -151,7 +152,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     @classmethod
     def from_formula(cls, formula, data, *, sample_weight=None, offset=None, exposure=None,
-                     **params):
+                     groups=None, **params):
         """Fit ``cls(**params)`` to the table ``data`` as ``formula`` describes it
         (``"claims ~ C(region) + age + np.log(density)"``, through formulaic; see
         :mod:`daskglm.estimators.formulas`).
@@ -167,8 +168,9 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         ----------
         formula : str
         data : pandas.DataFrame or dask.dataframe.DataFrame
-        sample_weight, offset, exposure : str, array-like or None
-            As ``fit`` takes them; a string names a column of ``data``.
+        sample_weight, offset, exposure, groups : str, array-like or None
+            As ``fit`` takes them; a string names a column of ``data`` (a list of two
+            strings, two columns of ``groups``).
         **params
             The estimator's parameters (``family=``, ``alpha=``, ...); not
             ``fit_intercept``, which the formula sets.
@@ -191,9 +193,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             X = built.features(data, compute=compute_pass)
             y = data[built.target]
         estimator.set_params(fit_intercept=built.intercept)
-        extra = {name: data[value] if isinstance(value, str) else value
+        extra = {name: data[value] if _names_columns(value) else value
                  for name, value in (("sample_weight", sample_weight), ("offset", offset),
-                                     ("exposure", exposure)) if value is not None}
+                                     ("exposure", exposure), ("groups", groups))
+                 if value is not None}
         if missing == "mean":  # the design filled the variables: the features have no gaps
             estimator.set_params(missing="error")
         try:
@@ -282,7 +285,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return y
 
     @records_driver_passes
-    def fit(self, X, y, sample_weight=None, offset=None, exposure=None):
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, groups=None):
         """Fit the model.
 
         Parameters
@@ -298,15 +301,18 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             for smooth problems), ``"newton"``, ``"gd"`` and ``"proximal"``.
         exposure : array-like or Dask array of shape (n_samples,), optional
             Positive exposures for a log link: ``offset = log(exposure)``.
+        groups : array-like, Dask array or Series of shape (n_samples,) or (n_samples, 2), optional
+            Each row's cluster (two columns: two-way), for the cluster-robust covariance
+            of ``inference=True`` (statsmodels' ``cov_kwds={"groups": ...}``).
 
         Returns
         -------
         self
         """
-        return self._fit_template(X, y, sample_weight, offset, exposure)
+        return self._fit_template(X, y, sample_weight, offset, exposure, groups=groups)
 
     def _fit_template(self, X, y, sample_weight=None, offset=None, exposure=None, init=None,
-                      held_out=None, labels=None):
+                      held_out=None, labels=None, groups=None):
         """The fit: check the parameters and the input (:class:`~.plan.FitData`), plan
         before any pass (:class:`~.plan.FitPlan`), read the data once in the engine's
         validation round, solve, record the fitted attributes.
@@ -317,7 +323,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """
         started = time.perf_counter()
         self._check_params()
-        data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels)
+        data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels,
+                              groups)
         plan = self._plan(data, init)
         data = self._with_categorical_blocks(data, plan)
         with self._open_engines(data, plan) as engines:
@@ -342,7 +349,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             params_in_scale = result.params
             self._record_fit_in_scale(problem, result, scale, data.dtype)
             self._fit_statistics(engine, problem, params_in_scale, means,
-                                 data.offset is not None)
+                                 data.offset is not None, data.groups)
             self.comm_ = engine.ledger
             self.comm_.method = name
             self.solver_options_ = solver.options_used(self.comm_)
@@ -350,12 +357,13 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return self
 
     def _fit_data(self, X, y, sample_weight, offset, exposure, init=None, held_out=None,
-                  labels=None):
+                  labels=None, groups=None):
         """The checked input of one fit: cheap checks that need no pass over the data
         (NaN and infinity are found in the engine's validation round)."""
         X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
         self._fit_dtype = _coef_dtype(X)
         offset = _check_offset(self, offset, exposure, X, self._family())
+        groups = checked_groups(self, groups, X.shape[0])
         if labels is None:
             labels = self._labels_for_engine(y, init)
         if labels is None:
@@ -365,7 +373,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             raise ValueError(f"The {family.name} model takes no offset.")
         sample_weight = self._weigh_samples(y, sample_weight, labels)
         return FitData(X, y, sample_weight, offset, family, _coef_dtype(X), labels, held_out,
-                       blocks)
+                       blocks, groups)
 
     def _with_categorical_blocks(self, data, plan):
         """``data`` with a table's features as categorical blocks (numeric columns and
@@ -699,6 +707,12 @@ def _coef_dtype(X):
 def _dense(coef):
     """``coef`` as an ndarray, also after ``sparsify()`` made it a sparse matrix."""
     return coef.toarray() if sp.issparse(coef) else np.asarray(coef)
+
+
+def _names_columns(value):
+    """Whether ``value`` names a column of a table, or a list of them."""
+    return isinstance(value, str) or (isinstance(value, list) and bool(value)
+                                      and all(isinstance(v, str) for v in value))
 
 
 def _n_rows(X):

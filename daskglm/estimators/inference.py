@@ -4,7 +4,8 @@ With ``inference=True`` an unpenalised fit runs ONE more round at the fitted par
 (:func:`daskglm.compute.inference.inference_sums`, ``Kind.INFERENCE``): the information
 matrices, the meat of the sandwich, the deviances, Pearson's chi-squared and the sums of
 the log-likelihood, all from one read of ``X``.  :class:`_InferenceMixin` turns them into
-``bse_``, ``pvalues_``, :meth:`~_InferenceMixin.cov_params` (model-based, HC0, HC1),
+``bse_``, ``pvalues_``, :meth:`~_InferenceMixin.cov_params` (model-based, HC0, HC1; HC2,
+HC3 and cluster-robust from one more round, :mod:`.robust`),
 ``deviance_``, ``null_deviance_``, ``aic_``, ``bic_``, ``dispersion_`` and
 :meth:`~_InferenceMixin.summary`.  The parameters are ordered as statsmodels orders them
 after ``add_constant``: the intercept first, then the coefficients.
@@ -28,6 +29,13 @@ from ..model.families import _StartAtTypicalMean
 from ..model.links import Identity, Log
 from .hypothesis import _HypothesisMixin
 from .prediction import _PredictionMixin
+from .robust import (
+    _ROBUST_DOC,
+    check_cov_options,
+    covariance_kind,
+    robust_covariances,
+    robust_statistics,
+)
 from .validation import _check_dask_vector, _dask_frame_to_array
 
 #: Distributions whose dispersion is 1, not estimated.
@@ -38,13 +46,13 @@ _INFERENCE_DOC = """    inference : bool, default=False
         :meth:`summary`: ``bse_``, ``pvalues_``, :meth:`cov_params`, ``deviance_``,
         ``null_deviance_``, ``aic_``, ``bic_``, ``dispersion_`` (a ValueError before any
         work for a penalised fit).
-"""
+""" + _ROBUST_DOC
 
 _INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of shape (n_params,)
         With ``inference=True``: the parameters (intercept first, then ``coef_``, as
         statsmodels orders them after ``add_constant``), their standard errors
-        (model-based: ``dispersion_`` times the inverse expected information), z
-        statistics and two-sided p-values.
+        (of the covariance ``cov_type`` names; ``"nonrobust"``: ``dispersion_`` times the
+        inverse expected information), z statistics and two-sided p-values.
     param_names_ : list of str
     deviance_, null_deviance_, pearson_chi2_, llf_, aic_, bic_ : float
         Deviance, deviance of the intercept-only model (the weighted mean target; with an
@@ -138,10 +146,12 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
             )
         if not isinstance(getattr(self, "inference", False), (bool, np.bool_)):
             raise ValueError(f"inference must be True or False; got {self.inference!r}.")
+        check_cov_options(self)
 
-    def _fit_statistics(self, engine, problem, params, means, has_offset):
-        """Run the inference round at ``params`` (in the engine's column scale) and set
-        the fitted statistics."""
+    def _fit_statistics(self, engine, problem, params, means, has_offset, groups=None):
+        """Run the inference round at ``params`` (in the engine's column scale), and the
+        robust round when ``cov_type`` or the cluster codes ``groups`` ask for it
+        (:mod:`.robust`), and set the fitted statistics."""
         for name in list(vars(self)):
             if name in _STATISTICS:
                 delattr(self, name)
@@ -154,11 +164,13 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         if engine.column_scale is not None:
             scale[: problem.n_features] = engine.column_scale
         order = _statsmodels_order(problem)
-        self._statistics_from(sums, problem, order, scale[order])
+        robust = robust_statistics(engine, problem, params, self._cov_type(), groups,
+                                   _scaled_inverse(sums.expected))
+        self._statistics_from(sums, problem, order, scale[order], robust)
         if has_offset:
             self.null_deviance_ = _null_deviance_with_offset(engine, problem.family, means)
 
-    def _statistics_from(self, sums, problem, order, scale):
+    def _statistics_from(self, sums, problem, order, scale, robust=None):
         """The statistics from the round's sums; matrices are inverted in the engine's
         column scale (``X * scale``, where information of columns of extreme magnitude
         stays finite) and covariances mapped back by ``scale``."""
@@ -180,6 +192,10 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
             "HC0": observed_inverse @ meat @ observed_inverse,
         }
         covariances["HC1"] = covariances["HC0"] * sums.rows / max(sums.rows - k, 1)
+        extra, self._inference_dfs = robust_covariances(robust, order, observed_inverse,
+                                                        sums.rows, check_cov_options(self))
+        covariances.update(extra)
+        self._cov_kind = covariance_kind(self._cov_type())
         self._standard_errors = {kind: scale * np.sqrt(np.diag(cov))
                                  for kind, cov in covariances.items()}
         with np.errstate(under="ignore"):
@@ -190,7 +206,7 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
             else np.ravel(coef).copy()
         self.params_ = params.astype(np.float64)
         self.param_names_ = _param_names(self, problem)
-        self.bse_ = self._standard_errors["model"]
+        self.bse_ = self._standard_errors[self._cov_kind]
         self.zvalues_ = self.params_ / self.bse_
         self.pvalues_ = 2.0 * stats.norm.sf(np.abs(self.zvalues_))
         self.deviance_ = sums.deviance
@@ -203,6 +219,9 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         self.aic_ = -2.0 * self.llf_ + 2.0 * k
         self.bic_ = -2.0 * self.llf_ + k * np.log(nobs)
 
+    def _cov_type(self):
+        return getattr(self, "cov_type", "nonrobust")
+
     def _check_statistics(self):
         check_is_fitted(self)
         if not hasattr(self, "bse_"):
@@ -211,44 +230,65 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
                 "inference=True (one more round after the fit) for standard errors."
             )
 
-    def cov_params(self, kind="model"):
+    def cov_params(self, kind=None):
         """Covariance matrix of ``params_`` (intercept first).
 
         Parameters
         ----------
-        kind : {"model", "HC0", "HC1"}, default="model"
-            ``"model"``: ``dispersion_`` times the inverse expected information;
+        kind : {"model", "HC0", "HC1", "HC2", "HC3", "cluster"}, optional
+            Default: the estimator's ``cov_type``.
+            ``"model"`` (or ``"nonrobust"``): ``dispersion_`` times the inverse expected
+            information;
             ``"HC0"``: the sandwich ``H^-1 M H^-1`` with ``H`` the observed information and
             ``M = sum_i w_i score_i^2 x_i x_i^T``; ``"HC1"``: HC0 times ``n / (n - k)``
             (rows ``n``, parameters ``k``).  ``"model"`` and ``"HC0"`` are statsmodels'
             ``GLM(...).fit(cov_type=...)``; statsmodels' GLM applies no ``n / (n - k)`` to
             its ``"HC1"``.  For columns of extreme magnitude, which the fit rescaled,
             entries may underflow to 0; ``bse_`` is computed in the rescaled coordinates.
+            ``"HC2"`` and ``"HC3"`` (fitted with that ``cov_type``): the meat's rows
+            divided by ``1 - h_i`` or its square, ``h_i`` the leverage (the hat matrix of
+            the design weighted by the Fisher weights), as statsmodels' ``OLS`` and R's
+            ``sandwich::vcovHC`` (statsmodels' ``GLM`` returns HC0 for them).
+            ``"cluster"`` (fitted with ``groups``): the meat of the clusters' score sums,
+            two-way as first + second - intersection, each times ``G / (G - 1) (n - 1)
+            / (n - k)`` unless ``cov_kwds={"use_correction": False}``: statsmodels'
+            ``cov_type="cluster"``.
 
         Returns
         -------
         ndarray of shape (n_params, n_params)
         """
+        return self._covariances[self._checked_kind(kind)].copy()
+
+    def _checked_kind(self, kind):
         self._check_statistics()
+        kind = self._cov_kind if kind is None else covariance_kind(kind)
+        if kind in ("HC2", "HC3", "cluster") and kind not in self._covariances:
+            how = "groups=..." if kind == "cluster" else f"cov_type={kind!r}"
+            raise ValueError(f"kind={kind!r} needs one more round after the fit, which "
+                             f"this fit did not run: fit with {how}.")
         if kind not in self._covariances:
             raise ValueError(f"kind must be one of {sorted(self._covariances)}; got {kind!r}.")
-        return self._covariances[kind].copy()
+        return kind
 
     def _bse(self, kind):
-        self.cov_params(kind)  # checks
+        kind = self._checked_kind(kind)  # checks first
         return self._standard_errors[kind]
 
-    def _reference_distribution(self, use_t):
-        """The normal, or Student's t on ``df_resid_`` degrees of freedom."""
-        return stats.t(self.df_resid_) if use_t else stats.norm()
+    def _reference_distribution(self, use_t, kind=None):
+        """The normal, or Student's t on ``df_resid_`` degrees of freedom (the clusters
+        less one for a cluster-robust ``kind``, statsmodels' ``df_correction``)."""
+        if not use_t:
+            return stats.norm()
+        return stats.t(self._inference_dfs.get(self._checked_kind(kind), self.df_resid_))
 
-    def conf_int(self, alpha=0.05, kind="model", use_t=False):
+    def conf_int(self, alpha=0.05, kind=None, use_t=False):
         """Two-sided ``1 - alpha`` confidence intervals of ``params_``.
 
         Parameters
         ----------
         alpha : float, default=0.05
-        kind : {"model", "HC0", "HC1"}, default="model"
+        kind : {"model", "HC0", "HC1", "HC2", "HC3", "cluster"}, optional
             The covariance of the standard errors (see :meth:`cov_params`).
         use_t : bool, default=False
             Student's t quantiles on ``df_resid_`` degrees of freedom instead of normal ones
@@ -261,7 +301,7 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         if not 0 < alpha < 1:
             raise ValueError(f"alpha must be in (0, 1); got {alpha!r}.")
         bse = self._bse(kind)
-        half = self._reference_distribution(use_t).isf(alpha / 2.0) * bse
+        half = self._reference_distribution(use_t, kind).isf(alpha / 2.0) * bse
         return np.column_stack([self.params_ - half, self.params_ + half])
 
     @property
@@ -307,14 +347,14 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
                                  ci_lower=ci[:, 0], ci_upper=ci[:, 1])
         return table
 
-    def summary(self, alpha=0.05, kind="model", use_t=False):
+    def summary(self, alpha=0.05, kind=None, use_t=False):
         """A table of the fit, as statsmodels' ``GLMResults.summary()``.
 
         Parameters
         ----------
         alpha : float, default=0.05
             Confidence intervals of level ``1 - alpha``.
-        kind : {"model", "HC0", "HC1"}, default="model"
+        kind : {"model", "HC0", "HC1", "HC2", "HC3", "cluster"}, optional
             The covariance of the standard errors (see :meth:`cov_params`).
         use_t : bool, default=False
             t statistics and p-values on ``df_resid_`` degrees of freedom instead of z
@@ -326,7 +366,8 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         """
         bse = self._bse(kind)
         statistic = self.params_ / bse
-        p = 2.0 * self._reference_distribution(use_t).sf(np.abs(statistic))
+        kind = self._checked_kind(kind)
+        p = 2.0 * self._reference_distribution(use_t, kind).sf(np.abs(statistic))
         ci = self.conf_int(alpha, kind, use_t)
         family = self._family()
         width = max([len(n) for n in self.param_names_] + [9])
@@ -353,7 +394,8 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
 #: The fitted attributes of inference, removed before a new fit.
 _STATISTICS = ("params_", "param_names_", "bse_", "zvalues_", "pvalues_", "deviance_",
                "null_deviance_", "pearson_chi2_", "dispersion_", "nobs_", "df_resid_", "llf_",
-               "aic_", "bic_", "_covariances", "_standard_errors")
+               "aic_", "bic_", "_covariances", "_standard_errors", "_inference_dfs",
+               "_cov_kind")
 
 
 #: Newton steps of the null model with an offset, at most; it has converged when a step

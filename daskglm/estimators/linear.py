@@ -183,9 +183,10 @@ class GLM(_RegressorGLM):
 
     def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
                  fit_intercept=True, tol=1e-4, max_iter=100, solver_options=None, cache="auto",
-                 verbose=0, warm_start=False, link=None, inference=False, positive=False,
+                 verbose=0, warm_start=False, link=None, inference=False, cov_type="nonrobust",
+                 cov_kwds=None, positive=False,
                  missing="error"):
-        self.inference = inference
+        self.inference, self.cov_type, self.cov_kwds = inference, cov_type, cov_kwds
         self.family = family
         self.link = link
         self.penalty = penalty
@@ -237,8 +238,9 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
 
     def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False, positive=False, missing="error"):
-        self.inference = inference
+                 warm_start=False, inference=False, cov_type="nonrobust",
+                 cov_kwds=None, positive=False, missing="error"):
+        self.inference, self.cov_type, self.cov_kwds = inference, cov_type, cov_kwds
         self.solver = solver
         self.fit_intercept = fit_intercept
         self.tol = tol
@@ -328,8 +330,9 @@ class PoissonRegressor(_RegressorGLM):
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False, missing="error"):
-        self.inference = inference
+                 warm_start=False, inference=False, cov_type="nonrobust",
+                 cov_kwds=None, missing="error"):
+        self.inference, self.cov_type, self.cov_kwds = inference, cov_type, cov_kwds
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept

@@ -101,8 +101,9 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
     def __init__(self, penalty="auto" if PENALTY_FROM_L1_RATIO else "l2", *, C=1.0,
                  l1_ratio=0.0 if PENALTY_FROM_L1_RATIO else None, solver="auto", fit_intercept=True,
                  tol=1e-4, max_iter=100, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False, class_weight=None, missing="error"):
-        self.inference = inference
+                 warm_start=False, inference=False, cov_type="nonrobust",
+                 cov_kwds=None, class_weight=None, missing="error"):
+        self.inference, self.cov_type, self.cov_kwds = inference, cov_type, cov_kwds
         self.penalty = penalty
         self.C = C
         self.l1_ratio = l1_ratio
@@ -119,7 +120,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
 
     @records_driver_passes
     def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, coef_init=None,
-            intercept_init=None):
+            intercept_init=None, groups=None):
         """Fit the model.
 
         Parameters
@@ -129,8 +130,8 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
             Class labels.
         sample_weight : array-like or Dask array of shape (n_samples,), optional
             Non-negative row weights.
-        offset, exposure : array-like or Dask array of shape (n_samples,), optional
-            As for :meth:`GLM.fit` (two classes only).
+        offset, exposure, groups : array-like or Dask array of shape (n_samples,), optional
+            As for :meth:`GLM.fit` (two classes only; ``groups`` may have two columns).
         coef_init : array-like of shape (n_classes, n_features), optional
             Coefficients to start from, shaped as ``coef_`` ((1, n_features) or
             (n_features,) for two classes).  Takes precedence over ``warm_start``.
@@ -143,7 +144,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         """
         self._warn_ignored_parameters()
         return self._fit_template(X, y, sample_weight, offset, exposure,
-                                  init=(coef_init, intercept_init))
+                                  init=(coef_init, intercept_init), groups=groups)
 
     def _warn_ignored_parameters(self):
         """scikit-learn's UserWarnings for a ``C`` or ``l1_ratio`` the penalty ignores."""

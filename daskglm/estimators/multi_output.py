@@ -96,7 +96,7 @@ class _MultiOutputMixin:
     _ravel_one_target = True
 
     @records_driver_passes
-    def fit(self, X, y, sample_weight=None, offset=None, exposure=None):
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, groups=None):
         """Fit the model, to one target or to several.
 
         Parameters
@@ -107,7 +107,7 @@ class _MultiOutputMixin:
             ``intercept_`` shape (n_targets,), as in scikit-learn.
         sample_weight : array-like or Dask array of shape (n_samples,), optional
             Non-negative row weights.
-        offset, exposure : array-like or Dask array of shape (n_samples,), optional
+        offset, exposure, groups : array-like or Dask array of shape (n_samples,), optional
             As for one target (see :meth:`daskglm.GLM.fit`); not with several targets.
 
         Returns
@@ -115,10 +115,11 @@ class _MultiOutputMixin:
         self
         """
         if not _two_dimensional(y):
-            return super().fit(X, y, sample_weight, offset=offset, exposure=exposure)
-        if offset is not None or exposure is not None:
-            raise ValueError("An offset or exposure is supported with one target only; "
-                             "fit each target on its own.")
+            return super().fit(X, y, sample_weight, offset=offset, exposure=exposure,
+                               groups=groups)
+        if offset is not None or exposure is not None or groups is not None:
+            raise ValueError("An offset, exposure or groups are supported with one target "
+                             "only; fit each target on its own.")
         if is_dask(y) and hasattr(y, "columns"):  # a Dask DataFrame of targets
             y, _ = _dask_frame_to_array(y)
         self._check_params()

@@ -62,6 +62,9 @@ class FitData:
         For a table with categorical columns, makes ``X`` as categorical blocks
         (:func:`~daskglm.estimators.categorical.encoded_array` with ``layout="blocks"``),
         which the fit takes when its kernels read them; None otherwise.
+    groups : ndarray or None
+        The rows' cluster codes for a cluster-robust covariance
+        (:func:`~daskglm.estimators.robust.checked_groups`).
     """
 
     X: Any
@@ -73,6 +76,7 @@ class FitData:
     labels: LabelRequest | None = None
     held_out: tuple | None = None
     blocks: Any = None
+    groups: np.ndarray | None = None
 
     @property
     def n_features(self) -> int:

@@ -36,7 +36,8 @@ class GammaRegressor(_RegressorGLM):
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0, warm_start=False,
-                 inference=False, missing="error"):
+                 inference=False, cov_type="nonrobust",
+                 cov_kwds=None, missing="error"):
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -46,7 +47,7 @@ class GammaRegressor(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
-        self.inference = inference
+        self.inference, self.cov_type, self.cov_kwds = inference, cov_type, cov_kwds
         self.missing = missing
 
     def _family(self):
@@ -88,7 +89,8 @@ class TweedieRegressor(_RegressorGLM):
 
     def __init__(self, *, power=0.0, alpha=1.0, link="auto", solver="auto", fit_intercept=True,
                  tol=1e-4, max_iter=100, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, inference=False, missing="error"):
+                 warm_start=False, inference=False, cov_type="nonrobust",
+                 cov_kwds=None, missing="error"):
         self.power = power
         self.alpha = alpha
         self.link = link
@@ -100,7 +102,7 @@ class TweedieRegressor(_RegressorGLM):
         self.cache = cache
         self.verbose = verbose
         self.warm_start = warm_start
-        self.inference = inference
+        self.inference, self.cov_type, self.cov_kwds = inference, cov_type, cov_kwds
         self.missing = missing
 
     def _family(self):
