@@ -71,6 +71,7 @@ from .validation import (
     _dask_frame_to_array,
     _reject_datetimes,
 )
+from .weight_kinds import check_weights_kind
 
 logger = logging.getLogger("daskglm")
 
@@ -280,7 +281,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return y
 
     @records_driver_passes
-    def fit(self, X, y, sample_weight=None, offset=None, exposure=None):
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, weights_kind=None):
         """Fit the model.
 
         Parameters
@@ -296,26 +297,39 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             for smooth problems), ``"newton"``, ``"gd"`` and ``"proximal"``.
         exposure : array-like or Dask array of shape (n_samples,), optional
             Positive exposures for a log link: ``offset = log(exposure)``.
+        weights_kind : {"frequency", "analytic", "trials"}, optional
+            What ``sample_weight`` means to the statistics of ``inference=True`` (the fit
+            is the same for every kind): ``"frequency"`` (the default, None) counts row
+            ``i`` as ``w_i`` observations, as statsmodels' ``GLM(freq_weights=)``;
+            ``"analytic"`` takes row ``i`` as one observation of variance ``scale V(mu)
+            / w_i``, as ``GLM(var_weights=)`` and ``WLS(weights=)``; ``"trials"`` (the
+            binomial family) takes ``w_i`` as the number of trials of the proportion
+            ``y_i``, as R's ``glm(cbind(successes, failures) ~ ...)``.  It decides
+            ``nobs_``, ``df_resid_``, the dispersion, ``llf_``, ``aic_`` and ``bic_``.
 
         Returns
         -------
         self
         """
-        return self._fit_template(X, y, sample_weight, offset, exposure)
+        return self._fit_template(X, y, sample_weight, offset, exposure,
+                                  weights_kind=weights_kind)
 
     def _fit_template(self, X, y, sample_weight=None, offset=None, exposure=None, init=None,
-                      held_out=None, labels=None):
+                      held_out=None, labels=None, weights_kind=None):
         """The fit: check the parameters and the input (:class:`~.plan.FitData`), plan
         before any pass (:class:`~.plan.FitPlan`), read the data once in the engine's
         validation round, solve, record the fitted attributes.
 
         ``init`` is ``(coef_init, intercept_init)``; ``held_out`` the rows held out for
         early stopping; ``labels`` a :class:`~.plan.LabelRequest` the caller decided (one
-        class of one-vs-rest), else the estimator's own (:meth:`_labels_for_engine`).
+        class of one-vs-rest), else the estimator's own (:meth:`_labels_for_engine`);
+        ``weights_kind`` what the weights are to inference
+        (:mod:`~daskglm.estimators.weight_kinds`).
         """
         started = time.perf_counter()
         self._check_params()
-        data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels)
+        data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels,
+                              weights_kind)
         plan = self._plan(data, init)
         data = self._with_categorical_blocks(data, plan)
         with self._open_engines(data, plan) as engines:
@@ -339,6 +353,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                 engine.ledger.note_choice("auto", name, choice_reason(self.solver_choice_))
             params_in_scale = result.params
             self._record_fit_in_scale(problem, result, scale, data.dtype)
+            self._weights_kind = data.weights_kind
             self._fit_statistics(engine, problem, params_in_scale, means,
                                  data.offset is not None)
             self.comm_ = engine.ledger
@@ -348,9 +363,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return self
 
     def _fit_data(self, X, y, sample_weight, offset, exposure, init=None, held_out=None,
-                  labels=None):
+                  labels=None, weights_kind=None):
         """The checked input of one fit: cheap checks that need no pass over the data
         (NaN and infinity are found in the engine's validation round)."""
+        weights_kind = check_weights_kind(weights_kind, self._family(), self._classifier)
         X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
         self._fit_dtype = _coef_dtype(X)
         offset = _check_offset(self, offset, exposure, X, self._family())
@@ -363,7 +379,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             raise ValueError(f"The {family.name} model takes no offset.")
         sample_weight = self._weigh_samples(y, sample_weight, labels)
         return FitData(X, y, sample_weight, offset, family, _coef_dtype(X), labels, held_out,
-                       blocks)
+                       blocks, weights_kind)
 
     def _with_categorical_blocks(self, data, plan):
         """``data`` with a table's features as categorical blocks (numeric columns and

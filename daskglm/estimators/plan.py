@@ -62,6 +62,9 @@ class FitData:
         For a table with categorical columns, makes ``X`` as categorical blocks
         (:func:`~daskglm.estimators.categorical.encoded_array` with ``layout="blocks"``),
         which the fit takes when its kernels read them; None otherwise.
+    weights_kind : str
+        What the weights are to inference (``"frequency"``, ``"analytic"`` or
+        ``"trials"``, :mod:`daskglm.model.weight_kinds`).
     """
 
     X: Any
@@ -73,6 +76,7 @@ class FitData:
     labels: LabelRequest | None = None
     held_out: tuple | None = None
     blocks: Any = None
+    weights_kind: str = "frequency"
 
     @property
     def n_features(self) -> int:
