@@ -353,9 +353,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                 engine.ledger.note_choice("auto", name, choice_reason(self.solver_choice_))
             params_in_scale = result.params
             self._record_fit_in_scale(problem, result, scale, data.dtype)
-            self._weights_kind = data.weights_kind
             self._fit_statistics(engine, problem, params_in_scale, means,
-                                 data.offset is not None)
+                                 data.offset is not None, data.weights_kind)
             self.comm_ = engine.ledger
             self.comm_.method = name
             self.solver_options_ = solver.options_used(self.comm_)

@@ -142,9 +142,10 @@ class _InferenceMixin:
         if not isinstance(getattr(self, "inference", False), (bool, np.bool_)):
             raise ValueError(f"inference must be True or False; got {self.inference!r}.")
 
-    def _fit_statistics(self, engine, problem, params, means, has_offset):
+    def _fit_statistics(self, engine, problem, params, means, has_offset,
+                        weights_kind="frequency"):
         """Run the inference round at ``params`` (in the engine's column scale) and set
-        the fitted statistics."""
+        the fitted statistics, the weights taken as ``weights_kind``."""
         for name in list(vars(self)):
             if name in _STATISTICS:
                 delattr(self, name)
@@ -152,17 +153,17 @@ class _InferenceMixin:
             return
         null_mean = means[0]
         sums = engine.reduce(inference_sums, np.asarray(params, dtype=float), problem.family,
-                             problem.fit_intercept, null_mean, self._weights_kind,
+                             problem.fit_intercept, null_mean, weights_kind,
                              kind=Kind.INFERENCE)
         scale = np.ones(problem.n_params)
         if engine.column_scale is not None:
             scale[: problem.n_features] = engine.column_scale
         order = _statsmodels_order(problem)
-        self._statistics_from(sums, problem, order, scale[order])
+        self._statistics_from(sums, problem, order, scale[order], weights_kind)
         if has_offset:
             self.null_deviance_ = _null_deviance_with_offset(engine, problem.family, means)
 
-    def _statistics_from(self, sums, problem, order, scale):
+    def _statistics_from(self, sums, problem, order, scale, weights_kind="frequency"):
         """The statistics from the round's sums; matrices are inverted in the engine's
         column scale (``X * scale``, where information of columns of extreme magnitude
         stays finite) and covariances mapped back by ``scale``."""
@@ -171,7 +172,7 @@ class _InferenceMixin:
         expected = _reorder(sums.expected, order)
         observed = _reorder(sums.observed, order)
         meat = _reorder(sums.meat, order)
-        nobs = observation_count(sums, self._weights_kind)
+        nobs = observation_count(sums, weights_kind)
         df_resid = nobs - k
         if isinstance(distribution, _FIXED_DISPERSION):
             dispersion = 1.0
@@ -203,8 +204,8 @@ class _InferenceMixin:
         self.dispersion_ = dispersion
         self.nobs_ = nobs
         self.df_resid_ = df_resid
-        self.weights_kind_ = self._weights_kind
-        self.llf_ = _log_likelihood(problem.family, sums, dispersion, nobs, self._weights_kind)
+        self.weights_kind_ = weights_kind
+        self.llf_ = _log_likelihood(problem.family, sums, dispersion, nobs, weights_kind)
         self.aic_ = -2.0 * self.llf_ + 2.0 * k
         self.bic_ = -2.0 * self.llf_ + k * np.log(nobs)
 
