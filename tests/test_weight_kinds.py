@@ -1,7 +1,8 @@
 """Weights by kind (``fit(..., weights_kind=...)``): frequency weights give statsmodels'
 ``GLM(freq_weights=)``, analytic weights ``GLM(var_weights=)`` and ``WLS(weights=)``, for
 the Gaussian, Poisson, Gamma and binomial families, on numpy, pandas and Dask input (of
-several chunks, on a cluster), from the one inference round."""
+several chunks, on a cluster), from the one inference round; also the inverse Gaussian
+and the negative binomial."""
 
 import warnings
 
@@ -13,6 +14,7 @@ import statsmodels.api as sm
 from scipy.special import gammaln
 
 import daskglm
+from daskglm.model.families import InverseGaussian, NegativeBinomial, Tweedie
 from daskglm.model.log_gamma_sums import log_gamma_sums, sum_log_gamma
 
 #: Relative tolerance against statsmodels (both sides solve to ~1e-10 and invert the same
@@ -199,3 +201,37 @@ def test_log_gamma_sums_are_exact_at_any_scale(weight):
     for t in (1e-6, 1e-3, 0.2, 1.0, 3.7, 150.0, 1e6):
         exact = gammaln(weight * t).sum()
         assert sum_log_gamma(halves, t) == pytest.approx(exact, rel=1e-11, abs=1e-9), t
+
+
+@pytest.mark.parametrize("kind", ["frequency", "analytic"])
+@pytest.mark.parametrize("family, reference", [
+    (InverseGaussian("log"), sm.families.InverseGaussian(sm.families.links.Log())),
+    (Tweedie(3.0, "log"), sm.families.InverseGaussian(sm.families.links.Log())),
+    (NegativeBinomial(0.5), sm.families.NegativeBinomial(alpha=0.5)),
+], ids=["inverse-gaussian", "tweedie-3", "negative-binomial"])
+def test_the_other_families_like_statsmodels(family, reference, kind):
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 2)) * 0.3
+    weight = rng.uniform(0.3, 4.0, size=300)
+    mu = np.exp(0.5 + X @ [0.3, -0.2])
+    if isinstance(family, NegativeBinomial):
+        y = rng.negative_binomial(2, 2 / (2 + mu)).astype(float)
+    else:
+        y = rng.wald(mu, 4.0)
+    model = daskglm.GLM(family=family, penalty=None, solver="newton", tol=1e-10, max_iter=200,
+                        inference=True).fit(X, y, sample_weight=weight, weights_kind=kind)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = sm.GLM(y, sm.add_constant(X), family=reference,
+                          **{_STATSMODELS_WEIGHTS[kind]: weight}).fit(tol=1e-13, maxiter=200)
+    _assert_like(model, expected, expected.model.wnobs)
+
+
+def test_from_formula_takes_the_kind():
+    X, y, weight = _data("gaussian")
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "y": y, "w": weight})
+    model = daskglm.GLM.from_formula("y ~ a + b + c", frame, sample_weight="w",
+                                     weights_kind="analytic", penalty=None, inference=True)
+    expected = sm.WLS(y, sm.add_constant(X), weights=weight).fit()
+    np.testing.assert_allclose(model.bse_, expected.bse, rtol=RTOL)
+    assert model.weights_kind_ == "analytic" and model.nobs_ == len(y)

@@ -152,7 +152,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     @classmethod
     def from_formula(cls, formula, data, *, sample_weight=None, offset=None, exposure=None,
-                     **params):
+                     weights_kind=None, **params):
         """Fit ``cls(**params)`` to the table ``data`` as ``formula`` describes it
         (``"claims ~ C(region) + age + np.log(density)"``, through formulaic; see
         :mod:`daskglm.estimators.formulas`).
@@ -170,6 +170,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         data : pandas.DataFrame or dask.dataframe.DataFrame
         sample_weight, offset, exposure : str, array-like or None
             As ``fit`` takes them; a string names a column of ``data``.
+        weights_kind : {"frequency", "analytic", "trials"}, optional
+            As ``fit`` takes it.
         **params
             The estimator's parameters (``family=``, ``alpha=``, ...); not
             ``fit_intercept``, which the formula sets.
@@ -195,6 +197,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         extra = {name: data[value] if isinstance(value, str) else value
                  for name, value in (("sample_weight", sample_weight), ("offset", offset),
                                      ("exposure", exposure)) if value is not None}
+        if weights_kind is not None:
+            extra["weights_kind"] = weights_kind
         if missing == "mean":  # the design filled the variables: the features have no gaps
             estimator.set_params(missing="error")
         try:
@@ -298,14 +302,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         exposure : array-like or Dask array of shape (n_samples,), optional
             Positive exposures for a log link: ``offset = log(exposure)``.
         weights_kind : {"frequency", "analytic", "trials"}, optional
-            What ``sample_weight`` means to the statistics of ``inference=True`` (the fit
-            is the same for every kind): ``"frequency"`` (the default, None) counts row
-            ``i`` as ``w_i`` observations, as statsmodels' ``GLM(freq_weights=)``;
-            ``"analytic"`` takes row ``i`` as one observation of variance ``scale V(mu)
-            / w_i``, as ``GLM(var_weights=)`` and ``WLS(weights=)``; ``"trials"`` (the
-            binomial family) takes ``w_i`` as the number of trials of the proportion
-            ``y_i``, as R's ``glm(cbind(successes, failures) ~ ...)``.  It decides
-            ``nobs_``, ``df_resid_``, the dispersion, ``llf_``, ``aic_`` and ``bic_``.
+            What ``sample_weight`` counts for ``inference=True`` (the fit is the same):
+            frequency weights (None), as statsmodels' ``freq_weights``; analytic ones, as
+            its ``var_weights`` and ``WLS``; binomial trials, as R's ``cbind`` (see
+            :mod:`daskglm.estimators.weight_kinds`).
 
         Returns
         -------
