@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..backend import array_module, to_host
+from ..model.weight_kinds import weighted_loglik_sums
 from .kernels import (
     _row_blocks,
     _scratch,
@@ -69,7 +70,10 @@ class InferenceStats:
     Matrices are over the parameter vector (coefficients, then the intercept when one is
     fitted).  ``loglik`` holds the distribution's ``log_likelihood_sums`` in its first
     entries, padded to :data:`LOGLIK_SLOTS` with zeros so that every family returns the same
-    bytes; all NaN when the distribution has no closed form.
+    bytes; all NaN when the distribution has no closed form.  ``kind_sums``: the sums
+    the log-likelihood of analytic weights or binomial trials needs besides
+    (:func:`~daskglm.model.weight_kinds.weighted_loglik_sums`, starting with the count
+    of rows of positive weight); None for frequency weights.
     """
 
     weight: float
@@ -81,14 +85,16 @@ class InferenceStats:
     null_deviance: float
     pearson: float
     loglik: np.ndarray
+    kind_sums: np.ndarray | None = None
 
     def __add__(self, other):
         loglik = self.loglik + other.loglik
+        kind_sums = None if self.kind_sums is None else self.kind_sums + other.kind_sums
         return InferenceStats(
             self.weight + other.weight, self.rows + other.rows, self.expected + other.expected,
             self.observed + other.observed, self.meat + other.meat,
             self.deviance + other.deviance, self.null_deviance + other.null_deviance,
-            self.pearson + other.pearson, loglik,
+            self.pearson + other.pearson, loglik, kind_sums,
         )
 
 
@@ -117,10 +123,11 @@ def _signed_information(X_b, h, n_coef, fit_intercept, scratch):
 
 
 @row_additive
-def inference_sums(part, params, family, fit_intercept, null_mean):
+def inference_sums(part, params, family, fit_intercept, null_mean, weights_kind="frequency"):
     """Information matrices, sandwich meat, deviances, Pearson's chi-squared and
     log-likelihood sums of one partition at ``params``; ``null_mean`` is the mean of the
-    null model (the weighted mean target)."""
+    null model (the weighted mean target); ``weights_kind`` what the weights are
+    (:data:`~daskglm.model.weight_kinds.WEIGHTS_KINDS`)."""
     X, y, weight = part[:3]
     X = kernel_matrix(X)
     offset = partition_offset(part)
@@ -133,6 +140,8 @@ def inference_sums(part, params, family, fit_intercept, null_mean):
     loglik = np.zeros(LOGLIK_SLOTS)
     distribution = family.distribution
     exact = bool(getattr(family, "exact_d2loss", False))
+    kind_sums = None if weights_kind == "frequency" else \
+        weighted_loglik_sums(distribution, *[np.zeros(0)] * 3, weights_kind)
     scratch = _scratch(X, products=True)
     for start, stop in _row_blocks(X, products=True):
         X_b, y_b, w_b = X[start:stop], y[start:stop], _take(weight, start, stop)
@@ -158,9 +167,13 @@ def inference_sums(part, params, family, fit_intercept, null_mean):
             loglik[:] = np.nan
         else:
             loglik[: len(sums)] += to_host(sums)
+        if weights_kind != "frequency":
+            kind_sums += weighted_loglik_sums(distribution, to_host(y_b), to_host(mu),
+                                              None if w_b is None else to_host(w_b),
+                                              weights_kind)
     total = float(X.shape[0]) if weight is None else float(weight.sum())
     return InferenceStats(total, int(X.shape[0]), expected, observed, meat, float(deviance),
-                          float(null_deviance), pearson, loglik)
+                          float(null_deviance), pearson, loglik, kind_sums)
 
 
 @row_additive

@@ -72,6 +72,7 @@ from .validation import (
     _dask_frame_to_array,
     _reject_datetimes,
 )
+from .weight_kinds import check_weights_kind
 
 logger = logging.getLogger("daskglm")
 
@@ -152,7 +153,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
 
     @classmethod
     def from_formula(cls, formula, data, *, sample_weight=None, offset=None, exposure=None,
-                     groups=None, **params):
+                     groups=None, weights_kind=None, **params):
         """Fit ``cls(**params)`` to the table ``data`` as ``formula`` describes it
         (``"claims ~ C(region) + age + np.log(density)"``, through formulaic; see
         :mod:`daskglm.estimators.formulas`).
@@ -171,6 +172,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         sample_weight, offset, exposure, groups : str, array-like or None
             As ``fit`` takes them; a string names a column of ``data`` (a list of two
             strings, two columns of ``groups``).
+        weights_kind : {"frequency", "analytic", "trials"}, optional
+            As ``fit`` takes it.
         **params
             The estimator's parameters (``family=``, ``alpha=``, ...); not
             ``fit_intercept``, which the formula sets.
@@ -197,6 +200,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
                  for name, value in (("sample_weight", sample_weight), ("offset", offset),
                                      ("exposure", exposure), ("groups", groups))
                  if value is not None}
+        if weights_kind is not None:
+            extra["weights_kind"] = weights_kind
         if missing == "mean":  # the design filled the variables: the features have no gaps
             estimator.set_params(missing="error")
         try:
@@ -285,7 +290,8 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return y
 
     @records_driver_passes
-    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, groups=None):
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, groups=None, *,
+            weights_kind=None):
         """Fit the model.
 
         Parameters
@@ -304,27 +310,35 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         groups : array-like, Dask array or Series of shape (n_samples,) or (n_samples, 2), optional
             Each row's cluster (two columns: two-way), for the cluster-robust covariance
             of ``inference=True`` (statsmodels' ``cov_kwds={"groups": ...}``).
+        weights_kind : {"frequency", "analytic", "trials"}, optional
+            What ``sample_weight`` counts for ``inference=True`` (the fit is the same):
+            frequency weights (None), as statsmodels' ``freq_weights``; analytic ones, as
+            its ``var_weights`` and ``WLS``; binomial trials, as R's ``cbind`` (see
+            :mod:`daskglm.estimators.weight_kinds`).
 
         Returns
         -------
         self
         """
-        return self._fit_template(X, y, sample_weight, offset, exposure, groups=groups)
+        return self._fit_template(X, y, sample_weight, offset, exposure, groups=groups,
+                                  weights_kind=weights_kind)
 
     def _fit_template(self, X, y, sample_weight=None, offset=None, exposure=None, init=None,
-                      held_out=None, labels=None, groups=None):
+                      held_out=None, labels=None, groups=None, weights_kind=None):
         """The fit: check the parameters and the input (:class:`~.plan.FitData`), plan
         before any pass (:class:`~.plan.FitPlan`), read the data once in the engine's
         validation round, solve, record the fitted attributes.
 
         ``init`` is ``(coef_init, intercept_init)``; ``held_out`` the rows held out for
         early stopping; ``labels`` a :class:`~.plan.LabelRequest` the caller decided (one
-        class of one-vs-rest), else the estimator's own (:meth:`_labels_for_engine`).
+        class of one-vs-rest), else the estimator's own (:meth:`_labels_for_engine`);
+        ``weights_kind`` what the weights are to inference
+        (:mod:`~daskglm.estimators.weight_kinds`).
         """
         started = time.perf_counter()
         self._check_params()
         data = self._fit_data(X, y, sample_weight, offset, exposure, init, held_out, labels,
-                              groups)
+                              groups, weights_kind)
         plan = self._plan(data, init)
         data = self._with_categorical_blocks(data, plan)
         with self._open_engines(data, plan) as engines:
@@ -349,7 +363,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             params_in_scale = result.params
             self._record_fit_in_scale(problem, result, scale, data.dtype)
             self._fit_statistics(engine, problem, params_in_scale, means,
-                                 data.offset is not None, data.groups)
+                                 data.offset is not None, data.groups, data.weights_kind)
             self.comm_ = engine.ledger
             self.comm_.method = name
             self.solver_options_ = solver.options_used(self.comm_)
@@ -357,9 +371,10 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return self
 
     def _fit_data(self, X, y, sample_weight, offset, exposure, init=None, held_out=None,
-                  labels=None, groups=None):
+                  labels=None, groups=None, weights_kind=None):
         """The checked input of one fit: cheap checks that need no pass over the data
         (NaN and infinity are found in the engine's validation round)."""
+        weights_kind = check_weights_kind(weights_kind, self._family(), self._classifier)
         X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
         self._fit_dtype = _coef_dtype(X)
         offset = _check_offset(self, offset, exposure, X, self._family())
@@ -373,7 +388,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             raise ValueError(f"The {family.name} model takes no offset.")
         sample_weight = self._weigh_samples(y, sample_weight, labels)
         return FitData(X, y, sample_weight, offset, family, _coef_dtype(X), labels, held_out,
-                       blocks, groups)
+                       blocks, groups, weights_kind)
 
     def _with_categorical_blocks(self, data, plan):
         """``data`` with a table's features as categorical blocks (numeric columns and

@@ -27,6 +27,7 @@ from ..model.distributions import BinomialDistribution, GaussianDistribution, Po
 from ..model.distributions_extra import NegativeBinomialDistribution
 from ..model.families import _StartAtTypicalMean
 from ..model.links import Identity, Log
+from ..model.weight_kinds import log_likelihood_of_kind
 from .hypothesis import _HypothesisMixin
 from .prediction import _PredictionMixin
 from .robust import (
@@ -37,6 +38,7 @@ from .robust import (
     robust_statistics,
 )
 from .validation import _check_dask_vector, _dask_frame_to_array
+from .weight_kinds import observation_count
 
 #: Distributions whose dispersion is 1, not estimated.
 _FIXED_DISPERSION = (BinomialDistribution, PoissonDistribution, NegativeBinomialDistribution)
@@ -64,7 +66,11 @@ _INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of sh
         1 for the binomial, Poisson and negative binomial; Pearson's chi-squared over
         ``df_resid_`` otherwise.
     nobs_, df_resid_ : float
-        Total sample weight, and it less the number of parameters.
+        The number of observations, and it less the number of parameters: the total
+        sample weight for frequency weights, the rows of positive weight for analytic
+        weights and binomial trials (see ``weights_kind_``).
+    weights_kind_ : {"frequency", "analytic", "trials"}
+        What the statistics took the weights for (``fit(..., weights_kind=...)``).
 """
 
 
@@ -148,10 +154,12 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
             raise ValueError(f"inference must be True or False; got {self.inference!r}.")
         check_cov_options(self)
 
-    def _fit_statistics(self, engine, problem, params, means, has_offset, groups=None):
-        """Run the inference round at ``params`` (in the engine's column scale), and the
-        robust round when ``cov_type`` or the cluster codes ``groups`` ask for it
-        (:mod:`.robust`), and set the fitted statistics."""
+    def _fit_statistics(self, engine, problem, params, means, has_offset, groups=None,
+                        weights_kind="frequency"):
+        """Run the inference round at ``params`` (in the engine's column scale), the
+        weights taken as ``weights_kind``, and the robust round when ``cov_type`` or the
+        cluster codes ``groups`` ask for it (:mod:`.robust`), and set the fitted
+        statistics."""
         for name in list(vars(self)):
             if name in _STATISTICS:
                 delattr(self, name)
@@ -159,18 +167,20 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
             return
         null_mean = means[0]
         sums = engine.reduce(inference_sums, np.asarray(params, dtype=float), problem.family,
-                             problem.fit_intercept, null_mean, kind=Kind.INFERENCE)
+                             problem.fit_intercept, null_mean, weights_kind,
+                             kind=Kind.INFERENCE)
         scale = np.ones(problem.n_params)
         if engine.column_scale is not None:
             scale[: problem.n_features] = engine.column_scale
         order = _statsmodels_order(problem)
         robust = robust_statistics(engine, problem, params, self._cov_type(), groups,
                                    _scaled_inverse(sums.expected))
-        self._statistics_from(sums, problem, order, scale[order], robust)
+        self._statistics_from(sums, problem, order, scale[order], robust, weights_kind)
         if has_offset:
             self.null_deviance_ = _null_deviance_with_offset(engine, problem.family, means)
 
-    def _statistics_from(self, sums, problem, order, scale, robust=None):
+    def _statistics_from(self, sums, problem, order, scale, robust=None,
+                         weights_kind="frequency"):
         """The statistics from the round's sums; matrices are inverted in the engine's
         column scale (``X * scale``, where information of columns of extreme magnitude
         stays finite) and covariances mapped back by ``scale``."""
@@ -179,7 +189,7 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         expected = _reorder(sums.expected, order)
         observed = _reorder(sums.observed, order)
         meat = _reorder(sums.meat, order)
-        nobs = sums.weight
+        nobs = observation_count(sums, weights_kind)
         df_resid = nobs - k
         if isinstance(distribution, _FIXED_DISPERSION):
             dispersion = 1.0
@@ -215,7 +225,8 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         self.dispersion_ = dispersion
         self.nobs_ = nobs
         self.df_resid_ = df_resid
-        self.llf_ = _log_likelihood(problem.family, sums, dispersion, nobs)
+        self.weights_kind_ = weights_kind
+        self.llf_ = _log_likelihood(problem.family, sums, dispersion, nobs, weights_kind)
         self.aic_ = -2.0 * self.llf_ + 2.0 * k
         self.bic_ = -2.0 * self.llf_ + k * np.log(nobs)
 
@@ -395,7 +406,7 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
 _STATISTICS = ("params_", "param_names_", "bse_", "zvalues_", "pvalues_", "deviance_",
                "null_deviance_", "pearson_chi2_", "dispersion_", "nobs_", "df_resid_", "llf_",
                "aic_", "bic_", "_covariances", "_standard_errors", "_inference_dfs",
-               "_cov_kind")
+               "_cov_kind", "weights_kind_")
 
 
 #: Newton steps of the null model with an offset, at most; it has converged when a step
@@ -476,14 +487,15 @@ def _feature_names(estimator, n_features):
     return [str(n) for n in names]
 
 
-def _log_likelihood(family, sums, dispersion, nobs):
-    """The log-likelihood as statsmodels reports it: at the maximum-likelihood dispersion
-    ``deviance / nobs`` for the Gaussian with the identity link, at ``dispersion``
-    otherwise."""
+def _log_likelihood(family, sums, dispersion, nobs, weights_kind="frequency"):
+    """The log-likelihood as statsmodels reports it for ``weights_kind``: at the
+    maximum-likelihood dispersion ``deviance / nobs`` for the Gaussian with the identity
+    link, at ``dispersion`` otherwise."""
     if np.isnan(sums.loglik).all():
         return np.nan
     slots = len(family.distribution.log_likelihood_sums(np.ones(1), np.ones(1)))
     scale = dispersion
     if isinstance(family.distribution, GaussianDistribution) and isinstance(family.link, Identity):
         scale = sums.deviance / nobs
-    return float(family.distribution.log_likelihood(sums.loglik[:slots], scale))
+    return log_likelihood_of_kind(family.distribution, sums.loglik[:slots], sums.kind_sums,
+                                  scale, weights_kind)

@@ -27,6 +27,7 @@ from .base import (
     _to_float,
     _weighted_mean,
 )
+from .grouped_binomial import _GroupedBinomialMixin
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC, _check_offset
 from .multi_output import _MultiOutputMixin
 from .validation import _check_score_input
@@ -139,7 +140,7 @@ def _block_deviance(family, y, mu, weight=None):
     return np.array([family.deviance(y, mu, weight)])
 
 
-class GLM(_RegressorGLM):
+class GLM(_GroupedBinomialMixin, _RegressorGLM):
     __doc__ = (
         """Generalised linear model with any link and an elastic-net penalty.
 

@@ -120,7 +120,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
 
     @records_driver_passes
     def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, coef_init=None,
-            intercept_init=None, groups=None):
+            intercept_init=None, groups=None, weights_kind=None):
         """Fit the model.
 
         Parameters
@@ -137,6 +137,8 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
             (n_features,) for two classes).  Takes precedence over ``warm_start``.
         intercept_init : array-like of shape (n_classes,), optional
             Intercepts to start from (zero when ``coef_init`` is given without them).
+        weights_kind : {"frequency", "analytic"}, optional
+            What ``sample_weight`` means to inference (see :meth:`daskglm.GLM.fit`).
 
         Returns
         -------
@@ -144,7 +146,8 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         """
         self._warn_ignored_parameters()
         return self._fit_template(X, y, sample_weight, offset, exposure,
-                                  init=(coef_init, intercept_init), groups=groups)
+                                  init=(coef_init, intercept_init), groups=groups,
+                                  weights_kind=weights_kind)
 
     def _warn_ignored_parameters(self):
         """scikit-learn's UserWarnings for a ``C`` or ``l1_ratio`` the penalty ignores."""

@@ -30,6 +30,7 @@ from .validation import (
     _n_columns,
     _reject_datetimes,
 )
+from .weight_kinds import check_weights_kind
 
 __all__ = ["matrix_predictor"]
 
@@ -96,7 +97,8 @@ class _MultiOutputMixin:
     _ravel_one_target = True
 
     @records_driver_passes
-    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, groups=None):
+    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, groups=None, *,
+            weights_kind=None):
         """Fit the model, to one target or to several.
 
         Parameters
@@ -109,6 +111,9 @@ class _MultiOutputMixin:
             Non-negative row weights.
         offset, exposure, groups : array-like or Dask array of shape (n_samples,), optional
             As for one target (see :meth:`daskglm.GLM.fit`); not with several targets.
+        weights_kind : {"frequency", "analytic"}, optional
+            What ``sample_weight`` means to inference (see :meth:`daskglm.GLM.fit`):
+            ``"analytic"`` gives statsmodels' ``WLS(weights=)`` statistics.
 
         Returns
         -------
@@ -116,10 +121,11 @@ class _MultiOutputMixin:
         """
         if not _two_dimensional(y):
             return super().fit(X, y, sample_weight, offset=offset, exposure=exposure,
-                               groups=groups)
+                               groups=groups, weights_kind=weights_kind)
         if offset is not None or exposure is not None or groups is not None:
             raise ValueError("An offset, exposure or groups are supported with one target "
                              "only; fit each target on its own.")
+        check_weights_kind(weights_kind, self._family())
         if is_dask(y) and hasattr(y, "columns"):  # a Dask DataFrame of targets
             y, _ = _dask_frame_to_array(y)
         self._check_params()

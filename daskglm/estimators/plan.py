@@ -65,6 +65,9 @@ class FitData:
     groups : ndarray or None
         The rows' cluster codes for a cluster-robust covariance
         (:func:`~daskglm.estimators.robust.checked_groups`).
+    weights_kind : str
+        What the weights are to inference (``"frequency"``, ``"analytic"`` or
+        ``"trials"``, :mod:`daskglm.model.weight_kinds`).
     """
 
     X: Any
@@ -77,6 +80,7 @@ class FitData:
     held_out: tuple | None = None
     blocks: Any = None
     groups: np.ndarray | None = None
+    weights_kind: str = "frequency"
 
     @property
     def n_features(self) -> int:

@@ -133,7 +133,8 @@ class GaussianDistribution(Distribution):
 
 
 class BinomialDistribution(Distribution):
-    """Bernoulli distribution on {0, 1}: unit loss ``-y log mu - (1 - y) log(1 - mu)``,
+    """Binomial distribution of a proportion in [0, 1] (Bernoulli for targets in {0, 1};
+    the numbers of trials are the weights): unit loss ``-y log mu - (1 - y) log(1 - mu)``,
     ``V(mu) = mu (1 - mu)``; means are clipped to ``[eps, 1 - eps]``."""
 
     name = "binomial"
@@ -153,22 +154,33 @@ class BinomialDistribution(Distribution):
         return namespace(mu).clip(mu, _EPS, 1.0 - _EPS)
 
     def deviance(self, y, mu, weight=None):
+        """``2 sum w (y log(y / mu) + (1 - y) log((1 - y) / (1 - mu)))``: for targets in
+        {0, 1} the saturated terms are zero; for proportions they are not."""
         mu = namespace(mu).clip(mu, 1e-300, 1.0 - 1e-16)
-        unit = -2.0 * (xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu))
+        unit = -2.0 * (xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu)
+                       - xlogy(y, y) - xlogy(1.0 - y, 1.0 - y))
         return _weighted_sum(unit, weight)
 
     def log_likelihood_sums(self, y, mu, weight=None):
-        """``[log-likelihood]`` (Bernoulli: minus half the deviance)."""
-        return np.array([-0.5 * self.deviance(y, mu, weight)])
+        """``[sum w (y log mu + (1 - y) log(1 - mu)), -sum w (log Gamma(y + 1) +
+        log Gamma(2 - y))]``: statsmodels' binomial log-likelihood of a target of one
+        trial, whose second sum is zero for targets in {0, 1}."""
+        mu = namespace(mu).clip(mu, 1e-300, 1.0 - 1e-16)
+        constant = -(gammaln(y + 1.0) + gammaln(2.0 - y))
+        return np.array([_weighted_sum(xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu), weight),
+                         _weighted_sum(constant, weight)])
 
     def log_likelihood(self, sums, scale):
-        return float(sums[0])
+        return float(sums[0] + sums[1])
 
     def check_target(self, y):
+        """Targets in [0, 1]: labels 0 and 1, or proportions of successes (with the
+        numbers of trials as weights)."""
         xp = namespace(y)
         y = xp.asarray(y)
-        if y.size and not bool(xp.all((y == 0) | (y == 1))):
-            raise ValueError("Binomial family needs targets in {0, 1}.")
+        if y.size and not bool(xp.all((y >= 0) & (y <= 1))):
+            raise ValueError("Binomial family needs targets in [0, 1] (0/1 labels or "
+                             "proportions of successes); got a value outside.")
 
 
 class PoissonDistribution(Distribution):

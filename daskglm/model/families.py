@@ -281,7 +281,8 @@ class Gaussian(_NamedFamily):
 
 
 class Binomial(_NamedFamily):
-    """Bernoulli distribution on {0, 1}, logit link by default: loss
+    """Binomial distribution of targets in [0, 1] (labels 0 and 1, or proportions of
+    successes with the numbers of trials as weights), logit link by default: loss
     ``log(1 + exp(eta)) - y * eta``; ``Binomial(link="probit")`` for probit regression."""
 
     name = "binomial"
