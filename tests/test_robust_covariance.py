@@ -253,3 +253,36 @@ def test_user_groups_are_not_modified_and_the_round_bytes_are_modelled():
     record = [r for r in model.comm_.records if r.kind == Kind.ROBUST][0]
     down, up = payload_model(Kind.ROBUST, n_params=4, partitions=record.partitions)
     assert (record.bytes_sent, record.bytes_returned) == (down, up)
+
+
+@pytest.mark.parametrize("cov_type", ["HC0", "HC1", "HC2", "HC3"])
+def test_analytic_weights_match_wls(cov_type):
+    """Analytic weights: a row of weight w is one observation whose score is w times the
+    unit score and whose leverage carries w, as statsmodels' ``WLS(weights=w)`` (to
+    1e-6 relative; before, the meat weighed each row by w, not w^2, 30% off)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 3))
+    w = rng.uniform(0.5, 3.0, 400)
+    y = X @ [1.0, 2.0, 3.0] + rng.normal(size=400) / np.sqrt(w)
+    reference = sm.WLS(y, sm.add_constant(X), weights=w).fit(cov_type=cov_type)
+    model = daskglm.LinearRegression(inference=True, cov_type=cov_type).fit(
+        X, y, sample_weight=w, weights_kind="analytic")
+    np.testing.assert_allclose(model.bse_, reference.bse, rtol=1e-6)
+
+
+@pytest.mark.parametrize("cov_type", ["HC0", "cluster"])
+def test_analytic_weights_match_glm_var_weights(cov_type):
+    """A Poisson GLM with ``var_weights``: HC0 and the cluster covariance to 1e-6."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 3))
+    y = rng.poisson(np.exp(0.3 * X[:, 0] + 0.2))
+    w = rng.uniform(0.5, 3.0, 500)
+    groups = rng.integers(0, 30, 500)
+    kwds = {"cov_kwds": {"groups": groups}} if cov_type == "cluster" else {}
+    reference = sm.GLM(y, sm.add_constant(X), family=sm.families.Poisson(),
+                       var_weights=w).fit(cov_type=cov_type, **kwds)
+    extra = {"groups": groups} if cov_type == "cluster" else {}
+    model = daskglm.PoissonRegressor(alpha=0.0, inference=True, cov_type=cov_type,
+                                     tol=1e-10).fit(X, y, sample_weight=w,
+                                                    weights_kind="analytic", **extra)
+    np.testing.assert_allclose(model.bse_, reference.bse, rtol=1e-6)

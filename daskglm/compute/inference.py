@@ -157,6 +157,8 @@ def inference_sums(part, params, family, fit_intercept, null_mean, weights_kind=
             observed += _signed_information(X_b, family.observed_d2loss(y_b, eta, w_b),
                                             n_coef, fit_intercept, scratch)
         squares = score**2 if w_b is None else w_b * score**2
+        if w_b is not None and weights_kind != "frequency":  # one row, its score w * score
+            squares = w_b * squares
         meat += _information(X_b, squares, n_coef, fit_intercept, scratch)
         deviance += family.deviance(y_b, mu, w_b)
         null_deviance += family.deviance(y_b, np.full_like(mu, null_mean), w_b)

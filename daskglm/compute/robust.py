@@ -12,8 +12,11 @@ more read of ``X`` after it, at the fitted parameters.
   add by code, so the round's tree merges them on the workers and only the table of
   every cluster (clusters x parameters) reaches the driver.
 
-Row weights are frequency weights, as in the inference round's HC0 meat: a row of weight
-``w`` counts as ``w`` rows with its values (its leverage is that of one of them).
+Frequency weights (the default ``weights_kind``), as in the inference round's HC0 meat: a
+row of weight ``w`` counts as ``w`` rows with its values (its leverage is that of one of
+them).  Analytic weights and binomial trials: a row is one observation whose score is ``w``
+times the unit one and whose leverage carries ``w`` (statsmodels' ``WLS`` and
+``var_weights``).
 Nothing in this module imports dask.
 """
 
@@ -113,10 +116,12 @@ def _host_block(X_b):
     return np.asarray(X_b, dtype=np.float64)
 
 
-def robust_sums(part, codes, params, family, fit_intercept, inverse):
+def robust_sums(part, codes, params, family, fit_intercept, inverse, weights_kind="frequency"):
     """HC2 and HC3 meats (when ``inverse``, the inverse expected information at
     ``params``, is given) and cluster tables (when ``codes``, the partition's rows'
-    cluster codes of shape (rows, clusterings), is given) of one partition."""
+    cluster codes of shape (rows, clusterings), is given) of one partition; the row
+    weights are ``weights_kind`` (:data:`~daskglm.model.weight_kinds.WEIGHTS_KINDS`)."""
+    repeats = weights_kind == "frequency"
     X, y, weight = part[:3]
     X = kernel_matrix(X)
     offset = partition_offset(part)
@@ -138,11 +143,13 @@ def robust_sums(part, codes, params, family, fit_intercept, inverse):
         if leverage:
             fisher = np.asarray(to_host(family.d2loss(y_b, eta, None)), dtype=np.float64)
             h = fisher * _quadratic_forms(host, inverse, n_coef, fit_intercept)
+            if not repeats:  # a row of weight w is one observation, its leverage w h
+                h = w * h
             if h.size:
                 largest = max(largest, float(np.max(h)))
             room = np.maximum(1.0 - h, 0.0)
             with np.errstate(divide="ignore", invalid="ignore"):
-                once = w * score**2 / room
+                once = (w if repeats else w * w) * score**2 / room
                 twice = once / room
             hc2 += _information(host, once, n_coef, fit_intercept, None)
             hc3 += _information(host, twice, n_coef, fit_intercept, None)

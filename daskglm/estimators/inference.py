@@ -174,7 +174,7 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
             scale[: problem.n_features] = engine.column_scale
         order = _statsmodels_order(problem)
         robust = robust_statistics(engine, problem, params, self._cov_type(), groups,
-                                   _scaled_inverse(sums.expected))
+                                   _scaled_inverse(sums.expected), weights_kind)
         self._statistics_from(sums, problem, order, scale[order], robust, weights_kind)
         if has_offset:
             self.null_deviance_ = _null_deviance_with_offset(engine, problem.family, means)

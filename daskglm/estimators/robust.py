@@ -146,17 +146,19 @@ def _factorised(column):
     return pd.factorize(column, sort=True)[0].astype(np.int64)
 
 
-def robust_statistics(engine, problem, params, cov_type, codes, inverse):
+def robust_statistics(engine, problem, params, cov_type, codes, inverse,
+                      weights_kind="frequency"):
     """The :class:`~daskglm.compute.robust.RobustStats` of the fit at ``params``
     (solvers' order and the engine's column scale), from one ``Kind.ROBUST`` round (and
     a ``sizes`` round to cut ``codes`` by partition); None when neither HC2, HC3 nor
     clusters are asked for.  ``inverse`` is the inverse expected information at
-    ``params``, in the same order and scale."""
+    ``params``, in the same order and scale; ``weights_kind`` what the row weights
+    are."""
     leverage = cov_type in ("HC2", "HC3")
     if not leverage and codes is None:
         return None
     args = (np.asarray(params, dtype=float), problem.family, problem.fit_intercept,
-            inverse if leverage else None)
+            inverse if leverage else None, weights_kind)
     if codes is None:
         return engine.reduce(_without_codes, *args, kind=Kind.ROBUST)
     if codes.shape[0] != engine.n_samples:
@@ -165,8 +167,8 @@ def robust_statistics(engine, problem, params, cov_type, codes, inverse):
     return engine.reduce_each(robust_sums, each, *args, kind=Kind.ROBUST)
 
 
-def _without_codes(part, params, family, fit_intercept, inverse):
-    return robust_sums(part, None, params, family, fit_intercept, inverse)
+def _without_codes(part, params, family, fit_intercept, inverse, weights_kind):
+    return robust_sums(part, None, params, family, fit_intercept, inverse, weights_kind)
 
 
 def robust_covariances(stats, order, bread, rows, cov_kwds):
