@@ -178,7 +178,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         estimator
             Fitted; ``formula_`` holds the formula.
         """
-        from .formulas import design
+        from .formulas import design, name_features
 
         if "fit_intercept" in params:
             raise ValueError("The formula sets the intercept ('- 1' drops it); do not pass "
@@ -204,7 +204,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         add_to(estimator.comm_, passes)
         estimator.formula_ = formula
         estimator.formula_design_ = built
-        estimator.feature_names_out_ = built.names
+        name_features(estimator, built)
         return estimator
 
     def _penalised(self):
@@ -623,7 +623,11 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         if encoding is not None:
             return self._encoded_table(X, encoding)
         built = getattr(self, "formula_design_", None)
-        if built is not None and is_table(X):
+        if built is not None:
+            if not is_table(X):
+                raise ValueError(f"{type(self).__name__} was fitted from a formula; predict "
+                                 f"takes a table with its columns {list(built.variables)} "
+                                 f"(got {type(X).__name__}).")
             return built.features(X, dtype=self._fit_dtype)
         means = getattr(self, "column_means_", None)
         if means is not None:

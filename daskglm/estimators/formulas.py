@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 from .validation import frame_partitions, partition_rows, projected_partitions
 
-__all__ = ["FormulaDesign", "design"]
+__all__ = ["FormulaDesign", "design", "name_features"]
 
 #: formulaic's name of the intercept column.
 INTERCEPT = "Intercept"
@@ -56,11 +56,16 @@ class FormulaDesign:
     means : dict
         ``{variable: mean}`` filling the missing values of numeric variables
         (``missing="mean"``; empty otherwise).
+    variables : ndarray of str
+        The columns the right-hand side reads, in the table's order: the estimator's
+        ``feature_names_in_``.
     """
 
-    def __init__(self, formula, target, levels, spec, means=None, columns=None):
+    def __init__(self, formula, target, levels, spec, means=None, columns=None,
+                 variables=None):
         self.formula, self.target, self.levels, self.spec = formula, target, levels, spec
         self.means = dict(means or {})
+        self.variables = np.asarray(list(variables or ()), dtype=object)
         columns = list(spec.column_names if columns is None else columns)
         self.columns = columns
         self.intercept = INTERCEPT in columns
@@ -74,10 +79,11 @@ class FormulaDesign:
         return {"formula": self.formula, "target": self.target,
                 "levels": {c: [_plain(v) for v in values] for c, values in self.levels.items()},
                 "means": {c: float(v) for c, v in self.means.items()},
-                "rhs": str(self.spec.formula),
+                "rhs": _rhs_text(self.spec.formula),
                 "ensure_full_rank": bool(self.spec.ensure_full_rank),
                 "transform_state": _tagged(self.spec.transform_state),
-                "columns": list(self.columns)}
+                "columns": list(self.columns),
+                "variables": [str(v) for v in self.variables]}
 
     @classmethod
     def from_saved(cls, saved):
@@ -90,7 +96,7 @@ class FormulaDesign:
                                    ensure_full_rank=saved["ensure_full_rank"],
                                    transform_state=_untagged(saved["transform_state"]))
         return cls(saved["formula"], saved["target"], dict(saved["levels"]), spec,
-                   saved["means"], saved["columns"])
+                   saved["means"], saved["columns"], saved.get("variables"))
 
     def features(self, frame, dtype=np.float64, compute=None):
         """The features of ``frame``: a CSR matrix (pandas) or a Dask array of CSR chunks
@@ -114,6 +120,20 @@ class FormulaDesign:
         matrix = self.spec.get_model_matrix(frame, output="sparse", na_action="raise")
         matrix = sp.csr_matrix(getattr(matrix, "__wrapped__", matrix), dtype=dtype)
         return matrix[:, self._keep] if len(self._keep) != matrix.shape[1] else matrix
+
+
+def name_features(estimator, built):
+    """Name ``estimator``'s features as the formula of ``built`` (a
+    :class:`FormulaDesign`) does: ``feature_names_out_`` its model's columns,
+    ``feature_names_in_`` (and ``n_features_in_``) the table's columns it reads, and
+    ``param_names_``, when inference made them, ``"Intercept"`` then the columns, as
+    statsmodels' ``model.exog_names``."""
+    estimator.feature_names_out_ = built.names
+    estimator.feature_names_in_ = built.variables
+    estimator.n_features_in_ = len(built.variables)
+    if hasattr(estimator, "param_names_"):
+        estimator.param_names_ = [INTERCEPT] * bool(estimator.fit_intercept) \
+            + [str(name) for name in built.names]
 
 
 def design(formula, data, *, full_rank, compute=None, missing="error"):
@@ -150,19 +170,19 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
     import pandas as pd
 
     parsed = formulaic.Formula(formula)
-    if not hasattr(parsed, "lhs") or len(parsed.lhs.required_variables) != 1:
-        raise ValueError(f"The formula needs one column on its left-hand side; got {formula!r}.")
-    target = next(iter(parsed.lhs.required_variables))
-    absent = sorted((parsed.required_variables - set(data.columns)) - _NAMESPACE)
+    target = _target(parsed, formula)
+    columns = set(data.columns)
+    aliases = _aliases(parsed.rhs, columns)
+    variables = _variables(parsed.rhs)
+    absent = sorted(({target} | variables) - columns - _NAMESPACE)
     if absent:
         raise ValueError(f"The formula names {absent}, which are not columns of the data "
                          f"(columns: {list(data.columns)}).")
-    wrapped = set(re.findall(r"C\(\s*([A-Za-z_][A-Za-z_0-9]*)", formula))
-    variables = _variables(parsed.rhs)
+    wrapped = _inside_c(parsed.rhs)
     categorical = sorted(name for name in variables
-                         if name in data.columns and (name in wrapped or not
-                                                      pd.api.types.is_numeric_dtype(
-                                                          data[name].dtype)))
+                         if name in columns and (name in wrapped or not
+                                                 pd.api.types.is_numeric_dtype(
+                                                     data[name].dtype)))
     means = {}
     if missing == "mean":
         numeric = sorted(name for name in variables
@@ -177,28 +197,116 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
                                     na_action="raise")
     spec = matrix.model_spec
     if hasattr(data, "__dask_graph__") and data.npartitions > 1:
-        spec = _with_whole_table_state(spec, data, levels, means, compute)
-    return FormulaDesign(formula, target, levels, spec, means)
+        spec = _with_whole_table_state(spec, data, levels, means, compute, aliases)
+    read = [c for c in data.columns if c in variables]
+    return FormulaDesign(formula, target, levels, spec, means, variables=read)
 
 
-def _variables(rhs):
-    """The names a right-hand side reads: formulaic's ``required_variables`` and the
-    names inside the Python factors (``income`` in ``scale(income)``, which formulaic
-    leaves out of a stateful transform's)."""
-    names = set(rhs.required_variables)
+def _target(parsed, formula):
+    """The column of the left-hand side: one column of the data, named as it is or in
+    backticks (`` `Ozone.ppb` ``), never an expression."""
+    lhs = [factor for term in getattr(parsed, "lhs", ()) for factor in term.factors]
+    if len(lhs) != 1:
+        raise ValueError(f"The formula needs one column on its left-hand side; got {formula!r}.")
+    if lhs[0].eval_method.name != "LOOKUP":
+        raise ValueError(f"The formula's left-hand side must be one column of the data, not "
+                         f"{lhs[0].expr!r}: add the transformed target as a column "
+                         "(data.assign(...)) and name it.")
+    return lhs[0].expr
+
+
+def _aliases(rhs, columns):
+    """``{python name: column}`` of the columns a right-hand side names in backticks
+    (`` `Solar.R` ``, `` `my col` ``), as formulaic renames them to evaluate the
+    expressions (``Solar_R``) and names their transforms' state (``scale(Solar_R)``)."""
+    from formulaic.utils.code import sanitize_variable_names
+
+    aliases = {}
     for term in rhs:
         for factor in term.factors:
             if factor.eval_method.name == "PYTHON":
+                renamed = {}
+                sanitize_variable_names(factor.expr, dict.fromkeys(columns), renamed)
+                aliases.update(renamed)
+    return aliases
+
+
+def _variables(rhs):
+    """The columns a right-hand side reads: those its factors name, as they are, in
+    backticks, or in ``Q("...")``, also inside a stateful transform (``income`` in
+    ``scale(income)``, which formulaic leaves out of the formula's variables) and with
+    a dot in the name (formulaic keeps ``Solar`` of `` `Solar.R` ``)."""
+    names = set()
+    for term in rhs:
+        for factor in term.factors:
+            if factor.eval_method.name == "LOOKUP":
+                names.add(factor.expr)
+            elif factor.eval_method.name == "PYTHON":
                 names.update(_names(factor.expr))
-    return names
+    return names - set(_transform_names())
+
+
+def _inside_c(rhs):
+    """The columns a right-hand side reads inside ``C(...)`` (categorical, whatever their
+    dtype)."""
+    import ast
+
+    wrapped = set()
+    for term in rhs:
+        for factor in term.factors:
+            if factor.eval_method.name != "PYTHON":
+                continue
+            tree, renamed = _parsed(factor.expr)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "C" \
+                        and node.args:
+                    wrapped.update(_names(_restored(ast.unparse(node.args[0]), renamed)))
+    return wrapped
+
+
+def _parsed(expression):
+    """``(syntax tree, {python name: column})`` of ``expression``, its backticked names
+    renamed as formulaic renames them."""
+    import ast
+
+    from formulaic.utils.code import sanitize_variable_names
+
+    aliases = {}
+    code = sanitize_variable_names(expression, {}, aliases)
+    return ast.parse(code, mode="eval"), aliases
 
 
 def _names(expression):
-    """The names a Python ``expression`` reads (columns, and modules such as ``np``)."""
+    """The names a Python ``expression`` reads as values (columns, and modules such as
+    ``np``; not the functions it calls by name), backticked ones and ``Q("...")``'s as
+    the columns they name."""
     import ast
 
-    return {node.id for node in ast.walk(ast.parse(expression, mode="eval"))
-            if isinstance(node, ast.Name)}
+    tree, aliases = _parsed(expression)
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and id(node) not in called:
+            names.add(aliases.get(node.id, node.id))
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Q" \
+                and node.args and isinstance(node.args[0], ast.Constant):
+            names.add(str(node.args[0].value))
+    return names
+
+
+def _restored(expression, aliases):
+    """``expression`` with formulaic's names for backticked columns (``Solar_R``) in
+    backticks again (`` `Solar.R` ``), to be evaluated on the table."""
+    if not aliases:
+        return expression
+    pattern = r"\b(" + "|".join(map(re.escape, sorted(aliases, key=len, reverse=True))) + r")\b"
+    return re.sub(pattern, lambda match: f"`{aliases[match[1]]}`", expression)
+
+
+def _transform_names():
+    from formulaic.transforms import TRANSFORMS
+
+    return TRANSFORMS
 
 
 #: Names a formula may use that are not columns (the namespace formulaic evaluates in).
@@ -266,7 +374,7 @@ _MOMENT_TRANSFORMS = ("scale", "center")
 _VALUES = "daskglm_values"
 
 
-def _with_whole_table_state(spec, data, levels, means, compute):
+def _with_whole_table_state(spec, data, levels, means, compute, aliases=None):
     """``spec`` with the state of each stateful transform learnt from every row of
     ``data``, in one pass, not from the first partition alone: the moments of the
     argument of ``scale(...)`` and ``center(...)``, summed over the partitions; the values
@@ -280,10 +388,12 @@ def _with_whole_table_state(spec, data, levels, means, compute):
     for term in spec.transform_state:
         call = ast.parse(term, mode="eval").body
         name = getattr(getattr(call, "func", None), "id", None)
+        if name == "Q":  # a column by its name: nothing to learn
+            continue
         if not (isinstance(call, ast.Call) and call.args):
             raise ValueError(f"The stateful transform {term!r} takes no argument to learn "
                              "its state from.")
-        argument = ast.unparse(call.args[0])
+        argument = _restored(ast.unparse(call.args[0]), aliases)
         if name in _MOMENT_TRANSFORMS:
             summed[term] = argument
         else:
@@ -368,6 +478,17 @@ def _arguments(part, expressions, summed, levels, means):
         else:
             found.append(values)
     return found
+
+
+def _rhs_text(rhs):
+    """A right-hand side as formulaic parses it again to the same terms: columns whose
+    names are not Python names in backticks (formulaic's text leaves them bare), and
+    ``0 +`` when it has no intercept (formulaic's text then leaves the intercept out,
+    which it reads as one)."""
+    terms = [":".join(f"`{factor.expr}`" if factor.eval_method.name == "LOOKUP"
+                      and not factor.expr.isidentifier() else factor.expr
+                      for factor in term.factors) for term in rhs]
+    return " + ".join(terms if "1" in terms else ["0", *terms])
 
 
 def _plain(value):
