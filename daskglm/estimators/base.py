@@ -55,6 +55,7 @@ from .categorical import (
     is_table_with_categories,
     read_table,
 )
+from .dask_ml_params import with_dask_ml_parameters
 from .inference import (
     _check_offset,
     _InferenceMixin,
@@ -303,6 +304,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """
         return self._fit_template(X, y, sample_weight, offset, exposure)
 
+    @with_dask_ml_parameters
     def _fit_template(self, X, y, sample_weight=None, offset=None, exposure=None, init=None,
                       held_out=None, labels=None):
         """The fit: check the parameters and the input (:class:`~.plan.FitData`), plan

@@ -29,7 +29,8 @@ from ..engine.driver_passes import records_driver_passes
 from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
 from .base import _dense, _to_float, _weighted_mean
-from .logistic import LogisticRegression, _check_class_weight, _class_labels, _encode_binary
+from .class_weights import _check_class_weight
+from .logistic import LogisticRegression, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
 from .plan import LabelRequest
 from .sgd import _SGD_DOC, _frames_as_rows, _SGDBase, _with_frame_names
