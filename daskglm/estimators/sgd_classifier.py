@@ -25,7 +25,7 @@ from ..compute.seeds import root_seed
 from ..compute.sgd_losses import CLASSIFICATION_LOSSES
 from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
-from ..engine.driver_passes import records_driver_passes
+from ..engine.driver_passes import compute_pass, records_driver_passes
 from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
 from .base import _dense, _to_float, _weighted_mean
@@ -460,7 +460,7 @@ def _classes_and_counts(y):
 
         if y.ndim != 1:
             return None, None
-        classes, counts = da.compute(*da.unique(y, return_counts=True))
+        classes, counts = compute_pass(*da.unique(y, return_counts=True), reads=(y,))
         kind = type_of_target(classes)
     else:
         y = np.asarray(y)
