@@ -242,8 +242,10 @@ class _MultiOutputMixin:
         mean = (weight * y).sum(axis=0) / total
         residual = (weight * (y - predicted) ** 2).sum(axis=0)
         spread = (weight * (y - mean) ** 2).sum(axis=0)
-        if any(is_dask(a) for a in (residual, spread)):
-            residual, spread = compute_pass(residual, spread)
+        lazy = [a for a in (residual, spread) if is_dask(a)]
+        if lazy:
+            computed = iter(compute_pass(*lazy))
+            residual, spread = (next(computed) if is_dask(a) else a for a in (residual, spread))
         residual, spread = np.asarray(residual, dtype=float), np.asarray(spread, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
             r2 = np.where(spread > 0, 1.0 - residual / spread, np.where(residual == 0, 1.0, 0.0))
