@@ -211,6 +211,20 @@ def test_poisson_regression_is_poisson_regressor_with_alpha_one_over_n_c():
     np.testing.assert_allclose(model.intercept_, reference.intercept_, rtol=1e-6)
 
 
+def test_elastic_net_is_the_mean_of_l1_and_l2():
+    X, y = _regression()
+    C = 0.002
+    model = LinearRegression(penalty="elastic_net", C=C, solver="proximal_grad", tol=1e-10,
+                             max_iter=5000).fit(X, y)
+    # (1 / C) (|coef|_1 + |coef|^2 / 2) / 2 against the residual sum of squares
+    reference = slm.ElasticNet(alpha=1 / (2 * len(y) * C), l1_ratio=0.5, tol=1e-12,
+                               max_iter=100_000).fit(X, y)
+    np.testing.assert_allclose(model.coef_, reference.coef_, rtol=1e-6)
+    classifier = LogisticRegression(solver_kwargs={"regularizer": "elastic_net"})
+    X, y = make_classification(n_samples=200, n_features=4, chunks=50, random_state=5)
+    assert classifier.fit(X, y).get_params()["l1_ratio"] == LogisticRegression().l1_ratio
+
+
 def test_logistic_c_and_lamduh_are_scikit_learns_c():
     X, y = make_classification(n_samples=500, n_features=4, chunks=125, random_state=2)
     reference = slm.LogisticRegression(C=0.1, tol=1e-12, max_iter=10_000).fit(X.compute(),

@@ -105,7 +105,8 @@ def translated(estimator):
     kwargs = params["solver_kwargs"]
     if kwargs is not None:
         found.update(_solver_kwargs(kwargs, found.get("solver", solver), params))
-    if found.get("penalty") == "elasticnet" and params.get("l1_ratio") in (None, 0.0):
+    if found.get("penalty") == "elasticnet" and "l1_ratio" in params \
+            and params["l1_ratio"] in (None, 0.0):
         found["l1_ratio"] = 0.5  # dask-glm's elastic net: the mean of L1 and L2
     return found
 

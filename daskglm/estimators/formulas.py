@@ -23,11 +23,18 @@ formula is evaluated, so ``np.log(density)`` is the log of the filled column.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import scipy.sparse as sp
 
+from .formula_names import (
+    NAMESPACE,
+    backtick_aliases,
+    categorical_read,
+    names_read,
+    target_column,
+    variables_read,
+    with_backticks,
+)
 from .validation import frame_partitions, partition_rows, projected_partitions
 
 __all__ = ["FormulaDesign", "design", "name_features"]
@@ -170,15 +177,15 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
     import pandas as pd
 
     parsed = formulaic.Formula(formula)
-    target = _target(parsed, formula)
+    target = target_column(parsed, formula)
     columns = set(data.columns)
-    aliases = _aliases(parsed.rhs, columns)
-    variables = _variables(parsed.rhs)
-    absent = sorted(({target} | variables) - columns - _NAMESPACE)
+    aliases = backtick_aliases(parsed.rhs, columns)
+    variables = variables_read(parsed.rhs)
+    absent = sorted(({target} | variables) - columns - NAMESPACE)
     if absent:
         raise ValueError(f"The formula names {absent}, which are not columns of the data "
                          f"(columns: {list(data.columns)}).")
-    wrapped = _inside_c(parsed.rhs)
+    wrapped = categorical_read(parsed.rhs)
     categorical = sorted(name for name in variables
                          if name in columns and (name in wrapped or not
                                                  pd.api.types.is_numeric_dtype(
@@ -200,117 +207,6 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
         spec = _with_whole_table_state(spec, data, levels, means, compute, aliases)
     read = [c for c in data.columns if c in variables]
     return FormulaDesign(formula, target, levels, spec, means, variables=read)
-
-
-def _target(parsed, formula):
-    """The column of the left-hand side: one column of the data, named as it is or in
-    backticks (`` `Ozone.ppb` ``), never an expression."""
-    lhs = [factor for term in getattr(parsed, "lhs", ()) for factor in term.factors]
-    if len(lhs) != 1:
-        raise ValueError(f"The formula needs one column on its left-hand side; got {formula!r}.")
-    if lhs[0].eval_method.name != "LOOKUP":
-        raise ValueError(f"The formula's left-hand side must be one column of the data, not "
-                         f"{lhs[0].expr!r}: add the transformed target as a column "
-                         "(data.assign(...)) and name it.")
-    return lhs[0].expr
-
-
-def _aliases(rhs, columns):
-    """``{python name: column}`` of the columns a right-hand side names in backticks
-    (`` `Solar.R` ``, `` `my col` ``), as formulaic renames them to evaluate the
-    expressions (``Solar_R``) and names their transforms' state (``scale(Solar_R)``)."""
-    from formulaic.utils.code import sanitize_variable_names
-
-    aliases = {}
-    for term in rhs:
-        for factor in term.factors:
-            if factor.eval_method.name == "PYTHON":
-                renamed = {}
-                sanitize_variable_names(factor.expr, dict.fromkeys(columns), renamed)
-                aliases.update(renamed)
-    return aliases
-
-
-def _variables(rhs):
-    """The columns a right-hand side reads: those its factors name, as they are, in
-    backticks, or in ``Q("...")``, also inside a stateful transform (``income`` in
-    ``scale(income)``, which formulaic leaves out of the formula's variables) and with
-    a dot in the name (formulaic keeps ``Solar`` of `` `Solar.R` ``)."""
-    names = set()
-    for term in rhs:
-        for factor in term.factors:
-            if factor.eval_method.name == "LOOKUP":
-                names.add(factor.expr)
-            elif factor.eval_method.name == "PYTHON":
-                names.update(_names(factor.expr))
-    return names - set(_transform_names())
-
-
-def _inside_c(rhs):
-    """The columns a right-hand side reads inside ``C(...)`` (categorical, whatever their
-    dtype)."""
-    import ast
-
-    wrapped = set()
-    for term in rhs:
-        for factor in term.factors:
-            if factor.eval_method.name != "PYTHON":
-                continue
-            tree, renamed = _parsed(factor.expr)
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "C" \
-                        and node.args:
-                    wrapped.update(_names(_restored(ast.unparse(node.args[0]), renamed)))
-    return wrapped
-
-
-def _parsed(expression):
-    """``(syntax tree, {python name: column})`` of ``expression``, its backticked names
-    renamed as formulaic renames them."""
-    import ast
-
-    from formulaic.utils.code import sanitize_variable_names
-
-    aliases = {}
-    code = sanitize_variable_names(expression, {}, aliases)
-    return ast.parse(code, mode="eval"), aliases
-
-
-def _names(expression):
-    """The names a Python ``expression`` reads as values (columns, and modules such as
-    ``np``; not the functions it calls by name), backticked ones and ``Q("...")``'s as
-    the columns they name."""
-    import ast
-
-    tree, aliases = _parsed(expression)
-    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and id(node) not in called:
-            names.add(aliases.get(node.id, node.id))
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Q" \
-                and node.args and isinstance(node.args[0], ast.Constant):
-            names.add(str(node.args[0].value))
-    return names
-
-
-def _restored(expression, aliases):
-    """``expression`` with formulaic's names for backticked columns (``Solar_R``) in
-    backticks again (`` `Solar.R` ``), to be evaluated on the table."""
-    if not aliases:
-        return expression
-    pattern = r"\b(" + "|".join(map(re.escape, sorted(aliases, key=len, reverse=True))) + r")\b"
-    return re.sub(pattern, lambda match: f"`{aliases[match[1]]}`", expression)
-
-
-def _transform_names():
-    from formulaic.transforms import TRANSFORMS
-
-    return TRANSFORMS
-
-
-#: Names a formula may use that are not columns (the namespace formulaic evaluates in).
-_NAMESPACE = {"np", "numpy"}
 
 
 def _levels(data, columns, compute):
@@ -393,7 +289,7 @@ def _with_whole_table_state(spec, data, levels, means, compute, aliases=None):
         if not (isinstance(call, ast.Call) and call.args):
             raise ValueError(f"The stateful transform {term!r} takes no argument to learn "
                              "its state from.")
-        argument = _restored(ast.unparse(call.args[0]), aliases)
+        argument = with_backticks(ast.unparse(call.args[0]), aliases)
         if name in _MOMENT_TRANSFORMS:
             summed[term] = argument
         else:
@@ -403,7 +299,7 @@ def _with_whole_table_state(spec, data, levels, means, compute, aliases=None):
     if not expressions:
         return spec
     # the pass reads only the columns the arguments name (a parquet source no other)
-    columns = sorted(set().union(*map(_names, expressions)) & set(data.columns))
+    columns = sorted(set().union(*map(names_read, expressions)) & set(data.columns))
     levels = {c: values for c, values in levels.items() if c in columns}
     means = {c: mean for c, mean in means.items() if c in columns}
     read = dask.delayed(_arguments, pure=True)
