@@ -22,6 +22,7 @@ _EXPORTS = {
     "ElasticNet": "estimators",
     "LogisticRegression": "estimators",
     "PoissonRegressor": "estimators",
+    "PoissonRegression": "estimators",
     "GammaRegressor": "estimators",
     "TweedieRegressor": "estimators",
     "SGDRegressor": "estimators",

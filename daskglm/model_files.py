@@ -10,7 +10,8 @@
   state, from which formulaic rebuilds its spec), and the ledger's totals (``comm_summary_`` once loaded: the ledger
   itself, with its per-round records, stays with the fit);
 * one entry per fitted array attribute (``coef_``, ``intercept_``, ``classes_``,
-  ``bse_``, ...), under its own name.
+  ``bse_``, ...), under its own name, and one per kind of covariance of inference
+  (``_covariances.HC0``, ...), for ``cov_params``, ``coef_table_`` and ``summary()``.
 
 ``daskglm.load(path)`` makes the estimator again from its class and parameters and sets
 the attributes; its predictions are those of the saved model, bit for bit.  Only the
@@ -35,6 +36,11 @@ FORMAT_VERSION = 2
 #: Fitted attributes not saved: the ledger (saved as its totals) and what only the fit
 #: itself uses.
 _NOT_SAVED = {"comm_"}
+
+#: Private fitted state that is saved: inference's covariance matrices and standard errors
+#: of each kind (``cov_params(kind)``, ``coef_table_``, ``summary()``), one array per kind,
+#: named ``"<attribute>.<kind>"``.
+_SAVED_BY_KIND = ("_covariances", "_standard_errors")
 
 
 def save(model, path):
@@ -81,6 +87,9 @@ def save(model, path):
         else:
             raise ValueError(f"Fitted attribute {key} of {name} ({type(value).__name__}) "
                              "cannot be saved.")
+    for key in _SAVED_BY_KIND:
+        for kind, value in getattr(model, key, {}).items():
+            arrays[f"{key}.{kind}"] = np.asarray(value)
     version = FORMAT_VERSION if "formula_design_" in attributes else 1
     meta = {"format": FORMAT, "format_version": version,
             "daskglm_version": daskglm.__version__, "class": name, "params": params,
@@ -136,7 +145,11 @@ def load(path):
             value = np.asarray(value["object_array"], dtype=object)
         setattr(model, key, value)
     for key, value in arrays.items():
-        setattr(model, key, value)
+        attribute, _, kind = key.partition(".")
+        if attribute in _SAVED_BY_KIND:
+            model.__dict__.setdefault(attribute, {})[kind] = value
+        else:
+            setattr(model, key, value)
     model._fit_dtype = np.dtype(meta["fit_dtype"])
     model.comm_summary_ = meta["comm_summary"]
     return model

@@ -28,6 +28,8 @@ The modules, each importing only from those above it:
     ``SGDClassifier``: binary, one-vs-rest, class weights, probabilities.
 ``tweedie``
     ``GammaRegressor`` and ``TweedieRegressor``.
+``dask_ml_params``, ``poisson_regression``
+    dask-ml's parameters translated at fit time; ``PoissonRegression``, dask-ml's class.
 ``inference`` (used by ``base``)
     ``inference=True``: standard errors, ``summary()``, deviances, AIC/BIC; offsets.
 ``hypothesis``, ``prediction`` (used by ``inference``)
@@ -45,6 +47,7 @@ from .cv import GLMCV, ElasticNetCV, LassoCV, LogisticRegressionCV, RidgeCV
 from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, Ridge
 from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
+from .poisson_regression import PoissonRegression
 from .sgd import SGDRegressor
 from .sgd_classifier import SGDClassifier
 from .text import HashingFeatures
@@ -54,5 +57,5 @@ __all__ = [
     "GLM", "LinearRegression", "Ridge", "Lasso", "ElasticNet", "LogisticRegression",
     "PoissonRegressor", "GammaRegressor", "TweedieRegressor", "SGDRegressor", "SGDClassifier",
     "RidgeCV", "LassoCV", "ElasticNetCV", "LogisticRegressionCV", "HashingFeatures",
-    "GLMCV",
+    "GLMCV", "PoissonRegression",
 ]

@@ -55,6 +55,7 @@ from .categorical import (
     is_table_with_categories,
     read_table,
 )
+from .dask_ml_params import with_dask_ml_parameters
 from .inference import (
     _check_offset,
     _InferenceMixin,
@@ -183,7 +184,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         estimator
             Fitted; ``formula_`` holds the formula.
         """
-        from .formulas import design
+        from .formulas import design, name_features
 
         if "fit_intercept" in params:
             raise ValueError("The formula sets the intercept ('- 1' drops it); do not pass "
@@ -212,9 +213,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         add_to(estimator.comm_, passes)
         estimator.formula_ = formula
         estimator.formula_design_ = built
-        estimator.feature_names_out_ = built.names
-        if hasattr(estimator, "param_names_"):  # named before the formula's names were set
-            estimator.param_names_ = ["intercept"] * built.intercept + list(map(str, built.names))
+        name_features(estimator, built)
         return estimator
 
     def _penalised(self):
@@ -323,6 +322,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         return self._fit_template(X, y, sample_weight, offset, exposure, groups=groups,
                                   weights_kind=weights_kind)
 
+    @with_dask_ml_parameters
     def _fit_template(self, X, y, sample_weight=None, offset=None, exposure=None, init=None,
                       held_out=None, labels=None, groups=None, weights_kind=None):
         """The fit: check the parameters and the input (:class:`~.plan.FitData`), plan
@@ -652,7 +652,11 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         if encoding is not None:
             return self._encoded_table(X, encoding)
         built = getattr(self, "formula_design_", None)
-        if built is not None and is_table(X):
+        if built is not None:
+            if not is_table(X):
+                raise ValueError(f"{type(self).__name__} was fitted from a formula; predict "
+                                 f"takes a table with its columns {list(built.variables)} "
+                                 f"(got {type(X).__name__}).")
             return built.features(X, dtype=self._fit_dtype)
         means = getattr(self, "column_means_", None)
         if means is not None:

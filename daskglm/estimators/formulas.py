@@ -23,14 +23,21 @@ formula is evaluated, so ``np.log(density)`` is the log of the filled column.
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import scipy.sparse as sp
 
+from .formula_names import (
+    NAMESPACE,
+    backtick_aliases,
+    categorical_read,
+    names_read,
+    target_column,
+    variables_read,
+    with_backticks,
+)
 from .validation import frame_partitions, partition_rows, projected_partitions
 
-__all__ = ["FormulaDesign", "design"]
+__all__ = ["FormulaDesign", "design", "name_features"]
 
 #: formulaic's name of the intercept column.
 INTERCEPT = "Intercept"
@@ -56,11 +63,16 @@ class FormulaDesign:
     means : dict
         ``{variable: mean}`` filling the missing values of numeric variables
         (``missing="mean"``; empty otherwise).
+    variables : ndarray of str
+        The columns the right-hand side reads, in the table's order: the estimator's
+        ``feature_names_in_``.
     """
 
-    def __init__(self, formula, target, levels, spec, means=None, columns=None):
+    def __init__(self, formula, target, levels, spec, means=None, columns=None,
+                 variables=None):
         self.formula, self.target, self.levels, self.spec = formula, target, levels, spec
         self.means = dict(means or {})
+        self.variables = np.asarray(list(variables or ()), dtype=object)
         columns = list(spec.column_names if columns is None else columns)
         self.columns = columns
         self.intercept = INTERCEPT in columns
@@ -74,10 +86,11 @@ class FormulaDesign:
         return {"formula": self.formula, "target": self.target,
                 "levels": {c: [_plain(v) for v in values] for c, values in self.levels.items()},
                 "means": {c: float(v) for c, v in self.means.items()},
-                "rhs": str(self.spec.formula),
+                "rhs": _rhs_text(self.spec.formula),
                 "ensure_full_rank": bool(self.spec.ensure_full_rank),
                 "transform_state": _tagged(self.spec.transform_state),
-                "columns": list(self.columns)}
+                "columns": list(self.columns),
+                "variables": [str(v) for v in self.variables]}
 
     @classmethod
     def from_saved(cls, saved):
@@ -90,7 +103,7 @@ class FormulaDesign:
                                    ensure_full_rank=saved["ensure_full_rank"],
                                    transform_state=_untagged(saved["transform_state"]))
         return cls(saved["formula"], saved["target"], dict(saved["levels"]), spec,
-                   saved["means"], saved["columns"])
+                   saved["means"], saved["columns"], saved.get("variables"))
 
     def features(self, frame, dtype=np.float64, compute=None):
         """The features of ``frame``: a CSR matrix (pandas) or a Dask array of CSR chunks
@@ -114,6 +127,20 @@ class FormulaDesign:
         matrix = self.spec.get_model_matrix(frame, output="sparse", na_action="raise")
         matrix = sp.csr_matrix(getattr(matrix, "__wrapped__", matrix), dtype=dtype)
         return matrix[:, self._keep] if len(self._keep) != matrix.shape[1] else matrix
+
+
+def name_features(estimator, built):
+    """Name ``estimator``'s features as the formula of ``built`` (a
+    :class:`FormulaDesign`) does: ``feature_names_out_`` its model's columns,
+    ``feature_names_in_`` (and ``n_features_in_``) the table's columns it reads, and
+    ``param_names_``, when inference made them, ``"Intercept"`` then the columns, as
+    statsmodels' ``model.exog_names``."""
+    estimator.feature_names_out_ = built.names
+    estimator.feature_names_in_ = built.variables
+    estimator.n_features_in_ = len(built.variables)
+    if hasattr(estimator, "param_names_"):
+        estimator.param_names_ = [INTERCEPT] * bool(estimator.fit_intercept) \
+            + [str(name) for name in built.names]
 
 
 def design(formula, data, *, full_rank, compute=None, missing="error"):
@@ -150,19 +177,19 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
     import pandas as pd
 
     parsed = formulaic.Formula(formula)
-    if not hasattr(parsed, "lhs") or len(parsed.lhs.required_variables) != 1:
-        raise ValueError(f"The formula needs one column on its left-hand side; got {formula!r}.")
-    target = next(iter(parsed.lhs.required_variables))
-    absent = sorted((parsed.required_variables - set(data.columns)) - _NAMESPACE)
+    target = target_column(parsed, formula)
+    columns = set(data.columns)
+    aliases = backtick_aliases(parsed.rhs, columns)
+    variables = variables_read(parsed.rhs)
+    absent = sorted(({target} | variables) - columns - NAMESPACE)
     if absent:
         raise ValueError(f"The formula names {absent}, which are not columns of the data "
                          f"(columns: {list(data.columns)}).")
-    wrapped = set(re.findall(r"C\(\s*([A-Za-z_][A-Za-z_0-9]*)", formula))
-    variables = _variables(parsed.rhs)
+    wrapped = categorical_read(parsed.rhs)
     categorical = sorted(name for name in variables
-                         if name in data.columns and (name in wrapped or not
-                                                      pd.api.types.is_numeric_dtype(
-                                                          data[name].dtype)))
+                         if name in columns and (name in wrapped or not
+                                                 pd.api.types.is_numeric_dtype(
+                                                     data[name].dtype)))
     means = {}
     if missing == "mean":
         numeric = sorted(name for name in variables
@@ -177,32 +204,9 @@ def design(formula, data, *, full_rank, compute=None, missing="error"):
                                     na_action="raise")
     spec = matrix.model_spec
     if hasattr(data, "__dask_graph__") and data.npartitions > 1:
-        spec = _with_whole_table_state(spec, data, levels, means, compute)
-    return FormulaDesign(formula, target, levels, spec, means)
-
-
-def _variables(rhs):
-    """The names a right-hand side reads: formulaic's ``required_variables`` and the
-    names inside the Python factors (``income`` in ``scale(income)``, which formulaic
-    leaves out of a stateful transform's)."""
-    names = set(rhs.required_variables)
-    for term in rhs:
-        for factor in term.factors:
-            if factor.eval_method.name == "PYTHON":
-                names.update(_names(factor.expr))
-    return names
-
-
-def _names(expression):
-    """The names a Python ``expression`` reads (columns, and modules such as ``np``)."""
-    import ast
-
-    return {node.id for node in ast.walk(ast.parse(expression, mode="eval"))
-            if isinstance(node, ast.Name)}
-
-
-#: Names a formula may use that are not columns (the namespace formulaic evaluates in).
-_NAMESPACE = {"np", "numpy"}
+        spec = _with_whole_table_state(spec, data, levels, means, compute, aliases)
+    read = [c for c in data.columns if c in variables]
+    return FormulaDesign(formula, target, levels, spec, means, variables=read)
 
 
 def _levels(data, columns, compute):
@@ -266,7 +270,7 @@ _MOMENT_TRANSFORMS = ("scale", "center")
 _VALUES = "daskglm_values"
 
 
-def _with_whole_table_state(spec, data, levels, means, compute):
+def _with_whole_table_state(spec, data, levels, means, compute, aliases=None):
     """``spec`` with the state of each stateful transform learnt from every row of
     ``data``, in one pass, not from the first partition alone: the moments of the
     argument of ``scale(...)`` and ``center(...)``, summed over the partitions; the values
@@ -280,10 +284,12 @@ def _with_whole_table_state(spec, data, levels, means, compute):
     for term in spec.transform_state:
         call = ast.parse(term, mode="eval").body
         name = getattr(getattr(call, "func", None), "id", None)
+        if name == "Q":  # a column by its name: nothing to learn
+            continue
         if not (isinstance(call, ast.Call) and call.args):
             raise ValueError(f"The stateful transform {term!r} takes no argument to learn "
                              "its state from.")
-        argument = ast.unparse(call.args[0])
+        argument = with_backticks(ast.unparse(call.args[0]), aliases)
         if name in _MOMENT_TRANSFORMS:
             summed[term] = argument
         else:
@@ -293,7 +299,7 @@ def _with_whole_table_state(spec, data, levels, means, compute):
     if not expressions:
         return spec
     # the pass reads only the columns the arguments name (a parquet source no other)
-    columns = sorted(set().union(*map(_names, expressions)) & set(data.columns))
+    columns = sorted(set().union(*map(names_read, expressions)) & set(data.columns))
     levels = {c: values for c, values in levels.items() if c in columns}
     means = {c: mean for c, mean in means.items() if c in columns}
     read = dask.delayed(_arguments, pure=True)
@@ -368,6 +374,17 @@ def _arguments(part, expressions, summed, levels, means):
         else:
             found.append(values)
     return found
+
+
+def _rhs_text(rhs):
+    """A right-hand side as formulaic parses it again to the same terms: columns whose
+    names are not Python names in backticks (formulaic's text leaves them bare), and
+    ``0 +`` when it has no intercept (formulaic's text then leaves the intercept out,
+    which it reads as one)."""
+    terms = [":".join(f"`{factor.expr}`" if factor.eval_method.name == "LOOKUP"
+                      and not factor.expr.isidentifier() else factor.expr
+                      for factor in term.factors) for term in rhs]
+    return " + ".join(terms if "1" in terms else ["0", *terms])
 
 
 def _plain(value):

@@ -320,7 +320,8 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         """The fitted coefficients by name, as a pandas DataFrame (glum's ``coef_table``,
         H2O's coefficients table).
 
-        Its index is the intercept (``"intercept"``, when fitted) then each feature, named
+        Its index is the intercept (``"intercept"``, when fitted; ``"Intercept"`` from a
+        formula) then each feature, named
         as ``feature_names_out_`` names a table's levels (``"region[south]"``), else
         ``feature_names_in_``, else ``x1, x2, ...``.  One column ``coef``; with
         ``inference=True`` also ``std_err``, ``z``, ``p_value``, ``ci_lower`` and
@@ -344,7 +345,7 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         fit_intercept = bool(getattr(self, "fit_intercept", False))
         names = _feature_names(self, coef.shape[-1])
         if fit_intercept:
-            names = ["intercept"] + names
+            names = [_intercept_name(self)] + names
         if coef.ndim == 2:
             intercept = np.broadcast_to(intercept, (coef.shape[0],))
             values = np.column_stack([intercept, coef]) if fit_intercept else coef
@@ -474,6 +475,13 @@ def _scaled_inverse(matrix):
 def _param_names(estimator, problem):
     names = _feature_names(estimator, problem.n_features)
     return (["intercept"] + names) if problem.fit_intercept else names
+
+
+def _intercept_name(estimator):
+    """``"Intercept"`` for a model fitted from a formula (formulaic's and statsmodels'
+    name), ``"intercept"`` otherwise."""
+    return "Intercept" if getattr(estimator, "formula_design_", None) is not None \
+        else "intercept"
 
 
 def _feature_names(estimator, n_features):

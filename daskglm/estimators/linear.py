@@ -28,7 +28,9 @@ from .base import (
     _weighted_mean,
 )
 from .grouped_binomial import _GroupedBinomialMixin
+from .dask_ml_params import DASK_ML_DOC, summed_loss_penalty
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC, _check_offset
+from .lasso_conventions import _CheckInputMixin, _DualGapMixin
 from .multi_output import _MultiOutputMixin
 from .validation import _check_score_input
 
@@ -225,12 +227,24 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
     __doc__ = (
         """Ordinary least squares, as :class:`sklearn.linear_model.LinearRegression`.
 
+    Also takes dask-ml's parameters: with ``penalty`` or ``C`` given, minimises dask-ml's
+    ``||y - X coef - intercept||^2_W + lamduh * regularizer(coef)``, ``lamduh = 1 / C``
+    (:mod:`~daskglm.estimators.dask_ml_params`), the intercept unpenalised.
+
     Parameters
     ----------
+    penalty : {"l2", "l1", "elastic_net"} or None, default=None
+        dask-ml's regularizer (``"l2"`` when only ``C`` is given); None with ``C`` None:
+        ordinary least squares.
+    C : float, optional
+        dask-ml's inverse regularisation strength (1.0 when only ``penalty`` is given).
+    class_weight : None
+        dask-ml's parameter; only None (row weights are ``sample_weight``).
 """
         + _INFERENCE_DOC
         + _COMMON_DOC
         + _POSITIVE_DOC
+        + DASK_ML_DOC
         + _FITTED_DOC
         + _INFERENCE_FITTED_DOC
     )
@@ -240,7 +254,18 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
     def __init__(self, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
                  warm_start=False, inference=False, cov_type="nonrobust",
-                 cov_kwds=None, positive=False, missing="error"):
+                 cov_kwds=None, positive=False, missing="error",
+                 penalty=None, C=None, dual=False, intercept_scaling=1.0, class_weight=None,
+                 random_state=None, multi_class="auto", n_jobs=None, solver_kwargs=None):
+        self.penalty = penalty
+        self.C = C
+        self.dual = dual
+        self.intercept_scaling = intercept_scaling
+        self.class_weight = class_weight
+        self.random_state = random_state
+        self.multi_class = multi_class
+        self.n_jobs = n_jobs
+        self.solver_kwargs = solver_kwargs
         self.inference, self.cov_type, self.cov_kwds = inference, cov_type, cov_kwds
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -256,8 +281,14 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
     def _family(self):
         return Gaussian()
 
+    #: dask-ml's ``C`` weighs the summed loss.
+    _penalty_scales_with_weight = True
+
     def _penalty(self, total_weight):
-        return NoPenalty()
+        if self.penalty is None and self.C is None:
+            return NoPenalty()
+        return summed_loss_penalty("l2" if self.penalty is None else self.penalty,
+                                   1.0 if self.C is None else self.C, total_weight, 0.5)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -359,47 +390,6 @@ class PoissonRegressor(_RegressorGLM):
 
 
 _LONG_COMMON_DOC = _COMMON_DOC.replace("max_iter : int, default=100", "max_iter : int, default=1000")
-
-
-class _CheckInputMixin:
-    """``fit(..., check_input=True)``, the keyword of scikit-learn's Lasso and ElasticNet.
-
-    daskglm always checks its input (the checks need no pass over the data, and NaN or
-    infinity is found in the validation round), so ``check_input=False`` changes nothing.
-    """
-
-    def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, check_input=True):
-        """Fit the model, to one target or to several.
-
-        Parameters
-        ----------
-        X : array-like, sparse matrix, Dask array or Dask DataFrame of shape (n_samples, n_features)
-        y : array-like or Dask array of shape (n_samples,) or (n_samples, n_targets)
-        sample_weight : array-like or Dask array of shape (n_samples,), optional
-            Non-negative row weights.
-        offset, exposure : array-like or Dask array of shape (n_samples,), optional
-            As in :meth:`daskglm.GLM.fit`; one target only.
-        check_input : bool, default=True
-            Accepted for scikit-learn's signature; the input is checked either way.
-
-        Returns
-        -------
-        self
-        """
-        return super().fit(X, y, sample_weight, offset=offset, exposure=exposure)
-
-
-class _DualGapMixin:
-    """``dual_gap_`` of scikit-learn's Lasso / ElasticNet: the duality gap (scikit-learn's
-    normalisation) at the solution, from solvers that stop on it (``"proximal"``); fits by
-    other solvers have none.  ``tol`` bounds it as in scikit-learn: the fit has converged
-    when ``dual_gap_ <= tol * mean_W (y - ybar)^2`` (``mean_W y^2`` without an intercept)."""
-
-    def _record_fit(self, problem, result):
-        super()._record_fit(problem, result)
-        self.__dict__.pop("dual_gap_", None)
-        if getattr(result, "dual_gap", None) is not None:
-            self.dual_gap_ = float(result.dual_gap)
 
 
 class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):

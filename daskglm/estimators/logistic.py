@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from numbers import Real
 
 import numpy as np
 import sklearn
 from sklearn.base import ClassifierMixin
 from sklearn.linear_model._base import SparseCoefMixin
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.fixes import parse_version
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
@@ -40,6 +38,8 @@ from .base import (
     _to_float,
     _weighted_mean,
 )
+from .class_weights import _check_class_weight, _class_weights, _weights_of_rows
+from .dask_ml_params import DASK_ML_DOC
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
 from .plan import LabelRequest
 from .validation import _check_score_input
@@ -84,6 +84,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
                                  "``C=inf``)")
         + _COMMON_DOC
+        + DASK_ML_DOC
         + _FITTED_DOC.replace("n_iter_ : int\n", "n_iter_ : ndarray of shape (1,)\n")
         + _INFERENCE_FITTED_DOC
         + """    classes_ : ndarray of shape (n_classes,)
@@ -102,7 +103,15 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
                  l1_ratio=0.0 if PENALTY_FROM_L1_RATIO else None, solver="auto", fit_intercept=True,
                  tol=1e-4, max_iter=100, solver_options=None, cache="auto", verbose=0,
                  warm_start=False, inference=False, cov_type="nonrobust",
-                 cov_kwds=None, class_weight=None, missing="error"):
+                 cov_kwds=None, class_weight=None, missing="error",
+                 dual=False, intercept_scaling=1.0, random_state=None, multi_class="auto",
+                 n_jobs=None, solver_kwargs=None):
+        self.dual = dual
+        self.intercept_scaling = intercept_scaling
+        self.random_state = random_state
+        self.multi_class = multi_class
+        self.n_jobs = n_jobs
+        self.solver_kwargs = solver_kwargs
         self.inference, self.cov_type, self.cov_kwds = inference, cov_type, cov_kwds
         self.penalty = penalty
         self.C = C
@@ -191,6 +200,10 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
 
     def _family(self):
         n_classes = self._n_classes
+        if n_classes > 2 and getattr(self, "multi_class", "auto") == "ovr":
+            raise ValueError(f"multi_class='ovr' with {n_classes} classes: daskglm fits the "
+                             "multinomial model (multi_class='auto'); for one-vs-rest use "
+                             "sklearn.multiclass.OneVsRestClassifier(LogisticRegression()).")
         return Multinomial(n_classes) if n_classes > 2 else Binomial()
 
     def _problem(self, penalty, n_features, has_offset=False):
@@ -467,53 +480,3 @@ def _softmax_rows(eta):
 def _most_likely(eta, classes):
     """The label of the largest predictor of each row."""
     return _labels_at(namespace(eta).argmax(eta, axis=1), classes)
-
-
-def _weights_of_rows(y_index, weights):
-    """The weight of each row's class, from its class index."""
-    return np.asarray(weights, dtype=np.float64)[np.asarray(y_index).astype(np.intp)]
-
-
-def _check_class_weight(class_weight):
-    """ValueError unless ``class_weight`` is ``"balanced"`` or a dict of finite weights
-    >= 0 (rows are weighed by them, and weights are never negative)."""
-    if not (isinstance(class_weight, dict)
-            or (isinstance(class_weight, str) and class_weight == "balanced")):
-        raise ValueError(
-            f"class_weight must be a dict, 'balanced' or None; got {class_weight!r}."
-        )
-    if isinstance(class_weight, dict):
-        for label, weight in class_weight.items():
-            if isinstance(weight, bool) or not isinstance(weight, Real) \
-                    or not np.isfinite(weight) or weight < 0:
-                raise ValueError(f"class_weight values must be finite numbers >= 0; got "
-                                 f"{weight!r} for class {label!r}.")
-
-
-def _class_weights(class_weight, classes, y_index, sample_weight, counts=None):
-    """One weight per class from ``class_weight``, as scikit-learn's ``compute_class_weight``.
-
-    ``"balanced"`` is ``sum(w) / (n_classes * per-class sum of w)`` with ``w`` the sample
-    weights (1 when None): from ``counts`` (the per-class sums of ``w``) when given, else
-    counted from the class indices ``y_index`` in memory.
-    """
-    _check_class_weight(class_weight)
-    if isinstance(class_weight, str):
-        if counts is None and (is_dask(y_index) or is_dask(sample_weight)):
-            # labels that are not numbers, or a start given before the classes: the
-            # engine has not seen them yet (one pass over y here)
-            import dask.array as da
-
-            index = da.asarray(y_index).astype(np.intp)
-            counts = compute_pass(
-                da.bincount(index, weights=sample_weight, minlength=classes.size),
-                reads=tuple(a for a in (y_index, sample_weight) if is_dask(a)))[0]
-        elif counts is None:
-            counts = np.bincount(np.asarray(y_index).astype(np.intp), weights=sample_weight,
-                                 minlength=classes.size)
-        counts = np.asarray(counts, dtype=np.float64)
-        return counts.sum() / (classes.size * counts)
-    weights = compute_class_weight(class_weight, classes=classes, y=classes)
-    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
-        raise ValueError("class_weight must hold finite non-negative weights.")
-    return weights

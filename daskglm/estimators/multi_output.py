@@ -21,7 +21,8 @@ from ..accounting.ledger import CommReport
 from ..compute.kernels import as_csr_or_dense
 from ..compute.summaries import all_finite
 from ..engine import is_dask
-from ..engine.driver_passes import records_driver_passes
+from ..engine.driver_passes import compute_pass, records_driver_passes
+from .dask_ml_params import with_dask_ml_parameters
 from .validation import (
     _check_dask_matrix,
     _check_feature_names_match,
@@ -97,6 +98,7 @@ class _MultiOutputMixin:
     _ravel_one_target = True
 
     @records_driver_passes
+    @with_dask_ml_parameters
     def fit(self, X, y, sample_weight=None, offset=None, exposure=None, groups=None, *,
             weights_kind=None):
         """Fit the model, to one target or to several.
@@ -241,17 +243,16 @@ class _MultiOutputMixin:
         predicted = self.predict(X)
         if predicted.ndim == 1:
             predicted = predicted[:, None]
-        if not is_dask(y):
-            y = np.asarray(y, dtype=np.float64).reshape(predicted.shape)
+        y = _as_target_columns(y, predicted.shape)
         weight = 1.0 if sample_weight is None else sample_weight[:, None]
         total = float(predicted.shape[0]) if sample_weight is None else sample_weight.sum()
         mean = (weight * y).sum(axis=0) / total
         residual = (weight * (y - predicted) ** 2).sum(axis=0)
         spread = (weight * (y - mean) ** 2).sum(axis=0)
-        if any(is_dask(a) for a in (residual, spread)):
-            import dask
-
-            residual, spread = dask.compute(residual, spread)
+        lazy = [a for a in (residual, spread) if is_dask(a)]
+        if lazy:
+            computed = iter(compute_pass(*lazy))
+            residual, spread = (next(computed) if is_dask(a) else a for a in (residual, spread))
         residual, spread = np.asarray(residual, dtype=float), np.asarray(spread, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
             r2 = np.where(spread > 0, 1.0 - residual / spread, np.where(residual == 0, 1.0, 0.0))
@@ -261,6 +262,23 @@ class _MultiOutputMixin:
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
+
+
+def _as_target_columns(y, shape):
+    """``y`` (numpy or Dask, one target or several) as a matrix of ``shape``, the shape of
+    the predictions: a vector is one column, as scikit-learn's ``r2_score`` takes it (never
+    broadcast against a column into a square)."""
+    if not is_dask(y):
+        y = np.asarray(y, dtype=np.float64)
+        if y.size != int(np.prod(shape)):
+            raise ValueError(f"y has shape {y.shape}; the predictions have shape {shape}.")
+        return y.reshape(shape)
+    y, _ = _dask_frame_to_array(y)
+    if y.ndim == 1:
+        y = y[:, None]
+    if y.ndim != 2 or y.shape[1] != shape[1]:
+        raise ValueError(f"y has shape {y.shape}; the predictions have shape {shape}.")
+    return y.astype(np.float64)
 
 
 def _join_targets(X, Y):

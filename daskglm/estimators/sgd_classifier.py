@@ -25,11 +25,12 @@ from ..compute.seeds import root_seed
 from ..compute.sgd_losses import CLASSIFICATION_LOSSES
 from ..compute.summaries import MAX_LABELS
 from ..engine import is_dask
-from ..engine.driver_passes import records_driver_passes
+from ..engine.driver_passes import compute_pass, records_driver_passes
 from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
 from .base import _dense, _to_float, _weighted_mean
-from .logistic import LogisticRegression, _check_class_weight, _class_labels, _encode_binary
+from .class_weights import _check_class_weight
+from .logistic import LogisticRegression, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
 from .plan import LabelRequest
 from .sgd import _SGD_DOC, _frames_as_rows, _SGDBase, _with_frame_names
@@ -459,7 +460,7 @@ def _classes_and_counts(y):
 
         if y.ndim != 1:
             return None, None
-        classes, counts = da.compute(*da.unique(y, return_counts=True))
+        classes, counts = compute_pass(*da.unique(y, return_counts=True), reads=(y,))
         kind = type_of_target(classes)
     else:
         y = np.asarray(y)

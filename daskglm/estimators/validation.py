@@ -20,13 +20,28 @@ from ..engine.driver_passes import with_known_rows
 
 
 def _dask_frame_to_array(data):
-    """A Dask DataFrame or Series as a Dask array with known chunk sizes, plus column names."""
+    """A Dask DataFrame or Series as a Dask array with known chunk sizes, plus column names
+    (also for an array this function made of a frame: ``score`` passes its converted
+    ``X`` to ``predict``, which then checks the frame's names, not an array's none)."""
     names = None
     if hasattr(data, "columns"):
         names = np.asarray(data.columns, dtype=object)
+    elif getattr(data, "name", None) in _FRAME_COLUMNS:
+        names = _FRAME_COLUMNS[data.name]
     if hasattr(data, "to_dask_array"):
         data = frame_as_array(data)
+        if names is not None:
+            _FRAME_COLUMNS[data.name] = names
+            while len(_FRAME_COLUMNS) > _FRAMES_REMEMBERED:
+                del _FRAME_COLUMNS[next(iter(_FRAME_COLUMNS))]
     return data, names
+
+
+#: The column names of the arrays :func:`_dask_frame_to_array` made of Dask DataFrames, by
+#: the array's name (its graph's key: the same array, whichever object holds it), the
+#: last :data:`_FRAMES_REMEMBERED` of them.
+_FRAME_COLUMNS = {}
+_FRAMES_REMEMBERED = 64
 
 
 def frame_partitions(frame):
