@@ -40,7 +40,7 @@ _NOT_SAVED = {"comm_"}
 #: Private fitted state that is saved: inference's covariance matrices and standard errors
 #: of each kind (``cov_params(kind)``, ``coef_table_``, ``summary()``), one array per kind,
 #: named ``"<attribute>.<kind>"``.
-_SAVED_BY_KIND = ("_covariances", "_standard_errors")
+_SAVED_BY_KIND = ("_covariances", "_standard_errors", "_inference_dfs")
 
 
 def save(model, path):
@@ -113,6 +113,7 @@ def load(path):
     """
     import daskglm
     from daskglm.estimators.categorical import TableEncoding
+    from daskglm.estimators.robust import covariance_kind
 
     if not os.path.exists(path) and os.path.exists(f"{os.fspath(path)}.npz"):
         path = f"{os.fspath(path)}.npz"
@@ -150,6 +151,10 @@ def load(path):
             model.__dict__.setdefault(attribute, {})[kind] = value
         else:
             setattr(model, key, value)
+    if "_covariances" in vars(model):
+        model._inference_dfs = {kind: float(value) for kind, value in
+                                vars(model).get("_inference_dfs", {}).items()}
+        model._cov_kind = covariance_kind(getattr(model, "cov_type", "nonrobust"))
     model._fit_dtype = np.dtype(meta["fit_dtype"])
     model.comm_summary_ = meta["comm_summary"]
     return model

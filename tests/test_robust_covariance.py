@@ -286,3 +286,19 @@ def test_analytic_weights_match_glm_var_weights(cov_type):
                                      tol=1e-10).fit(X, y, sample_weight=w,
                                                     weights_kind="analytic", **extra)
     np.testing.assert_allclose(model.bse_, reference.bse, rtol=1e-6)
+
+
+def test_a_model_file_keeps_the_robust_covariances(tmp_path):
+    """Saved and loaded, a cluster-robust fit reports the same standard errors, default
+    kind and t degrees of freedom (``G - 1``)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 2))
+    y = X @ [1.0, -1.0] + rng.normal(size=300)
+    groups = rng.integers(0, 12, 300)
+    model = daskglm.LinearRegression(inference=True, cov_type="cluster").fit(X, y,
+                                                                            groups=groups)
+    daskglm.save(model, tmp_path / "model")
+    loaded = daskglm.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.cov_params(), model.cov_params("cluster"))
+    np.testing.assert_array_equal(loaded.conf_int(use_t=True), model.conf_int(use_t=True))
+    assert loaded.summary(use_t=True) == model.summary(use_t=True)

@@ -379,7 +379,7 @@ def _terms(estimator):
             position[INTERCEPT] = 0
         terms = {}
         for term, indices in built.spec.term_indices.items():
-            name = "intercept" if str(term) == "1" else str(term)
+            name = names[0] if str(term) == "1" else str(term)  # the intercept's own name
             terms[name] = [position[str(built.columns[i])] for i in indices]
         return terms
     encoding = getattr(estimator, "table_encoding_", None)

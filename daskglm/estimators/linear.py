@@ -27,8 +27,8 @@ from .base import (
     _to_float,
     _weighted_mean,
 )
-from .grouped_binomial import _GroupedBinomialMixin
 from .dask_ml_params import DASK_ML_DOC, summed_loss_penalty
+from .grouped_binomial import _GroupedBinomialMixin
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC, _check_offset
 from .lasso_conventions import _CheckInputMixin, _DualGapMixin
 from .multi_output import _MultiOutputMixin
