@@ -181,7 +181,7 @@ def test_family_functions(case, data):
 
 
 @pytest.mark.parametrize("family, bad", [
-    (Binomial(), 0.5), (Poisson(), -1.0), (Gamma(), 0.0), (NegativeBinomial(1.0), -2.0),
+    (Binomial(), 1.5), (Poisson(), -1.0), (Gamma(), 0.0), (NegativeBinomial(1.0), -2.0),
     (Tweedie(1.5), -1.0), (Multinomial(3), 1.5),
 ])
 def test_check_target_refuses_strict_targets_outside_the_support(family, bad):

@@ -6,8 +6,9 @@ included, which the normal equations and Newton's and L-BFGS's first evaluations
 see :class:`~daskglm.solvers.base.FirstEvaluation`) times the modelled seconds of one of
 its rounds.  :func:`choose_method` takes the cheapest among the methods that handle the
 problem.  The prediction uses only ``(n, d, family, penalty, tol, workers)``, the
-network's figures and the constants below, never the fit's timings, so the choice is the
-same on every run with the same figures.
+network's figures, the columns' moments once the validation round read them and the
+constants below, never the fit's timings, so the choice is the same on every run with
+the same figures.
 
 One round of a method costs
 
@@ -35,9 +36,12 @@ for the methods that factor a ``p x p`` matrix on the driver each round.  Rounds
   ``exact_hessian``: quadratic convergence; the last of them a gradient round, the step
   predicted to meet ``tol`` evaluated without its Hessian), :data:`FISHER_ITERATIONS` + 1
   Hessian rounds with another (Fisher scoring converges linearly).
-* ``lbfgs``: :data:`LBFGS_ROUNDS_PER_DECADE` per decade of ``tol`` below 1 (on column
-  shards from :data:`SHARDED_FEATURES` features, which changes its bytes, not its rounds).
-* ``proximal``: :data:`PROXIMAL_ROUNDS_PER_DECADE` per decade.  With an L1 or elastic-net
+* ``lbfgs``: :data:`LBFGS_ROUNDS_PER_DECADE` per decade of ``tol / spread`` below 1 (on
+  column shards from :data:`SHARDED_FEATURES` features, which changes its bytes, not its
+  rounds), ``spread`` the :func:`criterion_spread` of the columns once the validation
+  round measured them (1 before): L-BFGS iterates in standardised coordinates, where a
+  column in the thousands must have its gradient driven that much below ``tol``.
+* ``proximal``: :data:`PROXIMAL_ROUNDS_PER_DECADE` per decade of ``tol / spread``.  With an L1 or elastic-net
   penalty it is weighed against proximal Newton (``newton``'s rounds) for the
   non-quadratic losses; for the squared loss it is the candidate (it stops where
   scikit-learn's lasso does, on the duality gap).
@@ -52,6 +56,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..model.penalties import L2, ElasticNet
 from ..model.problem import Feature
 from .bytemodel import tree_depth
@@ -59,7 +65,7 @@ from .costmodel import DEFAULT_SPLIT_EVERY, direct_levels
 from .links import IN_PROCESS
 
 __all__ = ["MethodCost", "predict_methods", "choose_method", "gradient_round_seconds",
-           "SHARDED_FEATURES"]
+           "criterion_spread", "SHARDED_FEATURES"]
 
 #: Seconds of one Dask round besides its compute and bytes (scheduling, messages).
 ROUND_SECONDS = 5e-3
@@ -106,6 +112,25 @@ def _decades(tol):
     return max(1.0, -math.log10(tol)) if tol > 0 else 16.0
 
 
+def criterion_spread(means, squares):
+    """How much tighter than ``tol`` an iteration in standardised coordinates must drive
+    its gradient for the test of :meth:`~daskglm.solvers.base.Objective.optimality` to
+    hold in the original ones: the largest ``max(1, 1 / rms_j) (sd_j + |mean_j|)`` over
+    the columns, from the validation round's column ``means`` and mean ``squares`` (1 for
+    standardised columns, about 1.4 at most for columns of root mean square below 1,
+    the size of the largest column otherwise: 1,700 for an exposure in the thousands).
+    First-order methods need that many more decades; Newton's method, whose steps do
+    not depend on the columns' scales, does not."""
+    means = np.asarray(means, dtype=float).reshape(-1)
+    squares = np.asarray(squares, dtype=float).reshape(-1)
+    if not means.size:
+        return 1.0
+    rms = np.sqrt(np.maximum(squares, 0.0))
+    sd = np.sqrt(np.maximum(squares - means**2, 0.0))
+    factor = np.where((rms > 0) & (rms < 1), 1.0 / np.where(rms > 0, rms, 1.0), 1.0)
+    return float(max(1.0, np.max(factor * (sd + np.abs(means)))))
+
+
 def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False,
                    link=IN_PROCESS, sharded=False, data_bytes=None):
     """Modelled seconds of one round (the formula of the module docstring); ``X`` takes
@@ -144,7 +169,7 @@ def _message_seconds(p, workers, payload, link, sharded):
 
 
 def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0,
-                    link=IN_PROCESS, data_bytes=None):
+                    link=IN_PROCESS, data_bytes=None, spread=1.0):
     """Predicted rounds and seconds of every candidate method for ``problem``.
 
     Parameters
@@ -168,6 +193,10 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
     data_bytes : int, optional
         Bytes the data take as stored, once the validation round has read them (a sparse
         ``X`` takes far fewer than ``8 n p``); before, ``8 n p``.
+    spread : float
+        :func:`criterion_spread` of the columns, once the validation round measured
+        them (1 before): the first-order methods (``lbfgs``, ``proximal``) are priced
+        for ``tol / spread``.
 
     Returns
     -------
@@ -176,7 +205,6 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
         not it handles the problem; :func:`choose_method` filters them.
     """
     n, p, W = max(1, int(n_samples)), int(problem.n_params), max(1, int(workers))
-    decades = _decades(tol)
     family = problem.family
     exact = getattr(family, "exact_hessian", True)
     gradient = _round_seconds(n, p, W, payload=8 * p, link=link,
@@ -185,8 +213,9 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
                              link=link, data_bytes=data_bytes) + pass_seconds
     newton_iterations = NEWTON_ITERATIONS if exact else FISHER_ITERATIONS
     newton_seconds = newton_iterations * hessian + (gradient if exact else hessian)
-    lbfgs_rounds = math.ceil(LBFGS_ROUNDS_PER_DECADE * decades)
-    proximal_rounds = math.ceil(PROXIMAL_ROUNDS_PER_DECADE * decades)
+    first_order_decades = _decades(tol / max(1.0, float(spread)))
+    lbfgs_rounds = math.ceil(LBFGS_ROUNDS_PER_DECADE * first_order_decades)
+    proximal_rounds = math.ceil(PROXIMAL_ROUNDS_PER_DECADE * first_order_decades)
     sharded = problem.n_features >= SHARDED_FEATURES
     lbfgs_round = (_round_seconds(n, p, W, payload=8 * p, link=link, sharded=True,
                                   data_bytes=data_bytes) + pass_seconds) if sharded else gradient
@@ -202,7 +231,7 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
 
 
 def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds=0.0,
-                  link=IN_PROCESS):
+                  link=IN_PROCESS, spread=1.0):
     """The cheapest candidate of :func:`predict_methods` among the method names in
     ``able`` (those that handle the problem): least predicted seconds, then fewest
     rounds, then the order of the candidates.  The normal equations, exact in one round,
@@ -216,7 +245,8 @@ def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds
     it stops where scikit-learn's lasso does (the duality gap).
     None when no candidate handles the problem."""
     costs = [c for c in predict_methods(problem, n_samples, tol=tol, workers=workers,
-                                        pass_seconds=pass_seconds, link=link)
+                                        pass_seconds=pass_seconds, link=link,
+                                        spread=spread)
              if c.method in able]
     features = problem.features()
     if Feature.NON_QUADRATIC_LOSS in features and not _bounded(problem):

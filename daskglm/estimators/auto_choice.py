@@ -9,14 +9,16 @@ sentence the ledger prints under its table.
 
 from __future__ import annotations
 
-from ..accounting.choice import choose_method, predict_methods
+import numpy as np
+
+from ..accounting.choice import choose_method, criterion_spread, predict_methods
 from ..accounting.links import IN_PROCESS
 from ..engine.distributed import active_client
 from ..engine.link_probe import link_for
 from ..solvers import SOLVERS
 
-__all__ = ["AUTO_CHOICES", "choose_solver", "auto_choice", "choice_reason", "cluster_link",
-           "worker_threads"]
+__all__ = ["AUTO_CHOICES", "choose_solver", "solver_after_validation", "auto_choice",
+           "choice_reason", "cluster_link", "worker_threads"]
 
 #: The solvers ``solver="auto"`` chooses among.
 AUTO_CHOICES = ("normal", "newton", "lbfgs", "proximal")
@@ -44,14 +46,54 @@ def cluster_link():
 
 
 def choose_solver(problem, n_samples=1, tol=1e-4, workers=1, pass_seconds=0.0,
-                  link=IN_PROCESS):
+                  link=IN_PROCESS, spread=1.0):
     """The solver ``solver="auto"`` picks: the one of least predicted time among those
     that handle the problem (:func:`~daskglm.accounting.choice.choose_method`), a
     round reading the data from their source for ``pass_seconds``, its messages
-    crossing ``link``."""
+    crossing ``link``, the columns' :func:`~daskglm.accounting.choice.criterion_spread`
+    ``spread``."""
     chosen = choose_method(problem, n_samples, _able(problem), tol=tol, workers=workers,
-                           pass_seconds=pass_seconds, link=link)
+                           pass_seconds=pass_seconds, link=link, spread=spread)
     return "lbfgs" if chosen is None else chosen.method
+
+
+#: From this criterion spread on, ``solver="auto"`` chooses again after the validation
+#: round (below it the first-order methods' prices change by under a decade of ``tol``).
+SPREAD_TO_CHOOSE_AGAIN = 10.0
+
+
+def solver_after_validation(problem, engine, tol, link, name):
+    """``solver="auto"`` again once the validation round has read the data, where what it
+    measured changes the prices: the seconds of a pass over data streamed from their
+    source in every round, and the columns' scales (a first-order method must drive its
+    gradient :func:`~daskglm.accounting.choice.criterion_spread` times below ``tol``
+    where a column is in the thousands).  The choice and its reason go to the ledger;
+    ``name``, the choice before the read, where neither applies."""
+    reasons, pass_seconds, spread = [], 0.0, 1.0
+    if engine.streamed_share:
+        validation = next(r for r in engine.ledger.records if r.kind.startswith("validate"))
+        pass_seconds = validation.seconds * engine.streamed_share
+        reasons.append(f"{engine.streamed_share:.0%} of the data are read from their source "
+                       f"in every round ({pass_seconds:.3g} s a pass, from the validation "
+                       f"round)")
+    moments = getattr(engine, "column_moments", None)
+    if moments is not None:
+        weight = float(moments.weight) or 1.0
+        measured = criterion_spread(np.asarray(moments.sums) / weight,
+                                    np.asarray(moments.squares) / weight)
+        if measured >= SPREAD_TO_CHOOSE_AGAIN:
+            spread = measured
+            reasons.append(f"the columns' scales ask first-order methods for a gradient "
+                           f"{spread:.3g} times below tol")
+    if not reasons:
+        return name
+    chosen = choose_solver(problem, engine.n_samples, tol, worker_threads(),
+                           pass_seconds=pass_seconds, link=link, spread=spread)
+    engine.ledger.note_choice(
+        "solver", chosen,
+        f"{' and '.join(reasons)}: {chosen!r} is predicted fastest"
+        + ("" if chosen == name else f" (before the data were read: {name!r})"))
+    return chosen
 
 
 def auto_choice(problem, engine, tol, name, link, seconds):

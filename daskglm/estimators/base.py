@@ -46,7 +46,14 @@ from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, get_solver
 from ..solvers.base import DEFAULT_MAX_ITER, SolverResult
 from ..solvers.options import options_dict
-from .auto_choice import auto_choice, choice_reason, choose_solver, cluster_link, worker_threads
+from .auto_choice import (
+    auto_choice,
+    choice_reason,
+    choose_solver,
+    cluster_link,
+    solver_after_validation,
+    worker_threads,
+)
 from .categorical import (
     BLOCK_SOLVERS,
     check_missing,
@@ -345,8 +352,12 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             engine = engines.training
             if data.labels is not None:
                 self._classes_from_engine(engine, data.labels)
-            name = self._solver_for_streamed_data(plan, engine)
-            problem, solver = self._configure(plan, name, engines)
+            problem, solver = self._configure(plan, plan.solver_name, engines)
+            name = plan.solver_name
+            if self.solver == "auto":
+                name = solver_after_validation(problem, engine, self.tol, plan.link, name)
+                if name != plan.solver_name:
+                    problem, solver = self._configure(plan, name, engines)
             scale = engine.column_scale
             means = _target_moments(engine, problem.family, getattr(self, "inference", False))
             params0 = _start_params(problem, means, plan.start, scale)
@@ -513,26 +524,6 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
         """:meth:`_penalty`, with the constraint ``coef >= 0`` when ``positive`` is set."""
         penalty = self._penalty(total_weight)
         return NonNegative(penalty) if getattr(self, "positive", False) else penalty
-
-    def _solver_for_streamed_data(self, plan, engine):
-        """``solver="auto"`` again once the engine streams data from their source: the
-        validation round has just read them all, so a pass's seconds are measured, and
-        the method of fewest predicted seconds with that many passes is taken (the choice
-        and its reason go to the ledger).  The plan's solver otherwise."""
-        name = plan.solver_name
-        if self.solver != "auto" or not engine.streamed_share:
-            return name
-        validation = next(r for r in engine.ledger.records if r.kind.startswith("validate"))
-        pass_seconds = validation.seconds * engine.streamed_share
-        chosen = choose_solver(plan.problem, engine.n_samples, self.tol, worker_threads(),
-                                pass_seconds=pass_seconds, link=plan.link)
-        engine.ledger.note_choice(
-            "solver", chosen,
-            f"{engine.streamed_share:.0%} of the data are read from their source in every "
-            f"round ({pass_seconds:.3g} s a pass, from the validation round), and "
-            f"{chosen!r} is predicted fastest with that cost per pass"
-            + ("" if chosen == name else f" (before the data were read: {name!r})"))
-        return chosen
 
     def _start_on_kept_part(self, plan, name, problem, solver, engine, params0):
         """With ``solver="auto"`` on data partly kept in memory and partly read from their
