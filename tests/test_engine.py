@@ -132,7 +132,7 @@ def test_column_chunked_and_unknown_chunks_are_handled(binomial_data):
     [
         (lambda X, y, w: X.__setitem__((5, 1), np.nan), "X contains NaN"),
         (lambda X, y, w: y.__setitem__(7, np.inf), "y contains NaN"),
-        (lambda X, y, w: y.__setitem__(7, 2.0), r"\{0, 1\}"),
+        (lambda X, y, w: y.__setitem__(7, 2.0), r"\[0, 1\]"),
         (lambda X, y, w: w.__setitem__(3, -1.0), "negative"),
     ],
     ids=["nan-X", "inf-y", "bad-label", "negative-weight"],
