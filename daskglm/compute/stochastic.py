@@ -321,7 +321,11 @@ def local_sgd(part, draw, params, rule_state, average, config):
         return _hogwild_local_steps(part, index, first_step, counts, params, rule_state,
                                     weight, fraction, config, epoch, offset)
     if _lazy_l2_applies(part[0], config):
-        y, rate, rule_state, loss, batch_weight, penalty = _lazy_local_steps(
+        from .sparse_sgd_loops import compiled_lazy_steps, compiled_lazy_steps_apply
+
+        lazy = (compiled_lazy_steps if compiled_lazy_steps_apply(part, counts, config)
+                else _lazy_local_steps)
+        y, rate, rule_state, loss, batch_weight, penalty = lazy(
             part, index, first_step, counts, params, rule_state, weight, config, epoch, offset
         )
         return LocalSGDStats(
