@@ -47,7 +47,13 @@ def sklearn_solver(estimator):
     if names is RIDGE_SOLVERS and getattr(estimator, "positive", False):
         raise ValueError(f"solver={solver!r} does not support positive fitting. Please set "
                          "the solver to 'auto' or 'lbfgs'.")
-    if names is LOGISTIC_SOLVERS and solver in ("sag", "saga") \
-            and estimator._penalty_name() in ("l1", "elasticnet"):
+    if names is LOGISTIC_SOLVERS and solver in ("sag", "saga") and _has_l1_term(estimator):
         return {"solver": "proximal"}
     return {"solver": names[solver]}
+
+
+def _has_l1_term(estimator):
+    """Whether logistic regression's penalty (or a CV's mixings ``l1_ratios``) has an L1 term."""
+    if hasattr(estimator, "l1_ratios"):
+        return any(ratio not in (None, 0) for ratio in (estimator.l1_ratios or []))
+    return estimator._penalty_name() in ("l1", "elasticnet")

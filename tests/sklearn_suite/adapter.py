@@ -16,7 +16,10 @@ import functools
 import importlib
 import types
 
+import dask.array as da
+import numpy as np
 import pytest
+import scipy.sparse as sp
 import sklearn.linear_model
 
 import daskglm
@@ -26,10 +29,34 @@ TRANSLATED = {name: getattr(daskglm, name) for name in sklearn.linear_model.__al
               if isinstance(getattr(daskglm, name, None), type)}
 
 
-def _linear_model_namespace():
+def on_dask(cls):
+    """``cls`` fitting Dask arrays of three row chunks made from in-memory dense input."""
+
+    def fit(self, X, y, *args, **kwargs):
+        X, y = _chunked(X), _chunked(y)
+        if args:
+            args = (_chunked(args[0]), *args[1:])
+        if kwargs.get("sample_weight") is not None:
+            kwargs["sample_weight"] = _chunked(kwargs["sample_weight"])
+        return cls.fit(self, X, y, *args, **kwargs)
+
+    return type(cls.__name__, (cls,), {"fit": fit, "__module__": cls.__module__,
+                                       "__doc__": cls.__doc__})
+
+
+def _chunked(values):
+    if sp.issparse(values) or values is None or isinstance(values, da.Array):
+        return values
+    values = np.asarray(values)
+    if values.ndim == 0 or values.shape[0] < 3:
+        return values
+    return da.from_array(values, chunks=(-(-values.shape[0] // 3),) + values.shape[1:])
+
+
+def _linear_model_namespace(classes):
     namespace = types.ModuleType("sklearn.linear_model")
     namespace.__dict__.update(vars(sklearn.linear_model))
-    namespace.__dict__.update(TRANSLATED)
+    namespace.__dict__.update(classes)
     return namespace
 
 
@@ -76,7 +103,7 @@ def _translate_marks(marks, translation):
     return translated
 
 
-def translate(module_name, test_names, replacements=None):
+def translate(module_name, test_names, replacements=None, dask=False):
     """Translated copies of ``module_name``'s tests ``test_names`` and its fixtures.
 
     Parameters
@@ -88,6 +115,9 @@ def translate(module_name, test_names, replacements=None):
     replacements : dict, optional
         Further global names to replace (e.g. a test module's own subclass of a scikit-learn
         estimator, by the same subclass of daskglm's).
+    dask : bool, default=False
+        Fit Dask arrays (:func:`on_dask`) made from the tests' in-memory data; the copies'
+        names end in ``_on_dask``.
 
     Returns
     -------
@@ -96,10 +126,11 @@ def translate(module_name, test_names, replacements=None):
     """
     module = importlib.import_module(module_name)
     namespace = dict(vars(module))
-    translation = {getattr(sklearn.linear_model, name): cls for name, cls in TRANSLATED.items()}
+    classes = {name: on_dask(cls) if dask else cls for name, cls in TRANSLATED.items()}
+    translation = {getattr(sklearn.linear_model, name): cls for name, cls in classes.items()}
     for name, value in vars(module).items():
         if value is sklearn.linear_model:
-            namespace[name] = _linear_model_namespace()
+            namespace[name] = _linear_model_namespace(classes)
         elif _hashable(value) and value in translation:
             namespace[name] = translation[value]
     namespace.update(replacements or {})
@@ -115,7 +146,7 @@ def translate(module_name, test_names, replacements=None):
         original = getattr(module, name)
         copy = namespace[name]
         copy.pytestmark = _translate_marks(getattr(original, "pytestmark", []), translation)
-        collected[name] = copy
+        collected[name + ("_on_dask" if dask else "")] = copy
     return collected
 
 
@@ -129,3 +160,38 @@ def _hashable(value):
 
 def _is_fixture(value):
     return type(value).__name__ == "FixtureFunctionDefinition"
+
+
+class _SparseSGDClassifier(daskglm.SGDClassifier):
+    """test_sgd's ``_SparseSGDClassifier`` (``X`` as CSR), on daskglm's SGDClassifier."""
+
+    def fit(self, X, y, *args, **kwargs):
+        return super().fit(_csr(X), y, *args, **kwargs)
+
+    def partial_fit(self, X, y, *args, **kwargs):
+        return super().partial_fit(_csr(X), y, *args, **kwargs)
+
+    def decision_function(self, X):
+        return super().decision_function(_csr(X))
+
+    def predict_proba(self, X):
+        return super().predict_proba(_csr(X))
+
+
+class _SparseSGDRegressor(daskglm.SGDRegressor):
+    """test_sgd's ``_SparseSGDRegressor`` (``X`` as CSR), on daskglm's SGDRegressor."""
+
+    def fit(self, X, y, *args, **kwargs):
+        return super().fit(_csr(X), y, *args, **kwargs)
+
+    def partial_fit(self, X, y, *args, **kwargs):
+        return super().partial_fit(_csr(X), y, *args, **kwargs)
+
+
+def _csr(X):
+    return sp.csr_array(X)
+
+
+#: test_sgd's own subclasses of scikit-learn's SGD estimators, as daskglm's.
+SGD_REPLACEMENTS = {"_SparseSGDClassifier": _SparseSGDClassifier,
+                    "_SparseSGDRegressor": _SparseSGDRegressor}
