@@ -484,7 +484,7 @@ class _GLMBase(_InferenceMixin, BaseEstimator):
             else:
                 advice = f"stopped after {result.n_iter} of at most {max_iter} {self._iterations}"
             warnings.warn(
-                f"Solver {name!r} did not converge "
+                f"The {name} solver did not converge "
                 f"({result.message or 'tolerance not reached'}); {advice}.",
                 ConvergenceWarning,
                 stacklevel=_caller_level(),

@@ -28,6 +28,7 @@ import math
 from ..model.penalties import NoPenalty, make_penalty
 from ..solvers import SOLVERS
 from ..solvers.options import options_dict
+from .sklearn_solvers import sklearn_solver
 
 __all__ = ["SOLVER_NAMES", "translated", "with_dask_ml_parameters", "summed_loss_penalty",
            "DASK_ML_DOC"]
@@ -167,9 +168,10 @@ def _check_ignored(estimator, params):
 
 @contextlib.contextmanager
 def dask_ml_parameters(estimator):
-    """Within: ``estimator``'s parameters as :func:`translated` makes them; after: as
-    they were given."""
-    found = translated(estimator)
+    """Within: ``estimator``'s parameters as :func:`translated` makes them (and
+    scikit-learn's solver names as daskglm's, :func:`.sklearn_solvers.sklearn_solver`);
+    after: as they were given."""
+    found = {**sklearn_solver(estimator), **translated(estimator)}
     given = {name: getattr(estimator, name) for name in found}
     estimator.__dict__.update(found)
     try:

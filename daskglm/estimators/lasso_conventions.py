@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from ..solvers.solution_gap import gap_at_solution
+
 
 class _CheckInputMixin:
     """``fit(..., check_input=True)``, the keyword of scikit-learn's Lasso and ElasticNet.
@@ -34,12 +36,37 @@ class _CheckInputMixin:
 
 class _DualGapMixin:
     """``dual_gap_`` of scikit-learn's Lasso / ElasticNet: the duality gap (scikit-learn's
-    normalisation) at the solution, from solvers that stop on it (``"proximal"``); fits by
-    other solvers have none.  ``tol`` bounds it as in scikit-learn: the fit has converged
-    when ``dual_gap_ <= tol * mean_W (y - ybar)^2`` (``mean_W y^2`` without an intercept)."""
+    normalisation) at the solution, from solvers that stop on it (``"proximal"``), else
+    from one gradient round at the solution (:mod:`~daskglm.solvers.solution_gap`).
+    ``tol`` bounds it as in scikit-learn: proximal gradient has converged when ``dual_gap_
+    <= tol * mean_W (y - ybar)^2`` (``mean_W y^2`` without an intercept)."""
 
     def _record_fit(self, problem, result):
         super()._record_fit(problem, result)
         self.__dict__.pop("dual_gap_", None)
         if getattr(result, "dual_gap", None) is not None:
             self.dual_gap_ = float(result.dual_gap)
+
+    def _fit_statistics(self, engine, problem, params, *args, **kwargs):
+        super()._fit_statistics(engine, problem, params, *args, **kwargs)
+        if not hasattr(self, "dual_gap_"):
+            gap = gap_at_solution(problem, engine, params)
+            if gap is not None:
+                self.dual_gap_ = gap
+
+
+def _check_selection(estimator):
+    """ValueError for a ``selection`` that scikit-learn's coordinate descent does not take."""
+    selection = getattr(estimator, "selection", "cyclic")  # not among the CV classes' params
+    if selection not in ("cyclic", "random"):
+        raise ValueError(f"selection must be 'cyclic' or 'random'; got {selection!r}.")
+
+
+#: The docstring of the parameters of scikit-learn's signature that change how it computes,
+#: not what.
+SKLEARN_ONLY_DOC = """    copy_X, precompute, random_state, selection : optional
+        Accepted for scikit-learn's signature; they do not change the fit: daskglm never
+        modifies ``X``, computes the Gram matrix when its solver uses one, and draws no
+        random numbers (``selection`` is ``"cyclic"`` or ``"random"``: the order of
+        scikit-learn's coordinate descent).
+"""

@@ -2,144 +2,25 @@
 :class:`Lasso`, :class:`ElasticNet` and :class:`PoissonRegressor`.
 
 Each maps scikit-learn's objective for the class of the same name onto ``mean weighted
-loss + penalty``.  :class:`_RegressorGLM`, their base (and that of
-:class:`~daskglm.estimators.sgd.SGDRegressor`), holds ``predict`` and ``score`` (R^2 for
-the Gaussian family, the fraction of deviance explained D^2 otherwise).
+loss + penalty``.  Their base :class:`~.regressor_base._RegressorGLM` (also that of
+:class:`~daskglm.estimators.sgd.SGDRegressor`) holds ``predict`` and ``score``.
 """
 
 from __future__ import annotations
 
-import warnings
-
-import numpy as np
-from sklearn.base import RegressorMixin
-from sklearn.exceptions import UndefinedMetricWarning
-
-from ..engine import is_dask
 from ..model.families import Gaussian, Poisson, get_family
 from ..model.penalties import NoPenalty, make_penalty
-from .base import (
-    _COMMON_DOC,
-    _FITTED_DOC,
-    _POSITIVE_DOC,
-    _apply_rowwise,
-    _GLMBase,
-    _to_float,
-    _weighted_mean,
-)
+from .base import _COMMON_DOC, _FITTED_DOC, _POSITIVE_DOC
 from .dask_ml_params import DASK_ML_DOC, summed_loss_penalty
 from .grouped_binomial import _GroupedBinomialMixin
-from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC, _check_offset
-from .lasso_conventions import _CheckInputMixin, _DualGapMixin
+from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
+from .lasso_conventions import SKLEARN_ONLY_DOC, _check_selection, _CheckInputMixin, _DualGapMixin
 from .multi_output import _MultiOutputMixin
-from .validation import _check_score_input
+from .regressor_base import _RegressorGLM
+from .sklearn_solvers import RIDGE_SOLVERS
 
-
-class _RegressorGLM(RegressorMixin, _GLMBase):
-    def predict(self, X, offset=None, exposure=None):
-        """Predicted mean ``inverse_link(X @ coef_ + intercept_ + offset)``.
-
-        Parameters
-        ----------
-        X : array-like, sparse matrix, Dask array or Dask DataFrame
-        offset : array-like or Dask array of shape (n_samples,), optional
-            Added to the linear predictor, as in ``fit``.
-        exposure : array-like or Dask array of shape (n_samples,), optional
-            For a log link: ``offset = log(exposure)``.
-
-        Returns
-        -------
-        ndarray or dask.array.Array
-            A lazy Dask array chunked like ``X``'s rows for Dask input, numpy otherwise.
-        """
-        family = self._family()
-        eta = self._linear_predictor(X)
-        offset = _check_offset(self, offset, exposure, eta[:, None], family)
-        if offset is not None:
-            if is_dask(eta) and not is_dask(offset):
-                import dask.array as da
-
-                offset = da.from_array(offset, chunks=eta.chunks)
-            eta = eta + offset
-        return _apply_rowwise(family.mean, eta)
-
-    def score(self, X, y, sample_weight=None, offset=None, exposure=None):
-        """Coefficient of determination R^2 (Gaussian) or fraction of deviance explained D^2.
-
-        Parameters
-        ----------
-        X : array-like or Dask array of shape (n_samples, n_features)
-        y : array-like or Dask array of shape (n_samples,)
-        sample_weight : array-like or Dask array, optional
-        offset, exposure : array-like or Dask array of shape (n_samples,), optional
-            As in :meth:`predict`; the baseline is the weighted mean of ``y`` either way.
-
-        Returns
-        -------
-        float
-        """
-        X, y, sample_weight = _check_score_input(X, y, sample_weight)
-        if not is_dask(y) and y.shape[0] < 2:
-            warnings.warn("R^2 score is not well-defined with less than two samples.",
-                          UndefinedMetricWarning, stacklevel=2)
-            return float("nan")
-        family = self._family()
-        mu = self.predict(X, offset, exposure)
-        y_mean = _to_float(_weighted_mean(y, sample_weight))
-        if isinstance(family, Gaussian):
-            residual = _to_float(_weighted_mean((y - mu) ** 2, sample_weight))
-            total = _to_float(_weighted_mean((y - y_mean) ** 2, sample_weight))
-        else:
-            residual = _to_float(_deviance_mean(family, y, mu, sample_weight))
-            total = _to_float(_deviance_mean(family, y, y_mean, sample_weight))
-        if total == 0:
-            return 1.0 if residual == 0 else 0.0
-        return 1.0 - residual / total
-
-    def get_deviance(self, X, y, sample_weight=None, offset=None, exposure=None):
-        """Total deviance of the fitted model on ``(X, y)``: the (weighted) sum of the
-        family's unit deviances, as dask-glm's and dask-ml's ``get_deviance``.
-
-        Parameters
-        ----------
-        X : array-like or Dask array of shape (n_samples, n_features)
-        y : array-like or Dask array of shape (n_samples,)
-        sample_weight : array-like or Dask array, optional
-        offset, exposure : array-like or Dask array of shape (n_samples,), optional
-            As in :meth:`predict`.
-
-        Returns
-        -------
-        float
-        """
-        X, y, sample_weight = _check_score_input(X, y, sample_weight)
-        mu = self.predict(X, offset, exposure)
-        mean = _to_float(_deviance_mean(self._family(), y, mu, sample_weight))
-        total = y.shape[0] if sample_weight is None else _to_float(sample_weight.sum())
-        return mean * float(total)
-
-
-def _deviance_mean(family, y, mu, weight):
-    """The weighted mean deviance; targets outside the family's support are an error (in
-    the pass that reads them, for Dask ``y``)."""
-    if is_dask(y):
-        import dask.array as da
-
-        if not is_dask(mu):  # the null model's mean, or predictions of in-memory X
-            mu = (da.full_like(y, mu, dtype=float) if np.ndim(mu) == 0
-                  else da.from_array(np.asarray(mu), chunks=y.chunks))
-        parts = [y, mu] + ([weight] if weight is not None else [])
-        sums = da.map_blocks(_block_deviance, family, *parts, chunks=(1,), dtype=float).sum()
-        total = y.shape[0] if weight is None else weight.sum()
-        return sums / total
-    family.distribution.check_target(y)
-    total = y.shape[0] if weight is None else weight.sum()
-    return family.deviance(y, np.broadcast_to(mu, y.shape), weight) / total
-
-
-def _block_deviance(family, y, mu, weight=None):
-    family.distribution.check_target(y)
-    return np.array([family.deviance(y, mu, weight)])
+__all__ = ["GLM", "LinearRegression", "Ridge", "PoissonRegressor", "Lasso", "ElasticNet",
+           "_RegressorGLM"]
 
 
 class GLM(_GroupedBinomialMixin, _RegressorGLM):
@@ -240,6 +121,8 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
         dask-ml's inverse regularisation strength (1.0 when only ``penalty`` is given).
     class_weight : None
         dask-ml's parameter; only None (row weights are ``sample_weight``).
+    copy_X : bool, default=True
+        Accepted for scikit-learn's signature; daskglm never modifies ``X``.
 """
         + _INFERENCE_DOC
         + _COMMON_DOC
@@ -256,7 +139,9 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
                  warm_start=False, inference=False, cov_type="nonrobust",
                  cov_kwds=None, positive=False, missing="error",
                  penalty=None, C=None, dual=False, intercept_scaling=1.0, class_weight=None,
-                 random_state=None, multi_class="auto", n_jobs=None, solver_kwargs=None):
+                 random_state=None, multi_class="auto", n_jobs=None, solver_kwargs=None,
+                 copy_X=True):
+        self.copy_X = copy_X
         self.penalty = penalty
         self.C = C
         self.dual = dual
@@ -307,15 +192,27 @@ class Ridge(_MultiOutputMixin, _RegressorGLM):
     ----------
     alpha : float, default=1.0
         L2 strength, >= 0.
+    copy_X, random_state : optional
+        Accepted for scikit-learn's signature; daskglm never modifies ``X`` and draws no
+        random numbers.
+
+    ``solver`` also takes scikit-learn's names (:mod:`~.sklearn_solvers`): ``"svd"``,
+    ``"cholesky"``, ``"lsqr"``, ``"sparse_cg"``, ``"sag"`` and ``"saga"`` solve the normal
+    equations, and with ``positive=True`` raise a ValueError, as scikit-learn's.
 """
         + _COMMON_DOC
         + _POSITIVE_DOC
         + _FITTED_DOC
     )
 
+    _sklearn_solvers = RIDGE_SOLVERS
+
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, positive=False, missing="error"):
+                 warm_start=False, positive=False, missing="error", copy_X=True,
+                 random_state=None):
+        self.copy_X = copy_X
+        self.random_state = random_state
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -407,12 +304,16 @@ class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
 """
         + _LONG_COMMON_DOC
         + _POSITIVE_DOC
+        + SKLEARN_ONLY_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=1000,
                  solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, positive=False, missing="error"):
+                 warm_start=False, positive=False, missing="error", precompute=False,
+                 copy_X=True, random_state=None, selection="cyclic"):
+        self.precompute, self.copy_X = precompute, copy_X
+        self.random_state, self.selection = random_state, selection
         self.alpha = alpha
         self.solver = solver
         self.fit_intercept = fit_intercept
@@ -427,6 +328,10 @@ class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
 
     def _family(self):
         return Gaussian()
+
+    def _check_params(self):
+        super()._check_params()
+        _check_selection(self)
 
     def _penalty(self, total_weight):
         return make_penalty("l1", self.alpha)
@@ -454,12 +359,16 @@ class ElasticNet(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorG
 """
         + _LONG_COMMON_DOC
         + _POSITIVE_DOC
+        + SKLEARN_ONLY_DOC
         + _FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, l1_ratio=0.5, solver="auto", fit_intercept=True, tol=1e-4,
                  max_iter=1000, solver_options=None, cache="auto", verbose=0,
-                 warm_start=False, positive=False, missing="error"):
+                 warm_start=False, positive=False, missing="error", precompute=False,
+                 copy_X=True, random_state=None, selection="cyclic"):
+        self.precompute, self.copy_X = precompute, copy_X
+        self.random_state, self.selection = random_state, selection
         self.alpha = alpha
         self.l1_ratio = l1_ratio
         self.solver = solver
@@ -475,6 +384,10 @@ class ElasticNet(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorG
 
     def _family(self):
         return Gaussian()
+
+    def _check_params(self):
+        super()._check_params()
+        _check_selection(self)
 
     def _penalty(self, total_weight):
         return make_penalty("elasticnet", self.alpha, self.l1_ratio)

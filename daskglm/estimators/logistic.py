@@ -42,6 +42,7 @@ from .class_weights import _check_class_weight, _class_weights, _weights_of_rows
 from .dask_ml_params import DASK_ML_DOC
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
 from .plan import LabelRequest
+from .sklearn_solvers import LOGISTIC_SOLVERS
 from .validation import _check_score_input
 
 #: scikit-learn 1.8 deprecated ``LogisticRegression(penalty=...)``: the penalty follows
@@ -80,6 +81,10 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         (classes not named weigh 1), or ``"balanced"``, ``sum(w) / (n_classes * sum of w
         in the class)``, as scikit-learn.  For numeric Dask labels the sums come from the
         engine's validation round and the rows are weighed where they live.
+
+    ``solver`` also takes scikit-learn's names (:mod:`~.sklearn_solvers`): ``"newton-cg"``
+    and ``"newton-cholesky"`` run ``"newton"``, ``"sag"`` and ``"saga"`` ``"lbfgs"`` (with
+    an L1 term ``"proximal"``); ``"liblinear"``, which penalises the intercept, is refused.
 """
         + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
                                  "``C=inf``)")
@@ -98,6 +103,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
     #: More than two classes fit the multinomial model (estimators borrowing the label
     #: handling without it accept two classes only).
     _multinomial = True
+    _sklearn_solvers = LOGISTIC_SOLVERS
 
     def __init__(self, penalty="auto" if PENALTY_FROM_L1_RATIO else "l2", *, C=1.0,
                  l1_ratio=0.0 if PENALTY_FROM_L1_RATIO else None, solver="auto", fit_intercept=True,

@@ -32,6 +32,7 @@ from ..model.penalties import L1, L2, make_penalty
 from .base import _COMMON_DOC
 from .cv import _PathCV
 from .cv_folds import _positive_grid
+from .dask_ml_params import dask_ml_parameters
 from .logistic import LogisticRegression
 
 __all__ = ["LogisticRegressionCV"]
@@ -95,7 +96,10 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
         True, scikit-learn's dicts and repeated arrays (its default before 1.10); False,
         its plain arrays (see Attributes).
     class_weight : dict, "balanced" or None, default=None
-        As :class:`LogisticRegression`."""
+        As :class:`LogisticRegression`.
+    random_state : optional
+        Accepted for scikit-learn's signature; the solvers draw no random numbers (the
+        folds are ``cv``'s)."""
         + _COMMON_DOC
         + """
     Attributes
@@ -131,7 +135,8 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
     def __init__(self, *, Cs=10, l1_ratios=None, fit_intercept=True, cv=None, scoring=None,
                  solver="auto", tol=1e-4, max_iter=100, class_weight=None, refit=True,
                  use_legacy_attributes=True, solver_options=None, cache="auto", verbose=0,
-                 missing="error"):
+                 missing="error", random_state=None):
+        self.random_state = random_state
         self.Cs = Cs
         self.l1_ratios = l1_ratios
         self.fit_intercept = fit_intercept
@@ -322,7 +327,8 @@ class LogisticRegressionCV(_PathCV, LogisticRegression):
             if scorer_params.keys() != ({"sample_weight"} if sample_weight is not None else set()):
                 self._scorer_params = scorer_params  # not what the held-out round weighs
         try:
-            return self._fit(X, y, sample_weight)
+            with dask_ml_parameters(self):  # scikit-learn's solver names as daskglm's
+                return self._fit(X, y, sample_weight)
         finally:
             self.__dict__.pop("_scorer_params", None)
             self.__dict__.pop("_split_params", None)

@@ -210,6 +210,9 @@ class _MultiOutputMixin:
                            if self.fit_intercept else first.intercept_)
         self.n_iter_ = np.array([fit.n_iter_ for fit in fits])
         self.converged_ = all(fit.converged_ for fit in fits)
+        self.__dict__.pop("dual_gap_", None)
+        if all(hasattr(fit, "dual_gap_") for fit in fits):  # Lasso's and ElasticNet's
+            self.dual_gap_ = np.array([fit.dual_gap_ for fit in fits])
         self.history_ = [{**entry, "target": j} for j, fit in enumerate(fits)
                          for entry in fit.history_]
         self.comm_ = CommReport.concatenate([fit.comm_ for fit in fits])
