@@ -13,7 +13,8 @@ import pytest
 
 import daskglm
 from daskglm.accounting.kinds import Kind
-from daskglm.accounting.ledger import CommReport, RoundRecord
+from daskglm.accounting.ledger import CommReport
+from daskglm.accounting.round_record import RoundRecord
 from daskglm.cli import DEMO_COLUMNS, main
 from daskglm.comparison import (
     EPOCH_KINDS,

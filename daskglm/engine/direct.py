@@ -319,7 +319,7 @@ class DirectMeasurement:
     def fill(self, record):
         """Write the measured fields of ``record``."""
         from ..accounting.bytemodel import direct_control_bytes
-        from ..accounting.ledger import _timing
+        from ..accounting.round_record import round_timing
 
         record.route = "direct"
         record.bytes_overhead = direct_control_bytes(record, self.calls)
@@ -331,7 +331,7 @@ class DirectMeasurement:
         tasks = max(1, record.tasks)
         record.bytes_kept_local = (int(round((self.groups - self.calls) * record.bytes_returned
                                              / tasks)) if record.split_every else 0)
-        for name, value in _timing(self.spans).items():
+        for name, value in round_timing(self.spans).items():
             setattr(record, name, value)
 
 
