@@ -7,7 +7,7 @@ SGD steps on mini-batches of its own rows, pushes the accumulated change every
 staleness bound waits its turn after each push (and then reads).  It stops when the
 holder says the run has done its rows, after ``passes`` passes over its own rows or
 ``seconds`` of work, or when asked.  The holder is anything with the methods of
-:class:`~daskglm.engine.asynchronous.ParameterHolder` (its handle on a cluster); nothing
+:class:`~daskglm.engine.parameter_holders.ParameterHolder` (its handle on a cluster); nothing
 here imports Dask.
 
 Every change a task pushes is scaled by ``1 / (tasks running when it last read)``, so

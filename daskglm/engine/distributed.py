@@ -688,7 +688,7 @@ class DistributedEngine(Engine):
     def _make_holder(self, params):
         import uuid
 
-        from .asynchronous import ActorHolder, ParameterHolder
+        from .parameter_holders import ActorHolder, ParameterHolder
 
         # the worker holding the fewest partitions (then the first by address)
         holders = self.client.who_has(self.parts) if self.cache == "memory" else {}
