@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from daskglm.compute import blocked, kernels
+from daskglm.compute import blocked, kernels, row_blocks
 from daskglm.compute.kernels import gram, loss_grad, loss_grad_hess
 from daskglm.model.families import (
     Binomial,
@@ -34,7 +34,7 @@ FAMILIES = [
 #: Rows around the block sizes: one row, fewer rows than a block, exactly one gradient
 #: block, and sizes that are not multiples of the gradient or the Gram block.
 D = 7
-ROWS = [1, 5, kernels._block_rows(D), blocked.gram_block_rows(D) + 1, 2 * kernels._block_rows(D, True) + 3]
+ROWS = [1, 5, row_blocks.block_rows(D), blocked.gram_block_rows(D) + 1, 2 * row_blocks.block_rows(D, True) + 3]
 
 
 def _target(family, mu, rng):

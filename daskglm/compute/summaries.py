@@ -19,7 +19,8 @@ import scipy.sparse as sp
 
 from ..backend import from_host, is_numpy_namespace, is_sparse, namespace, to_host
 from .categorical_matrix import CategoricalMatrix, is_categorical_matrix
-from .kernels import GramStats, _row_blocks, _scratch, _transpose_product, gram
+from .kernels import GramStats, gram
+from .row_blocks import block_scratch, row_blocks, transpose_product
 from .tree import row_additive
 
 __all__ = [
@@ -59,12 +60,12 @@ def column_moments(part):
     weight = xp.ones(X.shape[0], dtype=xp.float64) if weight is None else weight
     sums = xp.zeros(X.shape[1], dtype=xp.float64)
     squares = xp.zeros(X.shape[1], dtype=xp.float64)
-    scratch = _scratch(X) if fast else None
+    scratch = block_scratch(X) if fast else None
     # squares of columns beyond 1e154 overflow to inf, which the scale check then reports
     with np.errstate(over="ignore"):
-        for start, stop in _row_blocks(X):
+        for start, stop in row_blocks(X):
             X_b, w_b = X[start:stop, ...], weight[start:stop]
-            sums += _transpose_product(X_b, w_b)
+            sums += transpose_product(X_b, w_b)
             if is_sparse(X_b):  # scipy's CSR or cupyx's
                 squared = type(X_b)((X_b.data.astype(np.float64) ** 2, X_b.indices,
                                      X_b.indptr), shape=X_b.shape)
@@ -73,7 +74,7 @@ def column_moments(part):
             else:  # one temporary: X_b itself when it is float64 already
                 wide = X_b if X_b.dtype == xp.float64 else xp.astype(X_b, xp.float64)
                 squared = wide * wide
-            squares += _transpose_product(squared, w_b)
+            squares += transpose_product(squared, w_b)
     return ColumnMoments(float(xp.sum(weight)), to_host(sums), to_host(squares))
 
 
