@@ -1,6 +1,6 @@
 """The compiled loop of local SGD on a dense partition (numba): a round's steps in one call.
 
-:func:`daskglm.compute.stochastic.local_sgd` runs a round of ``K`` SGD steps on one
+:func:`daskglm.compute.local_sgd_rounds.local_sgd` runs a round of ``K`` SGD steps on one
 partition.  With a few rows per step, each step written in numpy costs tens of
 microseconds of Python for well under one of arithmetic; :func:`local_steps` runs all
 ``K`` steps in one compiled call, with the arithmetic of the Python loop it replaces: each

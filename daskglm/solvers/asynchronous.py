@@ -12,7 +12,8 @@ import numpy as np
 
 from ..accounting.kinds import Kind
 from ..compute.hogwild import SCHEDULES as HOGWILD_SCHEDULES
-from ..compute.parameter_server import ParameterServerConfig, hogwild_loss, parameter_server_task
+from ..compute.hogwild import hogwild_loss
+from ..compute.parameter_server import ParameterServerConfig, parameter_server_task
 from ..compute.seeds import root_seed
 from ..engine.parameter_holders import HolderLostError
 from ..engine.parameter_server import ParameterServer
