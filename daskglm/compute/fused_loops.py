@@ -37,7 +37,7 @@ import math
 import numba
 import numpy as np
 
-from ..model.numerics import _EPS, _EXP_SAFE, _LOG_MAX
+from ..model.numerics import EPS, EXP_SAFE, LOG_MAX
 from .loss_codes import (
     BINOMIAL,
     GAMMA_LOG,
@@ -63,12 +63,12 @@ _FAST = {"reassoc", "contract", "nsz"}
 #: multiply-adds, as in :mod:`.vector_math`.
 _CONTRACT = {"contract"}
 
-_EXP_SAFE_VALUE = float(_EXP_SAFE)
-#: The log link's limits: ``eta`` clipped at ``_LOG_MAX`` (``Log.inverse``), the mean at
-#: ``_EPS`` from below (``GammaDistribution.clip_mean``), i.e. ``eta`` at ``log(_EPS)``.
-_LOG_MAX_VALUE = float(_LOG_MAX)
-_EPS_VALUE = float(_EPS)
-_LOG_EPS_VALUE = math.log(_EPS)
+_EXP_SAFE_VALUE = float(EXP_SAFE)
+#: The log link's limits: ``eta`` clipped at ``LOG_MAX`` (``Log.inverse``), the mean at
+#: ``EPS`` from below (``GammaDistribution.clip_mean``), i.e. ``eta`` at ``log(EPS)``.
+_LOG_MAX_VALUE = float(LOG_MAX)
+_EPS_VALUE = float(EPS)
+_LOG_EPS_VALUE = math.log(EPS)
 
 
 #: Rows summed into a partial sum before it is added to the total: summing in two levels
@@ -129,7 +129,7 @@ def _binomial_rows(parameter, y, eta, count, loss, residual, curvature, work, sc
 @numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy", inline="always")
 def _poisson_rows(parameter, y, eta, count, loss, residual, curvature, work, scale_bits):
     """The log link's Poisson loss ``exp(eta) - y eta``, ``exp`` continued quadratically
-    above ``_EXP_SAFE`` (as ``Poisson.mean``); curvature the capped ``exp`` (as
+    above ``EXP_SAFE`` (as ``Poisson.mean``); curvature the capped ``exp`` (as
     ``Poisson.d2loss``)."""
     scratch = work[0]
     for i in range(count):
@@ -148,8 +148,8 @@ def _poisson_rows(parameter, y, eta, count, loss, residual, curvature, work, sca
 
 @numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy", inline="always")
 def _gamma_log_rows(parameter, y, eta, count, loss, residual, curvature, work, scale_bits):
-    """The Gamma with the log link: ``mu = exp(eta)`` with ``eta`` at most ``_LOG_MAX`` and
-    ``mu`` at least ``_EPS``; loss ``y / mu + log mu``, derivative ``(mu - y) / mu^2
+    """The Gamma with the log link: ``mu = exp(eta)`` with ``eta`` at most ``LOG_MAX`` and
+    ``mu`` at least ``EPS``; loss ``y / mu + log mu``, derivative ``(mu - y) / mu^2
     dmu/deta`` (``1 - y / mu`` where ``mu`` is not clipped), curvature ``y / mu`` (exact)."""
     scratch = work[0]
     for i in range(count):
@@ -162,7 +162,7 @@ def _gamma_log_rows(parameter, y, eta, count, loss, residual, curvature, work, s
         loss[i] = y[i] * inverse + max(value, _LOG_EPS_VALUE)
         residual[i] = 1.0 - y[i] * inverse
         clipped += value < _LOG_EPS_VALUE
-    if clipped:  # mu at _EPS: dmu/deta is exp(eta), not mu
+    if clipped:  # mu at EPS: dmu/deta is exp(eta), not mu
         for i in range(count):
             value = min(eta[i], _LOG_MAX_VALUE)
             if value < _LOG_EPS_VALUE:
@@ -203,7 +203,7 @@ def _tweedie_log_rows(parameter, y, eta, count, loss, residual, curvature, work,
         else:
             for i in range(count):
                 curvature[i] = upper[i]
-            for i in range(count):  # mu at _EPS: dmu/deta = exp(eta)
+            for i in range(count):  # mu at EPS: dmu/deta = exp(eta)
                 value = min(eta[i], _LOG_MAX_VALUE)
                 if value < _LOG_EPS_VALUE:
                     slope = math.exp(value) / _EPS_VALUE
@@ -246,8 +246,8 @@ def _negative_binomial_log_rows(parameter, y, eta, count, loss, residual, curvat
 
 @numba.njit(cache=True, nogil=True, fastmath=_CONTRACT, error_model="numpy", inline="always")
 def _slopes_of_clipped_means(eta, count, residual):
-    """Where the log link's mean was clipped at ``_EPS``, ``dmu/deta`` is ``exp(eta)``, not
-    the mean the residual was formed with: scale those residuals by ``exp(eta) / _EPS``."""
+    """Where the log link's mean was clipped at ``EPS``, ``dmu/deta`` is ``exp(eta)``, not
+    the mean the residual was formed with: scale those residuals by ``exp(eta) / EPS``."""
     for i in range(count):
         value = min(eta[i], _LOG_MAX_VALUE)
         if value < _LOG_EPS_VALUE:
