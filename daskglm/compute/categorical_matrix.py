@@ -7,7 +7,7 @@ categorical column's features at most, so those columns need not be stored as va
 categorical column, each row's feature (an integer, -1 when the row's level has none).
 That is 8 bytes per numeric value and 4 per categorical value, where CSR takes 12 per
 stored value, and its products cost a dense product plus one gather or scatter per
-categorical value: the compiled loops of :mod:`.fused_loops` (``fused_categorical_rows``,
+categorical value: the compiled loops of :mod:`.fused_sparse_loops` (``fused_categorical_rows``,
 ``fused_categorical_hessian_rows``) and :mod:`.moment_loops` read it.
 
 It is the partition layout of the fits whose kernels read it (the gradient, the Hessian

@@ -16,9 +16,9 @@ microsecond here, against tens of microseconds in the Python loop.
 Imported on the first compiled round only.  As in :mod:`.fused_loops`, the family is an
 integer code with a float parameter, so that every worker process finds the compiled
 loop in numba's on-disk cache (``cache=True``).  That cache keys a function on its own
-file only: the cached loop here contains :mod:`.fused_loops` and :mod:`.vector_math`
-compiled in, and a change to either must touch this file too (or clear its
-``__pycache__``).
+file only: the cached loop here contains :mod:`.fused_loops`, :mod:`.family_formulas` and
+:mod:`.vector_math` compiled in, and a change to any of them must touch this file too (or
+clear its ``__pycache__``).
 """
 
 from __future__ import annotations

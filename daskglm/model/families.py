@@ -97,7 +97,7 @@ class Family:
 
     def compiled_loss(self):
         """``(name, parameter)`` of this family's loss among the compiled row loops
-        (:mod:`daskglm.compute.fused_loops`), or None: those kernels then take the generic
+        (:mod:`daskglm.compute.family_formulas`), or None: those kernels then take the generic
         path over :meth:`loss_and_dloss`.  A subclass that changes the loss must return
         None (the named families check their exact class)."""
         return None
