@@ -370,7 +370,7 @@ class Poisson(_NamedFamily):
         return ("poisson", 0.0) if type(self) is Poisson and self.canonical else None
 
 
-class _StartAtTypicalMean:
+class StartAtTypicalMean:
     """Start fits at ``g(start_mean)`` with every link: for these distributions a zero
     linear predictor is outside the domain of the mean under the canonical link."""
 
@@ -380,7 +380,7 @@ class _StartAtTypicalMean:
         return eta if math.isfinite(eta) else 0.0
 
 
-class Gamma(_StartAtTypicalMean, _NamedFamily):
+class Gamma(StartAtTypicalMean, _NamedFamily):
     """Gamma distribution (targets > 0), inverse link by default as in statsmodels;
     ``Gamma("log")`` is scikit-learn's :class:`~sklearn.linear_model.GammaRegressor`."""
 
@@ -391,14 +391,14 @@ class Gamma(_StartAtTypicalMean, _NamedFamily):
         return ("gamma_log", 0.0) if type(self) is Gamma and type(self.link) is Log else None
 
 
-class InverseGaussian(_StartAtTypicalMean, _NamedFamily):
+class InverseGaussian(StartAtTypicalMean, _NamedFamily):
     """Inverse Gaussian distribution (targets > 0), link ``1 / mu**2`` by default."""
 
     name = "inverse_gaussian"
     _distribution = InverseGaussianDistribution
 
 
-class _ParametrisedFamily(_StartAtTypicalMean, Family):
+class _ParametrisedFamily(StartAtTypicalMean, Family):
     """A family whose distribution takes one parameter (``_parameter``)."""
 
     _parameter = "parameter"
