@@ -30,13 +30,13 @@ __all__ = ["main", "add_parser"]
 
 
 def _entries(X, y, coef):
-    from daskglm.compute import fused_loops
+    from daskglm.compute import fused_loops, loss_codes
 
     none = np.empty(0)
     read_coef = coef.astype(X.dtype)  # a float64 vector would make numpy convert X
     entries = {"read: X @ v": lambda: X @ read_coef, "read: X.sum()": X.sum}
-    names = {fused_loops.GAUSSIAN: "gaussian", fused_loops.BINOMIAL: "binomial",
-             fused_loops.POISSON: "poisson"}
+    names = {loss_codes.GAUSSIAN: "gaussian", loss_codes.BINOMIAL: "binomial",
+             loss_codes.POISSON: "poisson"}
     scaled = np.empty_like(X)
     for family, name in names.items():
         entries[f"{name}, gradient"] = (

@@ -5,7 +5,7 @@ calibrated on the suite's cluster) are timed on clusters of 1, 2, ... worker pro
 one after the other; from ``w`` workers to the largest count ``W`` the speed-up is
 ``T(w) / T(W)`` and the efficiency ``T(w) w / (T(W) W)``.
 
-Projection: :func:`daskglm.accounting.costmodel.calibrate` learns the cluster from the ledgers
+Projection: :func:`daskglm.accounting.calibration.calibrate` learns the cluster from the ledgers
 (``est.comm_``) of the daskglm fits of one case, and :func:`daskglm.accounting.projection.project`
 predicts each method's time in its solver rounds on ``W`` workers holding the same data
 (strong scaling: the rows are spread over ``max(P, W)`` partitions), on the network
@@ -38,15 +38,15 @@ def project_case(case_result, scaling, log=print):
         per method, rounds, measured seconds in solver rounds, the model's prediction for
         the measured cluster and its error, and ``predicted_s[network][workers]``.
     """
-    from daskglm.accounting import costmodel
     from daskglm.accounting import projection as projections
+    from daskglm.accounting.calibration import calibrate
 
     reports = {entry["entry"]: entry["_ledger"] for entry in case_result["results"]
                if entry.get("_ledger") is not None and entry.get("status") == "ok"}
     if not reports:
         return None
     data_bytes = case_result["data"]["X_bytes"]
-    calibration = costmodel.calibrate(reports, data_bytes=data_bytes)
+    calibration = calibrate(reports, data_bytes=data_bytes)
     rows = {}
     for label, network in scaling.networks:
         for workers in scaling.project_workers:

@@ -17,7 +17,7 @@ import pytest
 
 import daskglm
 from daskglm import engine as engine_module
-from daskglm.compute import blocked, kernels
+from daskglm.compute import blocked, row_blocks
 from daskglm.compute.kernels import gram, linear_predictor, loss_grad, loss_grad_hess
 from daskglm.compute.local_solves import fit_partition
 from daskglm.compute.multinomial import multinomial_loss_grad, multinomial_loss_grad_hess
@@ -31,7 +31,7 @@ from .conftest import make_data
 #: Odd width, so that rows start at every offset inside a buffer; rows span several
 #: gradient and Gram blocks and end in a partial one.
 D = 13
-N = 3 * max(blocked.gram_block_rows(D), kernels._block_rows(D, True)) + 5
+N = 3 * max(blocked.gram_block_rows(D), row_blocks.block_rows(D, True)) + 5
 
 
 def _at(offset, a):

@@ -13,7 +13,7 @@ import scipy.sparse as sp
 import scipy.special
 
 from daskglm.backend import from_host, namespace, to_host
-from daskglm.compute import kernels
+from daskglm.compute import kernels, row_blocks
 from daskglm.compute.kernels import gram, linear_predictor, loss_grad, loss_grad_hess
 from daskglm.compute.multinomial import multinomial_loss_grad, multinomial_loss_grad_hess
 from daskglm.model import numerics
@@ -103,7 +103,7 @@ def data():
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of 64 rows, so that every kernel's general path runs over several blocks."""
-    monkeypatch.setattr(kernels, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(row_blocks, "BLOCK_BYTES", 64)
 
 
 # --------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import daskglm
 from daskglm import testing
 from daskglm.compute.gossip import metropolis_weights, neighbours_of
 from daskglm.engine import make_engine
-from daskglm.engine.asynchronous import ParameterHolder
+from daskglm.engine.parameter_holders import ParameterHolder
 from daskglm.model.families import Binomial, Gaussian, Poisson
 from daskglm.model.penalties import L1, L2
 from daskglm.solvers import Problem, get_solver
@@ -441,10 +441,10 @@ def test_ledger_byte_model_cost_model_and_compare_include_the_new_methods():
 def test_losing_the_holders_worker_too_often_is_a_clear_error(own_client, monkeypatch):
     """With no rebuild allowed, a holder lost with its worker stops the fit with
     HolderLostError (rebuilds: ``tests/test_async_worker_loss.py``)."""
-    from daskglm.engine import clocks
-    from daskglm.engine.asynchronous import HolderLostError
+    from daskglm.engine import parameter_server
+    from daskglm.engine.parameter_holders import HolderLostError
 
-    monkeypatch.setattr(clocks, "MAX_HOLDER_REBUILDS", 0)
+    monkeypatch.setattr(parameter_server, "MAX_HOLDER_REBUILDS", 0)
     client = own_client
     X, y = make_problem_data("binomial", n=20_000)
     problem = problem_of("binomial")

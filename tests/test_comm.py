@@ -11,9 +11,11 @@ from threadpoolctl import threadpool_limits
 
 import daskglm
 from daskglm.accounting.bytemodel import TASK_BYTES, nbytes, payload_model, tree_tasks
-from daskglm.accounting.costmodel import Cluster, calibrate, measured_seconds, predict
-from daskglm.accounting.ledger import CommReport, RoundRecord, _timing
+from daskglm.accounting.calibration import calibrate
+from daskglm.accounting.costmodel import Cluster, measured_seconds, predict
+from daskglm.accounting.ledger import CommReport
 from daskglm.accounting.projection import project, ranking_changes
+from daskglm.accounting.round_record import RoundRecord, round_timing
 from daskglm.comparison import compare
 from daskglm.engine import DistributedEngine, LocalEngine, make_engine
 from daskglm.model.families import Binomial, Gaussian
@@ -66,12 +68,12 @@ def test_waiting_time_is_idle_thread_seconds_until_the_slowest_partition():
     # two threads: thread "a" ends its partitions at 3, thread "b" at 5; a combine after
     spans = [(True, "a", 0.0, 1.0), (True, "a", 1.0, 3.0), (True, "b", 0.0, 5.0),
              (False, "b", 5.5, 6.0)]
-    timing = _timing(spans)
+    timing = round_timing(spans)
     assert timing["seconds_waiting"] == pytest.approx(2.0)  # "a" idles from 3 to 5
     assert timing["seconds_compute"] == pytest.approx(1 + 2 + 5 + 0.5)
     assert timing["seconds_span"] == pytest.approx(5.0)
     assert timing["seconds_tree"] == pytest.approx(1.0)
-    balanced = _timing([(True, "a", 0.0, 2.0), (True, "b", 0.0, 2.0)])
+    balanced = round_timing([(True, "a", 0.0, 2.0), (True, "b", 0.0, 2.0)])
     assert balanced["seconds_waiting"] == 0.0 and balanced["seconds_tree"] is None
 
 

@@ -13,16 +13,16 @@ import pytest
 
 import daskglm
 from daskglm.accounting.kinds import Kind
-from daskglm.accounting.ledger import CommReport, RoundRecord
+from daskglm.accounting.ledger import CommReport
+from daskglm.accounting.round_record import RoundRecord
 from daskglm.cli import DEMO_COLUMNS, main
-from daskglm.comparison import (
+from daskglm.comparison import EVERY_METHOD, compare
+from daskglm.comparison.passes import (
     EPOCH_KINDS,
-    EVERY_METHOD,
     LOCAL_KINDS,
     NO_PASS_KINDS,
     PASS_KINDS,
     UNCOUNTED_KINDS,
-    compare,
     passes_over_data,
 )
 from daskglm.solvers import SOLVERS

@@ -96,7 +96,7 @@ def test_partition_holders_run_a_row_additive_round_once_per_subtree(workers, st
     as their partitions' placement makes subtrees (the scheduler's choice)."""
     from distributed import Client, LocalCluster
 
-    from daskglm.engine.direct import PartitionHolder
+    from daskglm.engine.partition_holders import PartitionHolder
 
     X, y, w = make_data("binomial", n=2000, weights=True)
     params = np.linspace(-0.5, 0.5, X.shape[1] + 1)

@@ -17,7 +17,8 @@ import pytest
 from daskglm.accounting.bytemodel import CALL_BYTES
 from daskglm.compute.kernels import loss_grad
 from daskglm.engine import make_engine
-from daskglm.engine.direct import DirectRoundFailed, DirectRounds, PartitionHolder
+from daskglm.engine.direct import DirectRoundFailed, DirectRounds
+from daskglm.engine.partition_holders import PartitionHolder
 from daskglm.model.families import Binomial, Gaussian
 from daskglm.testing import slow_worker
 from tests.conftest import kill_worker, make_data

@@ -93,11 +93,11 @@ def test_gram_is_exact_and_stable_across_partitions():
 
 @pytest.mark.parametrize("weights", [False, True])
 def test_second_moments_with_more_columns_than_cache_block_rows(monkeypatch, weights):
-    import daskglm.compute.kernels as kernels
+    import daskglm.compute.row_blocks as row_blocks
 
     # 64-row cache blocks for 200 columns: the products' blocks grow to 200 rows
-    monkeypatch.setattr(kernels, "BLOCK_BYTES", 1 << 10)
-    assert kernels._block_rows(200) == 64 and kernels._block_rows(200, products=True) == 200
+    monkeypatch.setattr(row_blocks, "BLOCK_BYTES", 1 << 10)
+    assert row_blocks.block_rows(200) == 64 and row_blocks.block_rows(200, products=True) == 200
     rng = np.random.default_rng(5)
     X = rng.normal(size=(1000, 200)) + 3.0
     y = (rng.uniform(size=1000) < 0.4).astype(float)

@@ -14,7 +14,8 @@ from daskglm.accounting.bytemodel import nbytes
 from daskglm.accounting.kinds import Kind
 from daskglm.compute.kernels import loss_grad
 from daskglm.engine import make_engine
-from daskglm.engine.asynchronous import ActorHolder, AsCompleted, HolderLostError, ParameterHolder
+from daskglm.engine.asynchronous import AsCompleted
+from daskglm.engine.parameter_holders import ActorHolder, HolderLostError, ParameterHolder
 from daskglm.model.families import Binomial
 from daskglm.testing import slow_worker
 from tests.conftest import SlowOn, kill_worker, make_data, released
@@ -260,7 +261,7 @@ class _Handle:
 
 
 def test_the_lease_is_renewed_from_a_thread_until_closed():
-    from daskglm.engine.asynchronous import HolderLease
+    from daskglm.engine.parameter_holders import HolderLease
 
     handle = _Handle()
     lease = HolderLease(handle, seconds=3.0, every=0.02)
@@ -291,7 +292,7 @@ def test_a_task_calling_a_holder_released_with_its_client_ends(client):
     that made it leaves): the task notices within seconds instead of waiting forever."""
     from distributed import Client
 
-    from daskglm.engine.asynchronous import actor_alive
+    from daskglm.engine.parameter_holders import actor_alive
 
     workers = sorted(client.nthreads())
     with Client(client.scheduler.address, set_as_default=False) as driver:

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from daskglm.compute import blocked, kernels
+from daskglm.compute import blocked, kernels, row_blocks
 from daskglm.compute.kernels import gram, loss_grad, loss_grad_hess
 from daskglm.model.families import (
     Binomial,
@@ -34,7 +34,7 @@ FAMILIES = [
 #: Rows around the block sizes: one row, fewer rows than a block, exactly one gradient
 #: block, and sizes that are not multiples of the gradient or the Gram block.
 D = 7
-ROWS = [1, 5, kernels._block_rows(D), blocked.gram_block_rows(D) + 1, 2 * kernels._block_rows(D, True) + 3]
+ROWS = [1, 5, row_blocks.block_rows(D), blocked.gram_block_rows(D) + 1, 2 * row_blocks.block_rows(D, True) + 3]
 
 
 def _target(family, mu, rng):
@@ -173,14 +173,14 @@ def test_fused_gradient_covers_the_common_families_and_only_them():
 def test_families_name_their_compiled_loss_and_subclasses_lose_it():
     """Each family names its loop (:meth:`Family.compiled_loss`); the codes are the
     loops' own; a subclass, which may change the loss, takes the generic path."""
-    from daskglm.compute import fused_loops, loss_codes
+    from daskglm.compute import loss_codes
 
-    expected = {Gaussian(): (fused_loops.GAUSSIAN, 0.0), Binomial(): (fused_loops.BINOMIAL, 0.0),
-                Poisson(): (fused_loops.POISSON, 0.0), Gamma("log"): (fused_loops.GAMMA_LOG, 0.0),
-                Tweedie(power=2.0): (fused_loops.GAMMA_LOG, 0.0),
-                Tweedie(power=1.5): (fused_loops.TWEEDIE_LOG, 1.5),
-                Tweedie(power=10.0): (fused_loops.TWEEDIE_LOG, 10.0),
-                NegativeBinomial(alpha=0.5): (fused_loops.NEGATIVE_BINOMIAL_LOG, 0.5)}
+    expected = {Gaussian(): (loss_codes.GAUSSIAN, 0.0), Binomial(): (loss_codes.BINOMIAL, 0.0),
+                Poisson(): (loss_codes.POISSON, 0.0), Gamma("log"): (loss_codes.GAMMA_LOG, 0.0),
+                Tweedie(power=2.0): (loss_codes.GAMMA_LOG, 0.0),
+                Tweedie(power=1.5): (loss_codes.TWEEDIE_LOG, 1.5),
+                Tweedie(power=10.0): (loss_codes.TWEEDIE_LOG, 10.0),
+                NegativeBinomial(alpha=0.5): (loss_codes.NEGATIVE_BINOMIAL_LOG, 0.5)}
     for family, code in expected.items():
         assert loss_codes.loss_code(family) == code, family
 

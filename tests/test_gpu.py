@@ -225,7 +225,7 @@ counted_loss_grad.row_additive = True
 def test_a_workers_cupy_partitions_are_stacked_by_its_partition_holder():
     """On a cluster, a worker's partition holder stacks its dense CuPy partitions: a
     row-additive round is one kernel call over all of its rows, with the sums of the
-    partitions one by one (:meth:`daskglm.engine.direct.PartitionHolder._run_stacked`)."""
+    partitions one by one (:meth:`daskglm.engine.partition_holders.PartitionHolder._run_stacked`)."""
     from distributed import Client, LocalCluster
 
     from daskglm.compute.kernels import loss_grad

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from daskglm.compute import kernels
+from daskglm.compute import row_blocks
 from daskglm.compute.kernels import (
     as_csr_or_dense,
     gram,
@@ -98,5 +98,5 @@ def test_multinomial(data):
 
 
 def test_one_block_per_partition():
-    assert list(kernels._row_blocks(cupyx_sparse.csr_matrix(sp.eye(5000, 3, format="csr")))) \
+    assert list(row_blocks.row_blocks(cupyx_sparse.csr_matrix(sp.eye(5000, 3, format="csr")))) \
         == [(0, 5000)]

@@ -21,7 +21,7 @@ from daskglm.compute.parameter_server import (
     compiled_steps_apply,
     parameter_server_task,
 )
-from daskglm.engine.asynchronous import ParameterHolder
+from daskglm.engine.parameter_holders import ParameterHolder
 from daskglm.model.families import Binomial, Gaussian, Poisson
 from daskglm.model.links import Identity
 from daskglm.model.penalties import L1, L2, NoPenalty, make_penalty

@@ -1,9 +1,9 @@
 """The compiled loop of local SGD against the Python loop it replaces.
 
-:func:`~daskglm.compute.stochastic.local_sgd` runs a dense partition's round of steps in
+:func:`~daskglm.compute.local_sgd_rounds.local_sgd` runs a dense partition's round of steps in
 one compiled call (:mod:`daskglm.compute.sgd_loops`) where it can; with that path switched
 off it runs the Python loop, the reference.  Both draw the same rows and take the same
-steps: every field of their :class:`~daskglm.compute.stochastic.LocalSGDStats` agrees to
+steps: every field of their :class:`~daskglm.compute.local_sgd_rounds.LocalSGDStats` agrees to
 1e-10 (the sums of the penalty and of the sample weights are taken in another order, and
 steps of few rows use the C library's ``exp``).
 """
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from daskglm.compute import stochastic
-from daskglm.compute.stochastic import SGDConfig, local_sgd
+from daskglm.compute import local_sgd_rounds
+from daskglm.compute.local_sgd_rounds import local_sgd
+from daskglm.compute.stochastic import SGDConfig
 from daskglm.model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
 from daskglm.model.links import Identity
 from daskglm.model.penalties import L2, NoPenalty, make_penalty
@@ -50,10 +51,10 @@ def start(config, seed=1):
 
 def both_paths(part, draw, params, rule_state, average, config, monkeypatch):
     """``local_sgd`` on the compiled path and on the Python path."""
-    assert stochastic.compiled_local_steps_apply(part, draw[2], config)
+    assert local_sgd_rounds.compiled_local_steps_apply(part, draw[2], config)
     compiled = local_sgd(part, draw, params, rule_state, average, config)
     with monkeypatch.context() as patch:
-        patch.setattr(stochastic, "compiled_local_steps_apply", lambda *args: False)
+        patch.setattr(local_sgd_rounds, "compiled_local_steps_apply", lambda *args: False)
         reference = local_sgd(part, draw, params, rule_state, average, config)
     return compiled, reference
 
@@ -195,14 +196,14 @@ def test_other_cases_keep_the_python_loop():
     X, y, w = make_part(Binomial())
     counts = random_counts(10)
     config = make_config(Binomial())
-    assert stochastic.compiled_local_steps_apply((X, y, w), counts, config)
+    assert local_sgd_rounds.compiled_local_steps_apply((X, y, w), counts, config)
     adagrad = SGDConfig(Binomial(), L2(0.05), make_step_rule("adagrad", 0.1), True, D, 16,
                         N_ROWS, float(N_ROWS), 0)
-    assert not stochastic.compiled_local_steps_apply((X, y, w), counts, adagrad)
-    assert not stochastic.compiled_local_steps_apply((sp.csr_matrix(X), y, w), counts, config)
-    assert not stochastic.compiled_local_steps_apply((X.astype(np.int64), y, w), counts, config)
-    assert not stochastic.compiled_local_steps_apply((X, y, w), [], config)
-    assert not stochastic.compiled_local_steps_apply((X, y, w), counts,
+    assert not local_sgd_rounds.compiled_local_steps_apply((X, y, w), counts, adagrad)
+    assert not local_sgd_rounds.compiled_local_steps_apply((sp.csr_matrix(X), y, w), counts, config)
+    assert not local_sgd_rounds.compiled_local_steps_apply((X.astype(np.int64), y, w), counts, config)
+    assert not local_sgd_rounds.compiled_local_steps_apply((X, y, w), [], config)
+    assert not local_sgd_rounds.compiled_local_steps_apply((X, y, w), counts,
                                             make_config(Poisson(link=Identity())))
 
 
@@ -221,12 +222,12 @@ def test_a_fit_with_local_steps_equals_the_python_loops(monkeypatch):
             return solver.solve(problem, engine, np.zeros(problem.n_params))
 
     rounds = []
-    compiled_steps = stochastic.compiled_local_steps
-    monkeypatch.setattr(stochastic, "compiled_local_steps",
+    compiled_steps = local_sgd_rounds.compiled_local_steps
+    monkeypatch.setattr(local_sgd_rounds, "compiled_local_steps",
                         lambda *args: rounds.append(1) or compiled_steps(*args))
     compiled = fit()
     assert len(rounds) == 3 * 3 * 8  # epochs, partitions, rounds of 4 of the 32 steps
-    monkeypatch.setattr(stochastic, "compiled_local_steps_apply", lambda *args: False)
+    monkeypatch.setattr(local_sgd_rounds, "compiled_local_steps_apply", lambda *args: False)
     reference = fit()
     np.testing.assert_allclose(compiled.params, reference.params, rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(compiled.state.params, reference.state.params, rtol=1e-10,

@@ -11,8 +11,9 @@ import daskglm
 from daskglm.accounting.bytemodel import nbytes
 from daskglm.compute.csr_products import csr_weighted_gram
 from daskglm.compute.kernels import as_csr_or_dense, gram, loss_grad, loss_grad_hess
+from daskglm.compute.local_sgd_rounds import _lazy_l2_applies, local_sgd
 from daskglm.compute.sparse_vectors import ScaledVector, SparseGradient, column_gradient
-from daskglm.compute.stochastic import SGDConfig, _lazy_l2_applies, batch_loss_grad, local_sgd
+from daskglm.compute.stochastic import SGDConfig, batch_loss_grad
 from daskglm.compute.summaries import column_moments, summarize
 from daskglm.model.families import Binomial, Gaussian, Poisson
 from daskglm.model.penalties import L1, L2, NoPenalty

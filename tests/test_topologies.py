@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from daskglm.accounting.costmodel import Cluster, as_topology, round_seconds
-from daskglm.accounting.ledger import RoundRecord
+from daskglm.accounting.round_record import RoundRecord
 from daskglm.compute.kernels import Stats, loss_grad, loss_grad_hess
 from daskglm.compute.ring import flatten, unflatten
 from daskglm.engine import make_engine

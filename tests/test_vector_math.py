@@ -4,7 +4,7 @@ gradient loop against the one-pass loop for every family with a compiled loss.""
 import numpy as np
 import pytest
 
-from daskglm.compute import fused_loops
+from daskglm.compute import fused_loops, loss_codes
 from daskglm.compute.vector_math import EXP_FLOOR, exp_into, log1p_unit
 from daskglm.model.families import Binomial, Gamma, Gaussian, NegativeBinomial, Poisson, Tweedie
 
@@ -68,13 +68,13 @@ def _loops(family, n, d, dtype, weighted, offset, scale):
     coef = rng.normal(scale=scale / np.sqrt(d), size=d)
     eta = X @ coef
     counts = rng.poisson(np.exp(np.minimum(eta, 5.0))).astype(float)
-    y = {fused_loops.GAUSSIAN: eta + rng.normal(size=n),
-         fused_loops.BINOMIAL: (rng.uniform(size=n) < 0.5).astype(float),
-         fused_loops.POISSON: counts,
-         fused_loops.GAMMA_LOG: counts + 0.5,
-         fused_loops.TWEEDIE_LOG: counts,
-         fused_loops.NEGATIVE_BINOMIAL_LOG: counts}[family]
-    parameters = {fused_loops.TWEEDIE_LOG: 1.5, fused_loops.NEGATIVE_BINOMIAL_LOG: 0.7}
+    y = {loss_codes.GAUSSIAN: eta + rng.normal(size=n),
+         loss_codes.BINOMIAL: (rng.uniform(size=n) < 0.5).astype(float),
+         loss_codes.POISSON: counts,
+         loss_codes.GAMMA_LOG: counts + 0.5,
+         loss_codes.TWEEDIE_LOG: counts,
+         loss_codes.NEGATIVE_BINOMIAL_LOG: counts}[family]
+    parameters = {loss_codes.TWEEDIE_LOG: 1.5, loss_codes.NEGATIVE_BINOMIAL_LOG: 0.7}
     parameter = parameters.get(family, 0.0)  # the Tweedie power, the negative binomial's alpha
     weight = rng.uniform(0.0, 2.0, size=n) if weighted else np.empty(0)
     offsets = rng.uniform(-1.0, 1.0, size=n) if offset else np.empty(0)
@@ -82,10 +82,10 @@ def _loops(family, n, d, dtype, weighted, offset, scale):
     loss, intercept_grad = fused_loops.rows_in_chunks(X, y, weight, offsets, coef, 0.3, family,
                                                       parameter, grad)
     # the family's own array code, in float64 and numpy's order of summation
-    model = {fused_loops.GAUSSIAN: Gaussian(), fused_loops.BINOMIAL: Binomial(),
-             fused_loops.POISSON: Poisson(), fused_loops.GAMMA_LOG: Gamma("log"),
-             fused_loops.TWEEDIE_LOG: Tweedie(power=1.5),
-             fused_loops.NEGATIVE_BINOMIAL_LOG: NegativeBinomial(alpha=0.7)}[family]
+    model = {loss_codes.GAUSSIAN: Gaussian(), loss_codes.BINOMIAL: Binomial(),
+             loss_codes.POISSON: Poisson(), loss_codes.GAMMA_LOG: Gamma("log"),
+             loss_codes.TWEEDIE_LOG: Tweedie(power=1.5),
+             loss_codes.NEGATIVE_BINOMIAL_LOG: NegativeBinomial(alpha=0.7)}[family]
     eta = X.astype(np.float64) @ coef + 0.3
     if offset:
         eta += offsets
@@ -94,10 +94,10 @@ def _loops(family, n, d, dtype, weighted, offset, scale):
     return expected, (loss, grad, intercept_grad)
 
 
-@pytest.mark.parametrize("family", [fused_loops.GAUSSIAN, fused_loops.BINOMIAL,
-                                    fused_loops.POISSON, fused_loops.GAMMA_LOG,
-                                    fused_loops.TWEEDIE_LOG,
-                                    fused_loops.NEGATIVE_BINOMIAL_LOG])
+@pytest.mark.parametrize("family", [loss_codes.GAUSSIAN, loss_codes.BINOMIAL,
+                                    loss_codes.POISSON, loss_codes.GAMMA_LOG,
+                                    loss_codes.TWEEDIE_LOG,
+                                    loss_codes.NEGATIVE_BINOMIAL_LOG])
 @pytest.mark.parametrize("shape", [(1, 3), (1001, 7), (777, 300)])  # 300 columns: chunks of 54 rows
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("weighted, offset", [(False, False), (True, True)])
@@ -110,7 +110,7 @@ def test_chunked_loop_equals_the_family_array_code(family, shape, dtype, weighte
                                atol=1e-13 * np.abs(grad).max())
 
 
-@pytest.mark.parametrize("family", [fused_loops.BINOMIAL, fused_loops.POISSON])
+@pytest.mark.parametrize("family", [loss_codes.BINOMIAL, loss_codes.POISSON])
 def test_chunked_loop_at_extreme_predictors(family):
     # predictors up to about +-900: the binomial's exp underflows, Poisson's is continued
     (loss, grad, intercept_grad), (loss2, grad2, intercept_grad2) = _loops(

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .costmodel import Calibration, Cluster, calibrate, measured_seconds, predict, solver_rounds
+from .calibration import Calibration, calibrate
+from .costmodel import Cluster, measured_seconds, predict, solver_rounds
 
 __all__ = ["project", "Projection", "ranking_changes"]
 

@@ -59,7 +59,7 @@ def gram_block_rows(n_features):
 
 
 def pointwise_for(family):
-    """``(code, parameter)`` of ``family``'s compiled pointwise loss in :mod:`.fused_loops`,
+    """``(code, parameter)`` of ``family``'s compiled pointwise loss in :mod:`.family_formulas`,
     or None when it has none: the family names it (:meth:`Family.compiled_loss`), and
     :func:`~daskglm.compute.loss_codes.loss_code` gives its code.  ``parameter`` is the
     Tweedie power or the negative binomial's ``alpha``, 0 for the others."""
@@ -136,8 +136,8 @@ def fused_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
 
 def fused_csr_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
     """:func:`fused_loss_grad` of a scipy CSR partition, in one pass over its stored
-    values (:func:`~.fused_loops.fused_csr_rows`); the same returns."""
-    from .fused_loops import fused_csr_rows
+    values (:func:`~.fused_sparse_loops.fused_csr_rows`); the same returns."""
+    from .fused_sparse_loops import fused_csr_rows
 
     grad = np.zeros(X.shape[1])
     code, parameter = pointwise
@@ -151,7 +151,7 @@ def fused_csr_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
 def fused_csr_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise):
     """Loss, gradient and Hessian sums of a scipy CSR partition in canonical form (column
     indices sorted within each row), in one pass over its stored values
-    (:func:`~.fused_loops.fused_csr_hessian_rows`).
+    (:func:`~.fused_sparse_loops.fused_csr_hessian_rows`).
 
     Returns
     -------
@@ -159,7 +159,7 @@ def fused_csr_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise):
         As :func:`fused_loss_grad_hess`: ``gram_x = X^T diag(h) X`` (symmetric),
         ``col_sums = X^T h`` and ``curvature = sum(h)``.
     """
-    from .fused_loops import fused_csr_hessian_rows
+    from .fused_sparse_loops import fused_csr_hessian_rows
 
     d = X.shape[1]
     grad, col_sums, gram_x = np.zeros(d), np.zeros(d), np.zeros((d, d))
@@ -175,8 +175,8 @@ def fused_csr_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise):
 def fused_categorical_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
     """:func:`fused_loss_grad` of a categorical block
     (:class:`~.categorical_matrix.CategoricalMatrix`), in one pass over its numeric values
-    and level codes (:func:`~.fused_loops.fused_categorical_rows`); the same returns."""
-    from .fused_loops import fused_categorical_rows
+    and level codes (:func:`~.fused_sparse_loops.fused_categorical_rows`); the same returns."""
+    from .fused_sparse_loops import fused_categorical_rows
 
     grad = np.zeros(X.shape[1])
     code, parameter = pointwise
@@ -189,9 +189,9 @@ def fused_categorical_loss_grad(X, y, weight, offset, coef, intercept, pointwise
 
 def fused_categorical_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise):
     """:func:`fused_csr_loss_grad_hess` of a categorical block, in one pass over its
-    numeric values and level codes (:func:`~.fused_loops.fused_categorical_hessian_rows`);
+    numeric values and level codes (:func:`~.fused_sparse_loops.fused_categorical_hessian_rows`);
     the same returns."""
-    from .fused_loops import fused_categorical_hessian_rows
+    from .fused_sparse_loops import fused_categorical_hessian_rows
 
     d = X.shape[1]
     grad, col_sums, gram_x = np.zeros(d), np.zeros(d), np.zeros((d, d))

@@ -7,7 +7,7 @@ categorical column's features at most, so those columns need not be stored as va
 categorical column, each row's feature (an integer, -1 when the row's level has none).
 That is 8 bytes per numeric value and 4 per categorical value, where CSR takes 12 per
 stored value, and its products cost a dense product plus one gather or scatter per
-categorical value: the compiled loops of :mod:`.fused_loops` (``fused_categorical_rows``,
+categorical value: the compiled loops of :mod:`.fused_sparse_loops` (``fused_categorical_rows``,
 ``fused_categorical_hessian_rows``) and :mod:`.moment_loops` read it.
 
 It is the partition layout of the fits whose kernels read it (the gradient, the Hessian
@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["CategoricalMatrix", "is_categorical_matrix"]
+__all__ = ["CategoricalMatrix", "is_categorical_matrix", "categorical_moments"]
 
 
 class CategoricalMatrix:
@@ -178,3 +178,34 @@ def concatenate(blocks, axis=0):
 def is_categorical_matrix(X):
     """Whether ``X`` is a :class:`CategoricalMatrix`."""
     return type(X) is CategoricalMatrix
+
+
+def categorical_moments(X, weight, index, n_classes):
+    """Weighted column sums and sums of squares of a categorical block, by class:
+    ``(n_classes, d)`` each.  The numeric columns' in one compiled read
+    (:func:`~.moment_loops.weighted_moments`); a level's sum and square are the weight
+    of its rows (a dummy is 0 or 1), counted from the codes.
+
+    ``index`` holds each row's class (empty: every row in class 0); ``weight`` None
+    weighs every row 1.
+    """
+    from .moment_loops import weighted_moments  # numba, on first use
+
+    n, p = X.numeric.shape
+    sums, squares = np.zeros((n_classes, X.shape[1])), np.zeros((n_classes, X.shape[1]))
+    row_weight = np.empty(0) if weight is None else np.ascontiguousarray(weight,
+                                                                         dtype=np.float64)
+    numeric_sums, numeric_squares = np.zeros((n_classes, p)), np.zeros((n_classes, p))
+    with np.errstate(over="ignore"):
+        weighted_moments(X.numeric, row_weight, index, numeric_sums, numeric_squares)
+    sums[:, :p], squares[:, :p] = numeric_sums, numeric_squares
+    classes = np.zeros(n, dtype=np.intp) if index.shape[0] == 0 else np.asarray(index)
+    for c in range(X.columns.shape[1]):
+        codes = X.columns[:, c]
+        found = codes >= 0
+        cells = classes[found] * X.shape[1] + codes[found]
+        counts = np.bincount(cells, weights=None if weight is None else row_weight[found],
+                             minlength=n_classes * X.shape[1])
+        sums += counts.reshape(n_classes, X.shape[1])
+    squares[:, p:] = sums[:, p:]
+    return sums, squares

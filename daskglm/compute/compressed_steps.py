@@ -33,9 +33,10 @@ import numpy as np
 
 from .compression import ErrorFeedback
 from .kernels import loss_grad
+from .local_sgd_rounds import local_sgd
 from .sampling import partition_size
 from .sparse_vectors import dense_gradient
-from .stochastic import batch_loss_grad, l1_prox, local_sgd, sgd_step
+from .stochastic import batch_loss_grad, l1_prox, sgd_step
 from .tree import tree_sum
 
 __all__ = [
@@ -122,7 +123,7 @@ class CompressedLocal(NamedTuple):
     Attributes
     ----------
     stats : LocalSGDStats
-        As :func:`~daskglm.compute.stochastic.local_sgd` returns it, with ``params``
+        As :func:`~daskglm.compute.local_sgd_rounds.local_sgd` returns it, with ``params``
         empty: the iterate travels as ``message``.
     message
         The codec's message for ``fraction * (local iterate - shared start)``, the
@@ -216,7 +217,7 @@ def compressed_batch_loss_grad(part, sender, draws, downlink, config, epoch, ste
 def compressed_local_sgd(part, sender, draws, params, rule_state, config, step, codec):
     """A stateful kernel: local SGD steps on the partition, the model delta compressed.
 
-    :func:`~daskglm.compute.stochastic.local_sgd` from ``params`` (without a running
+    :func:`~daskglm.compute.local_sgd_rounds.local_sgd` from ``params`` (without a running
     mean of the iterates), then ``fraction * (iterate - params)`` is compressed, where
     ``fraction`` is the partition's share of the sample weight: the shared iterate after
     averaging is ``params`` plus the sum of the decoded deltas.

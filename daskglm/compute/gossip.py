@@ -22,9 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .local_sgd_rounds import compiled_local_steps, compiled_local_steps_apply
 from .sampling import batch_rows
 from .sparse_vectors import dense_gradient
-from .stochastic import batch_loss_grad, compiled_local_steps, compiled_local_steps_apply
+from .stochastic import batch_loss_grad
 
 __all__ = ["TOPOLOGIES", "neighbours_of", "metropolis_weights", "GossipNode", "NodeStats",
            "gossip_local_steps", "mix_with_neighbours", "spread"]

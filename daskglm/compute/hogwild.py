@@ -69,10 +69,21 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["LOSSES", "SCHEDULES", "hogwild_epochs", "sgd_rows"]
+from ..model.families import Binomial, Gaussian
+
+__all__ = ["LOSSES", "SCHEDULES", "hogwild_epochs", "hogwild_loss", "sgd_rows"]
 
 #: The loss names :func:`hogwild_epochs` understands (scikit-learn's names).
 LOSSES = ("log_loss", "squared_error")
+
+
+def hogwild_loss(family):
+    """The :func:`hogwild_epochs` loss of ``family``, or None."""
+    if isinstance(family, Binomial) and family.canonical:
+        return "log_loss"
+    if isinstance(family, Gaussian) and family.canonical:
+        return "squared_error"
+    return None
 
 #: The learning-rate schedule names :func:`hogwild_epochs` understands.
 SCHEDULES = ("constant", "invscaling", "optimal")

@@ -20,15 +20,8 @@ import numpy as np
 
 from ..backend import array_module, to_host
 from ..model.weight_kinds import weighted_loglik_sums
-from .kernels import (
-    _row_blocks,
-    _scratch,
-    _take,
-    _weighted_gram,
-    kernel_matrix,
-    linear_predictor,
-    partition_offset,
-)
+from .kernels import kernel_matrix, linear_predictor, partition_offset
+from .row_blocks import block_scratch, row_blocks, rows_between, weighted_gram
 from .tree import row_additive
 
 #: Entries of :attr:`InferenceStats.loglik`: the most sums a distribution's
@@ -102,7 +95,7 @@ def _information(X_b, h, n_coef, fit_intercept, scratch):
     """``[X_b, 1]^T diag(h) [X_b, 1]`` (the ones column only with an intercept)."""
     n_params = n_coef + int(fit_intercept)
     out = np.zeros((n_params, n_params))
-    gram_b, col_sums = _weighted_gram(X_b, h, scratch)
+    gram_b, col_sums = weighted_gram(X_b, h, scratch)
     out[:n_coef, :n_coef] = to_host(gram_b)
     if fit_intercept:
         col_sums = to_host(col_sums)
@@ -142,10 +135,10 @@ def inference_sums(part, params, family, fit_intercept, null_mean, weights_kind=
     exact = bool(getattr(family, "exact_d2loss", False))
     kind_sums = None if weights_kind == "frequency" else \
         weighted_loglik_sums(distribution, *[np.zeros(0)] * 3, weights_kind)
-    scratch = _scratch(X, products=True)
-    for start, stop in _row_blocks(X, products=True):
-        X_b, y_b, w_b = X[start:stop], y[start:stop], _take(weight, start, stop)
-        eta = linear_predictor(X_b, params, fit_intercept, _take(offset, start, stop))
+    scratch = block_scratch(X, products=True)
+    for start, stop in row_blocks(X, products=True):
+        X_b, y_b, w_b = X[start:stop], y[start:stop], rows_between(weight, start, stop)
+        eta = linear_predictor(X_b, params, fit_intercept, rows_between(offset, start, stop))
         mu = family.mean(eta)
         score = family.dloss(y_b, eta)  # per unit weight
         information = _information(X_b, family.d2loss(y_b, eta, w_b), n_coef, fit_intercept,

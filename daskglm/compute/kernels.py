@@ -6,7 +6,7 @@ A partition is the tuple ``(X, y, weight)`` of one block of rows, co-located on 
 kernels here (:func:`partition_offset`); kernels that unpack three items refuse such
 partitions, and the estimators refuse their solvers with an offset.  The parameter vector is the coefficients
 followed, when an intercept is fitted, by the intercept: no column of ones is ever added
-to ``X``.  Dense partitions are processed in cache-sized row blocks so that each row of
+to ``X``.  Dense partitions are processed in cache-sized row blocks (:mod:`.row_blocks`) so that each row of
 ``X`` is read from memory once per evaluation: ``X_b @ coef`` and ``X_b.T @ r`` run while
 ``X_b`` is still in cache.  For the gradient and the Hessian of the common families and
 for the Gram statistics, dense numpy partitions go further: :mod:`daskglm.compute.blocked`
@@ -48,7 +48,6 @@ from ..backend import (
     array_module,
     from_host,
     is_device,
-    is_device_sparse,
     is_numpy_namespace,
     namespace,
     to_host,
@@ -65,7 +64,22 @@ from .blocked import (
     pointwise_for,
 )
 from .categorical_matrix import is_categorical_matrix
-from .csr_products import csr_weighted_gram
+from .row_blocks import (
+    as_float64,
+    block_scratch,
+    block_transpose_product,
+    flat_vector,
+    is_host_dense,
+    is_sparse_matrix,
+    row_blocks,
+    rows_between,
+    sparse_weighted_gram,
+    total_weight,
+    transpose_product,
+    weighted_gram,
+    widened_block,
+    widening_buffer,
+)
 from .tree import row_additive
 
 __all__ = [
@@ -74,98 +88,20 @@ __all__ = [
     "partition_offset", "as_csr_or_dense",
 ]
 
-#: Bytes of ``X`` processed per block: a quarter of a typical 2 MiB L2 cache.
-BLOCK_BYTES = 1 << 19
-
-
-def _block_rows(n_features, products=False):
-    """Rows per block; ``products``: at least ``n_features``, for blocks that form ``X_b^T X_b``.
-
-    A second-moment product of a block with fewer rows than columns does less arithmetic
-    per byte than BLAS needs to run at speed (at 1,000 columns, 65-row blocks take three
-    times as long as one ``X.T @ X``), so those blocks grow past the cache size.
-    """
-    rows = max(64, BLOCK_BYTES // (8 * max(1, n_features)))
-    return max(rows, n_features) if products else rows
-
-
-def _is_sparse(X):
-    """Whether ``X`` is a sparse matrix: scipy's or ``cupyx.scipy.sparse``."""
-    return type(X) is not np.ndarray and (sp.issparse(X) or is_device_sparse(X))
-
-
-def _flat(xp, values):
-    """``values`` (a product with ``X``, perhaps of shape (n, 1)) as a 1-D array."""
-    if type(values) is np.ndarray:
-        return values.ravel()
-    return xp.reshape(xp.asarray(values), (-1,))
-
-
-def _as_float64(xp, values):
-    """``values`` in float64 (itself when it is)."""
-    return values if values.dtype == xp.float64 else xp.astype(values, xp.float64)
-
-
-def _row_blocks(X, products=False):
-    """Yield ``(start, stop)`` row ranges; sparse partitions are one block."""
-    n = X.shape[0]
-    # sparse partitions, and device arrays (one large launch beats many small ones), are
-    # one block
-    one_block = _is_sparse(X) or is_device(X) or n == 0
-    step = n if one_block else _block_rows(X.shape[1], products)
-    for start in range(0, n, max(step, 1)):
-        yield start, min(start + step, n)
-
-
-def _take(weight, start, stop):
-    return None if weight is None else weight[start:stop]
-
-
-def _is_host_dense(X):
-    """Whether ``X`` is a numpy array: the partitions the fused kernels take."""
-    return isinstance(X, np.ndarray)
-
-
-def _widening_buffer(X, products=False):
-    """For dense numpy float32 ``X``, a reusable float64 block buffer (:func:`_scratch`)
-    into which :func:`_widened_block` copies each block, so that the generic block path's
-    products accumulate in float64, as the fused loops' do; None for other ``X`` (whose
-    products run in its own dtype: float64, sparse, or a GPU's float32)."""
-    if _is_host_dense(X) and X.dtype == np.float32:
-        return _scratch(X, products=products, dtype=np.float64)
-    return None
-
-
-def _widened_block(X, start, stop, buffer):
-    """Rows ``start:stop`` of ``X``, copied into ``buffer`` (float64) when there is one."""
-    if buffer is None:
-        return X[start:stop, :]
-    block = buffer[: stop - start]
-    np.copyto(block, X[start:stop, :])
-    return block
-
 
 def _block_eta(X_b, params, fit_intercept, offset):
     """``linear_predictor`` of a block in float64, the product in ``X_b``'s dtype.
 
-    A float32 block (on a GPU: host blocks are widened first, :func:`_widened_block`) is
+    A float32 block (on a GPU: host blocks are widened first, :func:`widened_block`) is
     multiplied by float32 coefficients, a float32 product; the result is widened to
     float64 before the family sees it.
     """
     xp = namespace(X_b)
     params = from_host(params, like=X_b)
-    if X_b.dtype == xp.float32 and not _is_sparse(X_b):
+    if X_b.dtype == xp.float32 and not is_sparse_matrix(X_b):
         params = xp.astype(params, xp.float32)
-    eta = _as_float64(xp, linear_predictor(X_b, params, fit_intercept, None))
+    eta = as_float64(xp, linear_predictor(X_b, params, fit_intercept, None))
     return eta if offset is None else eta + offset
-
-
-def _block_transpose_product(X_b, r):
-    """``X_b.T @ r`` in float64; for a dense float32 block the product runs in float32."""
-    xp = namespace(X_b)
-    if X_b.dtype == xp.float32 and not _is_sparse(X_b):
-        r = xp.astype(r, xp.float32)
-    return _as_float64(xp, _transpose_product(X_b, r))
 
 
 def as_csr_or_dense(X):
@@ -194,7 +130,7 @@ def as_csr_or_dense(X):
         return X
     if not sp.issparse(X) and hasattr(X, "to_scipy_sparse"):  # pydata sparse
         X = X.to_scipy_sparse()
-    if _is_sparse(X):  # scipy's or cupyx's, which mirror each other here
+    if is_sparse_matrix(X):  # scipy's or cupyx's, which mirror each other here
         csr = X.tocsr()
         if csr.dtype not in (np.float32, np.float64):
             csr = csr.astype(np.float64)
@@ -216,9 +152,9 @@ def linear_predictor(X, params, fit_intercept, offset=None):
     xp = namespace(X)
     params = from_host(params, like=X)
     if fit_intercept:
-        eta = _flat(xp, X @ params[:-1]) + params[-1]
+        eta = flat_vector(xp, X @ params[:-1]) + params[-1]
     else:
-        eta = _flat(xp, X @ params)
+        eta = flat_vector(xp, X @ params)
     return eta if offset is None else eta + offset
 
 
@@ -245,23 +181,12 @@ class Stats:
         return Stats(self.weight + other.weight, self.loss + other.loss, self.grad + other.grad, hess)
 
 
-def _transpose_product(X, r):
-    """``X.T @ r`` as a flat dense vector, for dense or sparse ``X``."""
-    return _flat(namespace(X), X.T @ r)
-
-
-def _total_weight(X, weight):
-    if weight is None:
-        return float(X.shape[0])
-    return float(namespace(weight).sum(weight))
-
-
 @row_additive
 def loss_grad(part, params, family, fit_intercept):
     """Loss and gradient sums of one partition at ``params``: one read of ``X``."""
     X, y, weight = part[:3]
     offset = partition_offset(part)
-    total = _total_weight(X, weight)
+    total = total_weight(X, weight)
     fused = _fused_loss_grad_for(X)
     pointwise = pointwise_for(family) if fused is not None else None
     if pointwise is None:
@@ -277,17 +202,17 @@ def loss_grad(part, params, family, fit_intercept):
     xp = namespace(X)
     grad = xp.zeros(n_params, dtype=xp.float64)
     loss = 0.0
-    buffer = _widening_buffer(X)
-    for start, stop in _row_blocks(X):
-        X_b = _widened_block(X, start, stop, buffer)
-        eta = _block_eta(X_b, params, fit_intercept, _take(offset, start, stop))
-        block_loss, r = family.loss_and_dloss(y[start:stop], eta, _take(weight, start, stop))
+    buffer = widening_buffer(X)
+    for start, stop in row_blocks(X):
+        X_b = widened_block(X, start, stop, buffer)
+        eta = _block_eta(X_b, params, fit_intercept, rows_between(offset, start, stop))
+        block_loss, r = family.loss_and_dloss(y[start:stop], eta, rows_between(weight, start, stop))
         loss += block_loss
         if fit_intercept:
-            grad[:-1] += _block_transpose_product(X_b, r)
+            grad[:-1] += block_transpose_product(X_b, r)
             grad[-1] += xp.sum(r)
         else:
-            grad += _block_transpose_product(X_b, r)
+            grad += block_transpose_product(X_b, r)
     return Stats(total, float(loss), to_host(grad))
 
 
@@ -296,7 +221,7 @@ def _fused_loss_grad_for(X):
     scipy CSR matrix), or None."""
     if not X.shape[0]:
         return None
-    if _is_host_dense(X):
+    if is_host_dense(X):
         return fused_loss_grad
     if sp.issparse(X) and X.format == "csr":
         return fused_csr_loss_grad
@@ -318,7 +243,7 @@ def loss_grads(X, y, weights, params, family, fit_intercept):
     of them when ``X`` is a numpy array and the family has a compiled loop (the sums of
     :func:`loss_grad`, to the bit), one :func:`loss_grad` each otherwise (a categorical
     block too, in its own compiled loop).  A list of :class:`Stats`."""
-    pointwise = pointwise_for(family) if _is_host_dense(X) and X.shape[0] else None
+    pointwise = pointwise_for(family) if is_host_dense(X) and X.shape[0] else None
     if pointwise is None or len(params) < 2:
         return [loss_grad((X, y, weight), p, family, fit_intercept)
                 for weight, p in zip(weights, params)]
@@ -330,35 +255,8 @@ def loss_grads(X, y, weights, params, family, fit_intercept):
     stats = []
     for f, weight in enumerate(weights):
         grad = np.append(grads[f], intercept_grads[f]) if fit_intercept else grads[f]
-        stats.append(Stats(_total_weight(X, weight), float(losses[f]), grad))
+        stats.append(Stats(total_weight(X, weight), float(losses[f]), grad))
     return stats
-
-
-def _sparse_weighted_gram(X, h):
-    """``X.T @ diag(h) @ X`` as a dense array, for a scipy or ``cupyx`` CSR ``X``."""
-    if sp.issparse(X):
-        return csr_weighted_gram(X, h)
-    import cupyx.scipy.sparse
-
-    return (X.T @ (cupyx.scipy.sparse.diags(h) @ X)).toarray()
-
-
-def _weighted_gram(X_b, h, scratch):
-    """``X_b.T @ diag(h) @ X_b`` and ``X_b.T @ h`` for a block (``scratch``: a block
-    buffer from :func:`_scratch`, used for numpy blocks)."""
-    if _is_sparse(X_b):
-        return _sparse_weighted_gram(X_b, h), _transpose_product(X_b, h)
-    # X_b^T diag(h) X_b as S^T S with S = diag(sqrt(h)) X_b: numpy hands a product of an
-    # array with its own transpose to BLAS's symmetric rank-k update, half the work of a
-    # general product.  Curvatures h are never negative (convex canonical losses, Fisher
-    # weights for other links, weights >= 0).
-    xp = namespace(X_b)
-    if type(X_b) is np.ndarray and scratch is not None:
-        scaled = np.multiply(X_b, np.sqrt(h)[:, None], out=scratch[: X_b.shape[0]],
-                             casting="same_kind")
-    else:
-        scaled = X_b * xp.astype(xp.sqrt(h), X_b.dtype)[:, None]
-    return scaled.T @ scaled, _block_transpose_product(X_b, h)
 
 
 @row_additive
@@ -371,9 +269,9 @@ def loss_grad_hess(part, params, family, fit_intercept):
     blocks = is_categorical_matrix(X) and X.shape[0] and pointwise_for(family) is not None
     if is_categorical_matrix(X) and not blocks:
         X = X.kept_csr()
-    scratch = None if blocks else _scratch(X, products=True, dtype=X.dtype)
+    scratch = None if blocks else block_scratch(X, products=True, dtype=X.dtype)
     # the scaled rows are written in X's dtype: floating point only
-    dense = _is_host_dense(X) and X.shape[0] and X.dtype in (np.float32, np.float64)
+    dense = is_host_dense(X) and X.shape[0] and X.dtype in (np.float32, np.float64)
     csr = sp.issparse(X) and X.format == "csr" and X.shape[0] and X.has_canonical_format
     pointwise = pointwise_for(family) if dense or csr or blocks else None
     if pointwise is not None:
@@ -395,28 +293,28 @@ def loss_grad_hess(part, params, family, fit_intercept):
             grad = np.append(grad, intercept_grad)
             hess[:n_coef, -1] = hess[-1, :n_coef] = col_sums
             hess[-1, -1] = curvature
-        return Stats(_total_weight(X, weight), loss, grad, hess)
+        return Stats(total_weight(X, weight), loss, grad, hess)
     xp = namespace(X)
     grad = xp.zeros(n_params, dtype=xp.float64)
     hess = xp.zeros((n_params, n_params), dtype=xp.float64)
     loss = 0.0
-    buffer = _widening_buffer(X, products=True)  # the Gram stays in X's dtype (scratch)
-    for start, stop in _row_blocks(X, products=True):
-        X_b = _widened_block(X, start, stop, buffer)
-        y_b, w_b = y[start:stop], _take(weight, start, stop)
-        eta = _block_eta(X_b, params, fit_intercept, _take(offset, start, stop))
+    buffer = widening_buffer(X, products=True)  # the Gram stays in X's dtype (scratch)
+    for start, stop in row_blocks(X, products=True):
+        X_b = widened_block(X, start, stop, buffer)
+        y_b, w_b = y[start:stop], rows_between(weight, start, stop)
+        eta = _block_eta(X_b, params, fit_intercept, rows_between(offset, start, stop))
         block_loss, r = family.loss_and_dloss(y_b, eta, w_b)
         h = family.hessian_d2loss(y_b, eta, w_b)
         loss += block_loss
-        gram_b, col_sums = _weighted_gram(X_b, h, scratch)
-        grad[:n_coef] += _block_transpose_product(X_b, r)
-        hess[:n_coef, :n_coef] += _as_float64(xp, gram_b)
+        gram_b, col_sums = weighted_gram(X_b, h, scratch)
+        grad[:n_coef] += block_transpose_product(X_b, r)
+        hess[:n_coef, :n_coef] += as_float64(xp, gram_b)
         if fit_intercept:
             grad[-1] += xp.sum(r)
             hess[:n_coef, -1] += col_sums
             hess[-1, :n_coef] += col_sums
             hess[-1, -1] += xp.sum(h)
-    total = _total_weight(X, weight)
+    total = total_weight(X, weight)
     return Stats(total, float(loss), to_host(grad), to_host(hess))
 
 
@@ -467,23 +365,6 @@ class GramStats:
         return xtx, xty
 
 
-def _scratch(X, products=False, dtype=np.float64):
-    """One reusable block-sized buffer of ``dtype`` for a kernel call on dense ``X``: numpy,
-    or CuPy (one block, for :mod:`daskglm.compute.summaries`); None for sparse ``X`` and
-    other libraries.
-
-    Reusing it keeps every block's temporaries out of the allocator: with the small
-    ``MALLOC_TRIM_THRESHOLD_`` that Dask's nanny sets, a fresh 512 KiB temporary per block
-    costs a new memory mapping and its page faults each time.
-    """
-    if _is_host_dense(X):
-        rows = min(X.shape[0], _block_rows(X.shape[1], products))
-        return np.empty((rows, X.shape[1]), dtype=dtype)
-    if is_device(X) and not _is_sparse(X):
-        return array_module(X).empty(X.shape, dtype=dtype)
-    return None
-
-
 def _sparse_gram(X, y, weight):
     """Centred weighted Gram statistics of a CSR partition, ``X`` never densified.
 
@@ -500,12 +381,12 @@ def _sparse_gram(X, y, weight):
     total = float(xp.sum(weight))
     if total == 0:
         return GramStats.empty(X.shape[1])
-    mean_x = to_host(_transpose_product(X, weight)) / total
+    mean_x = to_host(transpose_product(X, weight)) / total
     mean_y = float(weight @ y) / total
     yc = y - mean_y
     wyc = yc * weight
-    sxx = to_host(_sparse_weighted_gram(X, weight)) - total * np.outer(mean_x, mean_x)
-    return GramStats(total, mean_x, mean_y, sxx, to_host(_transpose_product(X, wyc)),
+    sxx = to_host(sparse_weighted_gram(X, weight)) - total * np.outer(mean_x, mean_x)
+    return GramStats(total, mean_x, mean_y, sxx, to_host(transpose_product(X, wyc)),
                      float(wyc @ yc))
 
 
@@ -514,18 +395,18 @@ def gram(part):
     """Centred weighted Gram statistics of one partition: one read of ``X``."""
     X, y, weight = part
     X = kernel_matrix(X)
-    if _is_sparse(X):
+    if is_sparse_matrix(X):
         return _sparse_gram(X, y, weight)
-    if _is_host_dense(X):
+    if is_host_dense(X):
         if X.shape[0] == 0:
             return GramStats.empty(X.shape[1])
         moments = augmented_gram(X, y, weight)
         return GramStats.empty(X.shape[1]) if moments is None else GramStats(*moments)
     xp = namespace(X)
     total = GramStats.empty(X.shape[1])
-    for start, stop in _row_blocks(X, products=True):
+    for start, stop in row_blocks(X, products=True):
         X_b, y_b = X[start:stop, :], y[start:stop]
-        w_b = _take(weight, start, stop)
+        w_b = rows_between(weight, start, stop)
         block_weight = float(stop - start) if w_b is None else float(xp.sum(w_b))
         if block_weight == 0:
             continue

@@ -17,8 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backend import array_module, to_host
-from .categorical_matrix import is_categorical_matrix
-from .summaries import categorical_moments
+from .categorical_matrix import categorical_moments, is_categorical_matrix
 
 __all__ = ["LabelCounts", "count_labels", "encode_and_weigh", "loss_grad_by_class",
            "softmax_loss_grad_by_class", "MAX_MOMENT_CLASSES"]
@@ -105,7 +104,7 @@ def _distinct(xp, y):
 def _class_moments(X, index, weight, n_labels):
     """``(n_labels, p)`` weighted column sums and sums of squares of ``X`` by label: one
     compiled read of a dense numpy or scipy CSR ``X`` (a categorical block's in
-    :func:`~.summaries.categorical_moments`, without its CSR matrix)."""
+    :func:`~.categorical_matrix.categorical_moments`, without its CSR matrix)."""
     n = X.shape[0]
     if type(X) is np.ndarray and X.dtype in (np.float32, np.float64):
         from .moment_loops import weighted_moments  # numba, on first use

@@ -18,16 +18,15 @@ import scipy.sparse as sp
 from ..backend import from_host, namespace, to_host
 from ..model.multinomial import softmax_loss_and_residual
 from .coordinates import Standardised
-from .kernels import (
-    Stats,
-    _flat,
-    _is_sparse,
-    _row_blocks,
-    _scratch,
-    _take,
-    _total_weight,
-    _weighted_gram,
-    kernel_matrix,
+from .kernels import Stats, kernel_matrix
+from .row_blocks import (
+    block_scratch,
+    flat_vector,
+    is_sparse_matrix,
+    row_blocks,
+    rows_between,
+    total_weight,
+    weighted_gram,
 )
 from .tree import row_additive
 
@@ -55,7 +54,7 @@ def _predictors(X_b, coef, intercept):
 
 def _class_products(X_b, residual):
     """``residual.T @ X_b`` (K x d) for dense or CSR ``X_b``."""
-    if _is_sparse(X_b):
+    if is_sparse_matrix(X_b):
         return namespace(X_b).asarray(X_b.T @ residual).T
     return residual.T @ X_b
 
@@ -88,18 +87,18 @@ def multinomial_loss_grad(part, params, n_classes, fit_intercept):
     grad_coef = xp.zeros((n_classes, d), dtype=xp.float64)
     grad_intercept = xp.zeros(n_classes, dtype=xp.float64)
     loss = 0.0
-    for start, stop in _row_blocks(X):
+    for start, stop in row_blocks(X):
         X_b = X[start:stop, :]
         eta = _predictors(X_b, coef, intercept)
         block_loss, residual, _ = softmax_loss_and_residual(y[start:stop], eta,
-                                                            _take(weight, start, stop))
+                                                            rows_between(weight, start, stop))
         loss += block_loss
         grad_coef += _class_products(X_b, residual)
         grad_intercept += xp.sum(residual, axis=0)
-    grad = to_host(_flat(xp, grad_coef))
+    grad = to_host(flat_vector(xp, grad_coef))
     if fit_intercept:
         grad = np.concatenate([grad, to_host(grad_intercept)])
-    return Stats(_total_weight(X, weight), float(loss), grad)
+    return Stats(total_weight(X, weight), float(loss), grad)
 
 
 def _dense_loss_grad(X, y, weight, params, n_classes, fit_intercept):
@@ -119,7 +118,7 @@ def _dense_loss_grad(X, y, weight, params, n_classes, fit_intercept):
     grad = grad_coef.ravel()
     if fit_intercept:
         grad = np.concatenate([grad, grad_intercept])
-    return Stats(_total_weight(X, weight), float(loss), grad)
+    return Stats(total_weight(X, weight), float(loss), grad)
 
 
 def _weighted_products(X_b, h, negative, scratch):
@@ -129,15 +128,15 @@ def _weighted_products(X_b, h, negative, scratch):
     xp = namespace(X_b)
     if sp.issparse(X_b):
         scaled = sp.diags(h) @ X_b
-        return np.asarray((X_b.T @ scaled).todense()), _flat(xp, X_b.T @ h)
-    if _is_sparse(X_b):  # cupyx.scipy.sparse, the same products
+        return np.asarray((X_b.T @ scaled).todense()), flat_vector(xp, X_b.T @ h)
+    if is_sparse_matrix(X_b):  # cupyx.scipy.sparse, the same products
         import cupyx.scipy.sparse
 
         scaled = cupyx.scipy.sparse.diags(h) @ X_b
-        return (X_b.T @ scaled).toarray(), _flat(xp, X_b.T @ h)
+        return (X_b.T @ scaled).toarray(), flat_vector(xp, X_b.T @ h)
     if not negative:
-        return _weighted_gram(X_b, h, scratch)
-    gram, sums = _weighted_gram(X_b, -h, scratch)
+        return weighted_gram(X_b, h, scratch)
+    gram, sums = weighted_gram(X_b, -h, scratch)
     return -gram, -sums
 
 
@@ -162,14 +161,14 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
     grad = xp.zeros(n_params, dtype=xp.float64)
     hess = xp.zeros((n_params, n_params), dtype=xp.float64)
     loss = 0.0
-    scratch = _scratch(X, products=True, dtype=X.dtype)
-    for start, stop in _row_blocks(X, products=True):
+    scratch = block_scratch(X, products=True, dtype=X.dtype)
+    for start, stop in row_blocks(X, products=True):
         X_b = X[start:stop, :]
-        w_b = _take(weight, start, stop)
+        w_b = rows_between(weight, start, stop)
         eta = _predictors(X_b, coef, intercept)
         block_loss, residual, prob = softmax_loss_and_residual(y[start:stop], eta, w_b)
         loss += block_loss
-        grad[:n_coef] += _flat(xp, _class_products(X_b, residual))
+        grad[:n_coef] += flat_vector(xp, _class_products(X_b, residual))
         if fit_intercept:
             grad[n_coef:] += xp.sum(residual, axis=0)
         w = xp.ones(X_b.shape[0], dtype=xp.float64) if w_b is None else w_b
@@ -189,7 +188,7 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
                         hess[cols, n_coef + k] += col_sums
                         hess[n_coef + k, cols] += col_sums
                         hess[n_coef + j, n_coef + k] += xp.sum(h)
-    return Stats(_total_weight(X, weight), float(loss), to_host(grad), to_host(hess))
+    return Stats(total_weight(X, weight), float(loss), to_host(grad), to_host(hess))
 
 
 class PerClassCoordinates:

@@ -7,7 +7,7 @@ SGD steps on mini-batches of its own rows, pushes the accumulated change every
 staleness bound waits its turn after each push (and then reads).  It stops when the
 holder says the run has done its rows, after ``passes`` passes over its own rows or
 ``seconds`` of work, or when asked.  The holder is anything with the methods of
-:class:`~daskglm.engine.asynchronous.ParameterHolder` (its handle on a cluster); nothing
+:class:`~daskglm.engine.parameter_holders.ParameterHolder` (its handle on a cluster); nothing
 here imports Dask.
 
 Every change a task pushes is scaled by ``1 / (tasks running when it last read)``, so
@@ -35,16 +35,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backend import to_host
-from ..model.families import Binomial, Gaussian
 from ..model.penalties import L2, NoPenalty
 from .amortise import amortising_steps
 from .blocked import pointwise_for
+from .hogwild import hogwild_loss
 from .kernels import linear_predictor
+from .local_sgd_rounds import is_float_array, scalar_rule
 from .sampling import partition_size, take_rows, take_rows_to_host
 from .sparse_vectors import _smaller, column_gradient
-from .stochastic import is_float_array, scalar_rule
 
-__all__ = ["ParameterServerConfig", "TaskReport", "parameter_server_task", "hogwild_loss",
+__all__ = ["ParameterServerConfig", "TaskReport", "parameter_server_task",
            "compiled_steps_apply"]
 
 
@@ -110,15 +110,6 @@ class TaskReport:
     pushes: int = 0
     seconds_waiting: float = 0.0
     push_every: int = 0
-
-
-def hogwild_loss(family):
-    """The :func:`~daskglm.compute.hogwild.hogwild_epochs` loss of ``family``, or None."""
-    if isinstance(family, Binomial) and family.canonical:
-        return "log_loss"
-    if isinstance(family, Gaussian) and family.canonical:
-        return "squared_error"
-    return None
 
 
 class _Batches:

@@ -29,7 +29,8 @@ import scipy.sparse as sp
 
 from ..backend import to_host
 from .inference import _information
-from .kernels import _row_blocks, _take, kernel_matrix, linear_predictor, partition_offset
+from .kernels import kernel_matrix, linear_predictor, partition_offset
+from .row_blocks import row_blocks, rows_between
 
 __all__ = ["ClusterTable", "RobustStats", "robust_sums"]
 
@@ -134,9 +135,9 @@ def robust_sums(part, codes, params, family, fit_intercept, inverse, weights_kin
     n_ways = 0 if codes is None else codes.shape[1]
     tables = tuple(ClusterTable(np.zeros(0, np.int64), np.zeros((0, n_params)))
                    for _ in range(n_ways))
-    for start, stop in _row_blocks(X, products=True):
-        X_b, y_b, w_b = X[start:stop], y[start:stop], _take(weight, start, stop)
-        eta = linear_predictor(X_b, params, fit_intercept, _take(offset, start, stop))
+    for start, stop in row_blocks(X, products=True):
+        X_b, y_b, w_b = X[start:stop], y[start:stop], rows_between(weight, start, stop)
+        eta = linear_predictor(X_b, params, fit_intercept, rows_between(offset, start, stop))
         score = np.asarray(to_host(family.dloss(y_b, eta)), dtype=np.float64)
         w = np.ones_like(score) if w_b is None else np.asarray(to_host(w_b), dtype=np.float64)
         host = _host_block(X_b)

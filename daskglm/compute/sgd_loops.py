@@ -1,6 +1,6 @@
 """The compiled loop of local SGD on a dense partition (numba): a round's steps in one call.
 
-:func:`daskglm.compute.stochastic.local_sgd` runs a round of ``K`` SGD steps on one
+:func:`daskglm.compute.local_sgd_rounds.local_sgd` runs a round of ``K`` SGD steps on one
 partition.  With a few rows per step, each step written in numpy costs tens of
 microseconds of Python for well under one of arithmetic; :func:`local_steps` runs all
 ``K`` steps in one compiled call, with the arithmetic of the Python loop it replaces: each
@@ -16,9 +16,9 @@ microsecond here, against tens of microseconds in the Python loop.
 Imported on the first compiled round only.  As in :mod:`.fused_loops`, the family is an
 integer code with a float parameter, so that every worker process finds the compiled
 loop in numba's on-disk cache (``cache=True``).  That cache keys a function on its own
-file only: the cached loop here contains :mod:`.fused_loops` and :mod:`.vector_math`
-compiled in, and a change to either must touch this file too (or clear its
-``__pycache__``).
+file only: the cached loop here contains :mod:`.fused_loops`, :mod:`.family_formulas` and
+:mod:`.vector_math` compiled in, and a change to any of them must touch this file too (or
+clear its ``__pycache__``).
 """
 
 from __future__ import annotations

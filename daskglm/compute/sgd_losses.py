@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..model.numerics import _float, _scale, _weighted_sum
+from ..model.numerics import float64_array, scale_by_weight, weighted_sum
 
 __all__ = [
     "SGDLoss", "Hinge", "SquaredHinge", "ModifiedHuber", "Huber", "EpsilonInsensitive",
@@ -55,14 +55,14 @@ class SGDLoss:
         """Weighted SUM of the per-row losses (inf where they overflow, as scikit-learn's
         sum, without a floating-point error under ``np.errstate(all="raise")``)."""
         with np.errstate(over="ignore", invalid="ignore"):
-            return _weighted_sum(self.pointwise_loss(y, eta), weight)
+            return weighted_sum(self.pointwise_loss(y, eta), weight)
 
     def dloss(self, y, eta, weight=None):
         """Per-row derivative of the weighted loss in ``eta``, clipped to
         ``[-MAX_DLOSS, MAX_DLOSS]`` as scikit-learn's SGD clips it."""
         with np.errstate(over="ignore", invalid="ignore"):
             dloss = np.clip(self.pointwise_dloss(y, eta), -MAX_DLOSS, MAX_DLOSS)
-        return _scale(dloss, weight)
+        return scale_by_weight(dloss, weight)
 
     def loss_and_dloss(self, y, eta, weight=None):
         return self.loss(y, eta, weight), self.dloss(y, eta, weight)
@@ -79,7 +79,7 @@ class SGDLoss:
 
 def _sign(y):
     """Labels 0/1 as scikit-learn's -1/+1."""
-    return 2.0 * _float(y) - 1.0
+    return 2.0 * float64_array(y) - 1.0
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ steps of the Python loop it replaces (``_lazy_local_steps`` of
 round-off, at well under a microsecond a non-zero instead of hundreds of microseconds of
 Python a step.
 
-Each row's loss and derivative come from the family formulas of :mod:`.fused_loops`
+Each row's loss and derivative come from the family formulas of :mod:`.family_formulas`
 (integer family codes, as there, so that numba's on-disk cache serves every worker
 process; a change there must touch this file too).
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from .fused_loops import _family_rows
+from .family_formulas import family_rows
 
 __all__ = ["lazy_csr_steps"]
 
@@ -102,7 +102,7 @@ def lazy_csr_steps(indptr, indices, data, y, weight, rows, bounds, factors, rate
                     value += data[p] * values[indices[p]]
                 eta[i] = scale * value + intercept
                 batch_y[i] = y[row]
-            _family_rows(family, parameter, batch_y, eta, count, row_loss, residual,
+            family_rows(family, parameter, batch_y, eta, count, row_loss, residual,
                          no_curvature, work, scale_bits)
             step_weight = 0.0
             for i in range(count):

@@ -18,15 +18,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backend import from_host, is_numpy_namespace, is_sparse, namespace, to_host
-from .categorical_matrix import CategoricalMatrix, is_categorical_matrix
-from .kernels import GramStats, _row_blocks, _scratch, _transpose_product, gram
+from .categorical_matrix import CategoricalMatrix, categorical_moments, is_categorical_matrix
+from .kernels import GramStats, gram
+from .row_blocks import block_scratch, row_blocks, transpose_product
 from .tree import row_additive
 
 __all__ = [
     "PartitionSummary", "ColumnMoments", "column_moments", "summarize", "all_finite",
     "ColumnMaxima", "column_max_abs", "scale_columns", "partition_weight",
     "FusedSummary", "summarize_gram", "summarize_and_evaluate", "gram_moments",
-    "categorical_moments",
 ]
 
 
@@ -59,12 +59,12 @@ def column_moments(part):
     weight = xp.ones(X.shape[0], dtype=xp.float64) if weight is None else weight
     sums = xp.zeros(X.shape[1], dtype=xp.float64)
     squares = xp.zeros(X.shape[1], dtype=xp.float64)
-    scratch = _scratch(X) if fast else None
+    scratch = block_scratch(X) if fast else None
     # squares of columns beyond 1e154 overflow to inf, which the scale check then reports
     with np.errstate(over="ignore"):
-        for start, stop in _row_blocks(X):
+        for start, stop in row_blocks(X):
             X_b, w_b = X[start:stop, ...], weight[start:stop]
-            sums += _transpose_product(X_b, w_b)
+            sums += transpose_product(X_b, w_b)
             if is_sparse(X_b):  # scipy's CSR or cupyx's
                 squared = type(X_b)((X_b.data.astype(np.float64) ** 2, X_b.indices,
                                      X_b.indptr), shape=X_b.shape)
@@ -73,7 +73,7 @@ def column_moments(part):
             else:  # one temporary: X_b itself when it is float64 already
                 wide = X_b if X_b.dtype == xp.float64 else xp.astype(X_b, xp.float64)
                 squared = wide * wide
-            squares += _transpose_product(squared, w_b)
+            squares += transpose_product(squared, w_b)
     return ColumnMoments(float(xp.sum(weight)), to_host(sums), to_host(squares))
 
 
@@ -106,41 +106,10 @@ def _csr_column_moments(X, weight):
 
 
 def _categorical_column_moments(X, weight):
-    """:func:`column_moments` of a categorical block (:func:`categorical_moments`)."""
+    """:func:`column_moments` of a categorical block (:func:`~.categorical_matrix.categorical_moments`)."""
     sums, squares = categorical_moments(X, weight, np.empty(0, dtype=np.intp), 1)
     total = float(X.shape[0]) if weight is None else float(np.sum(weight))
     return ColumnMoments(total, sums[0], squares[0])
-
-
-def categorical_moments(X, weight, index, n_classes):
-    """Weighted column sums and sums of squares of a categorical block, by class:
-    ``(n_classes, d)`` each.  The numeric columns' in one compiled read
-    (:func:`~.moment_loops.weighted_moments`); a level's sum and square are the weight
-    of its rows (a dummy is 0 or 1), counted from the codes.
-
-    ``index`` holds each row's class (empty: every row in class 0); ``weight`` None
-    weighs every row 1.
-    """
-    from .moment_loops import weighted_moments  # numba, on first use
-
-    n, p = X.numeric.shape
-    sums, squares = np.zeros((n_classes, X.shape[1])), np.zeros((n_classes, X.shape[1]))
-    row_weight = np.empty(0) if weight is None else np.ascontiguousarray(weight,
-                                                                         dtype=np.float64)
-    numeric_sums, numeric_squares = np.zeros((n_classes, p)), np.zeros((n_classes, p))
-    with np.errstate(over="ignore"):
-        weighted_moments(X.numeric, row_weight, index, numeric_sums, numeric_squares)
-    sums[:, :p], squares[:, :p] = numeric_sums, numeric_squares
-    classes = np.zeros(n, dtype=np.intp) if index.shape[0] == 0 else np.asarray(index)
-    for c in range(X.columns.shape[1]):
-        codes = X.columns[:, c]
-        found = codes >= 0
-        cells = classes[found] * X.shape[1] + codes[found]
-        counts = np.bincount(cells, weights=None if weight is None else row_weight[found],
-                             minlength=n_classes * X.shape[1])
-        sums += counts.reshape(n_classes, X.shape[1])
-    squares[:, p:] = sums[:, p:]
-    return sums, squares
 
 
 @dataclass

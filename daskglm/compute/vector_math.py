@@ -23,9 +23,10 @@ loops that call them may be compiled with more freedom: numba sets the flags per
 instruction, so inlining keeps these.
 
 numba's on-disk cache keys each function on its own file only: the cached loops of
-:mod:`.fused_loops` contain these functions compiled in, and are not rebuilt when this
-file alone changes.  A change here must touch ``fused_loops.py`` too (or clear its
-``__pycache__``).
+:mod:`.family_formulas` (and of the loops that contain them: :mod:`.fused_loops`,
+:mod:`.fused_sparse_loops`, :mod:`.sgd_loops`) contain these functions compiled in, and are
+not rebuilt when this file alone changes.  A change here must touch those files too (or
+clear their ``__pycache__``).
 """
 
 from __future__ import annotations

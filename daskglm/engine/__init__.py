@@ -61,10 +61,10 @@ from ..lazy_names import lazy_names
 #: Public name -> the module of this package that defines it.  Imported on first use,
 #: so that a worker unpickling one task function imports that function's module only.
 _EXPORTS = {
-    "ActorHolder": "asynchronous",
+    "ActorHolder": "parameter_holders",
     "AsCompleted": "asynchronous",
-    "HolderLostError": "asynchronous",
-    "ParameterHolder": "asynchronous",
+    "HolderLostError": "parameter_holders",
+    "ParameterHolder": "parameter_holders",
     "MAX_RECOVERIES": "base",
     "Engine": "base",
     "is_dask": "partitions",

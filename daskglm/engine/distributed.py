@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-from collections import Counter
-from typing import NamedTuple
-
 import numpy as np
 
 from ..accounting.bytemodel import nbytes
@@ -18,18 +14,12 @@ from ..compute.tree import (
 from .base import Engine
 from .dask_compat import cancel as cancel_futures
 from .dask_compat import cluster_workers, warn_without_direct_rounds
-from .deadline import Arrivals
-from .direct import DirectRoundFailed, DirectRounds, HeldState
+from .direct import DirectRoundFailed, DirectRounds
+from .distributed_deadline import DistributedDeadlineRounds
+from .distributed_state import DistributedStateRounds, HeldStatesLost
 from .measure import DaskMeter
 from .partitions import scatter_partitions
-from .tasks import (
-    _complete_node_keys,
-    _identity,
-    _pick_output,
-    _pick_state,
-    _run_stateful_task,
-    _run_task,
-)
+from .tasks import _complete_node_keys, _run_task
 from .topologies import RING_KINDS, ring_sum, server_sum
 
 #: Failed direct rounds after which an engine runs every round as tasks.
@@ -38,17 +28,6 @@ MAX_DIRECT_FAILURES = 2
 #: Broadcast arguments larger than this are scattered to the workers once per round
 #: instead of being embedded in every task.
 SCATTER_BYTES = 1 << 20
-
-#: Prefix of the keys of the replicas that backup tasks of deadline rounds read (not a
-#: round's key: the measurements of rounds do not look at them).
-REPLICA_PREFIX = "daskglm-replica-"
-
-
-class Backup(NamedTuple):
-    """A partition's replica on another worker, read by its backup tasks."""
-
-    worker: str
-    replica: object  # the future of the copy, pinned to ``worker``
 
 
 def active_client():
@@ -63,7 +42,7 @@ def active_client():
         return None
 
 
-class DistributedEngine(Engine):
+class DistributedEngine(DistributedStateRounds, DistributedDeadlineRounds, Engine):
     """Partitions persisted on the workers of a ``distributed`` cluster.
 
     A round submits one task per group of partitions that share a worker thread
@@ -82,6 +61,8 @@ class DistributedEngine(Engine):
 
     Deadline rounds run a backup task, on a replica kept on a worker that met an
     earlier deadline, for each partition that missed one (:meth:`_execute_deadline`).
+    Those rounds (:mod:`.distributed_deadline`) and the partition states
+    (:mod:`.distributed_state`) are mixed in.
 
     Partitions computed from Dask collections are recomputed by Dask when a worker is
     lost.  In-memory input has no such lineage: the engine keeps its partitions on the
@@ -299,162 +280,7 @@ class DistributedEngine(Engine):
         except Exception:  # measuring never breaks a fit: those rounds stay unmeasured
             pass
 
-    # partition state ----------------------------------------------------------------
-    def _execute_stateful(self, fn, states, args, tree, probe, name=None):
-        direct = self._ready_direct() if name in self._held_names else None
-        if direct is not None and all(s is None or _kept_by(s, direct) for s in states):
-            fresh = frozenset(i for i, s in enumerate(states) if s is None)
-            try:
-                result, probe.direct = direct.run(fn, args, None, tree, state=name,
-                                                  fresh=fresh)
-            except DirectRoundFailed:
-                self._give_up_direct()  # with the states its holders kept
-                raise HeldStatesLost(name) from None
-            kept = [HeldState(name, i, direct.generation) for i in range(self.n_partitions)]
-            return result, kept, 0, 0
-        if any(isinstance(s, HeldState) for s in states):  # their holders are gone
-            raise HeldStatesLost(name)
-        created = []  # released at once if the round fails or is interrupted
-        try:
-            return self._submit_stateful(fn, states, args, tree, probe, created)
-        except BaseException:
-            for future in created:
-                future.release()
-            raise
-
-    def _submit_stateful(self, fn, states, args, tree, probe, created):
-        """One task per group runs the kernel and returns ``(out, new states)``; on its
-        worker, one small task per group picks ``out`` (what the tree or the gather
-        uses) and one per partition picks its new state, so the states never leave.
-
-        The three are placed on the worker holding the group's partitions (a loose
-        restriction: another worker if that one is gone), so that a new state is made
-        and kept next to its partition even before Dask has learnt that picking is fast.
-        """
-        sent = self._broadcast(args, created)
-        groups, n = self.groups, self.n_partitions
-        keys = probe.keys(len(groups))
-        places = self._placement([group[0] for group in groups])
-        results, new_states = [], [None] * n
-        for g, (group, place) in enumerate(zip(groups, places)):
-            output = self.client.submit(
-                _run_stateful_task, fn, [self.parts[i] for i in group],
-                [states[i] for i in group], sent, (group, n) if tree else (),
-                key=keys[g], pure=False, **place,
-            )
-            created.append(output)
-            results.append(self.client.submit(_pick_output, output, key=probe.pick_key(f"out{g}"),
-                                              pure=False, **place))
-            created.append(results[-1])
-            for j, index in enumerate(group):
-                new_states[index] = self.client.submit(
-                    _pick_state, output, j, key=probe.pick_key(f"state{index}"), pure=False,
-                    **place)
-        created.extend(new_states)
-        picks = len(results) + n
-        if tree:
-            result, combines = self._tree(results, probe, created)
-            return result, new_states, combines, picks
-        gathered = [None] * n
-        for group, group_results in zip(groups, self.client.gather(results)):
-            for index, item in zip(group, group_results):
-                gathered[index] = item
-        return gathered, new_states, 0, picks
-
-    def _unrecoverable_states(self, states):
-        """States whose future was cancelled or failed: a dependency they need (a
-        scattered partition, a state before them) is gone for good.  States that Dask
-        can recompute from their lineage (partitions computed from Dask collections)
-        are left to it."""
-        return [i for i, future in enumerate(states)
-                if future is not None and (not _kept_by(future, self._holders_now()) if
-                                           isinstance(future, HeldState) else
-                                           future.status in ("cancelled", "error"))]
-
-    def _fetch(self, states, probe):
-        kept = [s for s in states if isinstance(s, HeldState)]
-        if not kept:
-            return self._fetch_futures(states, probe)
-        fetched, tasks = [None] * self.n_partitions, 0
-        direct = self._ready_direct()
-        if direct is not None and all(_kept_by(s, direct) for s in kept):
-            try:
-                from_holders, probe.direct = direct.fetch_states(kept[0].name)
-            except DirectRoundFailed:
-                self._give_up_direct()  # the states are lost with the holders: None
-            else:
-                for s in kept:
-                    fetched[s.index] = from_holders[s.index]
-        futures = [None if isinstance(s, HeldState) else s for s in states]
-        if any(f is not None for f in futures):
-            from_futures, tasks = self._fetch_futures(futures, probe)
-            for i, item in enumerate(from_futures):
-                if item is not None:
-                    fetched[i] = item
-        return fetched, tasks
-
-    def _fetch_futures(self, states, probe):
-        held = [i for i, future in enumerate(states) if future is not None]
-        # one task per state, on the state's worker, named for this round so that the
-        # transfers are measured as this round's
-        holders = self.client.who_has([states[i] for i in held])
-        keys = probe.keys(len(held))
-        copies = []
-        for key, i in zip(keys, held):
-            worker = holders.get(states[i].key) or ()
-            place = {"workers": [worker[0]], "allow_other_workers": True} if worker else {}
-            copies.append(self.client.submit(_identity, states[i], key=key, pure=False, **place))
-        fetched = [None] * self.n_partitions
-        try:
-            for index, item in zip(held, self.client.gather(copies)):
-                fetched[index] = item
-        finally:
-            for future in copies:
-                future.release()
-        return fetched, len(held)
-
-    def _put(self, states, probe, name=None):
-        direct = None
-        if name in self._held_names:
-            self._request_direct(probe)  # new holders, after the last were dropped
-            direct = self._ready_direct()
-        if direct is not None:
-            try:
-                probe.direct = direct.put_states(name, states)
-            except DirectRoundFailed:
-                self._give_up_direct()
-            else:
-                return [None if s is None else HeldState(name, i, direct.generation)
-                        for i, s in enumerate(states)], 0
-        places = self._placement(range(self.n_partitions))
-        by_worker = {}
-        for i, (item, place) in enumerate(zip(states, places)):
-            if item is not None:
-                by_worker.setdefault(tuple(place.get("workers", ())), []).append(i)
-        placed = [None] * self.n_partitions
-        for workers, indices in by_worker.items():
-            # a list of items: each is scattered whole (a dict state stays one future)
-            futures = self.client.scatter([states[i] for i in indices],
-                                          workers=list(workers) or None, hash=False)
-            for i, future in zip(indices, futures):
-                placed[i] = future
-        return placed, 0
-
-    def _release_states(self, states):
-        # states kept by holders are replaced there by the round after, or dropped with
-        # the holders (:meth:`drop_state` forgets them)
-        for future in states:
-            if future is not None and not isinstance(future, HeldState):
-                future.release()
-
-    def drop_state(self, state):
-        states = self._states.get(state) or ()
-        direct = self._holders_now()
-        if any(_kept_by(s, direct) for s in states if isinstance(s, HeldState)):
-            direct.drop_states(state)
-        super().drop_state(state)
-
-    # deadline rounds ----------------------------------------------------------------
+    # task placement -----------------------------------------------------------------
     def _placement(self, indices):
         """Submit options that place a task on the worker holding partition ``indices[0]``.
 
@@ -482,160 +308,6 @@ class DistributedEngine(Engine):
         return [self.client.submit(_run_task, fn, [part], None if each is None else [each[i]],
                                    sent, (), key=keys[i], pure=False, **places[i])
                 for i, part in enumerate(self.parts)]
-
-    def _execute_deadline(self, fn, args, probe, cutoff, each=None):
-        """The partitions' tasks, and backup tasks of those with a replica
-        (:meth:`_deadline_copies`); per partition the copy that finishes first counts
-        (:meth:`_await_arrivals`) and the others are cancelled.  Partitions that missed
-        the round get a replica for the next ones (:meth:`_plan_backups`)."""
-        from distributed import wait
-
-        def wait_first(pending, timeout):
-            try:
-                return wait(list(pending), timeout=timeout, return_when="FIRST_COMPLETED").done
-            except TimeoutError:
-                return set()
-
-        created = []
-        try:
-            sent = self._broadcast(args, created)
-            if self.cache == "memory":
-                primaries, backups, where = self._deadline_copies(fn, sent, probe, each)
-            else:  # read from their source every round, partitions live nowhere: no copies
-                primaries = dict(enumerate(self._partition_futures(fn, sent, probe, each)))
-                backups, where = {}, {}
-            created.extend(primaries.values())
-            created.extend(backups.values())
-            copies = [[c[i] for c in (primaries, backups) if i in c]
-                      for i in range(self.n_partitions)]
-            first = self._await_arrivals(copies, cutoff, wait_first, covered=set(backups))
-            late = [future for i, futures in enumerate(copies) for future in futures
-                    if first.get(i) is not future]
-            if late:
-                cancel_futures(self.client, late, "past the round's deadline")
-            arrived = sorted(first)
-            gathered = self.client.gather([first[i] for i in arrived])
-            results = {i: group_results[0] for i, group_results in zip(arrived, gathered)}
-            copied, bytes_copied = self._plan_backups(copies, first, primaries, where)
-            return Arrivals(results, tuple(sorted(backups)),
-                            tuple(sorted(set(backups) - set(primaries))), copied, bytes_copied)
-        finally:
-            for future in created:
-                future.release()
-
-    def _deadline_copies(self, fn, sent, probe, each):
-        """Submit the round's copies of each partition: ``(primaries, backups, where)``.
-
-        A partition's own task (its *primary*) runs on a worker that holds it, other than
-        its replica's worker: making the replica left a copy of the partition there too,
-        for a while.  When that worker is the only one left holding it (Dask's memory
-        manager dropped the other copy), the partition has moved there and runs as its
-        backup task only.  A partition with a live replica (:meth:`_live_backups`) runs
-        a backup task on the replica's worker, pinned there at a lower priority than
-        that worker's own tasks.
-
-        Returns
-        -------
-        primaries, backups : dict
-            ``{index: future}`` of the partitions' own tasks and of the backup tasks.
-        where : dict
-            ``{future: worker}`` of every copy placed on a worker.
-        """
-        n = self.n_partitions
-        replicas = self._live_backups()
-        holders = self.client.who_has(self.parts)
-        keys = probe.keys(n + len(replicas))  # named for the round: measured with it
-        primaries, backups, where = {}, {}, {}
-        for i, part in enumerate(self.parts):
-            held = list(holders.get(part.key) or ())
-            if i in replicas and replicas[i].worker in held:
-                held.remove(replicas[i].worker)
-                if not held:
-                    continue
-            place = {"workers": held[:1], "allow_other_workers": True} if held else {}
-            primaries[i] = self.client.submit(
-                _run_task, fn, [part], None if each is None else [each[i]], sent, (),
-                key=keys[i], pure=False, **place)
-            if held:
-                where[primaries[i]] = held[0]
-        for key, (i, backup) in zip(keys[n:], sorted(replicas.items())):
-            backups[i] = self.client.submit(
-                _run_task, fn, [backup.replica], None if each is None else [each[i]], sent,
-                (), key=key, pure=False, workers=[backup.worker], allow_other_workers=False,
-                priority=-1)
-            where[backups[i]] = backup.worker
-        return primaries, backups, where
-
-    def _live_backups(self):
-        """The backups whose replica is in memory, or being copied to a running worker;
-        the others (lost with their worker) are dropped."""
-        for i, backup in list(self._backups.items()):
-            if backup.replica.status in ("lost", "cancelled", "error"):
-                self._drop_backup(i)
-        if any(backup.replica.status == "pending" for backup in self._backups.values()):
-            running = self.client.nthreads()
-            for i, backup in list(self._backups.items()):
-                if backup.worker not in running:
-                    self._drop_backup(i)
-        return dict(self._backups)
-
-    def _plan_backups(self, copies, first, primaries, where):
-        """After a round: copy each partition that every one of its copies missed to a
-        worker that met the round, for backup tasks from the next round on.
-
-        A worker met the round when a copy it ran arrived first and none of its copies
-        missed the round, nor was a partition's own task beaten by a backup.  Each
-        partition goes to the one with the fewest partitions' tasks and replicas (then by
-        address), never where a copy of it ran this round; the copy starts now (a task
-        pinned to that worker whose future the engine keeps), and the replica it makes
-        stays until the engine closes, the partitions change, or the worker is lost.
-        A partition that had a replica moves it there.
-
-        Returns
-        -------
-        copied : tuple of int
-            The partitions being copied.
-        bytes_copied : int
-            Their bytes, as Dask sizes them.
-        """
-        dropped = [i for i in range(self.n_partitions) if i not in first]
-        if not dropped or self.cache != "memory":
-            return (), 0
-        late = {where.get(future) for i in dropped for future in copies[i]}
-        late |= {where.get(primaries[i]) for i in first
-                 if i in primaries and first[i] is not primaries[i]}
-        met = {where.get(future) for future in first.values()}
-        candidates = sorted(worker for worker in met - late if worker is not None)
-        load = Counter(where.values())
-        copied = []
-        for i in dropped:
-            ran = {where.get(future) for future in copies[i]}
-            options = [worker for worker in candidates if worker not in ran]
-            if not options:
-                continue
-            worker = min(options, key=lambda w: (load[w], w))
-            self._drop_backup(i)
-            replica = self.client.submit(_identity, self.parts[i], workers=[worker],
-                                         allow_other_workers=False, pure=False,
-                                         key=f"{REPLICA_PREFIX}{uuid.uuid4().hex}")
-            self._backups[i] = Backup(worker, replica)
-            load[worker] += 1
-            copied.append(i)
-        if not copied:
-            return (), 0
-        keys = [self.parts[i].key for i in copied]
-        sizes = self.client.nbytes(keys, summary=False)
-        return tuple(copied), int(sum(sizes.get(key, 0) for key in keys))
-
-    def _drop_backup(self, index):
-        backup = self._backups.pop(index, None)
-        if backup is not None:
-            backup.replica.release()
-
-    def _drop_backups(self):
-        """Release every replica (the partitions changed, or the engine closes)."""
-        for index in list(self._backups):
-            self._drop_backup(index)
 
     # asynchronous work --------------------------------------------------------------
     def _submit_as_completed(self, fn, args, probe):
@@ -688,7 +360,7 @@ class DistributedEngine(Engine):
     def _make_holder(self, params):
         import uuid
 
-        from .asynchronous import ActorHolder, ParameterHolder
+        from .parameter_holders import ActorHolder, ParameterHolder
 
         # the worker holding the fewest partitions (then the first by address)
         holders = self.client.who_has(self.parts) if self.cache == "memory" else {}
@@ -776,16 +448,6 @@ class DistributedEngine(Engine):
             future.release()
         self.parts = []
         self.sources = None
-
-
-class HeldStatesLost(Exception):
-    """States kept by partition holders were lost with them: the round runs again, with
-    those states reset (:meth:`DistributedEngine._unrecoverable_states`)."""
-
-
-def _kept_by(state, direct):
-    """Whether ``state`` (a :class:`HeldState`) is kept by the holders ``direct``."""
-    return direct is not None and state.generation == direct.generation
 
 
 def cancellation_errors():

@@ -22,7 +22,7 @@ import time
 
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
-from ..accounting.ledger import RoundRecord
+from ..accounting.round_record import RoundRecord
 
 __all__ = ["collecting", "compute_pass", "keep_pass", "add_to", "records_driver_passes",
            "with_known_rows"]

@@ -142,7 +142,7 @@ class LocalEngine(Engine):
         return stream(), cancel
 
     def _make_holder(self, params):
-        from .asynchronous import ParameterHolder
+        from .parameter_holders import ParameterHolder
 
         return ParameterHolder(params)
 

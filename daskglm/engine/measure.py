@@ -16,7 +16,7 @@ import weakref
 from collections import OrderedDict
 
 from ..accounting.bytemodel import control_bytes, holders_control_bytes
-from ..accounting.ledger import _timing, kept_local
+from ..accounting.round_record import kept_local, round_timing
 
 try:  # the scheduler plugin needs distributed's base class
     from distributed.diagnostics.plugin import SchedulerPlugin as _SchedulerPlugin
@@ -95,7 +95,7 @@ class LocalProbe:
         record.bytes_measured = record.bytes_submitted = 0
         record.bytes_dispatched = record.bytes_transferred = record.transfers = 0
         record.seconds_transferring = 0.0
-        for name, value in _timing(self.spans).items():
+        for name, value in round_timing(self.spans).items():
             setattr(record, name, value)
         report.engine, report.workers, report.cores = "local", 1, self.threads
         report.measurement = self.measurement
@@ -393,5 +393,5 @@ class DaskMeter:
             record.bytes_measured = sum(p for p in parts if p is not None)
             spans = rounds.get(token, {}).get("tasks")
             if spans:
-                for name, value in _timing(spans).items():
+                for name, value in round_timing(spans).items():
                     setattr(record, name, value)

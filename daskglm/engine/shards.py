@@ -33,7 +33,7 @@ raises :class:`ShardLostError` within about a second (and
 workers left, from :meth:`ShardSet.salvage`).  The shards and the ``WorkerColumns`` are
 released with the fit's client: when the driver's process dies, Dask drops them, and a
 call that a task or a partition holder was making to one of them ends within about a
-second with :class:`ShardLostError` (:func:`~daskglm.engine.asynchronous.actor_alive`),
+second with :class:`ShardLostError` (:func:`~daskglm.engine.parameter_holders.actor_alive`),
 where Dask itself would wait for its answer forever.
 """
 
@@ -48,9 +48,9 @@ from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
 from ..compute.column_shards import ColumnShard, shard_bounds
 from ..compute.worker_columns import TRAFFIC_FIELDS, UnknownPartition, WorkerColumns
-from .asynchronous import HolderLostError, actor_alive
 from .dask_compat import cluster_workers
 from .measure import Timer
+from .parameter_holders import HolderLostError, actor_alive
 
 __all__ = ["ShardLostError", "ShardClients", "ShardSet", "make_shards", "CALL_ID_BYTES"]
 

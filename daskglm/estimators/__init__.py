@@ -37,17 +37,21 @@ The modules, each importing only from those above it:
 ``categorical``, ``text``
     tables with categorical columns encoded per partition; text columns hashed per
     partition (``HashingFeatures``).
-``cv_folds``, ``ridge_cv``, ``cv``
-    which fold holds out each row; ``RidgeCV`` from Gram statistics; ``LassoCV``,
-    ``ElasticNetCV`` and ``LogisticRegressionCV`` (and ``RidgeCV`` again): penalties
-    chosen by cross-validation, folds as row weights.
+``cv_folds``, ``ridge_cv``, ``path_cv``, ``cv``, ``glm_cv``, ``logistic_cv``
+    which fold holds out each row; ``RidgeCV`` from Gram statistics; the paths fitted
+    fold by fold (``PathCV``, folds as row weights) under ``LassoCV`` and
+    ``ElasticNetCV``, ``GLMCV`` and ``LogisticRegressionCV``: penalties chosen by
+    cross-validation.
 """
 
-from .cv import GLMCV, ElasticNetCV, LassoCV, LogisticRegressionCV, RidgeCV
+from .cv import ElasticNetCV, LassoCV
+from .glm_cv import GLMCV
 from .linear import GLM, ElasticNet, Lasso, LinearRegression, PoissonRegressor, Ridge
 from .logistic import PENALTY_FROM_L1_RATIO as PENALTY_FROM_L1_RATIO
 from .logistic import LogisticRegression
+from .logistic_cv import LogisticRegressionCV
 from .poisson_regression import PoissonRegression
+from .ridge_cv import RidgeCV
 from .sgd import SGDRegressor
 from .sgd_classifier import SGDClassifier
 from .text import HashingFeatures

@@ -41,7 +41,8 @@ from ..engine import is_dask, make_engine
 from ..engine.cache import kept_copies
 from ..engine.distributed import active_client
 from ..engine.driver_passes import add_to, collecting, compute_pass, records_driver_passes
-from ..model.families import Family, _StartAtTypicalMean
+from ..model.families import Family
+from ..model.families import StartAtTypicalMean as _StartAtTypicalMean
 from ..model.penalties import NonNegative
 from ..solvers import SOLVERS, Problem, get_solver
 from ..solvers.base import DEFAULT_MAX_ITER, SolverResult

@@ -25,7 +25,7 @@ from ..compute.inference import inference_sums, null_model_sums, target_moments
 from ..engine import is_dask
 from ..model.distributions import BinomialDistribution, GaussianDistribution, PoissonDistribution
 from ..model.distributions_extra import NegativeBinomialDistribution
-from ..model.families import _StartAtTypicalMean
+from ..model.families import StartAtTypicalMean as _StartAtTypicalMean
 from ..model.links import Identity, Log
 from ..model.weight_kinds import log_likelihood_of_kind
 from .hypothesis import _HypothesisMixin

@@ -1,7 +1,7 @@
 """Logistic regression with ``C`` (and ``l1_ratio``) chosen by cross-validation:
 :class:`LogisticRegressionCV`, with scikit-learn's fitted attributes.
 
-The folds' paths are fitted by :class:`daskglm.estimators.cv._PathCV` (folds as row
+The folds' paths are fitted by :class:`daskglm.estimators.path_cv.PathCV` (folds as row
 weights, one engine).  Held-out scores come from one ``held_out`` round per fold and
 l1_ratio for the scorers that are sums over rows (accuracy, log-loss); any other
 scikit-learn scorer, or a callable one, is evaluated on the driver on the held-out rows of
@@ -30,10 +30,10 @@ from ..engine import is_dask
 from ..engine.driver_passes import records_driver_passes
 from ..model.penalties import L1, L2, make_penalty
 from .base import _COMMON_DOC
-from .cv import _PathCV
 from .cv_folds import _positive_grid
 from .dask_ml_params import dask_ml_parameters
 from .logistic import LogisticRegression
+from .path_cv import PathCV
 
 __all__ = ["LogisticRegressionCV"]
 
@@ -58,7 +58,7 @@ def _scorer_with_labels(scorer, classes):
                        **getattr(scorer, "_kwargs", {}))
 
 
-class LogisticRegressionCV(_PathCV, LogisticRegression):
+class LogisticRegressionCV(PathCV, LogisticRegression):
     __doc__ = (
         """Logistic regression with ``C`` chosen by cross-validation, as
     :class:`sklearn.linear_model.LogisticRegressionCV` (binary or multinomial).

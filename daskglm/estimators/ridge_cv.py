@@ -3,7 +3,7 @@
 "Compute once, solve many": k-fold needs one read of ``X`` (every fold's Gram statistics
 in one round; training sets are sums of them, every alpha of every fold is solved on the
 driver); leave-one-out needs two (the Gram statistics, then every row's leverage and
-error at every alpha).  Re-exported by :mod:`daskglm.estimators.cv`.
+error at every alpha).
 """
 
 from __future__ import annotations

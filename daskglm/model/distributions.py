@@ -14,7 +14,7 @@ import numpy as np
 
 from ..backend import namespace
 from .links import Identity, Link, Log, Logit
-from .numerics import _EPS, _float, _weighted_sum, gammaln, xlogy
+from .numerics import EPS, float64_array, gammaln, weighted_sum, xlogy
 
 __all__ = ["Distribution", "GaussianDistribution", "BinomialDistribution", "PoissonDistribution"]
 
@@ -112,15 +112,15 @@ class GaussianDistribution(Distribution):
         return mu - y
 
     def variance(self, mu):
-        mu = _float(mu)
+        mu = float64_array(mu)
         return namespace(mu).ones_like(mu)
 
     def variance_derivative(self, mu):
-        mu = _float(mu)
+        mu = float64_array(mu)
         return namespace(mu).zeros_like(mu)
 
     def deviance(self, y, mu, weight=None):
-        return _weighted_sum((y - mu) ** 2, weight)
+        return weighted_sum((y - mu) ** 2, weight)
 
     def log_likelihood_sums(self, y, mu, weight=None):
         """``[sum w (y - mu)**2, sum w]``."""
@@ -151,7 +151,7 @@ class BinomialDistribution(Distribution):
         return 1.0 - 2.0 * mu
 
     def clip_mean(self, mu):
-        return namespace(mu).clip(mu, _EPS, 1.0 - _EPS)
+        return namespace(mu).clip(mu, EPS, 1.0 - EPS)
 
     def deviance(self, y, mu, weight=None):
         """``2 sum w (y log(y / mu) + (1 - y) log((1 - y) / (1 - mu)))``: for targets in
@@ -159,7 +159,7 @@ class BinomialDistribution(Distribution):
         mu = namespace(mu).clip(mu, 1e-300, 1.0 - 1e-16)
         unit = -2.0 * (xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu)
                        - xlogy(y, y) - xlogy(1.0 - y, 1.0 - y))
-        return _weighted_sum(unit, weight)
+        return weighted_sum(unit, weight)
 
     def log_likelihood_sums(self, y, mu, weight=None):
         """``[sum w (y log mu + (1 - y) log(1 - mu)), -sum w (log Gamma(y + 1) +
@@ -167,8 +167,8 @@ class BinomialDistribution(Distribution):
         trial, whose second sum is zero for targets in {0, 1}."""
         mu = namespace(mu).clip(mu, 1e-300, 1.0 - 1e-16)
         constant = -(gammaln(y + 1.0) + gammaln(2.0 - y))
-        return np.array([_weighted_sum(xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu), weight),
-                         _weighted_sum(constant, weight)])
+        return np.array([weighted_sum(xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu), weight),
+                         weighted_sum(constant, weight)])
 
     def log_likelihood(self, sums, scale):
         return float(sums[0] + sums[1])
@@ -201,19 +201,19 @@ class PoissonDistribution(Distribution):
         return mu
 
     def variance_derivative(self, mu):
-        mu = _float(mu)
+        mu = float64_array(mu)
         return namespace(mu).ones_like(mu)
 
     def clip_mean(self, mu):
-        return namespace(mu).maximum(mu, _EPS)
+        return namespace(mu).maximum(mu, EPS)
 
     def deviance(self, y, mu, weight=None):
         unit = 2.0 * (xlogy(y, y) - xlogy(y, mu) - y + mu)
-        return _weighted_sum(unit, weight)
+        return weighted_sum(unit, weight)
 
     def log_likelihood_sums(self, y, mu, weight=None):
         """``[log-likelihood]``."""
-        return np.array([_weighted_sum(xlogy(y, mu) - mu - gammaln(y + 1.0), weight)])
+        return np.array([weighted_sum(xlogy(y, mu) - mu - gammaln(y + 1.0), weight)])
 
     def log_likelihood(self, sums, scale):
         return float(sums[0])

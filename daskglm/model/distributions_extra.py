@@ -28,7 +28,7 @@ import numpy as np
 from ..backend import namespace
 from .distributions import Distribution, GaussianDistribution, PoissonDistribution
 from .links import Inverse, Log, Power
-from .numerics import _EPS, _weighted_sum, gammaln, xlogy
+from .numerics import EPS, gammaln, weighted_sum, xlogy
 
 __all__ = [
     "GammaDistribution", "InverseGaussianDistribution", "TweedieDistribution",
@@ -72,11 +72,11 @@ class GammaDistribution(Distribution):
         return 2.0 * mu
 
     def clip_mean(self, mu):
-        return namespace(mu).maximum(mu, _EPS)
+        return namespace(mu).maximum(mu, EPS)
 
     def deviance(self, y, mu, weight=None):
         ratio = y / mu
-        return _weighted_sum(2.0 * (ratio - namespace(ratio).log(ratio) - 1.0), weight)
+        return weighted_sum(2.0 * (ratio - namespace(ratio).log(ratio) - 1.0), weight)
 
     def check_target(self, y):
         _positive_target(y, "Gamma")
@@ -84,8 +84,8 @@ class GammaDistribution(Distribution):
     def log_likelihood_sums(self, y, mu, weight=None):
         """``[sum w log(y / mu), sum w y / mu, sum w log y, sum w]``."""
         xp = namespace(mu)
-        return np.array([_weighted_sum(xp.log(y / mu), weight), _weighted_sum(y / mu, weight),
-                         _weighted_sum(xp.log(y), weight), _weights_sum(y, weight)])
+        return np.array([weighted_sum(xp.log(y / mu), weight), weighted_sum(y / mu, weight),
+                         weighted_sum(xp.log(y), weight), _weights_sum(y, weight)])
 
     def log_likelihood(self, sums, scale):
         log_ratio, ratio, log_y, total = sums
@@ -115,10 +115,10 @@ class InverseGaussianDistribution(Distribution):
         return 3.0 * mu**2
 
     def clip_mean(self, mu):
-        return namespace(mu).maximum(mu, _EPS)
+        return namespace(mu).maximum(mu, EPS)
 
     def deviance(self, y, mu, weight=None):
-        return _weighted_sum((y - mu) ** 2 / (y * mu**2), weight)
+        return weighted_sum((y - mu) ** 2 / (y * mu**2), weight)
 
     def check_target(self, y):
         _positive_target(y, "Inverse Gaussian")
@@ -126,7 +126,7 @@ class InverseGaussianDistribution(Distribution):
     def log_likelihood_sums(self, y, mu, weight=None):
         """``[deviance, sum w log y, sum w]``."""
         log_y = namespace(y).log(y)
-        return np.array([self.deviance(y, mu, weight), _weighted_sum(log_y, weight),
+        return np.array([self.deviance(y, mu, weight), weighted_sum(log_y, weight),
                          _weights_sum(y, weight)])
 
     def log_likelihood(self, sums, scale):
@@ -170,14 +170,14 @@ class NegativeBinomialDistribution(Distribution):
         return 1.0 + 2.0 * self.alpha * mu
 
     def clip_mean(self, mu):
-        return namespace(mu).maximum(mu, _EPS)
+        return namespace(mu).maximum(mu, EPS)
 
     def deviance(self, y, mu, weight=None):
         inv = 1.0 / self.alpha
         log = namespace(mu).log
         unit = 2.0 * (xlogy(y, y / mu)
                       - (y + inv) * log((1.0 + self.alpha * y) / (1.0 + self.alpha * mu)))
-        return _weighted_sum(unit, weight)
+        return weighted_sum(unit, weight)
 
     def check_target(self, y):
         xp = namespace(y)
@@ -191,7 +191,7 @@ class NegativeBinomialDistribution(Distribution):
         a = self.alpha
         unit = (xlogy(y, a * mu / (1.0 + a * mu)) - namespace(mu).log1p(a * mu) / a
                 + gammaln(y + 1.0 / a) - gammaln(y + 1.0) - gammaln(1.0 / a))
-        return np.array([_weighted_sum(unit, weight)])
+        return np.array([weighted_sum(unit, weight)])
 
     def log_likelihood(self, sums, scale):
         return float(sums[0])
@@ -269,7 +269,7 @@ class TweedieDistribution(Distribution):
         return self.power * mu ** (self.power - 1.0)
 
     def clip_mean(self, mu):
-        return mu if self.power <= 0 else namespace(mu).maximum(mu, _EPS)
+        return mu if self.power <= 0 else namespace(mu).maximum(mu, EPS)
 
     def deviance(self, y, mu, weight=None):
         p = self.power
@@ -281,7 +281,7 @@ class TweedieDistribution(Distribution):
             return GammaDistribution().deviance(y, mu, weight)
         first = namespace(y).maximum(y, 0.0) ** (2.0 - p) / ((1.0 - p) * (2.0 - p))
         unit = 2.0 * (first - y * mu ** (1.0 - p) / (1.0 - p) + mu ** (2.0 - p) / (2.0 - p))
-        return _weighted_sum(unit, weight)
+        return weighted_sum(unit, weight)
 
     def check_target(self, y):
         p = self.power

@@ -57,7 +57,7 @@ from .distributions_extra import (
     TweedieDistribution,
 )
 from .links import Identity, Log, get_link
-from .numerics import _scale, _split_exponent, _weighted_sum, expit
+from .numerics import expit, scale_by_weight, split_exponent, weighted_sum
 
 __all__ = [
     "Family", "Gaussian", "Binomial", "Poisson", "Gamma", "InverseGaussian", "Tweedie",
@@ -97,7 +97,7 @@ class Family:
 
     def compiled_loss(self):
         """``(name, parameter)`` of this family's loss among the compiled row loops
-        (:mod:`daskglm.compute.fused_loops`), or None: those kernels then take the generic
+        (:mod:`daskglm.compute.family_formulas`), or None: those kernels then take the generic
         path over :meth:`loss_and_dloss`.  A subclass that changes the loss must return
         None (the named families check their exact class)."""
         return None
@@ -168,23 +168,23 @@ class Family:
 
     def loss(self, y, eta, weight=None):
         """Weighted SUM of the per-row losses."""
-        return _weighted_sum(self.pointwise_loss(y, eta), weight)
+        return weighted_sum(self.pointwise_loss(y, eta), weight)
 
     def dloss(self, y, eta, weight=None):
         """Per-row derivative of the weighted loss with respect to ``eta``."""
         mu, slope = self._mean_and_slope(eta)
-        return _scale(self.distribution.unit_loss_derivative(y, mu) * slope, weight)
+        return scale_by_weight(self.distribution.unit_loss_derivative(y, mu) * slope, weight)
 
     def loss_and_dloss(self, y, eta, weight=None):
         """``(loss(y, eta, weight), dloss(y, eta, weight))`` sharing the work of both."""
         mu, slope = self._mean_and_slope(eta)
-        loss = _weighted_sum(self.distribution.unit_loss(y, mu), weight)
-        return loss, _scale(self.distribution.unit_loss_derivative(y, mu) * slope, weight)
+        loss = weighted_sum(self.distribution.unit_loss(y, mu), weight)
+        return loss, scale_by_weight(self.distribution.unit_loss_derivative(y, mu) * slope, weight)
 
     def d2loss(self, y, eta, weight=None):
         """Per-row expected (Fisher) information in ``eta`` (IRLS weights): the exact
         second derivative where :attr:`exact_d2loss`."""
-        return _scale(self.variance(eta), weight)
+        return scale_by_weight(self.variance(eta), weight)
 
     def hessian_d2loss(self, y, eta, weight=None):
         """Per-row weights of Newton's Hessian: the exact second derivative where it is
@@ -192,7 +192,7 @@ class Family:
         if self.exact_d2loss or not self._convex_log_link:
             return self.d2loss(y, eta, weight)
         mu = self.distribution.clip_mean(self.link.inverse(eta))
-        return _scale(self.distribution.log_link_curvature(y, mu), weight)
+        return scale_by_weight(self.distribution.log_link_curvature(y, mu), weight)
 
     def observed_d2loss(self, y, eta, weight=None):
         """Per-row observed second derivative of the loss in ``eta`` (the information of
@@ -207,7 +207,7 @@ class Family:
         residual = (mu - y) / variance
         curvature = self.link.inverse_second_derivative(eta)
         slope_term = 1.0 / variance - residual * self.distribution.variance_derivative(mu) / variance
-        return _scale(slope**2 * slope_term + residual * curvature, weight)
+        return scale_by_weight(slope**2 * slope_term + residual * curvature, weight)
 
     def deviance(self, y, mu, weight=None):
         """Weighted sum of unit deviances ``2 * (loglik(y; y) - loglik(y; mu))``."""
@@ -269,7 +269,7 @@ class Gaussian(_NamedFamily):
     def dloss(self, y, eta, weight=None):
         if not self.canonical:
             return super().dloss(y, eta, weight)
-        return _scale(self.mean(eta) - y, weight)
+        return scale_by_weight(self.mean(eta) - y, weight)
 
     def loss_and_dloss(self, y, eta, weight=None):
         if not self.canonical:
@@ -308,7 +308,7 @@ class Binomial(_NamedFamily):
     def dloss(self, y, eta, weight=None):
         if not self.canonical:
             return super().dloss(y, eta, weight)
-        return _scale(self.mean(eta) - y, weight)
+        return scale_by_weight(self.mean(eta) - y, weight)
 
     def loss_and_dloss(self, y, eta, weight=None):
         if not self.canonical:
@@ -317,7 +317,7 @@ class Binomial(_NamedFamily):
         shrink = xp.exp(-xp.abs(eta))
         loss = xp.log1p(shrink) + xp.maximum(eta, 0.0) - y * eta
         prob = xp.where(eta >= 0, 1.0, shrink) / (1.0 + shrink)
-        return _weighted_sum(loss, weight), _scale(prob - y, weight)
+        return weighted_sum(loss, weight), scale_by_weight(prob - y, weight)
 
     def compiled_loss(self):
         return ("binomial", 0.0) if type(self) is Binomial and self.canonical else None
@@ -336,7 +336,7 @@ class Poisson(_NamedFamily):
     def mean(self, eta):
         if not self.canonical:
             return super().mean(eta)
-        safe, over = _split_exponent(eta)
+        safe, over = split_exponent(eta)
         return namespace(safe).exp(safe) * (1.0 + over + 0.5 * over**2)
 
     def variance(self, eta):
@@ -352,8 +352,8 @@ class Poisson(_NamedFamily):
     def dloss(self, y, eta, weight=None):
         if not self.canonical:
             return super().dloss(y, eta, weight)
-        safe, over = _split_exponent(eta)
-        return _scale(namespace(safe).exp(safe) * (1.0 + over) - y, weight)
+        safe, over = split_exponent(eta)
+        return scale_by_weight(namespace(safe).exp(safe) * (1.0 + over) - y, weight)
 
     def loss_and_dloss(self, y, eta, weight=None):
         if not self.canonical:
@@ -363,14 +363,14 @@ class Poisson(_NamedFamily):
     def d2loss(self, y, eta, weight=None):
         if not self.canonical:
             return super().d2loss(y, eta, weight)
-        safe, _ = _split_exponent(eta)
-        return _scale(namespace(safe).exp(safe), weight)
+        safe, _ = split_exponent(eta)
+        return scale_by_weight(namespace(safe).exp(safe), weight)
 
     def compiled_loss(self):
         return ("poisson", 0.0) if type(self) is Poisson and self.canonical else None
 
 
-class _StartAtTypicalMean:
+class StartAtTypicalMean:
     """Start fits at ``g(start_mean)`` with every link: for these distributions a zero
     linear predictor is outside the domain of the mean under the canonical link."""
 
@@ -380,7 +380,7 @@ class _StartAtTypicalMean:
         return eta if math.isfinite(eta) else 0.0
 
 
-class Gamma(_StartAtTypicalMean, _NamedFamily):
+class Gamma(StartAtTypicalMean, _NamedFamily):
     """Gamma distribution (targets > 0), inverse link by default as in statsmodels;
     ``Gamma("log")`` is scikit-learn's :class:`~sklearn.linear_model.GammaRegressor`."""
 
@@ -391,14 +391,14 @@ class Gamma(_StartAtTypicalMean, _NamedFamily):
         return ("gamma_log", 0.0) if type(self) is Gamma and type(self.link) is Log else None
 
 
-class InverseGaussian(_StartAtTypicalMean, _NamedFamily):
+class InverseGaussian(StartAtTypicalMean, _NamedFamily):
     """Inverse Gaussian distribution (targets > 0), link ``1 / mu**2`` by default."""
 
     name = "inverse_gaussian"
     _distribution = InverseGaussianDistribution
 
 
-class _ParametrisedFamily(_StartAtTypicalMean, Family):
+class _ParametrisedFamily(StartAtTypicalMean, Family):
     """A family whose distribution takes one parameter (``_parameter``)."""
 
     _parameter = "parameter"

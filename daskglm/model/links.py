@@ -11,7 +11,7 @@ import math
 from numbers import Real
 
 from ..backend import namespace
-from .numerics import _EPS, _EXP_MAX, _LOG_MAX, _PROBIT_MAX, _float, expit, logit, ndtr, ndtri
+from .numerics import EPS, EXP_MAX, LOG_MAX, PROBIT_MAX, expit, float64_array, logit, ndtr, ndtri
 
 __all__ = ["Link", "Identity", "Logit", "Log", "Inverse", "Probit", "CLogLog", "Power", "get_link"]
 
@@ -66,17 +66,17 @@ class Identity(Link):
     name = "identity"
 
     def link(self, mu):
-        return _float(mu)
+        return float64_array(mu)
 
     def inverse(self, eta):
-        return _float(eta)
+        return float64_array(eta)
 
     def inverse_derivative(self, eta):
-        eta = _float(eta)
+        eta = float64_array(eta)
         return namespace(eta).ones_like(eta)
 
     def inverse_second_derivative(self, eta):
-        eta = _float(eta)
+        eta = float64_array(eta)
         return namespace(eta).zeros_like(eta)
 
 
@@ -86,17 +86,17 @@ class Logit(Link):
     name = "logit"
 
     def link(self, mu):
-        return logit(_float(mu))
+        return logit(float64_array(mu))
 
     def inverse(self, eta):
-        return expit(_float(eta))
+        return expit(float64_array(eta))
 
     def inverse_derivative(self, eta):
-        eta = _float(eta)
+        eta = float64_array(eta)
         return expit(eta) * expit(-eta)
 
     def inverse_second_derivative(self, eta):
-        eta = _float(eta)
+        eta = float64_array(eta)
         p, q = expit(eta), expit(-eta)
         return p * q * (q - p)
 
@@ -110,13 +110,13 @@ class Log(Link):
     name = "log"
 
     def link(self, mu):
-        mu = _float(mu)
+        mu = float64_array(mu)
         return namespace(mu).log(mu)
 
     def inverse(self, eta):
-        eta = _float(eta)
+        eta = float64_array(eta)
         xp = namespace(eta)
-        return xp.exp(xp.minimum(eta, _LOG_MAX))
+        return xp.exp(xp.minimum(eta, LOG_MAX))
 
     inverse_derivative = inverse
     inverse_second_derivative = inverse
@@ -129,12 +129,12 @@ class Inverse(Link):
 
     @staticmethod
     def _safe(eta):
-        eta = _float(eta)
+        eta = float64_array(eta)
         xp = namespace(eta)
-        return xp.where(eta < 0, xp.minimum(eta, -_EPS), xp.maximum(eta, _EPS))
+        return xp.where(eta < 0, xp.minimum(eta, -EPS), xp.maximum(eta, EPS))
 
     def link(self, mu):
-        return 1.0 / _float(mu)
+        return 1.0 / float64_array(mu)
 
     def inverse(self, eta):
         return 1.0 / self._safe(eta)
@@ -152,21 +152,21 @@ class Probit(Link):
     name = "probit"
 
     def link(self, mu):
-        return ndtri(_float(mu))
+        return ndtri(float64_array(mu))
 
     def inverse(self, eta):
-        return ndtr(_float(eta))
+        return ndtr(float64_array(eta))
 
     def inverse_derivative(self, eta):
-        eta = _float(eta)
+        eta = float64_array(eta)
         xp = namespace(eta)
-        eta = xp.clip(eta, -_PROBIT_MAX, _PROBIT_MAX)
+        eta = xp.clip(eta, -PROBIT_MAX, PROBIT_MAX)
         return xp.exp(-0.5 * eta**2) / math.sqrt(2.0 * math.pi)
 
     def inverse_second_derivative(self, eta):
-        eta = _float(eta)
+        eta = float64_array(eta)
         xp = namespace(eta)
-        eta = xp.clip(eta, -_PROBIT_MAX, _PROBIT_MAX)
+        eta = xp.clip(eta, -PROBIT_MAX, PROBIT_MAX)
         return -eta * xp.exp(-0.5 * eta**2) / math.sqrt(2.0 * math.pi)
 
 
@@ -177,11 +177,11 @@ class CLogLog(Link):
 
     @staticmethod
     def _safe(eta):
-        eta = _float(eta)
-        return namespace(eta).minimum(eta, _EXP_MAX)
+        eta = float64_array(eta)
+        return namespace(eta).minimum(eta, EXP_MAX)
 
     def link(self, mu):
-        mu = _float(mu)
+        mu = float64_array(mu)
         xp = namespace(mu)
         return xp.log(-xp.log1p(-mu))
 
@@ -224,11 +224,11 @@ class Power(Link):
         return (self.power,)
 
     def _safe(self, eta):
-        eta = _float(eta)
-        return namespace(eta).maximum(eta, _EPS)
+        eta = float64_array(eta)
+        return namespace(eta).maximum(eta, EPS)
 
     def link(self, mu):
-        return _float(mu) ** self.power
+        return float64_array(mu) ** self.power
 
     def inverse(self, eta):
         return self._safe(eta) ** (1.0 / self.power)

@@ -21,25 +21,26 @@ from ..backend import from_host, is_device, is_numpy_namespace, namespace, to_ho
 
 #: Above this linear predictor the Poisson mean ``exp(eta)`` is continued by its
 #: second-order Taylor expansion, which keeps loss and derivatives finite and convex.
-_EXP_SAFE = 500.0
+EXP_SAFE = 500.0
 
 #: Largest argument of ``exp`` in the cloglog link (``exp(709)`` overflows).
-_EXP_MAX = 700.0
+EXP_MAX = 700.0
 
 #: Largest linear predictor of the (non-canonical) log link: the square of the mean, in a
 #: Gaussian loss or Fisher weight, stays finite.
-_LOG_MAX = 300.0
+LOG_MAX = 300.0
 
 #: The probit link's linear predictor is clipped to +-this: the normal density is zero in
 #: float64 beyond about 38.6, and ``eta**2`` stays finite.
-_PROBIT_MAX = 40.0
+PROBIT_MAX = 40.0
 
 #: Smallest ``|eta|`` of the inverse link and smallest ``eta`` of a power link, and the
 #: distance from the boundary at which binomial and Poisson means are clipped.
-_EPS = float(np.finfo(float).eps)
+EPS = float(np.finfo(float).eps)
 
 
-def _weighted_sum(values, weight):
+def weighted_sum(values, weight):
+    """``sum(weight * values)`` as a float (``sum(values)`` when ``weight`` is None)."""
     if weight is None:
         return float(namespace(values).sum(values))
     xp = namespace(values)
@@ -48,17 +49,20 @@ def _weighted_sum(values, weight):
     return float(xp.sum(weight * values))
 
 
-def _split_exponent(eta):
-    eta = _float(eta)
-    safe = namespace(eta).minimum(eta, _EXP_SAFE)
+def split_exponent(eta):
+    """``(safe, over)``: ``eta`` clipped at :data:`EXP_SAFE`, and what it exceeds that by
+    (the part of ``exp(eta)`` continued by its Taylor expansion)."""
+    eta = float64_array(eta)
+    safe = namespace(eta).minimum(eta, EXP_SAFE)
     return safe, eta - safe
 
 
-def _scale(values, weight):
+def scale_by_weight(values, weight):
+    """``values * weight``; ``values`` itself when ``weight`` is None."""
     return values if weight is None else values * weight
 
 
-def _float(a):
+def float64_array(a):
     """``a`` as a float64 array of its own library."""
     if type(a) is np.ndarray and a.dtype == np.float64:
         return a

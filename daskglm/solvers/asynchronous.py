@@ -12,10 +12,11 @@ import numpy as np
 
 from ..accounting.kinds import Kind
 from ..compute.hogwild import SCHEDULES as HOGWILD_SCHEDULES
-from ..compute.parameter_server import ParameterServerConfig, hogwild_loss, parameter_server_task
+from ..compute.hogwild import hogwild_loss
+from ..compute.parameter_server import ParameterServerConfig, parameter_server_task
 from ..compute.seeds import root_seed
-from ..engine.asynchronous import HolderLostError
-from ..engine.clocks import ParameterServer
+from ..engine.parameter_holders import HolderLostError
+from ..engine.parameter_server import ParameterServer
 from ..engine.tasks import pause_if_slowed
 from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
@@ -74,7 +75,7 @@ class AsyncSGD(Solver):
     the updates it had not pushed; the holder retires its clock so the others do not wait
     for it, and the next generation works on its partitions again (rebuilt by the
     engine).  A holder lost with its worker raises
-    :class:`~daskglm.engine.asynchronous.HolderLostError`.
+    :class:`~daskglm.engine.parameter_holders.HolderLostError`.
 
     The stopping rule is SGD's (``n_iter_no_change`` epochs whose sampled objective, the
     mean loss of the epoch's rows at the parameters each task read plus the penalty, does

@@ -9,17 +9,11 @@ import numpy as np
 
 from .. import progress
 from ..accounting.kinds import Kind
-from ..compute.parameter_server import hogwild_loss
+from ..compute.hogwild import hogwild_loss
+from ..compute.local_sgd_rounds import local_sgd
 from ..compute.sampling import epoch_counts, partition_size
 from ..compute.seeds import root_seed
-from ..compute.stochastic import (
-    SGDConfig,
-    average_update,
-    batch_loss_grad,
-    l1_prox,
-    local_sgd,
-    sgd_step,
-)
+from ..compute.stochastic import SGDConfig, average_update, batch_loss_grad, l1_prox, sgd_step
 from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
 from ..optim.schedules import LEARNING_RATES, make_step_rule

@@ -1,0 +1,148 @@
+"""The package's boundaries that review keeps and CI checks: no module over
+:data:`MAX_LINES` lines, no private name (a leading underscore) imported from another
+subpackage, and no two modules that import each other.
+
+The modules over the limit today are listed by name in :data:`TOO_LONG`; the list may only
+shrink: a listed module that is back under the limit, or gone, fails the test until its
+line is removed, and a module not listed that grows past the limit fails it too.  The
+same holds for the two-module import cycles of :data:`CYCLES`.
+"""
+
+import ast
+import pathlib
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "daskglm"
+
+#: Most lines a module of the package may have.
+MAX_LINES = 500
+
+#: Modules over :data:`MAX_LINES` lines, waiting to be split (paths under ``daskglm/``).
+#: Remove a line when its module is split; never add one.
+TOO_LONG = frozenset({
+    "estimators/base.py",
+    "estimators/categorical.py",
+    "estimators/inference.py",
+    "estimators/sgd.py",
+    "estimators/sgd_classifier.py",
+})
+
+#: Pairs of modules that import each other, waiting to be untangled.  Remove a pair when
+#: it is; never add one.
+CYCLES = frozenset({
+    frozenset({"daskglm.estimators.categorical", "daskglm.estimators.validation"}),
+    frozenset({"daskglm.estimators.inference", "daskglm.estimators.prediction"}),
+})
+
+
+def _modules(root=ROOT):
+    """``{module name: path}`` of every module of the package under ``root``."""
+    modules = {}
+    for path in sorted((root / "daskglm").rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _imports(name, path):
+    """``(imported module, names imported from it)`` of every import of the package in
+    module ``name``, at any depth (imports inside functions count)."""
+    is_package = path.name == "__init__.py"
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if is_package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] == "daskglm":
+                found.append((target, [alias.name for alias in node.names]))
+        elif isinstance(node, ast.Import):
+            found.extend((alias.name, []) for alias in node.names
+                         if alias.name.split(".")[0] == "daskglm")
+    return found
+
+
+def _subpackage(module):
+    """The subpackage of ``daskglm`` a module belongs to (a top-level module is its own)."""
+    return module.split(".")[1] if module.count(".") else module
+
+
+def _is_private(name):
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _private_imports_across_subpackages(modules):
+    return sorted(
+        f"{name} imports {target}.{imported}"
+        for name, path in modules.items()
+        for target, names in _imports(name, path)
+        for imported in names
+        if _is_private(imported) and _subpackage(target) != _subpackage(name)
+    )
+
+
+def _two_module_cycles(modules):
+    edges = {}
+    for name, path in modules.items():
+        for target, names in _imports(name, path):
+            targets = [f"{target}.{n}" for n in names if f"{target}.{n}" in modules] or [target]
+            edges.setdefault(name, set()).update(t for t in targets if t != name)
+    return {frozenset({a, b}) for a, targets in edges.items() for b in targets
+            if a in edges.get(b, ())}
+
+
+def _line_counts(package=PACKAGE):
+    """``{path under the package: lines}`` of every module over :data:`MAX_LINES` lines."""
+    lengths = {path.relative_to(package).as_posix(): len(path.read_text(encoding="utf-8")
+                                                         .splitlines())
+               for path in package.rglob("*.py")}
+    return {path: n for path, n in lengths.items() if n > MAX_LINES}
+
+
+def test_no_module_is_over_the_line_limit_but_the_listed_ones():
+    lengths = _line_counts()
+    too_long = set(lengths)
+    assert too_long - TOO_LONG == set(), (
+        f"over {MAX_LINES} lines: split them by concept "
+        f"{ {path: lengths[path] for path in sorted(too_long - TOO_LONG)} }")
+    assert TOO_LONG - too_long == set(), (
+        f"no longer over {MAX_LINES} lines (or gone): remove them from TOO_LONG "
+        f"{sorted(TOO_LONG - too_long)}")
+
+
+def test_no_private_name_is_imported_from_another_subpackage():
+    found = _private_imports_across_subpackages(_modules())
+    assert found == [], ("make these names public (with a docstring) where they are part of "
+                         "their module's interface:\n" + "\n".join(found))
+
+
+def test_no_two_modules_import_each_other_but_the_listed_ones():
+    cycles = _two_module_cycles(_modules())
+    new = sorted(sorted(pair) for pair in cycles - CYCLES)
+    assert new == [], f"modules importing each other: {new}"
+    gone = sorted(sorted(pair) for pair in CYCLES - cycles)
+    assert gone == [], f"no longer a cycle: remove them from CYCLES {gone}"
+
+
+def test_the_checks_find_what_they_look_for(tmp_path):
+    """Each check fails on a package that breaks its rule."""
+    package = tmp_path / "daskglm"
+    for sub in ("model", "compute"):
+        (package / sub).mkdir(parents=True)
+        (package / sub / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("")
+    (package / "model" / "numerics.py").write_text("_EPS = 1e-16\n")
+    (package / "compute" / "kernels.py").write_text(
+        "from ..model.numerics import _EPS\n" + "x = 1\n" * MAX_LINES)
+    (package / "compute" / "a.py").write_text("def f():\n    from .b import g\n")
+    (package / "compute" / "b.py").write_text("from .a import f\n\n\ndef g():\n    pass\n")
+    modules = _modules(tmp_path)
+    assert _private_imports_across_subpackages(modules) == [
+        "daskglm.compute.kernels imports daskglm.model.numerics._EPS"]
+    assert _two_module_cycles(modules) == {frozenset({"daskglm.compute.a", "daskglm.compute.b"})}
+    assert _line_counts(package) == {"compute/kernels.py": MAX_LINES + 1}
