@@ -254,3 +254,56 @@ def test_gossip_nodes_take_the_compiled_steps(family, monkeypatch):
                              (python[0].params, python[0].loss, python[0].weight,
                               python[0].penalty, python[1].params)):
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-14)
+
+
+# --------------------------------------------------------------------------------------
+# CSR partitions: the lazy L2 steps compiled (compute/sparse_sgd_loops.py)
+
+
+def _hashed_part(weighted, n=3000, d=2**13, nnz=12, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = np.repeat(np.arange(n), nnz)
+    X = sp.csr_matrix((rng.uniform(0.5, 1.5, n * nnz), (rows, rng.integers(0, d, n * nnz))),
+                      shape=(n, d))
+    y = (rng.uniform(size=n) < 0.4).astype(float)
+    weight = rng.uniform(0.5, 2.0, n) if weighted else None
+    return (X, y, weight), d
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("family, penalty", [(Binomial(), L2(1e-3)), (Poisson(), NoPenalty()),
+                                             (Gaussian(), L2(0.5))])
+def test_compiled_lazy_steps_equal_the_python_loop(family, penalty, weighted):
+    """The same rows, rates and updates as the Python lazy loop, to round-off (1e-12 on
+    the coefficients, 1e-9 relative on the loss sums)."""
+    from daskglm.compute.sparse_sgd_loops import compiled_lazy_steps, compiled_lazy_steps_apply
+
+    part, d = _hashed_part(weighted)
+    rule = make_step_rule("invscaling", eta0=0.05, power_t=0.25)
+    n = part[0].shape[0]
+    config = SGDConfig(family, penalty, rule, True, d, 16, n, float(n), 3)
+    params = np.random.default_rng(1).normal(scale=0.05, size=d + 1)
+    counts = np.full(150, 16)
+    weight = float(n) if part[2] is None else float(part[2].sum())
+    assert compiled_lazy_steps_apply(part, counts, config)
+    args = (part, 0, 0, counts, params, rule.init(params), weight, config, 0, 0)
+    python = local_sgd_rounds._lazy_local_steps(*args)
+    compiled = compiled_lazy_steps(*args)
+    np.testing.assert_allclose(compiled[0], python[0], rtol=0, atol=1e-12)
+    assert compiled[1] == python[1]  # the last rate
+    np.testing.assert_allclose(compiled[3:], python[3:], rtol=1e-9)
+
+
+def test_a_sparse_round_takes_the_compiled_lazy_steps(monkeypatch):
+    from daskglm.compute import sparse_sgd_loops
+
+    calls = []
+    original = sparse_sgd_loops.compiled_lazy_steps
+    monkeypatch.setattr(sparse_sgd_loops, "compiled_lazy_steps",
+                        lambda *a: calls.append(1) or original(*a))
+    part, d = _hashed_part(False)
+    rule = make_step_rule("invscaling", eta0=0.05, power_t=0.25)
+    config = SGDConfig(Binomial(), L2(1e-3), rule, True, d, 16, 3000, 3000.0, 3)
+    params = np.zeros(d + 1)
+    local_sgd(part, (0, 0, np.full(10, 16)), params, rule.init(params), None, config)
+    assert calls == [1]
