@@ -27,7 +27,7 @@ from ..engine.folds import SharedRounds, TrainingView
 from ..fitting.cross_validation import held_out_errors
 from ..solvers import get_solver
 from ..solvers.options import options_dict
-from . import base
+from . import planning
 from .auto_choice import AUTO_CHOICES, choose_solver
 from .cv_folds import _assign_folds
 from .fit_input import _coef_dtype
@@ -170,7 +170,7 @@ class PathCV:
         solver = self.solver
         choices = AUTO_CHOICES if solver == "auto" else (solver,)
         return (labels is None and pointwise_for(self._family()) is not None
-                and set(choices) <= set(base.BLOCK_SOLVERS)
+                and set(choices) <= set(planning.BLOCK_SOLVERS)
                 and not (options_dict(self.solver_options, solver) or {}).get("sharded")
                 and kept_copies() == "exact")
 
