@@ -16,7 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 import daskglm
-import daskglm.estimators.base as estimator_base
+import daskglm.estimators.planning as estimator_planning
 from daskglm.compute import kernels
 from daskglm.compute.categorical_matrix import CategoricalMatrix, concatenate
 from daskglm.compute.kernels import gram, loss_grad, loss_grad_hess
@@ -226,7 +226,7 @@ def _fit_both_layouts(monkeypatch, fit):
                             lambda *a, _o=original: calls.append(1) or _o(*a))
     blocks = fit()
     used = len(calls)
-    monkeypatch.setattr(estimator_base, "BLOCK_SOLVERS", ())
+    monkeypatch.setattr(estimator_planning, "BLOCK_SOLVERS", ())
     csr = fit()
     return blocks, csr, used, len(calls) - used
 
@@ -309,7 +309,7 @@ def test_blocks_on_a_cluster_of_two_processes_equal_csr(client, monkeypatch):
     try:
         blocks = fit()
         block_calls = sum(client.run(_block_calls).values())
-        monkeypatch.setattr(estimator_base, "BLOCK_SOLVERS", ())
+        monkeypatch.setattr(estimator_planning, "BLOCK_SOLVERS", ())
         csr = fit()
         assert block_calls > 0 and sum(client.run(_block_calls).values()) == block_calls
     finally:
@@ -378,7 +378,7 @@ def test_three_numeric_classes_found_in_the_validation_round_read_each_csr_once(
 
     blocks = fit()
     assert len(made) == 3
-    monkeypatch.setattr(estimator_base, "BLOCK_SOLVERS", ())
+    monkeypatch.setattr(estimator_planning, "BLOCK_SOLVERS", ())
     csr = fit()
     np.testing.assert_allclose(blocks.coef_, csr.coef_, rtol=1e-8, atol=1e-8)
 
@@ -451,6 +451,6 @@ def test_per_class_moments_of_a_block_are_read_without_its_csr_matrix(monkeypatc
                         lambda self: made.append(1) or original(self))
     blocks = daskglm.LogisticRegression(C=10.0, tol=1e-10).fit(ddf[FEATURES], ddf["lapse"])
     assert not made
-    monkeypatch.setattr(estimator_base, "BLOCK_SOLVERS", ())
+    monkeypatch.setattr(estimator_planning, "BLOCK_SOLVERS", ())
     csr = daskglm.LogisticRegression(C=10.0, tol=1e-10).fit(ddf[FEATURES], ddf["lapse"])
     np.testing.assert_allclose(blocks.coef_, csr.coef_, rtol=1e-8, atol=1e-8)

@@ -12,6 +12,7 @@ from sklearn.base import clone
 
 import daskglm
 import daskglm.estimators.base as base_module
+import daskglm.estimators.planning as planning_module
 import daskglm.estimators.sgd as sgd_module
 from daskglm.estimators.plan import FitData, FitPlan, LabelRequest
 from tests.conftest import make_data
@@ -49,13 +50,13 @@ def test_each_estimator_says_whether_its_penalty_scales_with_the_total_weight(ca
 
 def _counting_solvers(monkeypatch):
     made = []
-    real = base_module.get_solver
+    real = planning_module.get_solver
 
     def get_solver(name, problem, **kwargs):
         made.append(name)
         return real(name, problem, **kwargs)
 
-    monkeypatch.setattr(base_module, "get_solver", get_solver)
+    monkeypatch.setattr(planning_module, "get_solver", get_solver)
     return made
 
 

@@ -14,7 +14,8 @@ from daskglm.accounting.kinds import Kind
 from daskglm.compute.kernels import loss_grad
 from daskglm.engine import make_engine
 from daskglm.estimators.auto_choice import choose_solver as _choose_solver
-from daskglm.estimators.base import _auto_options, _GLMBase
+from daskglm.estimators.base import _GLMBase
+from daskglm.estimators.planning import _auto_options
 from daskglm.model.families import Binomial, Gamma, Gaussian, Poisson, Tweedie
 from daskglm.model.penalties import L1, L2, NoPenalty
 from daskglm.model.problem import Problem

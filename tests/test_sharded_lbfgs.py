@@ -259,7 +259,7 @@ def test_bad_options_raise_before_any_work(options, match):
 
 
 def test_auto_shards_from_many_features():
-    from daskglm.estimators.base import SHARDED_FEATURES, _auto_options
+    from daskglm.estimators.planning import SHARDED_FEATURES, _auto_options
     from daskglm.model.families import Binomial
     from daskglm.model.penalties import L2, NonNegative
     from daskglm.solvers import Problem

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accounting.kinds import Kind
 from ..engine.driver_passes import records_driver_passes
+from ..fitting.paths import null_model_gradient
 from ..model.families import Gaussian
 from .cv import NO_GRID_FOR_L1_RATIO_0, PATH_DOC, RegressionPathCV, alpha_values
-from .inference import _null_model_with_offset
 from .linear import GLM
 
 __all__ = ["GLMCV"]
@@ -23,28 +22,12 @@ def _glm_alpha_grid(engine, family, n_alphas, eps, l1_ratio, fit_intercept, posi
     no coefficients (the intercept at ``g(weighted mean of y)``, the intercept-only
     optimum of every family and link; with an offset, that optimum found by Newton steps
     on the intercept, one round each; zero without an intercept), over ``l1_ratio``: the
-    smallest alpha at which every coefficient is zero.  One gradient round (and one for
+    smallest alpha at which every coefficient is zero
+    (:func:`~daskglm.fitting.paths.null_model_gradient`: one gradient round, and one for
     the mean target when the validation round's is gone)."""
-    from ..compute.kernels import loss_grad
-
     if l1_ratio == 0:
         raise ValueError(NO_GRID_FOR_L1_RATIO_0)
-    d = engine.n_features
-    params = np.zeros(d + 1 if fit_intercept else d)
-    if fit_intercept:
-        sums = engine.target_sums
-        if sums is None:
-            from ..compute.inference import target_moments
-
-            sums = engine.reduce(target_moments, kind=Kind.TARGET_MEAN)
-            sums = (sums.target, sums.offset)
-        means = (float(sums[0]) / engine.sum_weight, float(sums[1]) / engine.sum_weight)
-        if has_offset:
-            params[-1] = _null_model_with_offset(engine, family, means)[0]
-        else:
-            params[-1] = float(np.asarray(family.link.link(np.array([means[0]])))[0])
-    stats = engine.reduce(loss_grad, params, family, fit_intercept, kind=Kind.GRADIENT)
-    grad = stats.grad[:d] / engine.sum_weight
+    grad = null_model_gradient(engine, family, fit_intercept, has_offset)
     largest = max(0.0, np.max(-grad)) if positive else np.max(np.abs(grad))
     alpha_max = largest / l1_ratio
     if not alpha_max > np.finfo(float).resolution:

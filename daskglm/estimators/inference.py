@@ -1,14 +1,16 @@
 """Statistical inference after a fit, as statsmodels' ``GLMResults``, and the offset.
 
 With ``inference=True`` an unpenalised fit runs ONE more round at the fitted parameters
-(:func:`daskglm.compute.inference.inference_sums`, ``Kind.INFERENCE``): the information
-matrices, the meat of the sandwich, the deviances, Pearson's chi-squared and the sums of
-the log-likelihood, all from one read of ``X``.  :class:`_InferenceMixin` turns them into
-``bse_``, ``pvalues_``, :meth:`~_InferenceMixin.cov_params` (model-based, HC0, HC1; HC2,
-HC3 and cluster-robust from one more round, :mod:`.robust`),
-``deviance_``, ``null_deviance_``, ``aic_``, ``bic_``, ``dispersion_`` and
-:meth:`~_InferenceMixin.summary`.  The parameters are ordered as statsmodels orders them
-after ``add_constant``: the intercept first, then the coefficients.
+(:func:`daskglm.fitting.inference.inference_statistics`, ``Kind.INFERENCE``): the
+information matrices, the meat of the sandwich, the deviances, Pearson's chi-squared and
+the sums of the log-likelihood, all from one read of ``X``.  :class:`_InferenceMixin`
+turns them into ``bse_``, ``pvalues_``, :meth:`~_InferenceMixin.cov_params` (model-based,
+HC0, HC1; HC2, HC3 and cluster-robust from one more round, :mod:`.robust`),
+``deviance_``, ``null_deviance_`` (with an offset, from the null model's rounds,
+:func:`daskglm.fitting.inference.null_model_with_offset`), ``aic_``, ``bic_``,
+``dispersion_`` and :meth:`~_InferenceMixin.summary`.  The parameters are ordered as
+statsmodels orders them after ``add_constant``: the intercept first, then the
+coefficients.
 
 Also here: the checks of ``offset`` and ``exposure`` (:func:`_check_offset`) and the mean
 target that starts a fit (:func:`_target_moments`).
@@ -20,9 +22,14 @@ import numpy as np
 from scipy import stats
 from sklearn.utils.validation import check_is_fitted
 
-from ..accounting.kinds import Kind
-from ..compute.inference import inference_sums, null_model_sums, target_moments
 from ..engine import is_dask
+from ..fitting.inference import (
+    inference_statistics,
+    null_model_with_offset,
+    start_intercept_of,
+    target_and_offset_sums,
+)
+from ..fitting.robust import robust_statistics
 from ..model.distributions import BinomialDistribution, GaussianDistribution, PoissonDistribution
 from ..model.distributions_extra import NegativeBinomialDistribution
 from ..model.families import StartAtTypicalMean as _StartAtTypicalMean
@@ -35,7 +42,6 @@ from .robust import (
     check_cov_options,
     covariance_kind,
     robust_covariances,
-    robust_statistics,
 )
 from .validation import _check_dask_vector, _dask_frame_to_array
 from .weight_kinds import observation_count
@@ -118,15 +124,11 @@ def _positive_block(block):
 def _target_moments(engine, family, inference):
     """Weighted mean target and offset, when the fit starts from it
     (:class:`~daskglm.model.families._StartAtTypicalMean` families) or its null model needs
-    it; else None.  From the validation round's sums, or one ``Kind.TARGET_MEAN`` round
-    when the targets were encoded after it (class labels)."""
+    it; else None (:func:`~daskglm.fitting.inference.target_and_offset_sums`)."""
     if not (inference or isinstance(family, _StartAtTypicalMean)):
         return None
-    sums = getattr(engine, "target_sums", None)
-    if sums is not None:  # summed by the validation round
-        return sums[0] / engine.sum_weight, sums[1] / engine.sum_weight
-    moments = engine.reduce(target_moments, kind=Kind.TARGET_MEAN)
-    return moments.target / moments.weight, moments.offset / moments.weight
+    target, offset, weight = target_and_offset_sums(engine)
+    return target / weight, offset / weight
 
 
 def _start_intercept(family, means):
@@ -134,7 +136,7 @@ def _start_intercept(family, means):
     family's own start."""
     if means is None or not isinstance(family, _StartAtTypicalMean):
         return family.start_intercept()
-    return _start_intercept_of(family, means)
+    return start_intercept_of(family, means)
 
 
 class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
@@ -166,9 +168,7 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         if not getattr(self, "inference", False):
             return
         null_mean = means[0]
-        sums = engine.reduce(inference_sums, np.asarray(params, dtype=float), problem.family,
-                             problem.fit_intercept, null_mean, weights_kind,
-                             kind=Kind.INFERENCE)
+        sums = inference_statistics(engine, problem, params, null_mean, weights_kind)
         scale = np.ones(problem.n_params)
         if engine.column_scale is not None:
             scale[: problem.n_features] = engine.column_scale
@@ -177,7 +177,7 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
                                    _scaled_inverse(sums.expected), weights_kind)
         self._statistics_from(sums, problem, order, scale[order], robust, weights_kind)
         if has_offset:
-            self.null_deviance_ = _null_deviance_with_offset(engine, problem.family, means)
+            self.null_deviance_ = null_model_with_offset(engine, problem.family, means)[1]
 
     def _statistics_from(self, sums, problem, order, scale, robust=None,
                          weights_kind="frequency"):
@@ -408,44 +408,6 @@ _STATISTICS = ("params_", "param_names_", "bse_", "zvalues_", "pvalues_", "devia
                "null_deviance_", "pearson_chi2_", "dispersion_", "nobs_", "df_resid_", "llf_",
                "aic_", "bic_", "_covariances", "_standard_errors", "_inference_dfs",
                "_cov_kind", "weights_kind_")
-
-
-#: Newton steps of the null model with an offset, at most; it has converged when a step
-#: is below this, relative to the intercept (the deviance is stationary there: its error
-#: is of the order of the step squared).
-NULL_MODEL_STEPS = 50
-NULL_MODEL_TOL = 1e-10
-
-
-def _null_deviance_with_offset(engine, family, means):
-    """Deviance of the intercept-only model with the fit's offset, as statsmodels' null
-    model (:func:`_null_model_with_offset`); NaN if it does not converge."""
-    return _null_model_with_offset(engine, family, means)[1]
-
-
-def _null_model_with_offset(engine, family, means):
-    """``(intercept, deviance)`` of the intercept-only model with the fit's offset: scalar
-    Newton (Fisher scoring) from ``g(mean target) - mean offset``, one ``Kind.NULL_MODEL``
-    round per step; the deviance is NaN if it does not converge (the intercept is then
-    the last step's)."""
-    intercept = _start_intercept_of(family, means)
-    for _ in range(NULL_MODEL_STEPS):
-        score, curvature, deviance = engine.reduce(null_model_sums, intercept, family,
-                                                   kind=Kind.NULL_MODEL)
-        if not curvature > 0:
-            break
-        step = score / curvature
-        if abs(step) <= NULL_MODEL_TOL * max(1.0, abs(intercept)):
-            return intercept, float(deviance)
-        intercept -= step
-    return intercept, np.nan
-
-
-def _start_intercept_of(family, means):
-    target, offset = means
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        eta = float(family.link.link(np.array([target]))[0]) - offset
-    return eta if np.isfinite(eta) else family.start_intercept()
 
 
 def _statsmodels_order(problem):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..model.families import Gaussian, Poisson, get_family
 from ..model.penalties import NoPenalty, make_penalty
-from .base import _COMMON_DOC, _FITTED_DOC, _POSITIVE_DOC
 from .dask_ml_params import DASK_ML_DOC, summed_loss_penalty
+from .docstrings import _COMMON_DOC, _FITTED_DOC, _POSITIVE_DOC
 from .grouped_binomial import _GroupedBinomialMixin
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
 from .lasso_conventions import SKLEARN_ONLY_DOC, _check_selection, _CheckInputMixin, _DualGapMixin

@@ -29,18 +29,12 @@ from ..model.families import Binomial
 from ..model.multinomial import Multinomial, MultinomialProblem
 from ..model.numerics import softmax
 from ..model.penalties import L1, L2, NoPenalty, make_penalty
-from .base import (
-    _COMMON_DOC,
-    _FITTED_DOC,
-    _apply_rowwise,
-    _dense,
-    _GLMBase,
-    _to_float,
-    _weighted_mean,
-)
+from .base import _GLMBase
 from .class_weights import _check_class_weight, _class_weights, _weights_of_rows
 from .dask_ml_params import DASK_ML_DOC
+from .docstrings import _COMMON_DOC, _FITTED_DOC
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
+from .linear_predictors import _apply_rowwise, _dense, _to_float, _weighted_mean
 from .plan import LabelRequest
 from .sklearn_solvers import LOGISTIC_SOLVERS
 from .validation import _check_score_input

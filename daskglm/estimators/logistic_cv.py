@@ -29,9 +29,9 @@ from sklearn.utils.validation import _check_method_params
 from ..engine import is_dask
 from ..engine.driver_passes import records_driver_passes
 from ..model.penalties import L1, L2, make_penalty
-from .base import _COMMON_DOC
 from .cv_folds import _positive_grid
 from .dask_ml_params import dask_ml_parameters
+from .docstrings import _COMMON_DOC
 from .logistic import LogisticRegression
 from .path_cv import PathCV
 

@@ -21,17 +21,16 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .. import progress
-from ..accounting.kinds import Kind
 from ..compute.blocked import pointwise_for
-from ..compute.folds import held_out_errors_of_splits
 from ..engine.cache import kept_copies
-from ..engine.folds import SharedRounds, TrainingView, shared_assignments
+from ..engine.folds import SharedRounds, TrainingView
+from ..fitting.cross_validation import held_out_errors
 from ..solvers import get_solver
 from ..solvers.options import options_dict
-from . import base
+from . import planning
 from .auto_choice import AUTO_CHOICES, choose_solver
-from .base import _coef_dtype
 from .cv_folds import _assign_folds
+from .fit_input import _coef_dtype
 from .inference import _check_offset
 from .validation import _with_known_rows
 
@@ -63,12 +62,8 @@ class PathCV:
     def _folds_scores(self, engine, splits, models):
         """Held-out scores ``(n_models, n_splits)`` of every split's models (``models[s] =
         (coefs, intercepts)``) on its test rows: one round for all the splits."""
-        each, indices = shared_assignments(engine, [test_codes for _, _, test_codes, _ in splits])
-        requests = tuple((index, test_fold, coefs, intercepts) for index, (_, _, _, test_fold),
-                         (coefs, intercepts) in zip(indices, splits, models))
-        held = engine.reduce_each(held_out_errors_of_splits, each, requests, self._task_of(),
-                                  kind=Kind.HELD_OUT)
-        return np.stack([self._scores(result) for result in held.results], axis=1)
+        held = held_out_errors(engine, splits, models, self._task_of())
+        return np.stack([self._scores(result) for result in held], axis=1)
 
     def _best(self, scores):
         """Indices ``(l1_ratio, value)`` of the best mean held-out score."""
@@ -175,7 +170,7 @@ class PathCV:
         solver = self.solver
         choices = AUTO_CHOICES if solver == "auto" else (solver,)
         return (labels is None and pointwise_for(self._family()) is not None
-                and set(choices) <= set(base.BLOCK_SOLVERS)
+                and set(choices) <= set(planning.BLOCK_SOLVERS)
                 and not (options_dict(self.solver_options, solver) or {}).get("sharded")
                 and kept_copies() == "exact")
 

@@ -3,8 +3,8 @@ name, parameters and penalty, on daskglm's Poisson regression."""
 
 from __future__ import annotations
 
-from .base import _COMMON_DOC, _FITTED_DOC
 from .dask_ml_params import DASK_ML_DOC, summed_loss_penalty
+from .docstrings import _COMMON_DOC, _FITTED_DOC
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
 from .linear import PoissonRegressor
 

@@ -11,8 +11,9 @@ from sklearn.exceptions import UndefinedMetricWarning
 
 from ..engine import is_dask
 from ..model.families import Gaussian
-from .base import _apply_rowwise, _GLMBase, _to_float, _weighted_mean
+from .base import _GLMBase
 from .inference import _check_offset
+from .linear_predictors import _apply_rowwise, _to_float, _weighted_mean
 from .validation import _check_score_input
 
 

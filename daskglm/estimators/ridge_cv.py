@@ -19,12 +19,14 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.metrics import get_scorer, get_scorer_names
 from sklearn.utils import check_scalar
 
-from ..accounting.kinds import Kind
-from ..compute.folds import fold_grams, leave_one_out_errors
-from ..compute.kernels import gram
 from ..engine import is_dask
 from ..engine.driver_passes import records_driver_passes
-from ..engine.folds import fold_ids_by_partition
+from ..fitting.cross_validation import (
+    fold_gram_statistics,
+    gram_statistics,
+    leave_one_out_errors_by_partition,
+    leave_one_out_errors_summed,
+)
 from ..model.families import Gaussian
 from .cv_folds import _assign_folds
 from .linear import Ridge
@@ -326,8 +328,7 @@ class RidgeCV(Ridge):
             )
         fold_ids, n_folds = splits.ids, splits.n_folds
         with self._engine(data, engine_y, sample_weight, Gaussian()) as engine:
-            each = fold_ids_by_partition(engine, fold_ids)
-            grams = engine.reduce_each(fold_grams, each, n_folds, kind=Kind.FOLD_GRAM).folds
+            grams = fold_gram_statistics(engine, fold_ids, n_folds)
             self.comm_ = engine.ledger
             self.comm_.method = "ridge_cv"
         folds = [_Targets.of(stats, n_features, self._fit_dtype) for stats in grams]
@@ -363,7 +364,7 @@ class RidgeCV(Ridge):
         """Exact leave-one-out errors of every alpha and target: one Gram round, one error
         round (the targets' residuals come from the extra columns of ``data``)."""
         with self._engine(data, engine_y, sample_weight, Gaussian()) as engine:
-            joined = engine.reduce(gram, kind=Kind.GRAM)
+            joined = gram_statistics(engine)
             stats = _Targets.of(joined, n_features, self._fit_dtype)
             eigenvalues, vectors, _ = _ridge_eigen(stats, self.fit_intercept)
             coefs, intercepts = _ridge_path(stats, alphas, self.fit_intercept)
@@ -372,11 +373,11 @@ class RidgeCV(Ridge):
             args = (args[0], eigenvalues, args[1], np.tile(alphas, stats.mean_y.size),
                     args[2], args[3], stats.weight)
             if self.store_cv_results or self.scoring not in SUMMED_SCORERS:
-                parts = engine.map(leave_one_out_errors, *args, True, kind=Kind.LEAVE_ONE_OUT)
+                parts = leave_one_out_errors_by_partition(engine, *args)
                 errors = _sum(parts)
                 per_row = np.concatenate([part.per_row for part in parts])
             else:
-                errors = engine.reduce(leave_one_out_errors, *args, kind=Kind.LEAVE_ONE_OUT)
+                errors = leave_one_out_errors_summed(engine, *args)
             self.comm_ = engine.ledger
             self.comm_.method = "ridge_cv"
         n_targets = stats.mean_y.size
@@ -456,8 +457,9 @@ class _Predictions(RegressorMixin, BaseEstimator):
 
 
 def _leave_one_out_models(joined, stats, vectors, coefs, intercepts, fit_intercept):
-    """The arguments of :func:`leave_one_out_errors` for every target and alpha on the
-    columns of the engine's data (``X``, or ``[X, Y]``): the eigenvectors padded with
+    """The arguments of :func:`~daskglm.compute.folds.leave_one_out_errors` for every
+    target and alpha on the columns of the engine's data (``X``, or ``[X, Y]``): the
+    eigenvectors padded with
     zero rows, the column means, and one model per (target, alpha), target-major, whose
     residual ``y - x coef - intercept`` is that target's residual.
 

@@ -4,7 +4,7 @@ two-way), as statsmodels' ``fit(cov_type=..., cov_kwds=...)`` computes them.
 The estimator's ``cov_type`` chooses the covariance of ``bse_``, ``pvalues_``,
 :meth:`summary` and :meth:`conf_int` by default; ``fit(X, y, groups=...)`` gives the
 clusters.  HC2 and HC3 need each row's leverage, so they cost one more round after the
-inference round (:func:`daskglm.compute.robust.robust_sums`, ``Kind.ROBUST``), run only
+inference round (:func:`daskglm.fitting.robust.robust_statistics`, ``Kind.ROBUST``), run only
 when ``cov_type`` asks for one of them; the same round sums the scores per cluster when
 ``groups`` are given.  The group ids are factorised on the driver (a Dask collection of
 them is read there first, in one driver pass) and each partition receives the integer
@@ -15,14 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..accounting.kinds import Kind
-from ..compute.robust import robust_sums
 from ..engine import is_dask
 from ..engine.driver_passes import compute_pass
-from ..engine.folds import fold_ids_by_partition
 
-__all__ = ["COV_TYPES", "check_cov_options", "checked_groups", "robust_statistics",
-           "robust_covariances", "covariance_kind"]
+__all__ = ["COV_TYPES", "check_cov_options", "checked_groups", "robust_covariances",
+           "covariance_kind"]
 
 #: The values of ``cov_type``; ``"nonrobust"`` is :meth:`cov_params`' ``"model"``.
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
@@ -144,31 +141,6 @@ def _factorised(column):
     import pandas as pd
 
     return pd.factorize(column, sort=True)[0].astype(np.int64)
-
-
-def robust_statistics(engine, problem, params, cov_type, codes, inverse,
-                      weights_kind="frequency"):
-    """The :class:`~daskglm.compute.robust.RobustStats` of the fit at ``params``
-    (solvers' order and the engine's column scale), from one ``Kind.ROBUST`` round (and
-    a ``sizes`` round to cut ``codes`` by partition); None when neither HC2, HC3 nor
-    clusters are asked for.  ``inverse`` is the inverse expected information at
-    ``params``, in the same order and scale; ``weights_kind`` what the row weights
-    are."""
-    leverage = cov_type in ("HC2", "HC3")
-    if not leverage and codes is None:
-        return None
-    args = (np.asarray(params, dtype=float), problem.family, problem.fit_intercept,
-            inverse if leverage else None, weights_kind)
-    if codes is None:
-        return engine.reduce(_without_codes, *args, kind=Kind.ROBUST)
-    if codes.shape[0] != engine.n_samples:
-        raise ValueError(f"groups has {codes.shape[0]} rows; X has {engine.n_samples}.")
-    each = fold_ids_by_partition(engine, codes)
-    return engine.reduce_each(robust_sums, each, *args, kind=Kind.ROBUST)
-
-
-def _without_codes(part, params, family, fit_intercept, inverse, weights_kind):
-    return robust_sums(part, None, params, family, fit_intercept, inverse, weights_kind)
 
 
 def robust_covariances(stats, order, bread, rows, cov_kwds):

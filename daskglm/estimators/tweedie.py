@@ -12,7 +12,7 @@ from numbers import Real
 
 from ..model.families import Gamma, Tweedie
 from ..model.penalties import make_penalty
-from .base import _COMMON_DOC, _FITTED_DOC
+from .docstrings import _COMMON_DOC, _FITTED_DOC
 from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
 from .linear import _RegressorGLM
 
