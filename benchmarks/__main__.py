@@ -55,6 +55,9 @@ network
 network-rounds
     A gradient round's seconds on 2, 4, 8 and 16 worker processes of an emulated network
     against the cost model's (see :mod:`benchmarks.network`).
+deadline-guard
+    Deadline fits against waiting ones, with and without a straggler (see
+    :mod:`benchmarks.deadline_guard`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -350,6 +353,9 @@ def build_parser():
 
     add_network_parser(commands)
     add_network_rounds_parser(commands)
+    from benchmarks.deadline_guard import add_parser as add_deadline_guard_parser
+
+    add_deadline_guard_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")
