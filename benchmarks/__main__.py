@@ -58,6 +58,8 @@ network-rounds
 deadline-guard
     Deadline fits against waiting ones, with and without a straggler (see
     :mod:`benchmarks.deadline_guard`).
+sparse-sgd
+    SGD on hashed sparse rows against L-BFGS (see :mod:`benchmarks.sparse_sgd`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -356,6 +358,9 @@ def build_parser():
     from benchmarks.deadline_guard import add_parser as add_deadline_guard_parser
 
     add_deadline_guard_parser(commands)
+    from benchmarks.sparse_sgd import add_parser as add_sparse_sgd_parser
+
+    add_sparse_sgd_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")
