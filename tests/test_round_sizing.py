@@ -131,3 +131,19 @@ def test_async_tasks_size_their_pushes(client):
     assert pushes["rounds"] >= 1
     # far fewer pushes than steps: one push per step was the old default
     assert model.history_[-1]["version"] < steps / 2
+
+
+def test_one_slowed_timing_round_does_not_size_the_rounds():
+    """Steps of 5 us and rounds of 3 ms fixed cost, the last timing round slowed by 60 ms
+    (a loaded machine): the step's time is the least slope between the warm rounds, not
+    the one that ends on the slowed round (which said 240 us a step, and rounds of 128 steps)."""
+    from daskglm.solvers.round_sizing import StepTimer
+
+    timer = StepTimer(empty_seconds=0.003, most=100_000)
+    sizing = None
+    for extra in (0.050, 0.0, 0.0, 0.060, 0.0, 0.0, 0.0, 0.0):
+        sizing = timer.add(0.003 + 5e-6 * timer.steps + extra)
+        if sizing is not None:
+            break
+    assert sizing is not None and sizing.step_seconds == pytest.approx(5e-6, rel=1e-6)
+    assert sizing.steps >= 4096

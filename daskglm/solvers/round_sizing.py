@@ -6,11 +6,13 @@ in it, so one round per step of a few rows spends nearly all of its time on that
 The solvers that can take several steps per round (local SGD's ``sync_every``, gossip's
 ``local_steps``) time rounds of :data:`FIRST_PROBE_STEPS` steps, then twice as many, and so
 on (:class:`StepTimer`), until a round's wall time is :data:`PROBE_WALL_RATIO` times that of
-a round computing almost nothing and of the shortest timing round, and fit a line through the last two, ``wall = fixed +
-steps * per_step`` (at least three rounds: the first also sets up what a partition's first
+a round computing almost nothing and of the shortest timing round, and fit
+``wall = fixed + steps * per_step`` (at least three rounds: the first also sets up what a partition's first
 steps of an epoch need, such as its order of the rows).  A round then takes the smallest
 power of two of steps whose compute is at least :data:`COMPUTE_TO_FIXED` times the fixed
-cost, at most one epoch.
+cost, at most one epoch.  The step's time is the least slope between consecutive timing
+rounds (the first left out), so that one round slowed by the machine does not size the
+rounds for a step hundreds of times dearer than it is.
 """
 
 from __future__ import annotations
@@ -116,7 +118,14 @@ class StepTimer:
             (steps, wall), = self.walls
             return size_rounds(max(self.empty_seconds, 0.0), wall / steps, self.most)
         (k1, w1), (k2, w2) = self.walls[-2:]
-        per_step = (w2 - w1) / (k2 - k1) if k2 != k1 else 0.0
+        # the least slope between consecutive warm rounds: one round slowed by the machine
+        # (a spike of milliseconds over a few microseconds of steps) inflates the slope
+        # that ends on it and deflates the next, and a low estimate errs towards fewer,
+        # longer rounds, never towards a flood of them
+        warm = self.walls[1:] if len(self.walls) > 2 else self.walls
+        slopes = [(b - a) / (kb - ka) for (ka, a), (kb, b) in zip(warm, warm[1:])
+                  if kb != ka and b > a]
+        per_step = min(slopes) if slopes else 0.0
         if per_step <= 0:  # noise: the last round's wall time bounds the step from above
             per_step = w2 / k2
         return size_rounds(max(w1 - per_step * k1, self.empty_seconds), per_step, self.most)
