@@ -65,7 +65,7 @@ from .costmodel import DEFAULT_SPLIT_EVERY, direct_levels
 from .links import IN_PROCESS
 
 __all__ = ["MethodCost", "predict_methods", "choose_method", "gradient_round_seconds",
-           "criterion_spread", "SHARDED_FEATURES"]
+           "criterion_spread", "hessian_round_ratio", "newton_applies", "SHARDED_FEATURES"]
 
 #: Seconds of one Dask round besides its compute and bytes (scheduling, messages).
 ROUND_SECONDS = 5e-3
@@ -248,11 +248,7 @@ def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds
                                         pass_seconds=pass_seconds, link=link,
                                         spread=spread)
              if c.method in able]
-    features = problem.features()
-    if Feature.NON_QUADRATIC_LOSS in features and not _bounded(problem):
-        costs = [c for c in costs if c.method != "newton"]
-    if (Feature.NONSMOOTH_PENALTY in features
-            and Feature.NON_QUADRATIC_LOSS not in features):
+    if not newton_applies(problem):
         costs = [c for c in costs if c.method != "newton"]
     if not costs:
         return None
@@ -260,6 +256,24 @@ def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds
     if normal and problem.n_params <= NORMAL_MAX_PARAMS:
         return normal[0]
     return min(costs, key=lambda c: (c.seconds, c.rounds))
+
+
+def hessian_round_ratio(p):
+    """A Hessian round's seconds over a gradient round's, for many rows and ``p``
+    parameters (the module's formula without its fixed costs): ``2 + p * READ / (8 FLOPS)``,
+    2.7 at 50 parameters."""
+    read = 8.0 * p / READ_BYTES_PER_SECOND
+    return (2.0 * read + float(p) * p / FLOPS) / read
+
+
+def newton_applies(problem):
+    """Whether :func:`choose_method` would weigh Newton's method for ``problem``: a
+    quadratic loss with a smooth penalty, or a penalty that keeps the optimum finite."""
+    features = problem.features()
+    if Feature.NON_QUADRATIC_LOSS in features and not _bounded(problem):
+        return False
+    return not (Feature.NONSMOOTH_PENALTY in features
+                and Feature.NON_QUADRATIC_LOSS not in features)
 
 
 def _bounded(problem):
