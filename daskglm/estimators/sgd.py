@@ -31,6 +31,7 @@ from ..solvers.options import options_dict
 from .base import _check_numbers_are_not_text, _GLMBase
 from .linear import _RegressorGLM
 from .plan import FitEngines
+from .sgd_objective import history_of_objective, rows_per_weight
 from .validation import _check_feature_names_match, _dask_frame_to_array
 
 #: The solvers the SGD estimators run (``solver=``).
@@ -40,7 +41,8 @@ STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
 class _SGDBase(SparseCoefMixin, _GLMBase):
     """Shared machinery of the SGD estimators: options, ``fit`` and ``partial_fit``.
 
-    The model is ``mean weighted loss + alpha * R(coef)`` with scikit-learn's SGD penalty
+    The model is scikit-learn's ``sum(sample weight * loss) / n_samples + alpha *
+    R(coef)`` (:mod:`.sgd_objective`) with scikit-learn's SGD penalty
     ``R``: ``||coef||^2 / 2`` (``"l2"``), ``||coef||_1`` (``"l1"``) or ``l1_ratio *
     ||coef||_1 + (1 - l1_ratio) / 2 * ||coef||^2`` (``"elasticnet"``); it is minimised by
     the ``"sgd"`` solver (:class:`daskglm.solvers.sgd.SGD`).  The run's state (iterate,
@@ -81,8 +83,11 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         """What SGD minimises: the family for its own loss, else an SGD loss."""
         return self._family() if self.loss == self._family_loss else self._sgd_loss()
 
-    def _penalty(self, total_weight):
-        return make_penalty(self.penalty, self.alpha, self.l1_ratio)
+    def _penalty(self, rows_per_weight):
+        """``alpha * R`` on the solver's weighted-mean-loss scale: ``alpha`` times
+        ``n_samples / sum of the weights`` (:mod:`.sgd_objective`)."""
+        alpha = self.alpha if rows_per_weight == 1.0 else self.alpha * rows_per_weight
+        return make_penalty(self.penalty, alpha, self.l1_ratio)
 
     def _rescalable(self):
         return False  # partial_fit would see each chunk in its own scales
@@ -111,6 +116,8 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
                              f"[0.0, 1.0] or None. Got {l1_ratio!r} instead.")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        if not isinstance(self.shuffle, (bool, np.bool_)):
+            raise ValueError(f"shuffle must be True or False; got {self.shuffle!r}.")
         if self.cache not in ("auto", "memory", "none"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
         max_iter = self.max_iter  # at least one epoch, as scikit-learn's SGD (no None, no 0)
@@ -128,8 +135,8 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             raise ValueError(f"early_stopping is an option of solver='sgd'; got "
                              f"solver={self.solver!r}.")
 
-    def _problem(self, n_features):
-        penalty = self._penalty(1.0)
+    def _problem(self, n_features, rows_per_weight=1.0):
+        penalty = self._penalty(rows_per_weight)
         return Problem(self._loss_function(), penalty, bool(self.fit_intercept), int(n_features))
 
     def _solver(self, problem, tol, max_iter, validation=None):
@@ -144,10 +151,11 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         }
         if name == "sgd":
             options.update(average=self.average, sync_every=self.sync_every,
-                           validation=validation)
-        elif self.average is not False or self.sync_every not in (None, "auto"):
-            raise ValueError(f"average and sync_every are options of solver='sgd'; "
-                             f"solver={name!r} takes neither.")
+                           validation=validation, shuffle=bool(self.shuffle))
+        elif self.average is not False or self.sync_every not in (None, "auto") \
+                or not self.shuffle:
+            raise ValueError(f"average, sync_every and shuffle=False are options of "
+                             f"solver='sgd'; solver={name!r} takes none of them.")
         options.update(extra or {})
         solver = get_solver(name, problem, tol=tol, max_iter=max_iter, options=options)
         # "optimal" needs alpha > 0: say so before any pass
@@ -281,25 +289,32 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
 
     def _configure(self, plan, name, engines):
         """The plan's problem, and its solver, scoring the held-out rows with early
-        stopping."""
-        if engines.held_out is None:
+        stopping; with sample or class weights, ``alpha`` and the stopping rule's ``tol``
+        scaled to the solver's objective (:mod:`.sgd_objective`)."""
+        scale = self._rows_per_weight = rows_per_weight(engines.training)
+        if engines.held_out is None and scale == 1.0:
             return plan.problem, plan.solver
-        problem = plan.problem
-        return problem, self._solver(problem, self.tol, self.max_iter,
-                                     self._validation_score(problem, engines.held_out))
+        problem = self._problem(plan.problem.n_features, scale)
+        if engines.held_out is not None:  # the rule compares held-out scores: no scaling
+            return problem, self._solver(problem, self.tol, self.max_iter,
+                                         self._validation_score(problem, engines.held_out))
+        tol = None if self.tol is None else self.tol * scale
+        return problem, self._solver(problem, tol, self.max_iter)
 
     def _record_fit(self, problem, result):
         self.history_ = []
+        history = history_of_objective(result.history,
+                                       self.__dict__.pop("_rows_per_weight", 1.0))
         if self.solver != "sgd":  # no SGD state to keep: partial_fit is sgd's alone
             self.__dict__.pop("_sgd_state", None)
             self.__dict__.pop("t_", None)
             coef, intercept = problem.split(result.params)
             self._set_coef(coef, intercept)
-            self.history_ = list(result.history)
+            self.history_ = history
             self.n_iter_ = int(result.n_iter)
             self.solver_ = self.solver
         else:
-            self._store(problem, result.state, result.history, result.n_iter)
+            self._store(problem, result.state, history, result.n_iter)
         self.converged_ = bool(result.converged)
 
     _PARTIAL_FIT_DOC = """One epoch of SGD over the given data, continuing from the current state.
@@ -358,9 +373,11 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             self.comm_, self.history_, self.n_iter_ = CommReport(), [], 0
         n_epochs = self.n_iter_ + 1
         for engine in stream_engines(X, y, sample_weight, family=problem.family, ledger=self.comm_):
-            result = solver.solve(problem, engine, state.params, state=state)
+            scale = rows_per_weight(engine)  # each chunk's own scale, as its mean loss
+            chunk_problem = problem if scale == 1.0 else self._problem(X.shape[1], scale)
+            result = solver.solve(chunk_problem, engine, state.params, state=state)
             state = result.state
-            self._store(problem, state, result.history, n_epochs)
+            self._store(problem, state, history_of_objective(result.history, scale), n_epochs)
         self.converged_ = True
         return self
 
@@ -390,7 +407,14 @@ _SGD_DOC = """
         (1 - l1_ratio) / 2 * ||coef||^2``.  The L2 part enters through the gradient, the
         L1 part through a soft-thresholding step after each update.
     alpha : float, default=0.0001
-        Penalty strength, >= 0 (> 0 for ``learning_rate="optimal"``).
+        Penalty strength, >= 0 (> 0 for ``learning_rate="optimal"``), in scikit-learn's
+        objective ``sum(sample_weight * loss) / n_samples + alpha * R(coef)`` (class
+        weights multiply the sample weights).  The solvers minimise the weighted mean
+        loss, so with weights they take ``alpha * n_samples / sum(weights)``, which has
+        the same minimiser; their steps on the ``"constant"``, ``"invscaling"`` and
+        ``"adaptive"`` rates are then ``n_samples / sum(weights)`` times as long as
+        scikit-learn's (``"optimal"`` has ``alpha`` in its rate, ``"adagrad"`` is free
+        of the scale).
     l1_ratio : float, default=0.15
         Elastic-net mixing in [0, 1], used with ``penalty="elasticnet"``.
     fit_intercept : bool, default=True
@@ -410,8 +434,9 @@ _SGD_DOC = """
         Share of the rows held out with ``early_stopping``, in (0, 1).
     tol : float or None, default=1e-3
         scikit-learn's stopping rule (with ``early_stopping=False``): the objective of an
-        epoch is the mean over its rows (weighted by ``sample_weight``) of each row's loss
-        plus ``alpha * R(coef)``, both at the iterate before the step that uses the row
+        epoch is the sum over its rows of the sample weight times the row's loss, divided
+        by ``n_samples``, plus ``alpha * R(coef)``, both at the iterate before the step
+        that uses the row
         (the current iterate, not the running mean of ``average``); an epoch whose
         objective is above the best so far minus ``tol`` makes no improvement, and ``fit``
         stops after ``n_iter_no_change`` such epochs in a row.  Every row enters each epoch
@@ -438,6 +463,11 @@ default="%(learning_rate)s"
         on the number of workers.
     n_iter_no_change : int, default=5
         Epochs without improvement before stopping.
+    shuffle : bool, default=True
+        Visit the rows of each epoch in a random order (scikit-learn's shuffling before
+        each epoch); False visits them in their order every epoch: the partitions one
+        after the other, each from its first row, as scikit-learn's ``shuffle=False``
+        (``solver="sgd"`` only).
     batch_size : int, default=16
         Rows per step.  Each epoch visits every row once in a random order (scikit-learn's
         shuffling), over all partitions; the last step of an epoch takes the rows that
@@ -513,8 +543,9 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     __doc__ = (
         """Linear regression by SGD, as :class:`sklearn.linear_model.SGDRegressor`.
 
-    Minimises ``mean_W loss(y, X coef + intercept) + alpha * R(coef)`` (scikit-learn's
-    SGD objective) by mini-batch or local SGD on the partitions of the data.
+    Minimises ``sum(sample_weight * loss(y, X coef + intercept)) / n_samples + alpha *
+    R(coef)`` (scikit-learn's SGD objective) by mini-batch or local SGD on the
+    partitions of the data.
 
     Parameters
     ----------
@@ -533,11 +564,11 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     _family_loss = "squared_error"
 
     def __init__(self, loss="squared_error", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
-                 fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="invscaling",
-                 eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every="auto", solver="sgd", solver_options=None,
-                 cache="auto", verbose=0, warm_start=False, epsilon=0.1, early_stopping=False,
-                 validation_fraction=0.1, missing="error"):
+                 fit_intercept=True, max_iter=1000, tol=1e-3, shuffle=True,
+                 learning_rate="invscaling", eta0=0.01, power_t=0.25, average=False,
+                 random_state=None, n_iter_no_change=5, batch_size=16, sync_every="auto",
+                 solver="sgd", solver_options=None, cache="auto", verbose=0, warm_start=False,
+                 epsilon=0.1, early_stopping=False, validation_fraction=0.1, missing="error"):
         self.loss = loss
         self.epsilon = epsilon
         self.penalty = penalty
@@ -546,6 +577,7 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
+        self.shuffle = shuffle
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.power_t = power_t
