@@ -83,11 +83,8 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         """What SGD minimises: the family for its own loss, else an SGD loss."""
         return self._family() if self.loss == self._family_loss else self._sgd_loss()
 
-    def _penalty(self, rows_per_weight):
-        """``alpha * R`` on the solver's weighted-mean-loss scale: ``alpha`` times
-        ``n_samples / sum of the weights`` (:mod:`.sgd_objective`)."""
-        alpha = self.alpha if rows_per_weight == 1.0 else self.alpha * rows_per_weight
-        return make_penalty(self.penalty, alpha, self.l1_ratio)
+    def _penalty(self, total_weight):
+        return make_penalty(self.penalty, self.alpha, self.l1_ratio)
 
     def _rescalable(self):
         return False  # partial_fit would see each chunk in its own scales
@@ -136,7 +133,11 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
                              f"solver={self.solver!r}.")
 
     def _problem(self, n_features, rows_per_weight=1.0):
-        penalty = self._penalty(rows_per_weight)
+        """The problem with ``alpha * R`` on the solver's weighted-mean-loss scale:
+        ``alpha`` times ``n_samples / sum of the weights`` (:mod:`.sgd_objective`)."""
+        penalty = self._penalty(1.0)
+        if rows_per_weight != 1.0:
+            penalty = make_penalty(self.penalty, self.alpha * rows_per_weight, self.l1_ratio)
         return Problem(self._loss_function(), penalty, bool(self.fit_intercept), int(n_features))
 
     def _solver(self, problem, tol, max_iter, validation=None):
