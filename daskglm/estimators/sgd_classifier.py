@@ -33,7 +33,8 @@ from .class_weights import _check_class_weight
 from .logistic import LogisticRegression, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
 from .plan import LabelRequest
-from .sgd import _SGD_DOC, _frames_as_rows, _SGDBase, _with_frame_names
+from .sgd import _frames_as_rows, _SGDBase, _with_frame_names
+from .sgd_docs import SGD_DOC
 from .validation import _check_score_input, _n_columns
 
 __all__ = ["SGDClassifier"]
@@ -83,7 +84,7 @@ default="log_loss"
         Accepted for scikit-learn's signature and ignored: Dask's scheduler sets the
         parallelism over the partitions.
 """
-        + _SGD_DOC % {"learning_rate": "optimal", "eta0": 0.01, "power_t": 0.5}
+        + SGD_DOC % {"learning_rate": "optimal", "eta0": 0.01, "power_t": 0.5}
         + """    classes_ : ndarray of shape (n_classes,)
         The labels; with two, ``classes_[1]`` is the positive class.
 """
