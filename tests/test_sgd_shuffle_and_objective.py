@@ -169,3 +169,24 @@ def test_partial_fit_takes_each_chunks_weighted_objective():
     np.testing.assert_array_equal(streamed.intercept_, fitted.intercept_)
     assert [entry["objective"] for entry in streamed.history_] == \
         [entry["objective"] for entry in fitted.history_]
+
+
+# on a cluster -----------------------------------------------------------------------------
+def test_on_a_cluster_the_fits_do_not_depend_on_the_partitions(client):
+    X, y, weight = _data()
+    # unshuffled: the steps read rows 0-19, 20-39, ... across the partitions' boundaries
+    common = dict(batch_size=20, shuffle=False, sync_every=None, max_iter=3, tol=None,
+                  learning_rate="constant", eta0=0.02)
+    in_memory = SGDRegressor(**common).fit(X, y)
+    on_cluster = SGDRegressor(**common).fit(*_as("dask", X, y))
+    np.testing.assert_allclose(on_cluster.coef_, in_memory.coef_, rtol=1e-12)
+    np.testing.assert_allclose(on_cluster.intercept_, in_memory.intercept_, rtol=1e-12)
+    # weighted, one full step per epoch: scikit-learn's objective on every partition
+    common = dict(alpha=0.05, batch_size=N, learning_rate="constant", eta0=0.2, max_iter=50,
+                  tol=None, random_state=0)
+    in_memory = SGDRegressor(**common).fit(X, y, sample_weight=weight)
+    on_cluster = SGDRegressor(**common).fit(*_as("dask", X, y),
+                                            sample_weight=_as("dask", weight)[0])
+    np.testing.assert_allclose(on_cluster.coef_, in_memory.coef_, rtol=1e-10)
+    np.testing.assert_allclose(on_cluster.history_[-1]["objective"],
+                               in_memory.history_[-1]["objective"], rtol=1e-10)
