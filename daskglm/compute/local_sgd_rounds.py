@@ -206,7 +206,8 @@ def compiled_local_steps(part, index, first_step, counts, params, rule_state, av
                         X.shape[0])
     # the round's slice of the epoch's order, each step's rows sorted apart in the loop (one
     # draw_rows for the round would sort them all together)
-    rows = epoch_order(X.shape[0], config.seed, epoch, index)[bounds[0]:bounds[-1]].copy()
+    rows = epoch_order(X.shape[0], config.seed, epoch, index,
+                       config.shuffle)[bounds[0]:bounds[-1]].copy()
     bounds -= bounds[0]
     steps = range(first_step, first_step + n_steps)
     n_batch = np.minimum(config.batch_size,
@@ -287,7 +288,8 @@ def _lazy_local_steps(part, index, first_step, counts, params, rule_state, weigh
         factor = config.n_rows / (batch_rows(config, epoch, step) * weight)
         rate, rule_state = config.rule.update(None, rule_state, step)
         if count > 0:
-            rows = draw_rows(X.shape[0], int(count), config.seed, epoch, index, offset)
+            rows = draw_rows(X.shape[0], int(count), config.seed, epoch, index, offset,
+                             config.shuffle)
             offset += int(count)
             X_b, y_b = X[rows], y[rows]
             w_b = None if weight_rows is None else weight_rows[rows]
@@ -329,7 +331,7 @@ def _hogwild_local_steps(part, index, first_step, counts, params, rule_state, we
     if total == 0:
         return LocalSGDStats(fraction * params, fraction * rate, scale_state(rule_state, fraction),
                              None, 0.0, 0.0, 0.0)
-    rows = draw_rows(X.shape[0], total, config.seed, epoch, index, offset)
+    rows = draw_rows(X.shape[0], total, config.seed, epoch, index, offset, config.shuffle)
     X_b, y_b, w_b = take_rows_to_host(part, rows)
     w_b = np.ones(total) if w_b is None else w_b
     loss, _ = config.family.loss_and_dloss(y_b, linear_predictor(X_b, params, config.fit_intercept),

@@ -1,6 +1,8 @@
 """Which rows a stochastic step reads: epochs without replacement, reproducible.
 
-An epoch visits every row once in a random order, ``batch_size`` rows per step.  The
+An epoch visits every row once in a random order, ``batch_size`` rows per step (or, with
+``shuffle=False``, in the rows' own order: partition after partition, each from its first
+row, scikit-learn's ``shuffle=False``).  The
 split of each mini-batch over the partitions is a sequence of multivariate
 hypergeometric draws that depends only on ``(seed, epoch)``, and the order of a
 partition's own rows only on ``(seed, epoch, partition index)``: a run does not depend on
@@ -28,7 +30,7 @@ def partition_size(part):
     return int(X.shape[0]), (float(X.shape[0]) if weight is None else float(weight.sum()))
 
 
-def epoch_counts(rows, batch_size, seed, epoch):
+def epoch_counts(rows, batch_size, seed, epoch, shuffle=True):
     """Rows each partition gives to each step of an epoch, every row once.
 
     The split over the partitions of the consecutive ``batch_size`` slices of a uniformly
@@ -45,6 +47,9 @@ def epoch_counts(rows, batch_size, seed, epoch):
     seed : int
     epoch : int
         The step at which the epoch begins; it names the epoch's random stream.
+    shuffle : bool, default=True
+        False splits the consecutive slices of the rows in their order (partition after
+        partition) instead of a random order.
 
     Returns
     -------
@@ -62,7 +67,8 @@ def epoch_counts(rows, batch_size, seed, epoch):
         return counts
     n_parts = left.shape[0]
     labels = np.repeat(np.arange(n_parts, dtype=np.min_scalar_type(n_parts)), left)
-    _rng(seed, epoch).shuffle(labels)
+    if shuffle:
+        _rng(seed, epoch).shuffle(labels)
     slots = np.arange(total, dtype=np.int64) // batch_size * n_parts
     slots += labels
     return np.bincount(slots, minlength=n_steps * n_parts).reshape(n_steps, n_parts)
@@ -79,15 +85,19 @@ _ORDERS = {}
 _MAX_ORDERS = 1024
 
 
-def epoch_order(n_rows, seed, epoch, index):
+def epoch_order(n_rows, seed, epoch, index, shuffle=True):
     """The random order of a partition's ``n_rows`` rows in the epoch that began at step
-    ``epoch`` (seeded by ``seed`` and the partition's ``index``; cached, read-only)."""
-    key = (seed, index, n_rows)
+    ``epoch`` (seeded by ``seed`` and the partition's ``index``; cached, read-only); with
+    ``shuffle=False`` the rows in their order, ``0, 1, ..., n_rows - 1``."""
+    key = (seed, index, n_rows, bool(shuffle))
     cached = _ORDERS.get(key)
-    if cached is not None and cached[0] == epoch:
+    if cached is not None and (cached[0] == epoch or not shuffle):
         return cached[1]
     dtype = np.int32 if n_rows <= np.iinfo(np.int32).max else np.int64
-    order = _rng(seed, epoch, index).permutation(n_rows).astype(dtype, copy=False)
+    if shuffle:
+        order = _rng(seed, epoch, index).permutation(n_rows).astype(dtype, copy=False)
+    else:
+        order = np.arange(n_rows, dtype=dtype)
     order.flags.writeable = False
     if len(_ORDERS) >= _MAX_ORDERS:
         _ORDERS.pop(next(iter(_ORDERS)), None)
@@ -95,14 +105,14 @@ def epoch_order(n_rows, seed, epoch, index):
     return order
 
 
-def draw_rows(n_rows, count, seed, epoch, index, offset=0):
+def draw_rows(n_rows, count, seed, epoch, index, offset=0, shuffle=True):
     """Partition ``index``'s rows ``offset`` to ``offset + count`` of its epoch order, sorted.
 
     The order is a uniformly random permutation of the partition's ``n_rows`` rows, drawn
-    from ``(seed, epoch, index)``: the steps of an epoch take consecutive slices of it, so
-    they visit every row once.
+    from ``(seed, epoch, index)`` (the identity with ``shuffle=False``): the steps of an
+    epoch take consecutive slices of it, so they visit every row once.
     """
-    rows = np.sort(epoch_order(int(n_rows), seed, epoch, index)[offset : offset + count])
+    rows = np.sort(epoch_order(int(n_rows), seed, epoch, index, shuffle)[offset : offset + count])
     return rows
 
 

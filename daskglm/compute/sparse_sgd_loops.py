@@ -180,7 +180,8 @@ def compiled_lazy_steps(part, index, first_step, counts, params, rule_state, wei
     n_steps = len(counts)
     bounds = np.minimum(offset + np.concatenate(([0], np.cumsum(counts, dtype=np.int64))),
                         X.shape[0])
-    rows = np.array(epoch_order(X.shape[0], config.seed, epoch, index)[bounds[0]:bounds[-1]],
+    rows = np.array(epoch_order(X.shape[0], config.seed, epoch, index,
+                                config.shuffle)[bounds[0]:bounds[-1]],
                     dtype=np.int64)
     bounds = bounds - bounds[0]
     steps = np.arange(first_step, first_step + n_steps)

@@ -74,6 +74,8 @@ class SGDConfig:
     hogwild : int or None
         Threads of lock-free Hogwild SGD that run a partition's local steps
         (:func:`local_sgd`); None for mini-batch steps.
+    shuffle : bool
+        Whether each epoch visits the rows in a random order (else in their order).
     """
 
     family: Family
@@ -87,6 +89,7 @@ class SGDConfig:
     seed: int
     average_from: int | None = None
     hogwild: int | None = None
+    shuffle: bool = True
 
 
 def quiet_when_diverging(kernel):
@@ -147,7 +150,7 @@ def batch_loss_grad(part, draw, params, config, epoch):
         if sp.issparse(X):
             return Stats(0.0, 0.0, SparseGradient.zeros(params.shape[0]))
         return Stats(0.0, 0.0, np.zeros(params.shape[0]))
-    rows = draw_rows(X.shape[0], int(count), config.seed, epoch, index, offset)
+    rows = draw_rows(X.shape[0], int(count), config.seed, epoch, index, offset, config.shuffle)
     batch = take_rows(part, rows)
     if sp.issparse(X):
         return _sparse_batch_loss_grad(batch, params, config)

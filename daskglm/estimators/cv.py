@@ -254,6 +254,9 @@ PATH_DOC = """
     positive : bool, default=False
         Constrain the coefficients to be >= 0 (the grid's ``alpha_max`` then looks at
         the positive correlations only, as scikit-learn).
+    n_jobs : int or None, default=None
+        Accepted for scikit-learn's signature and ignored: Dask's scheduler sets the
+        parallelism over the partitions.
 """ + _COMMON_DOC + """
     Attributes
     ----------
@@ -289,7 +292,7 @@ class LassoCV(RegressionPathCV, Lasso):
 
     def __init__(self, *, eps=1e-3, alphas=100, fit_intercept=True, cv=None, solver="auto",
                  tol=1e-4, max_iter=1000, solver_options=None, cache="auto", verbose=0,
-                 positive=False, missing="error"):
+                 positive=False, n_jobs=None, missing="error"):
         self.eps = eps
         self.alphas = alphas
         self.fit_intercept = fit_intercept
@@ -301,6 +304,7 @@ class LassoCV(RegressionPathCV, Lasso):
         self.cache = cache
         self.verbose = verbose
         self.positive = positive
+        self.n_jobs = n_jobs
         self.missing = missing
 
 
@@ -321,7 +325,7 @@ class ElasticNetCV(RegressionPathCV, ElasticNet):
 
     def __init__(self, *, l1_ratio=0.5, eps=1e-3, alphas=100, fit_intercept=True, cv=None,
                  solver="auto", tol=1e-4, max_iter=1000, solver_options=None, cache="auto",
-                 verbose=0, positive=False, missing="error"):
+                 verbose=0, positive=False, n_jobs=None, missing="error"):
         self.l1_ratio = l1_ratio
         self.eps = eps
         self.alphas = alphas
@@ -334,4 +338,5 @@ class ElasticNetCV(RegressionPathCV, ElasticNet):
         self.cache = cache
         self.verbose = verbose
         self.positive = positive
+        self.n_jobs = n_jobs
         self.missing = missing

@@ -31,6 +31,8 @@ from ..solvers.options import options_dict
 from .base import _check_numbers_are_not_text, _GLMBase
 from .linear import _RegressorGLM
 from .plan import FitEngines
+from .sgd_docs import SGD_DOC
+from .sgd_objective import history_of_objective, rows_per_weight
 from .validation import _check_feature_names_match, _dask_frame_to_array
 
 #: The solvers the SGD estimators run (``solver=``).
@@ -40,7 +42,8 @@ STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
 class _SGDBase(SparseCoefMixin, _GLMBase):
     """Shared machinery of the SGD estimators: options, ``fit`` and ``partial_fit``.
 
-    The model is ``mean weighted loss + alpha * R(coef)`` with scikit-learn's SGD penalty
+    The model is scikit-learn's ``sum(sample weight * loss) / n_samples + alpha *
+    R(coef)`` (:mod:`.sgd_objective`) with scikit-learn's SGD penalty
     ``R``: ``||coef||^2 / 2`` (``"l2"``), ``||coef||_1`` (``"l1"``) or ``l1_ratio *
     ||coef||_1 + (1 - l1_ratio) / 2 * ||coef||^2`` (``"elasticnet"``); it is minimised by
     the ``"sgd"`` solver (:class:`daskglm.solvers.sgd.SGD`).  The run's state (iterate,
@@ -111,6 +114,8 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
                              f"[0.0, 1.0] or None. Got {l1_ratio!r} instead.")
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
+        if not isinstance(self.shuffle, (bool, np.bool_)):
+            raise ValueError(f"shuffle must be True or False; got {self.shuffle!r}.")
         if self.cache not in ("auto", "memory", "none"):
             raise ValueError(f"cache must be 'auto', 'memory' or 'none'; got {self.cache!r}.")
         max_iter = self.max_iter  # at least one epoch, as scikit-learn's SGD (no None, no 0)
@@ -128,8 +133,12 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             raise ValueError(f"early_stopping is an option of solver='sgd'; got "
                              f"solver={self.solver!r}.")
 
-    def _problem(self, n_features):
+    def _problem(self, n_features, rows_per_weight=1.0):
+        """The problem with ``alpha * R`` on the solver's weighted-mean-loss scale:
+        ``alpha`` times ``n_samples / sum of the weights`` (:mod:`.sgd_objective`)."""
         penalty = self._penalty(1.0)
+        if rows_per_weight != 1.0:
+            penalty = make_penalty(self.penalty, self.alpha * rows_per_weight, self.l1_ratio)
         return Problem(self._loss_function(), penalty, bool(self.fit_intercept), int(n_features))
 
     def _solver(self, problem, tol, max_iter, validation=None):
@@ -144,10 +153,11 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         }
         if name == "sgd":
             options.update(average=self.average, sync_every=self.sync_every,
-                           validation=validation)
-        elif self.average is not False or self.sync_every not in (None, "auto"):
-            raise ValueError(f"average and sync_every are options of solver='sgd'; "
-                             f"solver={name!r} takes neither.")
+                           validation=validation, shuffle=bool(self.shuffle))
+        elif self.average is not False or self.sync_every not in (None, "auto") \
+                or not self.shuffle:
+            raise ValueError(f"average, sync_every and shuffle=False are options of "
+                             f"solver='sgd'; solver={name!r} takes none of them.")
         options.update(extra or {})
         solver = get_solver(name, problem, tol=tol, max_iter=max_iter, options=options)
         # "optimal" needs alpha > 0: say so before any pass
@@ -281,25 +291,32 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
 
     def _configure(self, plan, name, engines):
         """The plan's problem, and its solver, scoring the held-out rows with early
-        stopping."""
-        if engines.held_out is None:
+        stopping; with sample or class weights, ``alpha`` and the stopping rule's ``tol``
+        scaled to the solver's objective (:mod:`.sgd_objective`)."""
+        scale = self._rows_per_weight = rows_per_weight(engines.training)
+        if engines.held_out is None and scale == 1.0:
             return plan.problem, plan.solver
-        problem = plan.problem
-        return problem, self._solver(problem, self.tol, self.max_iter,
-                                     self._validation_score(problem, engines.held_out))
+        problem = self._problem(plan.problem.n_features, scale)
+        if engines.held_out is not None:  # the rule compares held-out scores: no scaling
+            return problem, self._solver(problem, self.tol, self.max_iter,
+                                         self._validation_score(problem, engines.held_out))
+        tol = None if self.tol is None else self.tol * scale
+        return problem, self._solver(problem, tol, self.max_iter)
 
     def _record_fit(self, problem, result):
         self.history_ = []
+        history = history_of_objective(result.history,
+                                       self.__dict__.pop("_rows_per_weight", 1.0))
         if self.solver != "sgd":  # no SGD state to keep: partial_fit is sgd's alone
             self.__dict__.pop("_sgd_state", None)
             self.__dict__.pop("t_", None)
             coef, intercept = problem.split(result.params)
             self._set_coef(coef, intercept)
-            self.history_ = list(result.history)
+            self.history_ = history
             self.n_iter_ = int(result.n_iter)
             self.solver_ = self.solver
         else:
-            self._store(problem, result.state, result.history, result.n_iter)
+            self._store(problem, result.state, history, result.n_iter)
         self.converged_ = bool(result.converged)
 
     _PARTIAL_FIT_DOC = """One epoch of SGD over the given data, continuing from the current state.
@@ -358,9 +375,11 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
             self.comm_, self.history_, self.n_iter_ = CommReport(), [], 0
         n_epochs = self.n_iter_ + 1
         for engine in stream_engines(X, y, sample_weight, family=problem.family, ledger=self.comm_):
-            result = solver.solve(problem, engine, state.params, state=state)
+            scale = rows_per_weight(engine)  # each chunk's own scale, as its mean loss
+            chunk_problem = problem if scale == 1.0 else self._problem(X.shape[1], scale)
+            result = solver.solve(chunk_problem, engine, state.params, state=state)
             state = result.state
-            self._store(problem, state, result.history, n_epochs)
+            self._store(problem, state, history_of_objective(result.history, scale), n_epochs)
         self.converged_ = True
         return self
 
@@ -384,137 +403,13 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         return tags
 
 
-_SGD_DOC = """
-    penalty : {"l2", "l1", "elasticnet"} or None, default="l2"
-        ``R(coef)``: ``||coef||^2 / 2``, ``||coef||_1`` or ``l1_ratio * ||coef||_1 +
-        (1 - l1_ratio) / 2 * ||coef||^2``.  The L2 part enters through the gradient, the
-        L1 part through a soft-thresholding step after each update.
-    alpha : float, default=0.0001
-        Penalty strength, >= 0 (> 0 for ``learning_rate="optimal"``).
-    l1_ratio : float, default=0.15
-        Elastic-net mixing in [0, 1], used with ``penalty="elasticnet"``.
-    fit_intercept : bool, default=True
-        Fit an unpenalised intercept.
-    max_iter : int, default=1000
-        Most epochs; an epoch is ``ceil(n_samples / batch_size)`` steps.
-    early_stopping : bool, default=False
-        scikit-learn's early stopping: hold out ``validation_fraction`` of the rows
-        (scikit-learn's ``ShuffleSplit``, stratified for the classifier, seeded by
-        ``random_state``), train on the others, and after every epoch score the held-out
-        rows (accuracy, or R^2 for the regressor, weighted by ``sample_weight``) in one
-        round of their own (``validation_score``); ``fit`` stops after
-        ``n_iter_no_change`` epochs whose score is below the best so far plus ``tol``.
-        Needs ``solver="sgd"`` and NumPy labels for the classifier; ``partial_fit``
-        raises with it, as scikit-learn's.
-    validation_fraction : float, default=0.1
-        Share of the rows held out with ``early_stopping``, in (0, 1).
-    tol : float or None, default=1e-3
-        scikit-learn's stopping rule (with ``early_stopping=False``): the objective of an
-        epoch is the mean over its rows (weighted by ``sample_weight``) of each row's loss
-        plus ``alpha * R(coef)``, both at the iterate before the step that uses the row
-        (the current iterate, not the running mean of ``average``); an epoch whose
-        objective is above the best so far minus ``tol`` makes no improvement, and ``fit``
-        stops after ``n_iter_no_change`` such epochs in a row.  Every row enters each epoch
-        exactly once, so the estimate has no sampling noise from the draws, and with
-        ``batch_size=1`` and no sample weights it is scikit-learn's number (scikit-learn
-        leaves the sample weights out of it).  None runs every epoch.
-    learning_rate : {"constant", "invscaling", "optimal", "adagrad", "adaptive"}, \
-default="%(learning_rate)s"
-        ``eta0``, ``eta0 / (t + 1) ** power_t``, ``1 / (alpha * (t0 + t))`` with
-        scikit-learn's ``t0``, Adagrad's per-coefficient ``eta0 / sqrt(sum of squared
-        gradients)``, where ``t`` counts steps from 0, or scikit-learn's ``"adaptive"``:
-        ``eta0`` while the stopping rule sees improvement, divided by 5 each time it would
-        stop, and the fit stops once the rate is at most 1e-6.
-    eta0 : float, default=%(eta0)s
-        Initial learning rate, > 0 unless ``learning_rate="optimal"``.
-    power_t : float, default=%(power_t)s
-        Exponent of ``"invscaling"``.
-    average : bool or int, default=False
-        Polyak-Ruppert averaging: ``coef_`` and ``intercept_`` are the mean of the iterates,
-        from the first step (True) or from the step at which ``average`` rows have been
-        drawn (an int).
-    random_state : int, RandomState, Generator or None, default=None
-        Seed of the row draws; a fit is reproducible for a fixed int and does not depend
-        on the number of workers.
-    n_iter_no_change : int, default=5
-        Epochs without improvement before stopping.
-    batch_size : int, default=16
-        Rows per step.  Each epoch visits every row once in a random order (scikit-learn's
-        shuffling), over all partitions; the last step of an epoch takes the rows that
-        are left.  Synchronous SGD costs one communication round per step, which is why
-        ``sync_every="auto"`` takes several local steps per round on a cluster; small
-        batches make more progress per epoch, which ``tol`` measures.
-        scikit-learn steps once per row: ``batch_size=1`` follows its trajectory (as many
-        steps per epoch, so ``max_iter`` means the same), at about 14 times the time per
-        epoch of the default in memory.
-    sync_every : int, None or "auto", default="auto"
-        Local SGD: every partition takes ``sync_every`` steps on its own rows between two
-        averaging rounds.  None (or 1, up to round-off) is synchronous mini-batch SGD.
-        ``"auto"``: on a Dask cluster, local SGD with enough steps per round that a
-        round's compute is at least 10 times its measured fixed cost (messages,
-        scheduling), at most an epoch; synchronous SGD in this process.  The value chosen
-        and why are in ``solver_options_`` and ``comm_.choices``; it depends on timings,
-        so pass it back to repeat a fit bit for bit.
-    solver : {"sgd", "async", "gossip"}, default="sgd"
-        ``"sgd"``: synchronous or local mini-batch SGD (:class:`daskglm.solvers.sgd.SGD`);
-        ``"async"``: parameter-server SGD, asynchronous or stale-synchronous
-        (:class:`daskglm.solvers.asynchronous.AsyncSGD`); ``"gossip"``: decentralised SGD
-        on a graph of the partitions (:class:`daskglm.solvers.gossip.Gossip`).  The
-        options above are passed to each; ``average`` and ``sync_every`` are
-        ``"sgd"``'s alone, and ``partial_fit`` runs ``"sgd"`` only.
-    solver_options : dict, optional
-        Further options of the solver, e.g. ``{"staleness": 2, "push_every": 4}`` for
-        ``"async"`` or ``{"topology": "random"}`` for ``"gossip"``.
-    missing : {"error", "mean"}, default="error"
-        Missing values in ``X``: ``"error"`` refuses them; ``"mean"`` fills each numeric
-        column's with its mean at fit (one pass over Dask data, kept in ``column_means_``
-        or the table encoding for prediction) and gives a table's categorical columns a
-        level of their own, ``"(missing)"``.
-    cache : {"auto", "memory", "none"}, default="auto"
-        For Dask input, keep the partitions in worker memory or read them from their
-        source in every round (``"auto"``: keep them when they take at most half of the
-        free worker memory, else keep the leading partitions that fit there and stream
-        the others).  ``partial_fit`` always streams its chunks.
-    verbose : int, default=0
-        ``1`` or more shows a progress bar (one update per epoch) and logs every epoch on
-        the ``daskglm`` logger at INFO level.
-    warm_start : bool, default=False
-        Start ``fit`` from the coefficients of the previous fit instead of zero.
-
-    Attributes
-    ----------
-    coef_ : ndarray
-    intercept_ : ndarray of shape (1,)
-    n_iter_ : int
-        Epochs run (``partial_fit`` adds one per call).
-    t_ : int
-        Steps taken (``solver="sgd"`` only).
-    converged_ : bool
-        Whether the early-stopping rule ended ``fit`` (always True with ``tol=None`` and
-        after ``partial_fit``).
-    history_ : list of dict
-        One entry per epoch (per chunk with ``partial_fit``): ``objective`` (the epoch's
-        objective of ``tol``), its parts ``loss`` and ``penalty``, ``step`` (learning rate),
-        ``steps``, ``seconds``, ``rounds``.
-    cache_ : {"memory", "none"}
-        Whether the fit kept the data in memory or streamed them from their source.
-    comm_ : CommReport
-        Every engine round (accumulated over ``partial_fit`` calls).
-    solver_options_ : dict
-        Every option of the solver as the last ``fit`` ran it, with the values chosen
-        during the fit in place of ``"auto"`` (the reasons are in ``comm_.choices``).
-    n_features_in_ : int
-    feature_names_in_ : ndarray of str
-        Only when ``X`` had string column names.
-"""
-
-
 class SGDRegressor(_SGDBase, _RegressorGLM):
     __doc__ = (
         """Linear regression by SGD, as :class:`sklearn.linear_model.SGDRegressor`.
 
-    Minimises ``mean_W loss(y, X coef + intercept) + alpha * R(coef)`` (scikit-learn's
-    SGD objective) by mini-batch or local SGD on the partitions of the data.
+    Minimises ``sum(sample_weight * loss(y, X coef + intercept)) / n_samples + alpha *
+    R(coef)`` (scikit-learn's SGD objective) by mini-batch or local SGD on the
+    partitions of the data.
 
     Parameters
     ----------
@@ -526,18 +421,18 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     epsilon : float, default=0.1
         The ``epsilon`` of the Huber and epsilon-insensitive losses, >= 0.
 """
-        + _SGD_DOC % {"learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25}
+        + SGD_DOC % {"learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25}
     )
 
     _losses = ("squared_error", *REGRESSION_LOSSES)
     _family_loss = "squared_error"
 
     def __init__(self, loss="squared_error", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
-                 fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="invscaling",
-                 eta0=0.01, power_t=0.25, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every="auto", solver="sgd", solver_options=None,
-                 cache="auto", verbose=0, warm_start=False, epsilon=0.1, early_stopping=False,
-                 validation_fraction=0.1, missing="error"):
+                 fit_intercept=True, max_iter=1000, tol=1e-3, shuffle=True,
+                 learning_rate="invscaling", eta0=0.01, power_t=0.25, average=False,
+                 random_state=None, n_iter_no_change=5, batch_size=16, sync_every="auto",
+                 solver="sgd", solver_options=None, cache="auto", verbose=0, warm_start=False,
+                 epsilon=0.1, early_stopping=False, validation_fraction=0.1, missing="error"):
         self.loss = loss
         self.epsilon = epsilon
         self.penalty = penalty
@@ -546,6 +441,7 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
+        self.shuffle = shuffle
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.power_t = power_t

@@ -33,7 +33,8 @@ from .class_weights import _check_class_weight
 from .logistic import LogisticRegression, _class_labels, _encode_binary
 from .multi_output import matrix_predictor
 from .plan import LabelRequest
-from .sgd import _SGD_DOC, _frames_as_rows, _SGDBase, _with_frame_names
+from .sgd import _frames_as_rows, _SGDBase, _with_frame_names
+from .sgd_docs import SGD_DOC
 from .validation import _check_score_input, _n_columns
 
 __all__ = ["SGDClassifier"]
@@ -52,8 +53,9 @@ class SGDClassifier(ClassifierMixin, _SGDBase):
     __doc__ = (
         """Linear classification by SGD, as :class:`sklearn.linear_model.SGDClassifier`.
 
-    Minimises ``mean_W loss(y, X coef + intercept) + alpha * R(coef)`` (scikit-learn's SGD
-    objective) by mini-batch or local SGD on the partitions of the data.  More than two
+    Minimises ``sum(sample_weight * loss(y, X coef + intercept)) / n_samples + alpha *
+    R(coef)`` (scikit-learn's SGD objective) by mini-batch or local SGD on the partitions
+    of the data.  More than two
     classes are fitted one-vs-rest (one binary fit per class, ``coef_`` of shape
     ``(n_classes, n_features)``); then ``n_iter_`` is the largest over the classes,
     ``converged_`` whether all converged, each ``history_`` entry carries its ``class``,
@@ -78,8 +80,11 @@ default="log_loss"
         (classes left out weigh 1) or ``"balanced"``, ``n_samples / (n_classes *
         count of the class)``.  For numeric Dask labels the engine's validation round
         counts them (no pass of its own).
+    n_jobs : int or None, default=None
+        Accepted for scikit-learn's signature and ignored: Dask's scheduler sets the
+        parallelism over the partitions.
 """
-        + _SGD_DOC % {"learning_rate": "optimal", "eta0": 0.01, "power_t": 0.5}
+        + SGD_DOC % {"learning_rate": "optimal", "eta0": 0.01, "power_t": 0.5}
         + """    classes_ : ndarray of shape (n_classes,)
         The labels; with two, ``classes_[1]`` is the positive class.
 """
@@ -92,11 +97,12 @@ default="log_loss"
     _family_loss = "log_loss"
 
     def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
-                 fit_intercept=True, max_iter=1000, tol=1e-3, learning_rate="optimal", eta0=0.01,
-                 power_t=0.5, average=False, random_state=None, n_iter_no_change=5,
-                 batch_size=16, sync_every="auto", solver="sgd", solver_options=None,
-                 cache="auto", verbose=0, warm_start=False, epsilon=0.1, class_weight=None,
-                 early_stopping=False, validation_fraction=0.1, missing="error"):
+                 fit_intercept=True, max_iter=1000, tol=1e-3, shuffle=True,
+                 learning_rate="optimal", eta0=0.01, power_t=0.5, average=False,
+                 random_state=None, n_iter_no_change=5, batch_size=16, sync_every="auto",
+                 solver="sgd", solver_options=None, cache="auto", verbose=0, warm_start=False,
+                 epsilon=0.1, class_weight=None, n_jobs=None, early_stopping=False,
+                 validation_fraction=0.1, missing="error"):
         self.loss = loss
         self.penalty = penalty
         self.alpha = alpha
@@ -104,6 +110,7 @@ default="log_loss"
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
+        self.shuffle = shuffle
         self.learning_rate = learning_rate
         self.eta0 = eta0
         self.power_t = power_t
@@ -119,6 +126,7 @@ default="log_loss"
         self.warm_start = warm_start
         self.epsilon = epsilon
         self.class_weight = class_weight
+        self.n_jobs = n_jobs
         self.early_stopping = early_stopping
         self.validation_fraction = validation_fraction
         self.missing = missing

@@ -206,6 +206,10 @@ class SGD(Solver):
         runs on the score instead of the epoch's objective (scikit-learn's
         ``early_stopping=True``): no improvement is a score below the best so far plus
         ``tol``.  Each history entry then carries its ``validation_score``.
+    shuffle : bool, default True
+        Visit the rows of each epoch in a random order; False visits them in their order
+        (the partitions one after the other, each from its first row) every epoch, as
+        scikit-learn's ``shuffle=False``.
     hogwild : int or None, default None
         Local SGD's steps on a partition as one pass of lock-free Hogwild SGD in this
         many threads over the same rows (best on sparse rows; needs ``sync_every``, the
@@ -220,7 +224,7 @@ class SGD(Solver):
         "batch_size": 16, "learning_rate": "invscaling", "eta0": 0.01, "power_t": 0.25,
         "average": False, "n_iter_no_change": 5, "random_state": None, "sync_every": "auto",
         **COMMUNICATION_OPTIONS,
-        "hogwild": None, "validation": None,
+        "hogwild": None, "validation": None, "shuffle": True,
     }
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
                          Feature.NONSMOOTH_PENALTY})
@@ -244,6 +248,7 @@ class SGD(Solver):
                         "None or an integer >= 1"),
             "validation": (opts["validation"] is None or callable(opts["validation"]),
                            "None or a callable"),
+            "shuffle": (isinstance(opts["shuffle"], (bool, np.bool_)), "True or False"),
         }
         for key, (valid, requirement) in checks.items():
             if not valid:
@@ -335,7 +340,8 @@ class SGD(Solver):
                 if n_epochs == 1 and first_counts is not None:
                     counts = first_counts
                 else:
-                    counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
+                    counts = epoch_counts(rows, config.batch_size, config.seed, state.step,
+                                      config.shuffle)
                 extra = {}
                 if waits:
                     loss, penalty, weight, rate, dropped = deadline_epoch(
@@ -396,7 +402,8 @@ class SGD(Solver):
             reason = "rounds run in this process, where a round costs no more than its steps"
         else:
             timer = StepTimer(engine.ledger.records[-1].seconds, steps_per_epoch)  # sizes round
-            counts = epoch_counts(rows, config.batch_size, config.seed, state.step)
+            counts = epoch_counts(rows, config.batch_size, config.seed, state.step,
+                                  config.shuffle)
             sizing = None
             while sizing is None:
                 each = [(index, state.step, counts[:timer.steps, index], state.step, 0)
@@ -425,7 +432,7 @@ class SGD(Solver):
             batch_size=batch_size, n_rows=engine.n_samples, total_weight=engine.sum_weight,
             seed=state.seed,
             average_from=None if average == 0 else max(0, math.ceil(average / batch_size) - 1),
-            hogwild=self.opts["hogwild"],
+            hogwild=self.opts["hogwild"], shuffle=bool(self.opts["shuffle"]),
         )
 
     @staticmethod

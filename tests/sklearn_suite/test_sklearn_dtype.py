@@ -17,5 +17,4 @@ EXPECTED_FAILURES = {
     **{f"test_dtype_match[{container}-{multi}-liblinear]":
        "solver='liblinear' penalises the intercept, a different objective; daskglm refuses it"
        for container in ("csr_matrix", "csr_array") for multi in ("False", "True")},
-    "test_sgd_numerical_consistency": "the SGD estimators have no shuffle parameter",
 }

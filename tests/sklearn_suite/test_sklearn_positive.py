@@ -27,8 +27,4 @@ globals().update(translate(LM + "test_sparse_coordinate_descent",
 EXPECTED_FAILURES = {
     "test_raises_value_error_if_positive_and_sparse":
         "daskglm fits positive=True on sparse X (scikit-learn's NNLS needs dense X)",
-    "test_lasso_cv_positive_constraint":
-        "LassoCV has no n_jobs parameter (Dask's scheduler sets the parallelism)",
-    "test_enet_cv_positive_constraint":
-        "ElasticNetCV has no n_jobs parameter (Dask's scheduler sets the parallelism)",
 }
