@@ -9,7 +9,7 @@ import dataclasses
 
 import numpy as np
 
-from ..accounting.choice import SHARDED_FEATURES
+from ..accounting.choice import SHARDED_FEATURES, hessian_round_ratio, newton_applies
 from ..accounting.links import IN_PROCESS
 from ..compute.blocked import pointwise_for
 from ..compute.losses import loss_of
@@ -25,12 +25,23 @@ from .plan import FitPlan
 def _auto_options(name, problem, options):
     """``solver_options`` with what ``solver="auto"`` adds for ``name``: sharded L-BFGS
     from :data:`~daskglm.accounting.choice.SHARDED_FEATURES` features on, for the problems
-    it takes, unless the options say otherwise."""
+    it takes, and otherwise L-BFGS that may hand over to Newton's method mid-fit
+    (``newton_after``) where Newton's method handles the problem, unless the options say
+    otherwise."""
     options = dict(options or {})
     if name == "lbfgs" and problem.n_features >= SHARDED_FEATURES \
             and not problem.features() & SOLVERS["lbfgs"].NOT_SHARDED:
         options.setdefault("sharded", True)
+    if name == "lbfgs" and not options.get("sharded") and newton_applies(problem) \
+            and SOLVERS["newton"].unsupported(problem) is None \
+            and problem.n_params <= NEWTON_SWITCH_MAX_PARAMS:
+        options.setdefault("newton_after", hessian_round_ratio(problem.n_params))
     return options
+
+
+#: Up to this many parameters ``solver="auto"``'s L-BFGS may hand over to Newton's method
+#: (a Hessian of 2048^2 doubles is 32 MiB a partition).
+NEWTON_SWITCH_MAX_PARAMS = 2048
 
 
 class _PlanningMixin:

@@ -72,6 +72,16 @@ class LBFGS(Solver):
     shards : int or None, default None
         With ``sharded``: the number of column shards (None: one per worker, or per
         engine thread in this process).
+    newton_after : float or None, default None
+        Switch to Newton's method mid-fit where it is predicted cheaper: the seconds of
+        a Hessian round over a gradient round's (``solver="auto"`` sets it from the cost
+        model, :func:`~daskglm.accounting.choice.hessian_round_ratio`, where Newton's
+        method handles the problem).  From the 5th iteration on, the rate at which the
+        optimality violation fell over the last 4 iterations predicts the rounds left to
+        ``tol``; when those cost more than 1.15 times :data:`NEWTON_FINISH_ROUNDS`
+        Hessian rounds, the fit goes on with Newton's method from that point (the
+        choice and its figures in the ledger's choices, ``"switch"``).  Not used with
+        ``sharded`` or non-negative coefficients.
     column_blocks : bool, default False
         With ``sharded``, for ``X`` (dense or CSR) with many rows and columns: model parallelism.
         ``X`` is cut into feature blocks, the shards' ranges, each kept on its shard's
@@ -83,7 +93,8 @@ class LBFGS(Solver):
 
     name = "lbfgs"
     options = {"memory": MEMORY, "max_evaluations": 15000, "max_restarts": MAX_RESTARTS,
-               "standardize": True, "sharded": False, "shards": None, "column_blocks": False}
+               "standardize": True, "sharded": False, "shards": None, "column_blocks": False,
+               "newton_after": None}
     # a non-quadratic penalty only with non-negative coefficients: L-BFGS-B's bounds make
     # the L1 part linear (smooth problems with a non-smooth penalty are refused as such)
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.NON_QUADRATIC_PENALTY,
@@ -105,6 +116,8 @@ class LBFGS(Solver):
                              f"got {self.opts['column_blocks']!r}.")
         if self.opts["column_blocks"] and not self.opts["sharded"]:
             raise ValueError("Option 'column_blocks' of solver 'lbfgs' needs sharded=True.")
+        if self.opts["newton_after"] is not None:
+            self._check_option("newton_after", 0, strict=True)
         if self.opts["shards"] is not None:
             self._check_option("shards", 1, integer=True)
             if not self.opts["sharded"]:
@@ -137,12 +150,16 @@ class LBFGS(Solver):
         bounds = _nonnegative_bounds(problem) if bounded else None
         coordinates = self._coordinates(problem, objective, params0)
         recorder = _Recorder(objective, history, params0, coordinates, self.tol, bounds)
+        if self.opts["newton_after"] is not None and not bounded:
+            recorder.switch = SwitchToNewton(self.tol, float(self.opts["newton_after"]))
         found = minimize_to_tol(
             recorder.value_and_grad, recorder.theta0, tol=recorder.theta_tol,
             max_iter=self.max_iter, max_evaluations=int(self.opts["max_evaluations"]),
             memory=int(self.opts["memory"]), max_restarts=int(self.opts["max_restarts"]),
             callback=recorder.callback, optimality=recorder.optimality, bounds=bounds,
         )
+        if recorder.switch is not None and recorder.switch.reason is not None:
+            return self._finish_with_newton(problem, engine, recorder, found, history)
         converged = found.optimality <= self.tol
         if converged:
             message = f"converged: largest gradient entry {found.optimality:.3g} <= tol"
@@ -153,6 +170,19 @@ class LBFGS(Solver):
         return SolverResult(recorder.params_of(found.x), found.n_iter, converged,
                             history.entries, message)
 
+    def _finish_with_newton(self, problem, engine, recorder, found, history):
+        """Newton's method from L-BFGS's last accepted point, for the iterations left."""
+        from .newton import Newton
+
+        switch = recorder.switch
+        engine.ledger.note_choice("switch", "newton", switch.reason)
+        newton = Newton(tol=self.tol, max_iter=max(1, self.max_iter - found.n_iter))
+        finished = newton.solve(problem, engine, recorder.params_of(switch.theta))
+        message = (f"switched to Newton's method after {found.n_iter} L-BFGS iterations "
+                   f"({switch.reason}); Newton: {finished.message}")
+        return SolverResult(finished.params, found.n_iter + finished.n_iter,
+                            finished.converged, history.entries + finished.history, message)
+
     def _coordinates(self, problem, objective, params0):
         """The coordinates scipy iterates in: standardised (:func:`preconditioned_coordinates`,
         from the validation round's column moments) with ``standardize``, else the
@@ -161,6 +191,44 @@ class LBFGS(Solver):
             return Standardised()
         return preconditioned_coordinates(problem, objective.column_moments(),
                                           problem.curvature_at(params0))
+
+
+#: Hessian rounds Newton's method is expected to need from a point L-BFGS reached
+#: (quadratic convergence near the optimum).
+NEWTON_FINISH_ROUNDS = 3
+#: Iterations whose fall of the optimality violation gives L-BFGS's rate.
+RATE_WINDOW = 4
+
+
+class SwitchToNewton:
+    """Whether L-BFGS should hand over to Newton's method: its predicted rounds left to
+    ``tol`` at the rate of the last :data:`RATE_WINDOW` iterations, against
+    :data:`NEWTON_FINISH_ROUNDS` Hessian rounds of ``ratio`` gradient rounds each."""
+
+    def __init__(self, tol, ratio):
+        self.tol, self.ratio = tol, ratio
+        self.violations = []
+        #: Why it switched (None while it has not), and the point it switched at.
+        self.reason, self.theta = None, None
+
+    def after(self, theta, violation):
+        """Record an iteration; True when the fit should go on with Newton's method."""
+        self.violations.append(float(violation))
+        recent = self.violations[-(RATE_WINDOW + 1):]
+        if len(recent) <= RATE_WINDOW or not np.all(np.isfinite(recent)) \
+                or min(recent) <= 0 or violation <= self.tol:
+            return False
+        rate = (np.log(recent[-1]) - np.log(recent[0])) / RATE_WINDOW
+        left = np.inf if rate >= 0 else np.log(self.tol / recent[-1]) / rate
+        newton = NEWTON_FINISH_ROUNDS * self.ratio
+        if not left > 1.15 * newton:
+            return False
+        self.theta = np.array(theta, copy=True)
+        self.reason = (f"at iteration {len(self.violations)} the violation {violation:.3g} fell "
+                       f"{np.exp(-rate):.3g}x an iteration, {left:.3g} more rounds to tol, "
+                       f"against {NEWTON_FINISH_ROUNDS} Hessian rounds of {self.ratio:.3g} "
+                       f"gradient rounds each")
+        return True
 
 
 def _nonnegative_bounds(problem):
@@ -192,6 +260,8 @@ class _Recorder:
         self.theta0 = coordinates.to_theta(params0)
         self.previous = params0.copy()
         self.evaluations = {}
+        #: a :class:`SwitchToNewton` when the fit may hand over to Newton's method
+        self.switch = None
         #: largest factor from a gradient entry in ``theta`` to one in the parameters
         scales = getattr(coordinates, "scales", None)
         means = getattr(coordinates, "means", None)
@@ -255,4 +325,6 @@ class _Recorder:
         self.history.record(value, optimality, np.linalg.norm(params - self.previous))
         self.previous = params.copy()
         if optimality <= self.tol:
+            raise StopIteration
+        if self.switch is not None and self.switch.after(theta, optimality):
             raise StopIteration
