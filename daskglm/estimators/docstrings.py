@@ -12,8 +12,12 @@ _COMMON_DOC = """
         model with an exact Hessian (canonical link, or the log link of the Gamma,
         negative binomial and Tweedie with power in [1, 2]) and few features, L-BFGS
         for other smooth problems (on column shards, ``{"sharded": True}``, from 2^18
-        features on) and proximal gradient for L1 and elastic-net penalties; ``solver_``
-        names the pick.  ``"async"`` (parameter-server SGD) and ``"gossip"``
+        features on) and proximal gradient for L1 and elastic-net penalties; after the
+        validation round it chooses again where the columns' scales or the seconds of a
+        pass over streamed data change the prices, and its L-BFGS hands over to
+        Newton's method mid-fit when its progress predicts more rounds than Newton's
+        finish (``comm_.choices`` gives the figures); ``solver_`` names the pick.
+        ``"async"`` (parameter-server SGD) and ``"gossip"``
         (decentralised SGD) count ``max_iter`` in epochs and stop by SGD's rule on a
         sampled objective; for ``"sgd"``, ``"async"`` and ``"gossip"`` one exact
         gradient round then judges that stop, and ``converged_`` is True only when it
