@@ -13,20 +13,12 @@ import daskglm
 
 pytest.importorskip("formulaic")
 
-FORMULA = "claims ~ C(region) + age + np.log(density)"
+from tests.test_formulas import FORMULA
+from tests.test_formulas import _policies as _policies_of
 
 
 def _policies(n=3000, seed=0):
-    rng = np.random.default_rng(seed)
-    frame = pd.DataFrame({
-        "region": rng.choice(["north", "south", "west"], n),
-        "age": rng.uniform(18, 80, n),
-        "density": rng.uniform(10, 5000, n),
-    })
-    eta = -2 + 0.01 * frame.age + 0.1 * np.log(frame.density) \
-        + frame.region.map({"north": 0.0, "south": 0.3, "west": -0.2})
-    frame["claims"] = rng.poisson(np.exp(eta)).astype(float)
-    return frame
+    return _policies_of(n, seed)
 
 
 def _air(n=400, seed=1):
