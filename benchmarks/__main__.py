@@ -58,6 +58,9 @@ network-rounds
 deadline-guard
     Deadline fits against waiting ones, with and without a straggler (see
     :mod:`benchmarks.deadline_guard`).
+auto-cases
+    ``solver="auto"`` against L-BFGS and Newton on correlated and raw-scale columns (see
+    :mod:`benchmarks.auto_cases`).
 sparse-sgd
     SGD on hashed sparse rows against L-BFGS (see :mod:`benchmarks.sparse_sgd`).
 docs
@@ -361,6 +364,9 @@ def build_parser():
     from benchmarks.sparse_sgd import add_parser as add_sparse_sgd_parser
 
     add_sparse_sgd_parser(commands)
+    from benchmarks.auto_cases import add_parser as add_auto_cases_parser
+
+    add_auto_cases_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")
