@@ -10,8 +10,9 @@
   The coefficients go down compressed too: the driver and every partition keep the
   same replica of them, the driver sends the codec's message for ``params - replica``
   and both sides step the replica by its decoding
-  (:func:`~daskglm.compute.compressed_steps.replica_update`); the loss and gradient are
-  those at the replica.  The first evaluation, and one after the replicas were lost,
+  (:func:`~daskglm.compute.compressed_steps.replica_update`); the value and gradient are
+  those at the replica (:attr:`ApproximateRounds.replica`), which the solver takes as
+  its trial point.  The first evaluation, and one after the replicas were lost,
   send the coefficients themselves;
 * with a deadline: ONE deadline round (``deadline_gradient``) per evaluation; the loss and
   gradient of the partitions that arrived are scaled by ``weight_total /
@@ -104,7 +105,8 @@ class ApproximateRounds:
             scale = arrived.weight_total / arrived.weight_arrived
             loss = arrived.result.loss * scale
             grad = np.asarray(arrived.result.grad, dtype=np.float64) * scale
-        value, grad, _ = self.objective._penalise(params, loss, np.array(grad, copy=True))
+        at = params if self.codec is None else self.replica
+        value, grad, _ = self.objective._penalise(at, loss, np.array(grad, copy=True))
         return value, grad
 
     def _compressed_round(self, params):
