@@ -120,6 +120,7 @@ def top_partials(partitions, split_every):
 
 def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
                   n_rows=0, n_folds=1, n_models=1, codec=None, scalars=0, arrived=None,
+                  dense_downlink=False,
                   calls=1, edges=None, touched=0, blocks=1):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
@@ -149,6 +150,9 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         The codec of a ``"compressed_batch"`` or ``"compressed_local_sgd"`` round
         (:mod:`daskglm.compute.compression`); its ``model_bytes(d)`` is one partition's
         message (an upper bound for ``"stochastic"``).
+    dense_downlink : bool
+        Whether a ``"compressed_gradient"`` round sent the coefficients themselves
+        rather than the codec's message for their change (its first round).
     scalars : int
         ``s``: the scalars a stochastic round sends besides its vectors (the step's
         configuration, counters), 8 bytes each, per task.
@@ -218,7 +222,10 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     if kind == Kind.COMPRESSED_GRADIENT:
         if codec is None:
             raise ValueError(f"The payload model of a {kind!r} round needs its codec.")
-        return 8 * (d + 1 + scalars) * G, (int(codec.model_bytes(d)) + 16) * P
+        # the coefficients go down as one codec message for the replica's change; dense
+        # in the first round and after the replicas were lost (dense_downlink)
+        down = 8 * d if dense_downlink else int(codec.model_bytes(d))
+        return (down + 8 * (1 + scalars)) * G, (int(codec.model_bytes(d)) + 16) * P
     if kind == Kind.DEADLINE_GRADIENT:
         taken = P if arrived is None else int(arrived)
         return 8 * (d + 1) * P, 8 * (d + 2) * taken

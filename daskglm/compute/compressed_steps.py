@@ -42,11 +42,13 @@ from .tree import tree_sum
 __all__ = [
     "Sender", "Downlink", "CompressedBatch", "CompressedLocal", "compress_vector",
     "message_rng", "apply_step", "compressed_batch_loss_grad", "compressed_local_sgd",
-    "compressed_loss_grad", "decode_sum",
+    "compressed_loss_grad", "decode_sum", "ReplicaUpdate", "replica_update", "stepped_replica",
 ]
 
 #: Mixed into the seeds of the codecs' draws, so that they never repeat the row draws.
 _CODEC_STREAM = 0x636F6465
+#: Mixed into the seeds of the draws of gradient descent's downlink messages.
+_DOWNLINK_STREAM = 0x646F776E
 
 
 @dataclass
@@ -61,7 +63,7 @@ class Sender:
         Error feedback's residual (None before the first message, and for codecs
         without error feedback).
     params : ndarray or None
-        Synchronous SGD's replica of the coefficients.
+        The replica of the coefficients (synchronous SGD, gradient descent).
     reference : ndarray or None
         Gradient descent's reference gradient ``h``: the sum of the decoded messages the
         partition has sent (see :func:`compressed_loss_grad`).
@@ -237,9 +239,49 @@ def compressed_local_sgd(part, sender, draws, params, rule_state, config, step, 
     return CompressedLocal(stats, message), sender
 
 
-def compressed_loss_grad(part, sender, params, family, fit_intercept, codec, round_number):
+class ReplicaUpdate(NamedTuple):
+    """What a compressed gradient descent round sends instead of the coefficients.
+
+    Attributes
+    ----------
+    message
+        The codec's message for the change of the replica (:func:`replica_update`), or
+        None when the replica stays where it is.
+    """
+
+    message: object
+
+
+def stepped_replica(replica, update, codec):
+    """The replica after ``update``: the driver and every partition run exactly this,
+    so that their replicas agree to the last bit."""
+    if update.message is None:
+        return replica
+    return replica + codec.decode(update.message)
+
+
+def replica_update(codec, params, replica, round_number):
+    """The driver's downlink towards ``params``: ``(ReplicaUpdate, new replica)``.
+
+    The message is ``C(params - replica)``: what compression leaves out stays in the
+    difference and is sent in a later round (the replica is the error feedback's
+    state), so the replicas follow the coefficients as closely as the codec allows.
+    The draws of a stochastic codec depend only on ``round_number``.
+    """
+    change = np.asarray(params, dtype=np.float64) - replica
+    if not np.any(change):
+        return ReplicaUpdate(None), replica
+    rng = np.random.default_rng([_DOWNLINK_STREAM, int(round_number)])
+    update = ReplicaUpdate(codec.encode(change, rng))
+    return update, stepped_replica(replica, update, codec)
+
+
+def compressed_loss_grad(part, sender, downlink, family, fit_intercept, codec, round_number):
     """A stateful kernel: the partition's loss sum and its compressed gradient change.
 
+    The coefficients are ``downlink`` itself (an ndarray: the first round, or after the
+    replica was lost) or the partition's replica stepped by the :class:`ReplicaUpdate`
+    (:func:`stepped_replica`); the loss and gradient are those at the replica.
     :func:`~daskglm.compute.kernels.loss_grad`, the loss and weight sent exactly; of the
     gradient sum ``g`` only ``C(g - h)`` is sent, where the reference ``h`` is the sum of
     what the partition has sent so far, and ``h`` becomes ``h + D(C(g - h))`` (the
@@ -255,6 +297,12 @@ def compressed_loss_grad(part, sender, params, family, fit_intercept, codec, rou
     """
     if sender is None:  # lost (StateRound.reset): the solver puts it back, runs again
         return None, None
+    if isinstance(downlink, np.ndarray):
+        params = downlink
+    elif sender.params is None:
+        raise ValueError("The partition holds no replica of the coefficients; send them.")
+    else:
+        params = stepped_replica(sender.params, downlink, codec)
     stats = loss_grad(part, params, family, fit_intercept)
     grad = np.asarray(stats.grad, dtype=np.float64)
     change = grad if sender.reference is None else grad - sender.reference
@@ -264,7 +312,7 @@ def compressed_loss_grad(part, sender, params, family, fit_intercept, codec, rou
         message = codec.encode(change, message_rng(0, round_number, sender.index))
         decoded = codec.decode(message)
         reference = decoded if reference is None else reference + decoded
-    sender = Sender(sender.index, None, None, reference)
+    sender = Sender(sender.index, None, params, reference)
     return CompressedBatch(float(stats.loss), float(stats.weight), message), sender
 
 

@@ -108,6 +108,11 @@ class GradientDescent(Solver):
             value, grad = approximate.value_and_grad(coordinates.to_params(theta))
             return value, coordinates.grad_to_theta(grad)
 
+        evaluated = None
+        if approximate is not None and approximate.codec is not None:
+            def evaluated(trial):
+                return coordinates.to_theta(approximate.replica)
+
         def optimality(theta, theta_grad):
             # the criterion is stated in the original coordinates; one more gradient map
             params = coordinates.to_params(theta)
@@ -133,6 +138,8 @@ class GradientDescent(Solver):
 
         theta = coordinates.to_theta(params0)
         value, grad = value_and_grad(theta)
+        if evaluated is not None:
+            theta = evaluated(theta)
         step = (1.0 / curvature if self.opts["step_size"] == "auto"
                 else float(self.opts["step_size"]))
         converged, value, grad, _ = confirm(theta, value, grad, optimality(theta, grad))
@@ -142,7 +149,7 @@ class GradientDescent(Solver):
         while not converged and n_iter < self.max_iter:
             search = backtracking(value_and_grad, theta, value, grad, -grad, step,
                                   max_evaluations=int(self.opts["max_line_search"]),
-                                  resolve_round_off=True)
+                                  resolve_round_off=True, evaluated=evaluated)
             if not search.success:
                 message = "stalled: the line search found no decrease"
                 break

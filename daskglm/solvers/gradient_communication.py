@@ -6,7 +6,14 @@
 * compressed: ONE stateful round (``compressed_gradient``) per evaluation; each partition
   sends its loss exactly and the change of its gradient sum since its last message,
   compressed (:func:`~daskglm.compute.compressed_steps.compressed_loss_grad`: each
-  partition's reference gradient is kept where it lives, the driver keeps their sum);
+  partition's reference gradient is kept where it lives, the driver keeps their sum).
+  The coefficients go down compressed too: the driver and every partition keep the
+  same replica of them, the driver sends the codec's message for ``params - replica``
+  and both sides step the replica by its decoding
+  (:func:`~daskglm.compute.compressed_steps.replica_update`); the value and gradient are
+  those at the replica (:attr:`ApproximateRounds.replica`), which the solver takes as
+  its trial point.  The first evaluation, and one after the replicas were lost,
+  send the coefficients themselves;
 * with a deadline: ONE deadline round (``deadline_gradient``) per evaluation; the loss and
   gradient of the partitions that arrived are scaled by ``weight_total /
   weight_arrived``.  When none arrived the evaluation is an exact round.  On a cluster,
@@ -27,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..accounting.kinds import Kind
-from ..compute.compressed_steps import Sender, compressed_loss_grad, decode_sum
+from ..compute.compressed_steps import Sender, compressed_loss_grad, decode_sum, replica_update
 from ..compute.kernels import loss_grad
 from ..compute.tree import tree_sum
 from .deadline_guard import DeadlineGuard
@@ -58,13 +65,15 @@ class ApproximateRounds:
         self.rounds = 0
         #: the sum of the partitions' reference gradients (compressed rounds)
         self.reference = None
+        #: the coefficients at the partitions (compressed rounds); None: send them dense
+        self.replica = None
         #: whether deadline rounds pay, measured against waiting rounds
         self.guard = None if codec is not None else DeadlineGuard(self.engine.ledger)
         if codec is not None:
             self._put_senders()
 
     def _put_senders(self):
-        self.reference = None
+        self.reference = self.replica = None
         self.engine.keep_states_in_holders(GD_SENDER_STATE)
         self.engine.put_state(GD_SENDER_STATE,
                               [Sender(i) for i in range(self.engine.n_partitions)])
@@ -74,13 +83,10 @@ class ApproximateRounds:
         p = self.problem
         self.rounds += 1
         if self.codec is not None:
-            args = (params, p.family, p.fit_intercept, self.codec, self.rounds)
-            round_ = self.engine.map_stateful(compressed_loss_grad, GD_SENDER_STATE, *args,
-                                              kind=Kind.COMPRESSED_GRADIENT)
+            round_ = self._compressed_round(params)
             if round_.reset:  # senders lost with a worker: their residuals are gone
                 self._put_senders()
-                round_ = self.engine.map_stateful(compressed_loss_grad, GD_SENDER_STATE,
-                                                  *args, kind=Kind.COMPRESSED_GRADIENT)
+                round_ = self._compressed_round(params)
             partials = round_.result
             loss = tree_sum([part.loss for part in partials])
             change = decode_sum([part.message for part in partials], self.codec,
@@ -99,8 +105,23 @@ class ApproximateRounds:
             scale = arrived.weight_total / arrived.weight_arrived
             loss = arrived.result.loss * scale
             grad = np.asarray(arrived.result.grad, dtype=np.float64) * scale
-        value, grad, _ = self.objective._penalise(params, loss, np.array(grad, copy=True))
+        at = params if self.codec is None else self.replica
+        value, grad, _ = self.objective._penalise(at, loss, np.array(grad, copy=True))
         return value, grad
+
+    def _compressed_round(self, params):
+        """One compressed round at the replica stepped towards ``params``."""
+        p = self.problem
+        if self.replica is None:
+            downlink, replica = params, np.array(params, dtype=np.float64)
+        else:
+            downlink, replica = replica_update(self.codec, params, self.replica, self.rounds)
+        round_ = self.engine.map_stateful(compressed_loss_grad, GD_SENDER_STATE, downlink,
+                                          p.family, p.fit_intercept, self.codec, self.rounds,
+                                          kind=Kind.COMPRESSED_GRADIENT)
+        if not round_.reset:
+            self.replica = replica
+        return round_
 
     def close(self):
         """Release the senders (no round)."""

@@ -24,7 +24,7 @@ class LineSearchResult:
 
 def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink=0.5,
                  sufficient_decrease=1e-4, max_evaluations=40, resolve_round_off=False,
-                 slope=None):
+                 slope=None, evaluated=None):
     """Find a step along ``direction`` that satisfies the Armijo condition.
 
     Every trial point costs one call of ``value_and_grad`` (one engine round), whose
@@ -54,6 +54,11 @@ def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink
         The decrease predicted per unit step, negative: ``grad @ direction`` by default;
         a proximal method gives its model's (the smooth part's slope plus the change of
         the non-smooth part over the full step).
+    evaluated : callable, optional
+        ``trial -> point``: the point ``value_and_grad`` actually evaluated for ``trial``
+        (compressed gradient descent evaluates at the partitions' replica of the
+        coefficients).  The point is then the trial point, and its decrease is tested
+        against the one predicted along ``point - params``.
 
     Returns
     -------
@@ -65,10 +70,16 @@ def backtracking(value_and_grad, params, value, grad, direction, step, *, shrink
     for evaluation in range(1, max_evaluations + 1):
         trial = params + step * direction
         trial_value, trial_grad = value_and_grad(trial)
+        predicted, moved_downhill = step * slope, True
+        if evaluated is not None:
+            trial = evaluated(trial)
+            predicted = float(grad @ (trial - params))
+            moved_downhill = predicted < 0
         decrease = trial_value - value
         if resolve_round_off and abs(decrease) <= _RESOLVED * max(1.0, abs(value)):
             decrease = 0.5 * float((trial_grad + grad) @ (trial - params))
-        if np.isfinite(trial_value) and decrease <= sufficient_decrease * step * slope:
+        if (np.isfinite(trial_value) and moved_downhill
+                and decrease <= sufficient_decrease * predicted):
             return LineSearchResult(step, trial, trial_value, trial_grad, evaluation, True)
         step *= shrink
     return LineSearchResult(0.0, params, value, grad, max_evaluations, False)
