@@ -105,9 +105,18 @@ def keys_held(client):
     return client.run_on_scheduler(held)
 
 
-def released(client, prefix, seconds=10.0):
+def wait_until(condition, seconds=60.0, every=0.05):
+    """Poll ``condition()`` until it is true; fail the test if it is still false after
+    ``seconds`` (generous: a timeout means it never happens, not that the machine is slow)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"not true within {seconds} s: {condition}"
+        time.sleep(every)
+
+
+def released(client, prefix, seconds=60.0):
     """Whether the scheduler forgets ``client``'s keys named ``prefix...`` within ``seconds``
-    (a client sends its releases in batches)."""
+    (a client sends its releases in batches; generous, it returns as soon as they are)."""
     deadline = time.monotonic() + seconds
     while [k for k in keys_held(client) if k.startswith(prefix)]:
         if time.monotonic() > deadline:

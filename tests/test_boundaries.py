@@ -197,3 +197,73 @@ def test_the_checks_find_what_they_look_for(tmp_path):
         "    rows.map(len)\n"  # not a verb: no kind
         "    return engine.reduce(kernel, kind='gradient')\n")
     assert _verb_calls(package, _engine_verbs()) == {"estimators/summary.py": [3]}
+
+
+#: Test modules (paths under ``tests/``) that still bound elapsed wall-clock seconds in an
+#: assert outside tests marked slow.  Remove a line when its module is fixed; never add one:
+#: speed is shown by the benchmarks, and a test asserts what the time stood for.
+TIMED_ASSERTS = frozenset()
+
+#: Words that name a measured duration in a test's assert.
+_TIMING_WORDS = ("perf_counter", "monotonic", "time.time", "elapsed", "seconds")
+
+
+def _is_slow(function):
+    return any("mark.slow" in ast.unparse(decorator) for decorator in function.decorator_list)
+
+
+def _bounds_elapsed_seconds(test, node):
+    """Whether assert ``node`` bounds a duration from above by a number (``seconds < 3``,
+    ``time.monotonic() - start < 10``, ``20 > elapsed``)."""
+    for compare in ast.walk(node.test):
+        if not isinstance(compare, ast.Compare):
+            continue
+        operands = [compare.left, *compare.comparators]
+        for op, lesser, greater in zip(compare.ops, operands, operands[1:]):
+            if isinstance(op, (ast.Gt, ast.GtE)):
+                lesser, greater = greater, lesser
+            elif not isinstance(op, (ast.Lt, ast.LtE)):
+                continue
+            timed = any(word in ast.get_source_segment(test, lesser) for word in _TIMING_WORDS)
+            if timed and isinstance(greater, ast.Constant) and isinstance(greater.value,
+                                                                          (int, float)):
+                return True
+    return False
+
+
+def _timed_asserts(tests=ROOT / "tests"):
+    """``{path under tests/: [line, ...]}`` of the asserts that bound elapsed seconds,
+    outside functions marked slow and modules whose ``pytestmark`` is slow."""
+    found = {}
+    for path in sorted(tests.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        tree = ast.parse(source)
+        if "pytest.mark.slow" in "".join(ast.unparse(node) for node in tree.body
+                                         if isinstance(node, ast.Assign)
+                                         and "pytestmark" in ast.unparse(node.targets[0])):
+            continue
+        slow_lines = set()
+        for function in ast.walk(tree):
+            if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_slow(function):
+                slow_lines.update(range(function.lineno, function.end_lineno + 1))
+        lines = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Assert)
+                 and node.lineno not in slow_lines and _bounds_elapsed_seconds(source, node)]
+        if lines:
+            found[path.relative_to(tests).as_posix()] = lines
+    return found
+
+
+def test_no_test_bounds_elapsed_seconds_but_the_listed_modules():
+    found = _timed_asserts()
+    assert set(found) <= TIMED_ASSERTS, {k: v for k, v in found.items()
+                                         if k not in TIMED_ASSERTS}
+    assert TIMED_ASSERTS <= set(found), f"fixed, remove from TIMED_ASSERTS: {TIMED_ASSERTS - set(found)}"
+
+
+def test_the_timed_assert_check_finds_what_it_looks_for(tmp_path):
+    (tmp_path / "test_x.py").write_text(
+        "import pytest\nimport time\n\n\ndef test_a():\n    start = time.monotonic()\n"
+        "    assert time.monotonic() - start < 10\n    assert 3.0 > record.seconds\n"
+        "    assert seconds['ring'] < seconds['tree']\n    assert record.seconds >= 1.0\n\n\n"
+        "@pytest.mark.slow\ndef test_b():\n    assert elapsed < 5\n")
+    assert _timed_asserts(tmp_path) == {"test_x.py": [7, 8]}

@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -51,14 +50,12 @@ def _run(*argv):
 def test_an_unreachable_scheduler_is_one_line_naming_it(tmp_path):
     store = tmp_path / "data.zarr"
     assert main(["make-data", "--n", "200", "--d", "3", "--path", str(store)]) == 0
-    start = time.perf_counter()
     result = _run("fit", "--zarr", str(store), "--scheduler", "tcp://127.0.0.1:9",
                   "--connect-timeout", "2")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(
         "daskglm fit: error: cannot reach the Dask scheduler at tcp://127.0.0.1:9 within 2 s")
-    assert time.perf_counter() - start < 60
 
 
 @pytest.mark.parametrize("argv, message", [

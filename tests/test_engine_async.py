@@ -3,6 +3,7 @@ parameter holder (pull/push without the driver), in this process and on a real
 LocalCluster of separate worker processes, with worker loss."""
 
 import sys
+import threading
 import time
 
 import cloudpickle
@@ -18,7 +19,7 @@ from daskglm.engine.asynchronous import AsCompleted
 from daskglm.engine.parameter_holders import ActorHolder, HolderLostError, ParameterHolder
 from daskglm.model.families import Binomial
 from daskglm.testing import slow_worker
-from tests.conftest import SlowOn, kill_worker, make_data, released
+from tests.conftest import SlowOn, kill_worker, make_data, released, wait_until
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -151,9 +152,12 @@ def test_a_worker_killed_mid_map_as_completed_loses_only_its_partitions(data, ow
         first = [next(it) for _ in range(4 - len(on_victim))]
         assert {i for i, _ in first}.isdisjoint(on_victim)
         kill_worker(client, victim)
-        start = time.monotonic()
-        rest = list(it)
-        assert rest == [] and time.monotonic() - start < 10, "no hang"
+        rest = []
+        drain = threading.Thread(target=lambda: rest.extend(it), daemon=True)
+        drain.start()
+        drain.join(timeout=120)  # generous: a hang, not a slow machine, leaves it running
+        assert not drain.is_alive(), "no hang"
+        assert rest == []
         assert it.failed == on_victim and it.cancelled == ()
         assert engine.ledger.records[-1].dropped == on_victim
         # the next round re-scatters the lost partitions
@@ -230,9 +234,8 @@ def test_a_lapsed_lease_tells_the_run_to_stop():
     assert holder.push_from(slot, np.ones(3), 1)[1] is True
     assert holder.report(rows=1) is True
     # two pushes ahead of the other slot: at the bound, yet told to stop, not to wait
-    start = time.monotonic()
-    assert holder.wait_turn(slot, timeout=5)[1] is True
-    assert time.monotonic() - start < 1
+    assert holder.may_proceed(slot) == (True, True)
+    assert holder.wait_turn(slot, timeout=5) == (0.0, True)  # told at once: no pause
     holder.renew(10)
     assert holder.pull_for(other)[3] is False
     with pytest.raises(ValueError, match="seconds"):
@@ -265,7 +268,7 @@ def test_the_lease_is_renewed_from_a_thread_until_closed():
 
     handle = _Handle()
     lease = HolderLease(handle, seconds=3.0, every=0.02)
-    time.sleep(0.2)
+    wait_until(lambda: len(handle.renewals) >= 4, seconds=60)
     lease.close()
     renewed = len(handle.renewals)
     assert renewed >= 4 and set(handle.renewals) == {3.0}, "a failed renewal is retried"
@@ -307,11 +310,9 @@ def test_a_task_calling_a_holder_released_with_its_client_ends(client):
             time.sleep(0.05)
         assert actor_alive("daskglm-holder-test", workers[0])
         assert task.status == "pending", "the task reads while the holder is there"
-    released = time.monotonic()  # the driver's client has left: its keys are released
-    while "daskglm-test-reader" in client.run(_running)[workers[1]] \
-            and time.monotonic() - released < 30:
-        time.sleep(0.1)
-    assert time.monotonic() - released < 10
+    # the driver's client has left: its keys are released, and the reader ends
+    wait_until(lambda: "daskglm-test-reader" not in client.run(_running)[workers[1]],
+               seconds=60)
     assert not actor_alive("daskglm-holder-test", workers[0])
 
 
@@ -341,14 +342,12 @@ def test_the_holder_survives_other_workers_and_not_its_own(data, own_client):
         # a clear error, on the driver and in the tasks
         client.wait_for_workers(2, timeout=60)
         kill_worker(client, holder.address)
-        start = time.monotonic()
         with pytest.raises(HolderLostError, match=holder.address):
             holder.pull()
         with pytest.raises(HolderLostError, match=holder.address):
             holder.push(np.zeros(X.shape[1] + 1), 8)
         with pytest.raises(HolderLostError, match=holder.address):
             list(engine.map_as_completed(push_gradient, holder, kind="p"))
-        assert time.monotonic() - start < 20
         assert engine.close_holder(holder) is None
         assert engine.ledger.records[-1].kind == "p"  # a lost holder's traffic is lost
 

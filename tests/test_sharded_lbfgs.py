@@ -26,7 +26,7 @@ from daskglm.accounting.kinds import Kind
 from daskglm.engine.shards import ShardLostError
 from daskglm.optim.vector_free_lbfgs import gram_two_loop, plain_lbfgs
 from daskglm.testing import slow_worker
-from tests.conftest import kill_worker, make_data
+from tests.conftest import kill_worker, make_data, wait_until
 
 C = 0.05
 TIGHT = {"tol": 1e-10, "max_iter": 500}
@@ -508,13 +508,6 @@ def test_a_task_calling_a_shard_released_with_its_client_ends(client):
         clients = ShardClients([0, 4], [made.result()], workers[:1])
         driver.submit(_values_until_lost, clients, workers=workers[1:], pure=False,
                       key="daskglm-test-shard-reader")
-        deadline = time.monotonic() + 30
-        while "daskglm-test-shard-reader" not in client.run(_running)[workers[1]] \
-                and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert "daskglm-test-shard-reader" in client.run(_running)[workers[1]]
-    released = time.monotonic()  # the driver's client has left: its keys are released
-    while "daskglm-test-shard-reader" in client.run(_running)[workers[1]] \
-            and time.monotonic() - released < 30:
-        time.sleep(0.1)
-    assert time.monotonic() - released < 10
+        wait_until(lambda: "daskglm-test-shard-reader" in client.run(_running)[workers[1]])
+    # the driver's client has left: its keys are released, and the reader ends
+    wait_until(lambda: "daskglm-test-shard-reader" not in client.run(_running)[workers[1]])
