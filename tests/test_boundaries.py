@@ -1,13 +1,16 @@
 """The package's boundaries that review keeps and CI checks: no module over
 :data:`MAX_LINES` lines, no private name (a leading underscore) imported from another
 subpackage, no two modules that import each other, and no estimator that calls the
-engine's verbs (its rounds belong in ``daskglm/fitting/``).
+engine's verbs (its rounds belong in ``daskglm/fitting/``), and no module outside
+``daskglm/model/`` that asks a penalty or a family for its class (``isinstance``) rather
+than for what it can do (its declared capabilities).
 
 The modules over the limit today are listed by name in :data:`TOO_LONG`; the list may only
 shrink: a listed module that is back under the limit, or gone, fails the test until its
 line is removed, and a module not listed that grows past the limit fails it too.  The
 same holds for the two-module import cycles of :data:`CYCLES` and the estimator modules
-still running rounds of :data:`ROUNDS_IN_ESTIMATORS`.
+still running rounds of :data:`ROUNDS_IN_ESTIMATORS`, and the type checks of
+:data:`TYPE_CHECKS`.
 """
 
 import ast
@@ -41,6 +44,26 @@ CYCLES = frozenset({
 ROUNDS_IN_ESTIMATORS = frozenset({
     "estimators/cv.py",
     "estimators/sgd.py",
+})
+
+#: The modules of ``daskglm/model/`` whose classes are penalties, families and their parts:
+#: no module outside ``daskglm/model/`` calls ``isinstance`` with one of them.
+CAPABILITY_MODULES = ("penalties.py", "families.py", "distributions.py",
+                      "distributions_extra.py", "multinomial.py")
+
+#: ``(path under daskglm/, class)`` of the ``isinstance`` checks on a penalty or family
+#: class still made outside ``daskglm/model/``, waiting for a capability to ask instead.
+#: Remove a line when its check goes; never add one.
+TYPE_CHECKS = frozenset({
+    ("estimators/glm_cv.py", "Gaussian"),
+    ("estimators/grouped_binomial.py", "BinomialDistribution"),
+    ("estimators/inference.py", "GaussianDistribution"),
+    ("estimators/inference.py", "StartAtTypicalMean"),
+    ("estimators/linear.py", "Gaussian"),
+    ("estimators/logistic.py", "Multinomial"),
+    ("estimators/regressor_base.py", "Gaussian"),
+    ("estimators/start_point.py", "StartAtTypicalMean"),
+    ("estimators/weight_kinds.py", "BinomialDistribution"),
 })
 
 
@@ -138,6 +161,53 @@ def _verb_calls(package, verbs):
     return found
 
 
+def _model_classes(package=PACKAGE):
+    """Names of the classes defined in :data:`CAPABILITY_MODULES`."""
+    names = set()
+    for module in CAPABILITY_MODULES:
+        path = package / "model" / module
+        if path.exists():
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            names |= {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    return names
+
+
+def _type_checks(package, classes):
+    """``{(path under the package, class)}`` of the ``isinstance(x, C)`` calls outside
+    ``model/`` whose ``C`` (or a member of its tuple) names one of ``classes``, imported
+    under its own name or an alias (``_C``, ``module.C``)."""
+    found = set()
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package).as_posix()
+        if relative.startswith("model/"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {alias.asname or alias.name: alias.name for node in ast.walk(tree)
+                   if isinstance(node, ast.ImportFrom) for alias in node.names}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "isinstance" and len(node.args) == 2):
+                continue
+            kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            for kind in kinds:
+                name = kind.id if isinstance(kind, ast.Name) else getattr(kind, "attr", None)
+                name = aliases.get(name, name)
+                if name in classes:
+                    found.add((relative, name))
+    return found
+
+
+def test_no_module_outside_the_model_asks_a_penalty_or_family_for_its_class():
+    classes = _model_classes()
+    assert {"Penalty", "L2", "Family", "Gaussian", "Multinomial"} <= classes
+    checks = _type_checks(PACKAGE, classes)
+    new = sorted(checks - TYPE_CHECKS)
+    assert new == [], ("ask the penalty or family what it can do (a capability it declares "
+                       f"in daskglm/model/) instead of its class (path, class): {new}")
+    gone = sorted(TYPE_CHECKS - checks)
+    assert gone == [], f"no longer a type check: remove them from TYPE_CHECKS {gone}"
+
+
 def test_no_module_is_over_the_line_limit_but_the_listed_ones():
     lengths = _line_counts()
     too_long = set(lengths)
@@ -197,6 +267,13 @@ def test_the_checks_find_what_they_look_for(tmp_path):
         "    rows.map(len)\n"  # not a verb: no kind
         "    return engine.reduce(kernel, kind='gradient')\n")
     assert _verb_calls(package, _engine_verbs()) == {"estimators/summary.py": [3]}
+    (package / "model" / "penalties.py").write_text("class Penalty:\n    pass\n\n\n"
+                                                     "class L2(Penalty):\n    pass\n")
+    (package / "compute" / "steps.py").write_text(
+        "from ..model.penalties import L2 as _L2\nfrom ..model import penalties\n\n\n"
+        "def f(p, q):\n    return isinstance(p, (int, _L2)) or isinstance(q, penalties.Penalty)\n")
+    assert _type_checks(package, _model_classes(package)) == {
+        ("compute/steps.py", "L2"), ("compute/steps.py", "Penalty")}
 
 
 #: Test modules (paths under ``tests/``) that still bound elapsed wall-clock seconds in an

@@ -58,7 +58,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..model.penalties import L2, ElasticNet
 from ..model.problem import Feature
 from .bytemodel import tree_depth
 from .costmodel import DEFAULT_SPLIT_EVERY, direct_levels
@@ -279,7 +278,4 @@ def newton_applies(problem):
 def _bounded(problem):
     """Whether the penalty keeps every loss's optimum finite: an L2 penalty with
     ``alpha > 0`` (strongly convex), or one with an L1 part weighing more than 0."""
-    penalty = problem.penalty
-    if isinstance(penalty, L2):
-        return penalty.alpha > 0
-    return isinstance(penalty, ElasticNet) and penalty.alpha * penalty.l1_ratio > 0
+    return problem.penalty.bounds_optimum

@@ -69,8 +69,6 @@ import threading
 import numpy as np
 import scipy.sparse as sp
 
-from ..model.families import Binomial, Gaussian
-
 __all__ = ["LOSSES", "SCHEDULES", "hogwild_epochs", "hogwild_loss", "sgd_rows"]
 
 #: The loss names :func:`hogwild_epochs` understands (scikit-learn's names).
@@ -79,11 +77,12 @@ LOSSES = ("log_loss", "squared_error")
 
 def hogwild_loss(family):
     """The :func:`hogwild_epochs` loss of ``family``, or None."""
-    if isinstance(family, Binomial) and family.canonical:
-        return "log_loss"
-    if isinstance(family, Gaussian) and family.canonical:
-        return "squared_error"
-    return None
+    compiled = family.compiled_loss()
+    return _HOGWILD_LOSSES.get(compiled[0]) if compiled is not None else None
+
+
+#: The :func:`hogwild_epochs` loss of each compiled loss (:meth:`Family.compiled_loss`) it has.
+_HOGWILD_LOSSES = {"binomial": "log_loss", "gaussian": "squared_error"}
 
 #: The learning-rate schedule names :func:`hogwild_epochs` understands.
 SCHEDULES = ("constant", "invscaling", "optimal")

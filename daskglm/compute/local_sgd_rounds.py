@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..model.penalties import L1, L2, ElasticNet, NoPenalty
 from ..optim.schedules import Chain, OptimalDecay, PolynomialDecay, Scale, add_states, scale_state
 from .blocked import pointwise_for
 from .kernels import kernel_matrix, linear_predictor
@@ -176,7 +175,7 @@ def compiled_local_steps_apply(part, counts, config):
     X, y, weight = part[:3]
     return (
         is_float_array(X, 2) and is_float_array(y, 1) and (weight is None or is_float_array(weight, 1))
-        and type(config.penalty) in (NoPenalty, L2, L1, ElasticNet)
+        and config.penalty.elastic_net_strengths is not None
         and scalar_rule(config.rule)
         and len(counts) > 0
         and pointwise_for(config.family) is not None
@@ -233,12 +232,9 @@ def compiled_local_steps(part, index, first_step, counts, params, rule_state, av
 
 def _penalty_strengths(penalty):
     """``(l2, l1)``: the strengths of the L2 part (as in :meth:`Penalty.grad`) and of the L1
-    part (as in :func:`l1_prox`) of no penalty, L2, L1 or the elastic net."""
-    if isinstance(penalty, L2):
-        return penalty.alpha, 0.0
-    if isinstance(penalty, ElasticNet):
-        return penalty.alpha * (1.0 - penalty.l1_ratio), penalty.alpha * penalty.l1_ratio
-    return 0.0, 0.0
+    part (as in :func:`l1_prox`) of a penalty of the elastic-net form
+    (:attr:`~daskglm.model.penalties.Penalty.elastic_net_strengths`)."""
+    return penalty.elastic_net_strengths or (0.0, 0.0)
 
 
 def scalar_rule(rule):
@@ -257,7 +253,7 @@ def _lazy_l2_applies(X, config):
     """
     return (
         sp.issparse(X)
-        and isinstance(config.penalty, (NoPenalty, L2))
+        and config.penalty.ridge_strength is not None
         and scalar_rule(config.rule)
         and config.average_from is None
     )
@@ -278,7 +274,7 @@ def _lazy_local_steps(part, index, first_step, counts, params, rule_state, weigh
     X, y, weight_rows = part
     n = config.n_features
     epoch = first_step if epoch is None else epoch
-    alpha = config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
+    alpha = config.penalty.ridge_strength or 0.0
     coef = ScaledVector(params[:n])
     intercept = float(params[n]) if config.fit_intercept else 0.0
     loss = batch_weight = penalty = 0.0
@@ -336,7 +332,7 @@ def _hogwild_local_steps(part, index, first_step, counts, params, rule_state, we
     w_b = np.ones(total) if w_b is None else w_b
     loss, _ = config.family.loss_and_dloss(y_b, linear_predictor(X_b, params, config.fit_intercept),
                                            w_b)
-    alpha = config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
+    alpha = config.penalty.ridge_strength or 0.0
     coef, intercept, _ = hogwild_epochs(
         X_b, y_b, w_b * (X.shape[0] / weight), params[:n],
         float(params[n]) if config.fit_intercept else 0.0, loss=hogwild_loss(config.family),

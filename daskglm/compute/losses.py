@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.multinomial import MultinomialProblem
+from ..model.problem import Feature
 from .kernels import loss_grad, loss_grad_hess
 from .label_counts import loss_grad_by_class, softmax_loss_grad_by_class
 from .multinomial import PerClassCoordinates, multinomial_loss_grad, multinomial_loss_grad_hess
@@ -109,6 +109,6 @@ class SoftmaxLoss(Loss):
 
 def loss_of(problem) -> Loss:
     """The :class:`Loss` of ``problem``."""
-    if isinstance(problem, MultinomialProblem):
+    if Feature.MULTINOMIAL in problem.features():
         return SoftmaxLoss(problem.n_classes, problem.n_features, problem.fit_intercept)
     return FamilyLoss(problem.family, problem.fit_intercept)

@@ -35,7 +35,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backend import to_host
-from ..model.penalties import L2, NoPenalty
 from .amortise import amortising_steps
 from .blocked import pointwise_for
 from .hogwild import hogwild_loss
@@ -208,7 +207,7 @@ def compiled_steps_apply(part, config):
         not config.hogwild
         and is_float_array(X, 2) and is_float_array(y, 1)
         and (weight is None or is_float_array(weight, 1))
-        and type(config.penalty) in (NoPenalty, L2)
+        and config.penalty.ridge_strength is not None
         and scalar_rule(config.rule)
         and pointwise_for(config.family) is not None
     )
@@ -217,7 +216,7 @@ def compiled_steps_apply(part, config):
 def _loop_constants(config):
     """``(family code, family parameter, L2 strength)`` of the compiled loop."""
     code, parameter = pointwise_for(config.family)
-    return code, parameter, config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
+    return code, parameter, config.penalty.ridge_strength or 0.0
 
 
 def _compiled_steps(part, rows, bounds, local, config, scale, rule_state, first_step,
@@ -257,7 +256,7 @@ def _hogwild_pass(part, rows, local, config, scale, step, threads, seed):
     X_rows, y_rows, w_b = take_rows_to_host(part, rows)
     w_b = np.ones(rows.shape[0]) if w_b is None else w_b
     rate, _ = config.rule.update(None, config.rule.init(local), step)
-    alpha = config.penalty.alpha if isinstance(config.penalty, L2) else 0.0
+    alpha = config.penalty.ridge_strength or 0.0
     eta = linear_predictor(X_rows, local, config.fit_intercept)
     loss, _ = config.family.loss_and_dloss(y_rows, eta, w_b)
     coef, intercept, _ = hogwild_epochs(
@@ -306,9 +305,7 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
     batches = _Batches(n_rows, rng)
     scale = n_rows / part_weight  # a mini-batch's mean gradient estimates the partition's
     size = min(config.batch_size, n_rows)
-    sparse_rows = sp.issparse(part[0]) and (
-        isinstance(config.penalty, NoPenalty)
-        or isinstance(config.penalty, L2) and config.penalty.alpha == 0)
+    sparse_rows = sp.issparse(part[0]) and config.penalty.ridge_strength == 0
     steps_per_pass = -(-n_rows // size)
     constants = _loop_constants(config) if compiled_steps_apply(part, config) else None
     version, params, running, stop = holder.pull_for(slot)

@@ -213,7 +213,7 @@ def l1_prox(params, rate, config):
     if penalty.smooth:
         return params
     n = config.n_features
-    threshold = (rate if np.ndim(rate) == 0 else rate[:n]) * (penalty.alpha * penalty.l1_ratio)
+    threshold = (rate if np.ndim(rate) == 0 else rate[:n]) * penalty.l1_strength
     out = params.copy()
     coef = params[:n]
     out[:n] = np.sign(coef) * np.maximum(np.abs(coef) - threshold, 0.0)

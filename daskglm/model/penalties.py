@@ -1,9 +1,13 @@
 """Penalties on the coefficients, evaluated on the driver.
 
 A penalty acts on the feature coefficients only; the intercept is never penalised (the
-solvers pass ``coef`` without it).  Each penalty declares whether it is ``smooth`` so that a
-solver can say whether it handles it: smooth solvers use :meth:`Penalty.grad` (and
-:meth:`Penalty.hess_diag`), proximal solvers use :meth:`Penalty.prox`.
+solvers pass ``coef`` without it).  Each penalty declares what it is (``smooth``, ``quadratic``,
+``nonnegative``, the strengths ``l2_strength`` and ``l1_strength`` of a uniform ridge and
+lasso part) so that a solver or kernel asks for what it needs rather than for a class:
+smooth solvers use :meth:`Penalty.grad` (and :meth:`Penalty.hess_diag`), proximal solvers
+use :meth:`Penalty.prox`, and the compiled SGD loops take a penalty of the elastic-net
+form (:attr:`Penalty.elastic_net_strengths`).  A new penalty is one subclass that declares
+these; no solver or kernel names its class.
 
 The strength convention is glmnet's, applied to the weighted MEAN loss::
 
@@ -29,7 +33,40 @@ class Penalty:
     smooth = True
     #: whether the penalty is a quadratic form (none, l2: normal equations can take it)
     quadratic = False
+    #: whether the penalty adds the constraint ``coef >= 0`` (then ``inner`` is the penalty
+    #: on the feasible set)
+    nonnegative = False
+    #: ``a`` when the smooth part is exactly ``a / 2 * ||coef||^2`` (0: none), else None
+    l2_strength = None
+    #: ``b`` when the non-smooth part is exactly ``b * ||coef||_1`` (0: none), else None
+    l1_strength = None
     name = "penalty"
+
+    @property
+    def elastic_net_strengths(self):
+        """``(l2, l1)`` when the penalty is exactly ``l1 * ||coef||_1 + l2 / 2 * ||coef||^2``
+        with no constraint (no penalty, L2, L1, the elastic net), else None."""
+        if self.nonnegative or self.l2_strength is None or self.l1_strength is None:
+            return None
+        return self.l2_strength, self.l1_strength
+
+    @property
+    def ridge_strength(self):
+        """``a`` when the penalty is smooth and exactly ``a / 2 * ||coef||^2`` (0: no
+        penalty), else None: what kernels with a built-in L2 decay (Hogwild, the lazy
+        sparse update) can take."""
+        strengths = self.elastic_net_strengths
+        return strengths[0] if self.smooth and strengths is not None else None
+
+    @property
+    def bounds_optimum(self):
+        """Whether the penalty keeps every loss's optimum finite: an L2 penalty with a
+        positive strength (strongly convex), or an elastic net with a positive L1 part."""
+        strengths = self.elastic_net_strengths
+        if strengths is None:
+            return False
+        l2, l1 = strengths
+        return (l2 if self.smooth else l1) > 0
 
     def value(self, coef) -> float:
         raise NotImplementedError
@@ -66,6 +103,8 @@ class NoPenalty(Penalty):
 
     name = "none"
     quadratic = True
+    l2_strength = 0.0
+    l1_strength = 0.0
 
     def value(self, coef):
         return 0.0
@@ -88,6 +127,12 @@ class L2(Penalty):
 
     def __init__(self, alpha):
         self.alpha = float(alpha)
+
+    @property
+    def l2_strength(self):
+        return self.alpha
+
+    l1_strength = 0.0
 
     def value(self, coef):
         return 0.5 * self.alpha * float(np.dot(coef, coef))
@@ -119,6 +164,14 @@ class ElasticNet(Penalty):
     @property
     def _l2(self):
         return self.alpha * (1.0 - self.l1_ratio)
+
+    @property
+    def l1_strength(self):
+        return self._l1
+
+    @property
+    def l2_strength(self):
+        return self._l2
 
     def value(self, coef):
         return self._l1 * float(np.abs(coef).sum()) + 0.5 * self._l2 * float(np.dot(coef, coef))
@@ -189,6 +242,11 @@ class NonNegative(Penalty):
     def l1_strength(self):
         """Strength of the inner penalty's L1 part: ``alpha * l1_ratio`` (0 if it has none)."""
         return self.alpha * getattr(self.inner, "l1_ratio", 0.0)
+
+    @property
+    def l2_strength(self):
+        """The inner penalty's :attr:`Penalty.l2_strength`."""
+        return self.inner.l2_strength
 
     def value(self, coef):
         return self.inner.value(coef)

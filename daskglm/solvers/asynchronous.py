@@ -18,7 +18,6 @@ from ..compute.seeds import root_seed
 from ..engine.parameter_holders import HolderLostError
 from ..engine.parameter_server import ParameterServer
 from ..engine.tasks import pause_if_slowed
-from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
 from ..optim.schedules import LEARNING_RATES, make_step_rule
 from ..progress import report_part
@@ -157,7 +156,7 @@ class AsyncSGD(Solver):
         if hogwild_loss(problem.family) is None:
             raise ValueError("Option 'hogwild' needs the binomial or Gaussian family with "
                              f"its canonical link; got {problem.family!r}.")
-        if not isinstance(problem.penalty, (NoPenalty, L2)):
+        if problem.penalty.ridge_strength is None:
             raise ValueError("Option 'hogwild' needs no penalty or an L2 penalty; got "
                              f"{problem.penalty!r}.")
 

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.families import Family
-
 __all__ = ["DualityGap"]
 
 
@@ -60,14 +58,14 @@ class DualityGap:
         positive = bool(getattr(penalty, "nonnegative", False))
         inner = penalty.inner if positive else penalty
         family = problem.family
-        if not (isinstance(family, Family) and family.quadratic):
+        if not family.quadratic:
             return None
-        if getattr(inner, "name", None) not in ("l1", "elasticnet"):
+        strengths = inner.elastic_net_strengths
+        if strengths is None or inner.smooth:
             return None
         if getattr(problem, "n_coef", problem.n_features) != problem.n_features:
             return None
-        l1 = inner.alpha * inner.l1_ratio
-        l2 = inner.alpha * (1.0 - inner.l1_ratio)
+        l2, l1 = strengths
         means = column_means if problem.fit_intercept else None
         return cls(l1, l2, positive, means, n_samples)
 

@@ -14,7 +14,6 @@ from ..compute.local_sgd_rounds import local_sgd
 from ..compute.sampling import epoch_counts, partition_size
 from ..compute.seeds import root_seed
 from ..compute.stochastic import SGDConfig, average_update, batch_loss_grad, l1_prox, sgd_step
-from ..model.penalties import L2, NoPenalty
 from ..model.problem import Feature
 from ..optim.schedules import LEARNING_RATES, make_step_rule
 from .base import EarlyStopping, History, Solver, SolverResult
@@ -78,7 +77,7 @@ def _check_hogwild(problem):
     if hogwild_loss(problem.family) is None:
         raise ValueError("Option 'hogwild' needs the binomial or Gaussian family with its "
                          f"canonical link; got {problem.family!r}.")
-    if not isinstance(problem.penalty, (NoPenalty, L2)):
+    if problem.penalty.ridge_strength is None:
         raise ValueError(f"Option 'hogwild' needs no penalty or an L2 penalty; got "
                          f"{problem.penalty!r}.")
 

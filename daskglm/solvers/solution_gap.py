@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.families import Family
 from .base import Objective
 from .duality_gap import DualityGap
 
@@ -24,19 +23,17 @@ def _gap_of(problem, column_means, n_samples):
     penalty = problem.penalty
     positive = bool(getattr(penalty, "nonnegative", False))
     inner = penalty.inner if positive else penalty
-    if not (isinstance(problem.family, Family) and problem.family.quadratic):
+    if not problem.family.quadratic:
         return None
     if getattr(problem, "n_coef", problem.n_features) != problem.n_features:
         return None
     means = column_means if problem.fit_intercept else None
-    name = getattr(inner, "name", None)
-    if name in ("l1", "elasticnet"):
+    strengths = inner.elastic_net_strengths
+    if strengths is None:
+        return None
+    if not inner.smooth:
         return DualityGap.for_problem(problem, column_means, n_samples)
-    if name == "l2":
-        return DualityGap(0.0, inner.alpha, positive, means, n_samples)
-    if name == "none":
-        return DualityGap(0.0, 0.0, positive, means, n_samples)
-    return None
+    return DualityGap(0.0, strengths[0], positive, means, n_samples)
 
 
 def gap_at_solution(problem, engine, params):
