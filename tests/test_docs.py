@@ -128,3 +128,22 @@ def test_docs_build_without_warnings(tmp_path):
     # the executed pages carry their outputs: a printed communication report
     quickstart = (out / "quickstart.html").read_text(encoding="utf-8")
     assert "CommReport:" in quickstart and "held-out accuracy" in quickstart
+
+
+def test_architecture_page_is_short():
+    """The architecture page states the design in at most 400 lines; measurements belong
+    on the pages users read (costs, methods guide, benchmarks)."""
+    lines = (DOCS / "architecture.md").read_text().splitlines()
+    assert len(lines) <= 400, f"docs/architecture.md has {len(lines)} lines, at most 400"
+
+
+def test_architecture_sections_other_pages_cite_exist():
+    """Pages that point at a section of the architecture page by name find it there."""
+    headings = {line.lstrip("#").strip() for line in
+                (DOCS / "architecture.md").read_text().splitlines() if line.startswith("#")}
+    cited = set()
+    for page in DOCS.rglob("*.md"):
+        cited |= set(re.findall(r'"([^"]+)" in the architecture', page.read_text()))
+        cited |= set(re.findall(r"the architecture's \"([^\"]+)\"", page.read_text()))
+    assert cited, "no page cites a section of the architecture page"
+    assert cited <= headings, f"sections cited but missing: {sorted(cited - headings)}"
