@@ -25,7 +25,7 @@ import scipy.sparse as sp
 if hasattr(np, "astype"):  # numpy >= 2.1: its own namespace follows the standard
     numpy_namespace = np
 else:  # pragma: no cover - older numpy, through array-api-compat's wrappers
-    import array_api_compat.numpy as numpy_namespace
+    import array_api_compat.numpy as numpy_namespace  # type: ignore[no-redef]
 
 __all__ = [
     "array_module", "is_device", "to_host", "namespace", "is_numpy_namespace",

@@ -131,7 +131,7 @@ class Network:
 
 
 #: The networks of the local clusters open in this process, the last opened last.
-_OPEN = []
+_OPEN: list[Network] = []
 
 
 def current_network():

@@ -69,7 +69,7 @@ def pointwise_for(family):
 _NONE = np.empty(0)
 
 #: The dtypes of ``X`` whose compiled loop this process has started to load.
-_WARMED = set()
+_WARMED: set[str] = set()
 _WARMED_LOCK = threading.Lock()
 
 

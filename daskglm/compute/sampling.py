@@ -81,7 +81,7 @@ def batch_rows(config, epoch, step):
 
 #: The latest epoch's order of each partition's rows, ``{(seed, index, rows): (epoch,
 #: order)}``, so that the steps of an epoch do not shuffle the partition again.
-_ORDERS = {}
+_ORDERS: dict[tuple, tuple[int, np.ndarray]] = {}
 _MAX_ORDERS = 1024
 
 

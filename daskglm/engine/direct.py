@@ -69,7 +69,7 @@ class HeldState(NamedTuple):
     holder: state ``name`` of partition ``index``, in the holders of ``generation``."""
 
     name: str
-    index: int
+    index: int  # type: ignore[assignment]
     generation: int
 
 

@@ -36,7 +36,7 @@ PROBE_BYTES = 2**20
 #: A transfer shorter than this is timed again with 16 times the bytes.
 SHORT_SECONDS = 0.02
 
-_MEASURED = {}
+_MEASURED: dict[str, Link] = {}
 _LOCK = threading.Lock()
 
 

@@ -14,6 +14,7 @@ import time
 import uuid
 import weakref
 from collections import OrderedDict
+from typing import Any
 
 from ..accounting.bytemodel import control_bytes, holders_control_bytes
 from ..accounting.round_record import kept_local, round_timing
@@ -21,7 +22,7 @@ from ..accounting.round_record import kept_local, round_timing
 try:  # the scheduler plugin needs distributed's base class
     from distributed.diagnostics.plugin import SchedulerPlugin as _SchedulerPlugin
 except ImportError:  # pragma: no cover - distributed is a dependency
-    _SchedulerPlugin = object
+    _SchedulerPlugin = object  # type: ignore[misc,assignment]
 
 __all__ = ["Timer", "LocalProbe", "DaskMeter", "RoundsPlugin", "COLLECT_EVERY_TASKS"]
 
@@ -302,7 +303,7 @@ class DaskMeter:
     scheduler once and keeps the rounds whose measurements have not been fetched yet.
     """
 
-    _meters = weakref.WeakKeyDictionary()
+    _meters: weakref.WeakKeyDictionary[Any, DaskMeter] = weakref.WeakKeyDictionary()
     _lock = threading.Lock()
 
     def __init__(self, client):

@@ -21,7 +21,7 @@ from ..compute.tree import (
 #: Extra seconds that kernel tasks sleep on a worker, by worker address.  Set in a worker
 #: process only by :func:`daskglm.testing.slow_worker`; while it is empty (always, outside
 #: tests and demos), a task's check of it costs one test of an empty dict.
-_TASK_DELAYS = {}
+_TASK_DELAYS: dict[str, float] = {}
 
 
 def _delay_task():

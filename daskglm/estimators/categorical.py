@@ -89,7 +89,7 @@ class TableEncoding:
     columns: tuple
     levels: dict
     drop_first: bool
-    means: dict = None
+    means: dict | None = None
     missing_level: bool = False
 
     @property

@@ -40,7 +40,7 @@ def _dask_frame_to_array(data):
 #: The column names of the arrays :func:`_dask_frame_to_array` made of Dask DataFrames, by
 #: the array's name (its graph's key: the same array, whichever object holds it), the
 #: last :data:`_FRAMES_REMEMBERED` of them.
-_FRAME_COLUMNS = {}
+_FRAME_COLUMNS: dict[str, list] = {}
 _FRAMES_REMEMBERED = 64
 
 

@@ -40,6 +40,7 @@ the losses are those of the clipped mean.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -458,7 +459,7 @@ class NegativeBinomial(_ParametrisedFamily):
         return "negative_binomial_log", float(self.alpha)
 
 
-_FAMILIES = {cls.name: cls for cls in (Gaussian, Binomial, Poisson, Gamma, InverseGaussian)}
+_FAMILIES: dict[str, Callable[..., Family]] = {cls.name: cls for cls in (Gaussian, Binomial, Poisson, Gamma, InverseGaussian)}
 _FAMILIES.update({"normal": Gaussian, "logistic": Binomial, "bernoulli": Binomial,
                   "negative_binomial": lambda link=None: NegativeBinomial(1.0, link)})
 

@@ -37,10 +37,12 @@ class Penalty:
     #: on the feasible set)
     nonnegative = False
     #: ``a`` when the smooth part is exactly ``a / 2 * ||coef||^2`` (0: none), else None
-    l2_strength = None
+    l2_strength: float | None = None
     #: ``b`` when the non-smooth part is exactly ``b * ||coef||_1`` (0: none), else None
-    l1_strength = None
+    l1_strength: float | None = None
     name = "penalty"
+    #: the penalty on the feasible set, on penalties that are ``nonnegative`` only
+    inner: Penalty
 
     @property
     def elastic_net_strengths(self):
