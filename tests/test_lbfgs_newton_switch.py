@@ -9,16 +9,13 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 import daskglm
+from benchmarks.auto_cases import correlated
 from daskglm.solvers.lbfgs import LBFGS, SwitchToNewton
 
 
-def _correlated(n=200_000, d=30, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    for j in range(1, 8):  # columns ever closer to the first
-        X[:, j] = X[:, 0] + 10 ** (-j / 2) * rng.normal(size=n)
-    y = (rng.uniform(size=n) < 1 / (1 + np.exp(-(X @ rng.normal(size=d))))).astype(float)
-    return X, y
+def _correlated(n=200_000):
+    """30 columns, 7 of them ever closer to the first; logistic labels."""
+    return correlated(n)
 
 
 def _objective(model, X, y):
