@@ -29,6 +29,7 @@ from tests.test_sharded_lbfgs import (
     objective,
     params_of,
     sparse_data,
+    units,
 )
 
 BLOCKS = {"sharded": True, "column_blocks": True}
@@ -37,7 +38,8 @@ BLOCKS = {"sharded": True, "column_blocks": True}
 def reference(X, y, max_iter=TIGHT["max_iter"]):
     x, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])), np.zeros(X.shape[1] + 1),
                              tol=TIGHT["tol"], max_iter=max_iter,
-                             criterion_scales=criterion_scales(X))
+                             criterion_scales=criterion_scales(X),
+                             units=units(X, 1.0 / (C * X.shape[0])))
     return x, outcome
 
 

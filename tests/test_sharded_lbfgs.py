@@ -57,6 +57,21 @@ def criterion_scales(X, weight=None):
     return factors
 
 
+def units(X, alpha, weight=None):
+    """The shards' units of iteration (:func:`~daskglm.solvers.sharded_lbfgs.iteration_units`)
+    for L2 logistic regression of strength ``alpha`` started at zero."""
+    from daskglm.model.families import Binomial
+    from daskglm.model.penalties import L2
+    from daskglm.solvers import Problem
+    from daskglm.solvers.sharded_lbfgs import iteration_units
+
+    weight = np.ones(X.shape[0]) if weight is None else weight
+    squares = np.asarray(X.multiply(X).T @ weight if sp.issparse(X) else (X * X).T @ weight)
+    problem = Problem(Binomial(), L2(alpha), True, X.shape[1])
+    return iteration_units(problem, np.ravel(squares) / weight.sum(),
+                           np.zeros(X.shape[1] + 1))
+
+
 def chunked(X, y, rows=500):
     """Dask arrays of ``X`` (dense or CSR) and ``y`` in row chunks: several partitions."""
     Xd = da.from_array(X, chunks=(rows, X.shape[1]), asarray=False)
@@ -99,7 +114,8 @@ def test_same_iterates_as_plain_lbfgs_and_scipy(client, make):
     fun = objective(X, y, 1.0 / (C * X.shape[0]))
     reference, outcome = plain_lbfgs(fun, np.zeros(X.shape[1] + 1), tol=TIGHT["tol"],
                                      max_iter=TIGHT["max_iter"],
-                                     criterion_scales=criterion_scales(X))
+                                     criterion_scales=criterion_scales(X),
+                                     units=units(X, 1.0 / (C * X.shape[0])))
     assert outcome.converged
     assert model.n_iter_ == outcome.n_iter
     np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
@@ -284,7 +300,8 @@ def test_in_process_engine_matches_the_reference(memory):
                                        **TIGHT).fit(X, y)
     reference, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])),
                                      np.zeros(X.shape[1] + 1), memory=memory,
-                                     criterion_scales=criterion_scales(X), **TIGHT)
+                                     criterion_scales=criterion_scales(X),
+                                     units=units(X, 1.0 / (C * X.shape[0])), **TIGHT)
     assert model.n_iter_ == outcome.n_iter > memory  # the pairs' slots were reused
     np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
 
@@ -372,7 +389,9 @@ def test_sample_weights_in_process():
     # the estimator scales the penalty by the total weight: 1 / (C sum(w))
     reference, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * weight.sum()), weight),
                                      np.zeros(X.shape[1] + 1),
-                                     criterion_scales=criterion_scales(X, weight), **TIGHT)
+                                     criterion_scales=criterion_scales(X, weight),
+                                     units=units(X, 1.0 / (C * weight.sum()), weight),
+                                     **TIGHT)
     assert outcome.converged and model.n_iter_ == outcome.n_iter
     np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
 

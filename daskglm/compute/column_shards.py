@@ -68,9 +68,15 @@ class ColumnShard:
         Each parameter's factor in the optimality test on the range (see
         :meth:`daskglm.solvers.base.Objective.optimality`): ``max |g|`` is then the
         largest of ``|g| * criterion_scales``.
+    units : ndarray, optional
+        Each parameter's unit: the iteration runs in ``theta = params / units`` (the
+        iterate ``x``, the direction, the gradients and the pairs are ``theta``'s), as
+        on columns scaled to unit size, while pulls, :meth:`values`, the penalty and the
+        optimality test see the parameters themselves.  None: the parameters.
     """
 
-    def __init__(self, lo, hi, n_features, penalty, memory, criterion_scales=None):
+    def __init__(self, lo, hi, n_features, penalty, memory, criterion_scales=None,
+                 units=None):
         self.lo, self.hi = int(lo), int(hi)
         size = self.hi - self.lo
         self.n_coef = max(0, min(int(n_features), self.hi) - self.lo)
@@ -83,6 +89,7 @@ class ColumnShard:
         self.basis = np.zeros((2 * self.memory, size))
         self.criterion_scales = (None if criterion_scales is None
                                  else np.asarray(criterion_scales, dtype=np.float64))
+        self.units = None if units is None else np.asarray(units, dtype=np.float64)
         self._registered = {}
         self._pending = {}
         self._lock = threading.Lock()
@@ -109,7 +116,8 @@ class ColumnShard:
     def pull(self, part, alpha):
         """``x + alpha d`` on contributor ``part``'s registered columns."""
         local = self._registered[int(part)]
-        return self.x[local] + alpha * self.d[local]
+        theta = self.x[local] + alpha * self.d[local]
+        return theta if self.units is None else self.units[local] * theta
 
     def push(self, part, round_id, values):
         """Keep contributor ``part``'s gradient sums on its columns for round ``round_id``."""
@@ -123,15 +131,18 @@ class ColumnShard:
 
     # coordinator commands -------------------------------------------------------------
     def load(self, values):
-        """Start from ``x = values``; forget the direction, the pairs and every push."""
+        """Start from the parameters ``values``; forget the direction, the pairs and every
+        push."""
         self.x = np.array(values, dtype=np.float64)
+        if self.units is not None:
+            self.x /= self.units
         self.d = np.zeros_like(self.x)
         self.basis[:] = 0.0
         self._pending.clear()
 
     def values(self):
-        """The iterate ``x`` on the range."""
-        return self.x.copy()
+        """The parameters on the range (the iterate ``x`` in their units)."""
+        return self.x.copy() if self.units is None else self.units * self.x
 
     def finish(self, round_id, alpha, total_weight):
         """Sum round ``round_id``'s pushes in contributor order into the gradient at ``x +
@@ -157,13 +168,17 @@ class ColumnShard:
             grad[local] += pushes[part]
         grad /= float(total_weight)
         coef = self.x[: self.n_coef] + alpha * self.d[: self.n_coef]
+        if self.units is not None:
+            coef = coef * self.units[: self.n_coef]
         grad[: self.n_coef] += self.penalty.grad(coef)
-        self.g_trial = grad
         penalty_value = self.penalty.smooth_value(coef) if self.n_coef else 0.0
         violation = np.abs(grad)
         if self.criterion_scales is not None:
             violation *= self.criterion_scales
         largest = float(np.max(violation, initial=0.0))
+        if self.units is not None:  # the gradient in theta
+            grad *= self.units
+        self.g_trial = grad
         return np.array([penalty_value, float(grad @ self.d), largest])
 
     def accept(self, alpha, slot, used):

@@ -333,7 +333,7 @@ class ShardSet:
 
 
 def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
-                criterion_scales=None):
+                criterion_scales=None, units=None):
     """Column shards of ``n_params`` parameters for a fit on ``engine``.
 
     Parameters
@@ -351,6 +351,9 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
         worker (one in this process).
     criterion_scales : ndarray, optional
         Each parameter's factor in the optimality test (each shard gets its range's).
+    units : ndarray, optional
+        Each parameter's unit of iteration (:class:`ColumnShard`; each shard gets its
+        range's).
 
     Returns
     -------
@@ -361,7 +364,7 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
         n_shards = n_shards or max(1, getattr(engine, "n_threads", 1))
         bounds = shard_bounds(n_params, n_shards)
         shards = [ColumnShard(bounds[k], bounds[k + 1], n_features, penalty, memory,
-                              _range(criterion_scales, bounds, k))
+                              _range(criterion_scales, bounds, k), _range(units, bounds, k))
                   for k in range(len(bounds) - 1)]
         hubs = [WorkerColumns(0, ShardClients(bounds, shards))]
         return ShardSet(engine, ShardClients(bounds, shards, hubs=hubs))
@@ -373,7 +376,8 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
         worker = workers[k % len(workers)]
         # pinned to its worker: Dask must never recreate it, empty, elsewhere
         futures.append(client.submit(ColumnShard, bounds[k], bounds[k + 1], n_features, penalty,
-                                     memory, _range(criterion_scales, bounds, k), actor=True,
+                                     memory, _range(criterion_scales, bounds, k),
+                                     _range(units, bounds, k), actor=True,
                                      workers=[worker], allow_other_workers=False, pure=False,
                                      key=f"daskglm-shard-{token}-{k}"))
         addresses.append(worker)

@@ -179,19 +179,22 @@ def gram_two_loop(gram, order, memory):
 class DenseSpace:
     """The space of :func:`run_lbfgs` on numpy vectors, for ``fun(x) -> (value, grad)``."""
 
-    def __init__(self, fun, x0, memory, criterion_scales=None):
+    def __init__(self, fun, x0, memory, criterion_scales=None, units=None):
         self.fun = fun
         self.criterion_scales = 1.0 if criterion_scales is None else criterion_scales
-        self.x = np.array(x0, dtype=np.float64)
+        # the iteration runs in x = params / units (the shards' units of iteration)
+        self.units = 1.0 if units is None else np.asarray(units, dtype=np.float64)
+        self.x = np.array(x0, dtype=np.float64) / self.units
         self.d = np.zeros_like(self.x)
         self.g = None
         self.pairs = deque(maxlen=int(memory))
 
     def evaluate(self, alpha):
         self.trial_alpha = alpha
-        value, grad = self.fun(self.x + alpha * self.d)
-        self.trial_grad = np.asarray(grad, dtype=np.float64)
-        largest = np.max(np.abs(self.trial_grad) * self.criterion_scales)
+        value, grad = self.fun(self.units * (self.x + alpha * self.d))
+        grad = np.asarray(grad, dtype=np.float64)
+        largest = np.max(np.abs(grad) * self.criterion_scales)
+        self.trial_grad = self.units * grad
         return float(value), float(self.trial_grad @ self.d), float(largest)
 
     def accept(self, alpha, keep_pair):
@@ -221,15 +224,16 @@ class DenseSpace:
 
 
 def plain_lbfgs(fun, x0, *, tol, max_iter, memory=10, max_evaluations=15000,
-                criterion_scales=None):
+                criterion_scales=None, units=None):
     """The reference: :func:`run_lbfgs` on a :class:`DenseSpace`, its test of ``tol`` on
-    the largest gradient entry times ``criterion_scales`` (each 1 when None).
+    the largest gradient entry times ``criterion_scales`` (each 1 when None), iterating
+    in ``params / units`` (the parameters themselves when None).
 
     Returns
     -------
     x : ndarray
     outcome : LBFGSOutcome
     """
-    space = DenseSpace(fun, x0, memory, criterion_scales)
+    space = DenseSpace(fun, x0, memory, criterion_scales, units)
     outcome = run_lbfgs(space, tol=tol, max_iter=max_iter, max_evaluations=max_evaluations)
-    return space.x, outcome
+    return space.units * space.x, outcome

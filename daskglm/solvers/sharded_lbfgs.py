@@ -44,7 +44,7 @@ from ..engine.shards import ShardLostError, make_shards
 from ..optim.vector_free_lbfgs import gram_two_loop, run_lbfgs
 from .base import History, Objective, SolverResult
 
-__all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded", "MAX_REBUILDS"]
+__all__ = ["ShardedSpace", "ColumnBlockSpace", "solve_sharded", "iteration_units", "MAX_REBUILDS"]
 
 #: Times a sharded fit rebuilds its shards after losing a worker before it gives up.
 MAX_REBUILDS = 3
@@ -179,9 +179,11 @@ def solve_sharded(solver, problem, engine, params0):
     start = np.asarray(params0, dtype=float)
     params, rebuilds = start, []
     scales = Objective(problem, engine).criterion_scales((problem.n_params,))
+    units = _units(problem, engine, start) if solver.opts["standardize"] else None
     while True:
         shards = make_shards(engine, problem.n_params, problem.n_features, problem.penalty,
-                             memory, n_shards=solver.opts["shards"], criterion_scales=scales)
+                             memory, n_shards=solver.opts["shards"], criterion_scales=scales,
+                             units=units)
         space = space_type(problem, engine, shards, memory)
         done = len(history.entries)
         try:
@@ -215,3 +217,31 @@ def solve_sharded(solver, problem, engine, params0):
                       f"the workers left: {rebuilds[-1]}", RuntimeWarning, stacklevel=2)
     return SolverResult(params, done + outcome.n_iter, outcome.converged, history.entries,
                         message)
+
+
+def _units(problem, engine, params0):
+    """:func:`iteration_units` from the validation round's column moments; None on an
+    engine that holds none."""
+    moments = getattr(engine, "column_moments", None)
+    if moments is None:
+        return None
+    squares = np.asarray(moments.squares, dtype=float).reshape(-1)
+    if squares.shape[0] != problem.n_features:
+        return None
+    return iteration_units(problem, squares / float(moments.weight), params0)
+
+
+def iteration_units(problem, mean_squares, params0):
+    """Each parameter's unit of iteration on the shards: ``1 / sqrt(ms_j + alpha_j /
+    curvature)`` for coefficient ``j`` (``ms_j`` its column's weighted mean square; the
+    penalty's curvature over the loss's at ``params0``), 1 for the intercept and for a
+    column of zeros: the iteration then sees every column at unit size, as the
+    whole-vector L-BFGS does in its standardised coordinates (not centred here, which
+    would make every shard's step depend on every column)."""
+    d = problem.n_features
+    widened = np.asarray(mean_squares, dtype=float) + problem.penalty.hess_diag(np.zeros(d)) \
+        / max(float(problem.curvature_at(params0)), 1e-12)
+    units = np.ones(problem.n_params)
+    positive = widened > 0
+    units[:d][positive] = 1.0 / np.sqrt(widened[positive])
+    return units
