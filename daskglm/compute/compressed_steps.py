@@ -253,11 +253,12 @@ class ReplicaUpdate(NamedTuple):
 
 
 def stepped_replica(replica, update, codec):
-    """The replica after ``update``: the driver and every partition run exactly this,
-    so that their replicas agree to the last bit."""
+    """The replica after ``update``, ``replica + rate D(message)`` with the codec's
+    :meth:`~daskglm.compute.compression.Codec.shift_rate`: the driver and every
+    partition run exactly this, so that their replicas agree to the last bit."""
     if update.message is None:
         return replica
-    return replica + codec.decode(update.message)
+    return replica + codec.shift_rate(replica.shape[0]) * codec.decode(update.message)
 
 
 def replica_update(codec, params, replica, round_number):
@@ -266,6 +267,8 @@ def replica_update(codec, params, replica, round_number):
     The message is ``C(params - replica)``: what compression leaves out stays in the
     difference and is sent in a later round (the replica is the error feedback's
     state), so the replicas follow the coefficients as closely as the codec allows.
+    An unbiased codec's message moves the replica by its shift rate only
+    (:func:`stepped_replica`), so that its variance cannot push the replica away.
     The draws of a stochastic codec depend only on ``round_number``.
     """
     change = np.asarray(params, dtype=np.float64) - replica
@@ -283,9 +286,12 @@ def compressed_loss_grad(part, sender, downlink, family, fit_intercept, codec, r
     replica was lost) or the partition's replica stepped by the :class:`ReplicaUpdate`
     (:func:`stepped_replica`); the loss and gradient are those at the replica.
     :func:`~daskglm.compute.kernels.loss_grad`, the loss and weight sent exactly; of the
-    gradient sum ``g`` only ``C(g - h)`` is sent, where the reference ``h`` is the sum of
-    what the partition has sent so far, and ``h`` becomes ``h + D(C(g - h))`` (the
-    difference compression of EF21 and DIANA).  The driver keeps the sum of the
+    gradient sum ``g`` only ``C(g - h)`` is sent, where the reference ``h`` is what the
+    partition's messages add up to, and ``h`` becomes ``h + rate D(C(g - h))`` (the
+    difference compression of EF21 and DIANA; ``rate`` is the codec's
+    :meth:`~daskglm.compute.compression.Codec.shift_rate`, 1 for a contractive codec and
+    ``1 / (1 + omega)`` for an unbiased one, without which its variance would grow the
+    error of ``h`` every round).  The driver keeps the sum of the
     references as its gradient.  A partition's gradient does not vanish at the optimum,
     only the sum does; its change does, and so does the error compression adds to it, so
     full-batch descent can reach any tolerance.  The codec's draws depend on
@@ -310,7 +316,7 @@ def compressed_loss_grad(part, sender, downlink, family, fit_intercept, codec, r
     reference = sender.reference
     if np.any(change):
         message = codec.encode(change, message_rng(0, round_number, sender.index))
-        decoded = codec.decode(message)
+        decoded = codec.shift_rate(change.shape[0]) * codec.decode(message)
         reference = decoded if reference is None else reference + decoded
     sender = Sender(sender.index, None, params, reference)
     return CompressedBatch(float(stats.loss), float(stats.weight), message), sender

@@ -89,8 +89,8 @@ class ApproximateRounds:
                 round_ = self._compressed_round(params)
             partials = round_.result
             loss = tree_sum([part.loss for part in partials])
-            change = decode_sum([part.message for part in partials], self.codec,
-                                params.shape[0])
+            change = self.codec.shift_rate(params.shape[0]) * decode_sum(
+                [part.message for part in partials], self.codec, params.shape[0])
             self.reference = change if self.reference is None else self.reference + change
             grad = self.reference
         else:

@@ -175,6 +175,42 @@ class Codec:
         """
         raise NotImplementedError
 
+    def variance(self, length):
+        r"""The factor :math:`\omega` of an unbiased codec:
+        :math:`E\|D(C(v)) - v\|^2 \le \omega \|v\|^2` for every v of ``length`` entries.
+
+        Parameters
+        ----------
+        length : int
+            d.
+
+        Returns
+        -------
+        float
+            0 for the identity; codecs that are not unbiased have none (NotImplementedError).
+        """
+        raise NotImplementedError(f"codec {self.name!r} is not unbiased: it has no variance.")
+
+    def shift_rate(self, length):
+        r"""The step of a difference-compression shift, ``h <- h + rate D(C(v - h))``.
+
+        ``1 / (1 + omega)`` for an unbiased codec (:meth:`variance`): then the shift's
+        expected squared error shrinks by ``omega / (1 + omega)`` per message, where a
+        step of 1 would multiply it by ``omega``, which diverges for ``omega > 1``.  1 for
+        a biased codec, which is contractive (it never sends more than the vector).
+
+        Parameters
+        ----------
+        length : int
+
+        Returns
+        -------
+        float in (0, 1]
+        """
+        if not self.unbiased:
+            return 1.0
+        return 1.0 / (1.0 + float(self.variance(length)))
+
     def model_bytes(self, length):
         """Payload bytes of one message for a vector of ``length`` entries.
 
@@ -240,6 +276,10 @@ class NoCompression(Codec):
         """
         self._check_message(message)
         return np.asarray(message, dtype=np.float64)
+
+    def variance(self, length):
+        """0: the identity adds no variance."""
+        return 0.0
 
     def model_bytes(self, length):
         """``8 * length``.

@@ -156,6 +156,11 @@ class StochasticQuantization(Codec):
         )
         return decoded
 
+    def variance(self, length):
+        r""":math:`\sqrt{d} - 1`: entry i adds :math:`|v_i| \|v\|_2 - v_i^2`, at most
+        :math:`(\|v\|_1 / \|v\|_2 - 1) \|v\|^2` in all."""
+        return max(float(np.sqrt(int(length))) - 1.0, 0.0)
+
     def model_bytes(self, length):
         """Bytes of the bitmap form with every entry selected: an upper bound.
 
@@ -180,7 +185,8 @@ def _bucket_norms(vector, bucket):
     absolute = np.abs(vector)
     largest = np.maximum.reduceat(absolute, starts)
     scaled = absolute / np.repeat(np.where(largest > 0, largest, 1.0), counts)
-    norms = largest * np.sqrt(np.add.reduceat(scaled * scaled, starts))
+    with np.errstate(over="ignore"):
+        norms = largest * np.sqrt(np.add.reduceat(scaled * scaled, starts))
     if not np.all(np.isfinite(norms)):
         raise ValueError("a bucket's 2-norm overflows float64.")
     return norms, np.repeat(norms, counts)
@@ -195,15 +201,17 @@ class QSGD(Codec):
     bits : int, 2 <= bits <= 8
         Bits per entry: one for the sign and ``bits - 1`` for the level, so that
         ``s = 2**(bits - 1) - 1`` (1, 3, 7, ..., 127).
-    bucket : int or None, default None
+    bucket : int or None, default 128
         Quantize each run of ``bucket`` consecutive entries against its own 2-norm (as in
         the QSGD paper), sent as one float64 per bucket: the variance added falls from
         ``min(d / s^2, sqrt(d) / s) ||v||^2`` to ``min(b / s^2, sqrt(b) / s) ||v||^2``
-        for ``b = bucket``.  None: one norm for the whole vector.
+        for ``b = bucket`` (:meth:`variance`).  None: one norm for the whole vector.
+        With 4 bits and d = 16,384 the default adds 1/8 to the bytes and cuts the
+        variance factor from 18 to 1.6.
     """
 
     bits: int = 4
-    bucket: int | None = None
+    bucket: int | None = 128
 
     name: ClassVar[str] = "qsgd"
     unbiased: ClassVar[bool] = True
@@ -282,6 +290,12 @@ class QSGD(Codec):
             norm = np.repeat(np.asarray(norm, dtype=np.float64), counts)
         return (norm / self.levels) * signs * level_codes
 
+    def variance(self, length):
+        """``min(b / s^2, sqrt(b) / s)`` for ``b`` the bucket (``length`` without one)
+        and ``s`` the levels, as in the QSGD paper."""
+        size = int(length) if self.bucket is None else min(self.bucket, int(length))
+        return min(size / self.levels ** 2, float(np.sqrt(size)) / self.levels)
+
     def model_bytes(self, length):
         """Norm and length (8 bytes each; 8 per bucket for the norms with ``bucket``), then
         sign and level bytes.
@@ -306,10 +320,7 @@ class QSGD(Codec):
     @property
     def spec(self):
         """The dict that :func:`get_codec` turns back into this codec."""
-        spec = {"name": self.name, "bits": self.bits}
-        if self.bucket is not None:
-            spec["bucket"] = self.bucket
-        return spec
+        return {"name": self.name, "bits": self.bits, "bucket": self.bucket}
 
 
 @dataclass(frozen=True)
