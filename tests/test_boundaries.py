@@ -24,10 +24,7 @@ MAX_LINES = 500
 
 #: Modules over :data:`MAX_LINES` lines, waiting to be split (paths under ``daskglm/``).
 #: Remove a line when its module is split; never add one.
-TOO_LONG = frozenset({
-    "estimators/sgd.py",
-    "estimators/sgd_classifier.py",
-})
+TOO_LONG = frozenset()
 
 #: Pairs of modules that import each other, waiting to be untangled.  Remove a pair when
 #: it is; never add one.
@@ -39,7 +36,6 @@ CYCLES = frozenset()
 #: when they move; never add one.
 ROUNDS_IN_ESTIMATORS = frozenset({
     "estimators/cv.py",
-    "estimators/sgd.py",
 })
 
 #: The modules of ``daskglm/model/`` whose classes are penalties, families and their parts:
