@@ -24,27 +24,17 @@ MAX_LINES = 500
 
 #: Modules over :data:`MAX_LINES` lines, waiting to be split (paths under ``daskglm/``).
 #: Remove a line when its module is split; never add one.
-TOO_LONG = frozenset({
-    "estimators/categorical.py",
-    "estimators/sgd.py",
-    "estimators/sgd_classifier.py",
-})
+TOO_LONG = frozenset()
 
 #: Pairs of modules that import each other, waiting to be untangled.  Remove a pair when
 #: it is; never add one.
-CYCLES = frozenset({
-    frozenset({"daskglm.estimators.categorical", "daskglm.estimators.validation"}),
-    frozenset({"daskglm.estimators.inference", "daskglm.estimators.prediction"}),
-})
+CYCLES = frozenset()
 
 
 #: Modules of ``estimators/`` that still call a verb of the engine (paths under
 #: ``daskglm/``), waiting for their rounds to move to ``daskglm/fitting/``.  Remove a line
 #: when they move; never add one.
-ROUNDS_IN_ESTIMATORS = frozenset({
-    "estimators/cv.py",
-    "estimators/sgd.py",
-})
+ROUNDS_IN_ESTIMATORS = frozenset()
 
 #: The modules of ``daskglm/model/`` whose classes are penalties, families and their parts:
 #: no module outside ``daskglm/model/`` calls ``isinstance`` with one of them.

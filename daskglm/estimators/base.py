@@ -25,8 +25,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
-# The names imported "as" themselves are imported from here by sgd.py, sgd_classifier.py
-# and cv.py; they live in the modules named.
+# The names imported "as" themselves are imported from here by sgd.py, sgd_classifier.py,
+# sgd_one_vs_rest.py and cv.py; they live in the modules named.
 from .. import progress
 from ..engine import make_engine
 from ..engine.driver_passes import records_driver_passes

@@ -4,9 +4,9 @@ lives (a categorical block, or a CSR matrix), coefficients named ``column[level]
 A pandas or Dask DataFrame whose columns are numbers, ``category``, strings or booleans
 is fitted as is.  At fit, :func:`read_table` finds each categorical column's levels: the
 dtype's own categories when it knows them, otherwise the column's distinct values.
-Each partition is then encoded (:func:`encode_frame`): the numeric columns as they are,
-followed by one column per level of each categorical column (never a dense dummy
-matrix), as a categorical block
+Each partition is then encoded (:func:`~.partition_encoding.encode_frame`): the numeric
+columns as they are, followed by one column per level of each categorical column (never
+a dense dummy matrix), as a categorical block
 (:class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`: the numeric columns and
 each row's level codes) for the fits whose solver reads them (:data:`BLOCK_SOLVERS`), as
 a CSR matrix for the others and for prediction.  As glum and H2O do, an unpenalised fit
@@ -16,17 +16,23 @@ singled out by the penalty.
 
 Missing values are chosen by the estimator's ``missing``: ``"error"`` (the default) refuses
 them, naming the column; ``"mean"`` fills a numeric column's with its mean at fit (kept for
-prediction) and gives a categorical column's their own level, :data:`MISSING_LEVEL`, as
-H2O does.  A level not seen at fit, met at prediction, gets no column: its rows contribute
-nothing from that column, as the reference level's rows do when it was dropped.
+prediction) and gives a categorical column's their own level,
+:data:`~.table_columns.MISSING_LEVEL`, as H2O does.  A level not seen at fit, met at
+prediction, gets no column: its rows contribute nothing from that column, as the
+reference level's rows do when it was dropped.
 
 A fit on a Dask DataFrame reads it once (:func:`read_table`): each partition is read
-(:func:`read_partition`) and kept where it was read, and the levels not known, the means,
-which categorical columns have gaps and each partition's rows (the encoded array's chunk
-sizes) come from those reads; the partitions the fit validates are encoded from the kept
-reads (:func:`encode_read`).  A table too large to keep is read by a pass over the columns
-it needs (:func:`table_encoding`; a parquet source reads no other column), then read again
-by the fit.  Each read is a ``driver_pass`` of the fit's ledger.
+(:func:`~.partition_encoding.read_partition`) and kept where it was read, and the levels
+not known, the means, which categorical columns have gaps and each partition's rows
+(the encoded array's chunk sizes) come from those reads; the partitions the fit
+validates are encoded from the kept reads (:func:`~.partition_encoding.encode_read`).  A
+table too large to keep is read by a pass over the columns it needs
+(:func:`table_encoding`; a parquet source reads no other column), then read again by the
+fit.  Each read is a ``driver_pass`` of the fit's ledger.
+
+Here: the encoding (:class:`TableEncoding`) and the reads that find it.  One partition's
+read and encoding are :mod:`.partition_encoding`; what a table is and which of its
+columns are categorical, :mod:`.table_columns`.  Their names are importable from here.
 """
 
 from __future__ import annotations
@@ -37,20 +43,31 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
-from ..compute.categorical_matrix import CategoricalMatrix
 from ..engine.cache import CACHE_SAFETY, free_memory
 from ..engine.driver_passes import compute_pass, keep_pass
-from .validation import frame_partitions, partition_rows, projected_partitions
+from .partition_encoding import (
+    ReadPartition,
+    encode_frame,
+    encode_read,
+    encoded_array,
+    read_partition,
+)
+from .table_columns import (
+    MISSING_LEVEL,
+    categorical_columns,
+    distinct_values,
+    is_table,
+    is_table_with_categories,
+    known_levels,
+    missing_values_error,
+)
+from .validation import frame_partitions, projected_partitions
 
 __all__ = ["TableEncoding", "table_encoding", "read_table", "ReadPartition",
            "read_partition", "encode_frame", "encode_read", "categorical_columns",
            "is_table_with_categories", "is_table", "encoded_array", "MISSING_LEVEL",
-           "BLOCK_SOLVERS", "check_missing"]
-
-#: The level of a categorical column's missing values with ``missing="mean"``.
-MISSING_LEVEL = "(missing)"
+           "BLOCK_SOLVERS", "check_missing", "known_levels", "distinct_values"]
 
 #: The solvers whose kernels read categorical blocks
 #: (:class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`): a table's fit with
@@ -113,19 +130,6 @@ class TableEncoding:
     @property
     def n_features(self):
         return len(self.numeric) + sum(len(self.kept_levels(c)) for c in self.levels)
-
-
-def categorical_columns(frame):
-    """The columns of ``frame`` (pandas or Dask) holding categories or strings (booleans
-    are numbers, 0 and 1, as in scikit-learn)."""
-    import pandas as pd
-
-    found = []
-    for column, dtype in frame.dtypes.items():
-        if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_object_dtype(dtype) \
-                or pd.api.types.is_string_dtype(dtype):
-            found.append(column)
-    return found
 
 
 def table_encoding(frame, drop_first, compute=None, missing="error", with_lengths=False):
@@ -307,7 +311,7 @@ class _TableColumns:
         else:
             for column in self.categorical:
                 if gaps.get(column):
-                    raise _missing_error(column)
+                    raise missing_values_error(column)
         for column in self.categorical:
             if drop_first and len(levels[column]) < 2:
                 raise ValueError(f"Column {column!r} has one level "
@@ -315,19 +319,6 @@ class _TableColumns:
                                  "intercept. Drop the column.")
         return TableEncoding(self.columns, {c: levels[c] for c in self.categorical},
                              bool(drop_first), means, self.with_means)
-
-
-def known_levels(column):
-    """The categories a pandas or Dask Series's dtype holds, or None when it holds none
-    (not a category, or a Dask category whose categories are not known yet)."""
-    import pandas as pd
-
-    dtype = column.dtype
-    if not isinstance(dtype, pd.CategoricalDtype):
-        return None
-    if hasattr(column, "cat") and not getattr(column.cat, "known", True):
-        return None
-    return list(dtype.categories)
 
 
 class _Summary(NamedTuple):
@@ -372,200 +363,6 @@ def _read_summary(read, unknown, with_means, categorical):
                     dict(zip(categorical, gaps.tolist())), read.nbytes)
 
 
-def distinct_values(column):
-    """The distinct non-missing values of a pandas or Dask Series: for Dask, each
-    partition's, collected (no shuffle), to be made unique on the driver."""
-    if hasattr(column, "__dask_graph__"):
-        return column.map_partitions(_partition_distinct, meta=column._meta)
-    return column.dropna().unique()
-
-
-def _partition_distinct(part):
-    return part.dropna().drop_duplicates()
-
-
 def _order(value):
     return (type(value).__name__, value)
 
-
-@dataclass(frozen=True)
-class ReadPartition:
-    """One partition of a table as first read, before its levels are known: its numeric
-    columns (missing values NaN, no mean filled yet) and, for each categorical column,
-    each row's code into the levels found in the partition.
-
-    Attributes
-    ----------
-    numbers : ndarray of shape (rows, numeric columns)
-    codes : ndarray of shape (rows, categorical columns), int32
-        Positions in ``found``; -1 for a missing value.
-    found : tuple
-        For each categorical column, the levels its codes index: the dtype's categories
-        (a ``category`` column) or the partition's distinct values, in order of
-        appearance (any other column).
-    """
-
-    numbers: np.ndarray
-    codes: np.ndarray
-    found: tuple
-
-    @property
-    def nbytes(self):
-        return self.numbers.nbytes + self.codes.nbytes
-
-
-def read_partition(frame, numeric, categorical, dtype=np.float64):
-    """``frame`` (a pandas DataFrame) as a :class:`ReadPartition`: its ``numeric``
-    columns and the level codes of its ``categorical`` ones, in one read."""
-    import pandas as pd
-
-    frame = frame.set_axis([str(c) for c in frame.columns], axis=1)
-    n = len(frame)
-    numbers = np.empty((n, 0), dtype=dtype)
-    if numeric:
-        # nullable integer, float and boolean columns too: their missing values are NaN
-        numbers = frame[list(numeric)].to_numpy(dtype=dtype, na_value=np.nan).reshape(n, -1)
-    codes = np.empty((n, len(categorical)), dtype=np.int32)
-    found = []
-    for k, column in enumerate(categorical):
-        values = frame[column]
-        if isinstance(values.dtype, pd.CategoricalDtype):
-            raw, levels = values.cat.codes.to_numpy(), values.cat.categories
-        else:
-            raw, levels = pd.factorize(values)
-        codes[:, k] = raw
-        found.append(levels)
-    return ReadPartition(np.ascontiguousarray(numbers), codes, tuple(found))
-
-
-def encode_frame(frame, encoding, dtype=np.float64, layout="csr"):
-    """One partition (a pandas DataFrame) as the matrix of ``encoding``'s features:
-    :func:`read_partition`, then :func:`encode_read`."""
-    read = read_partition(frame, encoding.numeric, list(encoding.levels), dtype)
-    return encode_read(read, encoding, dtype, layout)
-
-
-def encode_read(read, encoding, dtype=np.float64, layout="csr"):
-    """A :class:`ReadPartition` as the matrix of ``encoding``'s features.
-
-    With ``layout="csr"``, a CSR matrix written in one compiled pass
-    (:func:`~daskglm.compute.table_loops.table_csr`) from each row's entries: its numeric
-    values other than zero, then one 1 per categorical column whose level has a column,
-    so each row's column indices are sorted.  With ``layout="blocks"``, a categorical
-    block (:class:`~daskglm.compute.categorical_matrix.CategoricalMatrix`): the numeric
-    columns as a dense array (``read``'s own, unless means fill missing values) and
-    each row's level columns, the same features.  A categorical column's levels are
-    matched on the levels found in the partition, not row by row.
-
-    Raises
-    ------
-    ValueError
-        For a missing value in a categorical column, unless missing values are a level.
-    """
-    numbers = read.numbers.astype(dtype, copy=False)
-    n = numbers.shape[0]
-    if encoding.means:
-        means = np.array([encoding.means[c] for c in encoding.numeric], dtype=dtype)
-        numbers = np.where(np.isnan(numbers), means, numbers)
-    width = numbers.shape[1]
-    index = np.int32 if encoding.n_features < np.iinfo(np.int32).max else np.int64
-    columns = np.empty((n, len(encoding.levels)), dtype=index)
-    for k, (column, levels) in enumerate(encoding.levels.items()):
-        codes = _level_codes(read.codes[:, k], read.found[k], levels,
-                             encoding.missing_level, column)
-        if encoding.drop_first:
-            codes = codes - 1  # the reference level, code 0, has no column: -1 as unseen
-        columns[:, k] = np.where(codes >= 0, width + codes, -1)
-        width += len(encoding.kept_levels(column))
-    matrix = CategoricalMatrix(np.ascontiguousarray(numbers), columns, width)
-    if layout == "blocks":
-        return matrix
-    if layout != "csr":
-        raise ValueError(f"layout must be 'csr' or 'blocks'; got {layout!r}.")
-    return matrix.tocsr()
-
-
-def _level_codes(raw, found, levels, missing_level, column):
-    """Each row's position in ``levels`` (-1 for a level not among them), from its code
-    ``raw`` into ``found`` (-1: missing); a missing value is :data:`MISSING_LEVEL`'s
-    position, or an error when it is not a level."""
-    import pandas as pd
-
-    missing = raw < 0
-    positions = pd.Index(levels).get_indexer(found)
-    codes = positions[np.maximum(raw, 0)] if len(positions) else np.full(len(raw), -1)
-    codes = codes.astype(np.int64)
-    if missing.any():
-        if not missing_level:
-            raise _missing_error(column)
-        codes[missing] = pd.Index(levels).get_loc(MISSING_LEVEL)
-    return codes
-
-
-def _missing_error(column):
-    return ValueError(f"Column {column!r} has missing values; fill them (or drop those "
-                      "rows), or fit with missing='mean' (a level of their own).")
-
-
-def is_table_with_categories(X):
-    """Whether ``X`` is a pandas or Dask DataFrame with a categorical or string column."""
-    return is_table(X) and bool(categorical_columns(X))
-
-
-def is_table(X):
-    """Whether ``X`` is a pandas or Dask DataFrame."""
-    return hasattr(X, "dtypes") and hasattr(X, "columns")
-
-
-def encoded_array(frame, encoding, dtype=np.float64, compute=None, lengths=None,
-                  layout="csr", kept=None):
-    """``frame`` encoded (:func:`encode_frame` in ``layout``): a matrix (pandas) or a Dask
-    array of one chunk per partition (Dask; ``compute`` computes the partitions' lengths,
-    a pass, unless ``lengths`` gives them).
-
-    ``kept``, the partitions as :func:`read_table` kept them, are encoded
-    (:func:`encode_read`) instead of reading ``frame`` again.
-
-    A Dask array of categorical blocks (``layout="blocks"``) is for the engine's
-    partitions: Dask joins and slices its chunks by rows, and no other numpy function
-    takes them.
-    """
-    if not hasattr(frame, "__dask_graph__"):
-        if kept is not None:
-            return encode_read(kept[0], encoding, dtype, layout)
-        return encode_frame(frame, encoding, dtype, layout)
-    import dask
-    import dask.array as da
-
-    parts = frame_partitions(frame)
-    if lengths is None:
-        lengths = partition_rows(projected_partitions(frame, []), compute)
-    if len(lengths) != len(parts):
-        raise RuntimeError(f"{len(lengths)} partition lengths for {len(parts)} partitions.")
-    encode = dask.delayed(encode_frame, pure=True)
-    meta = sp.csr_matrix((0, encoding.n_features), dtype=dtype)
-    if layout == "blocks":
-        meta = _empty_blocks(encoding, dtype)
-    if kept is None:
-        encoded = [encode(part, encoding, dtype, layout) for part in parts]
-    else:
-        encoded = [_encode_kept(read, encoding, dtype, layout) for read in kept]
-    blocks = [da.from_delayed(part, shape=(int(rows), encoding.n_features), dtype=dtype,
-                              meta=meta)
-              for part, rows in zip(encoded, lengths)]
-    return da.concatenate(blocks, axis=0)
-
-
-def _encode_kept(read, encoding, dtype, layout):
-    """A delayed :func:`encode_read` of a kept read: a future (named by its key) or a
-    :class:`ReadPartition` of this process (not hashed for a name)."""
-    import dask
-
-    pure = not isinstance(read, ReadPartition)
-    return dask.delayed(encode_read, pure=pure)(read, encoding, dtype, layout)
-
-
-def _empty_blocks(encoding, dtype):
-    return CategoricalMatrix(np.empty((0, len(encoding.numeric)), dtype=dtype),
-                             np.empty((0, len(encoding.levels)), dtype=np.int32),
-                             encoding.n_features)

@@ -25,9 +25,9 @@ from sklearn.utils.metadata_routing import (
     process_routing,
 )
 
-from ..accounting.kinds import Kind
-from ..compute.folds import fold_grams
 from ..engine.driver_passes import records_driver_passes
+from ..fitting.cross_validation import gram_statistics_by_fold_ids
+from ..fitting.paths import squared_loss_gradient_at_zero
 from ..model.families import Gaussian
 from ..model.penalties import NonNegative, make_penalty
 from ..solvers import Problem
@@ -60,15 +60,13 @@ def _alpha_grid(engine, n_alphas, eps, l1_ratio, fit_intercept, positive=False):
     """scikit-learn's grid: ``n_alphas`` values from ``alpha_max`` down to ``eps alpha_max``,
     ``alpha_max = max |X_c^T W y_c| / (sum(w) l1_ratio)`` (``max(0, max X_c^T W y_c)`` when
     ``positive``); one gradient round at zero."""
-    from ..compute.kernels import loss_grad
-
     if l1_ratio == 0:
         raise ValueError(NO_GRID_FOR_L1_RATIO_0)
     d = engine.n_features
-    stats = engine.reduce(loss_grad, np.zeros(d + 1), Gaussian(), True, kind=Kind.GRADIENT)
-    xty = -stats.grad[:d]  # X^T W y
+    grad = squared_loss_gradient_at_zero(engine)
+    xty = -grad[:d]  # X^T W y
     if fit_intercept:
-        mean_y = -stats.grad[-1] / engine.sum_weight
+        mean_y = -grad[-1] / engine.sum_weight
         xty = xty - mean_y * engine.column_moments.sums
     largest = max(0.0, np.max(xty)) if positive else np.max(np.abs(xty))
     alpha_max = largest / (engine.sum_weight * l1_ratio)
@@ -98,17 +96,15 @@ class RegressionPathCV(PathCV):
         if self.solver != "auto" or n_features > GRAM_PATH_MAX_FEATURES:
             return None
         if folds.is_partition:
-            each = splits[0][0]
-            grams = engine.reduce_each(fold_grams, each, folds.n_folds,
-                                       kind=Kind.FOLD_GRAM).folds
+            grams = gram_statistics_by_fold_ids(engine, splits[0][0], folds.n_folds)
             return [(_sum_stats([g for other, g in enumerate(grams) if other != fold]),
                      grams[fold]) for fold in range(folds.n_folds)]
         pairs = []
         for train_codes, _, test_codes, _ in splits:
             # codes: training rows 0 (the others 1); test rows 1 (the others 0)
-            training = engine.reduce_each(fold_grams, train_codes, 1, kind=Kind.FOLD_GRAM)
-            test = engine.reduce_each(fold_grams, test_codes, 2, kind=Kind.FOLD_GRAM)
-            pairs.append((training.folds[0], test.folds[1]))
+            training = gram_statistics_by_fold_ids(engine, train_codes, 1)[0]
+            test = gram_statistics_by_fold_ids(engine, test_codes, 2)[1]
+            pairs.append((training, test))
         return pairs
 
     def _fit_path_on_gram(self, stats, values, l1_ratio, n_features):

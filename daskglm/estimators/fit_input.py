@@ -24,8 +24,8 @@ from .categorical import (
     is_table_with_categories,
     read_table,
 )
-from .inference import _check_offset
 from .mean_filling import _filled_with_means
+from .offsets import check_offset
 from .plan import FitData
 from .robust import checked_groups
 from .validation import (
@@ -170,7 +170,7 @@ class _FitInputMixin:
         weights_kind = check_weights_kind(weights_kind, self._family(), self._classifier)
         X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
         self._fit_dtype = _coef_dtype(X)
-        offset = _check_offset(self, offset, exposure, X, self._family())
+        offset = check_offset(self, offset, exposure, X, self._family())
         groups = checked_groups(self, groups, X.shape[0])
         if labels is None:
             labels = self._labels_for_engine(y, init)

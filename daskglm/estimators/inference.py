@@ -12,8 +12,8 @@ HC0, HC1; HC2, HC3 and cluster-robust from one more round, :mod:`.robust`),
 statsmodels orders them after ``add_constant``: the intercept first, then the
 coefficients.
 
-Also here: the checks of ``offset`` and ``exposure`` (:func:`_check_offset`) and the mean
-target that starts a fit (:func:`_target_moments`).
+Also here: the mean target that starts a fit (:func:`_target_moments`); the checks of
+``offset`` and ``exposure`` are :mod:`.offsets`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import numpy as np
 from scipy import stats
 from sklearn.utils.validation import check_is_fitted
 
-from ..engine import is_dask
 from ..fitting.inference import (
     inference_statistics,
     null_model_with_offset,
@@ -33,7 +32,7 @@ from ..fitting.robust import robust_statistics
 from ..model.distributions import BinomialDistribution, GaussianDistribution, PoissonDistribution
 from ..model.distributions_extra import NegativeBinomialDistribution
 from ..model.families import StartAtTypicalMean as _StartAtTypicalMean
-from ..model.links import Identity, Log
+from ..model.links import Identity
 from ..model.weight_kinds import log_likelihood_of_kind
 from .hypothesis import _HypothesisMixin
 from .prediction import _PredictionMixin
@@ -43,7 +42,6 @@ from .robust import (
     covariance_kind,
     robust_covariances,
 )
-from .validation import _check_dask_vector, _dask_frame_to_array
 from .weight_kinds import observation_count
 
 #: Distributions whose dispersion is 1, not estimated.
@@ -78,47 +76,6 @@ _INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of sh
     weights_kind_ : {"frequency", "analytic", "trials"}
         What the statistics took the weights for (``fit(..., weights_kind=...)``).
 """
-
-
-def _check_offset(estimator, offset, exposure, X, family):
-    """The offset of a fit or a prediction (``log(exposure)`` for an exposure), checked:
-    numpy offsets here, Dask offsets by the engine's validation round (NaN) or lazily."""
-    if offset is not None and exposure is not None:
-        raise ValueError("Pass offset or exposure, not both (offset = log(exposure)).")
-    if exposure is not None:
-        if not isinstance(family.link, Log):
-            raise ValueError(f"exposure needs a log link (offset = log(exposure)); "
-                             f"{type(estimator).__name__} has {family.link!r}.")
-        name, values = "exposure", exposure
-    elif offset is not None:
-        name, values = "offset", offset
-    else:
-        return None
-    n_rows = X.shape[0]
-    if is_dask(values):
-        values = _check_dask_vector(_dask_frame_to_array(values)[0], name, n_rows)
-        if exposure is not None:
-            import dask.array as da
-
-            values = da.log(values.map_blocks(_positive_block, dtype=values.dtype))
-        return values
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim == 2 and values.shape[1] == 1:
-        values = values[:, 0]
-    if values.shape != (n_rows,):
-        raise ValueError(f"{name}.shape == {values.shape}, expected ({n_rows},).")
-    if not np.isfinite(values).all():
-        raise ValueError(f"{name} contains NaN or infinity.")
-    if exposure is not None:
-        _positive_block(values)
-        values = np.log(values)
-    return values
-
-
-def _positive_block(block):
-    if block.size and not np.min(block) > 0:
-        raise ValueError("exposure must be strictly positive.")
-    return block
 
 
 def _target_moments(engine, family, inference):

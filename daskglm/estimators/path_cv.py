@@ -31,7 +31,7 @@ from . import planning
 from .auto_choice import AUTO_CHOICES, choose_solver
 from .cv_folds import _assign_folds
 from .fit_input import _coef_dtype
-from .inference import _check_offset
+from .offsets import check_offset
 from .validation import _with_known_rows
 
 __all__ = ["PathCV"]
@@ -83,7 +83,7 @@ class PathCV:
         X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
         self._fit_dtype = _coef_dtype(X)
         X, y, sample_weight = _with_known_rows(X, y, sample_weight)
-        offset = _check_offset(self, offset, exposure, X, self._family())
+        offset = check_offset(self, offset, exposure, X, self._family())
         self._path_offset = offset is not None
         raw_y = y
         labels = self._labels_for_engine(y, None)

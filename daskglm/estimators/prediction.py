@@ -17,6 +17,7 @@ import numpy as np
 
 from ..compute.prediction import linear_prediction_block
 from ..engine import is_dask
+from .offsets import check_offset
 
 __all__ = ["PredictionResults"]
 
@@ -154,8 +155,6 @@ class _PredictionMixin:
             Before any work, for a model fitted without ``inference=True``, an unknown
             ``kind``, or an offset that does not fit ``X``.
         """
-        from .inference import _check_offset
-
         self._check_statistics()
         cov = self.cov_params(kind)
         if not isinstance(use_t, (bool, np.bool_)):
@@ -171,7 +170,7 @@ class _PredictionMixin:
         else:
             stacked = linear_prediction_block(features, self.params_, cov, fit_intercept)
         eta, variance = stacked[:, 0], stacked[:, 1]
-        offset = _check_offset(self, offset, exposure, stacked, family)
+        offset = check_offset(self, offset, exposure, stacked, family)
         if offset is not None:
             if is_dask(eta) and not is_dask(offset):
                 import dask.array as da

@@ -12,8 +12,8 @@ from sklearn.exceptions import UndefinedMetricWarning
 from ..engine import is_dask
 from ..model.families import Gaussian
 from .base import _GLMBase
-from .inference import _check_offset
 from .linear_predictors import _apply_rowwise, _to_float, _weighted_mean
+from .offsets import check_offset
 from .validation import _check_score_input
 
 
@@ -36,7 +36,7 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
         """
         family = self._family()
         eta = self._linear_predictor(X)
-        offset = _check_offset(self, offset, exposure, eta[:, None], family)
+        offset = check_offset(self, offset, exposure, eta[:, None], family)
         if offset is not None:
             if is_dask(eta) and not is_dask(offset):
                 import dask.array as da

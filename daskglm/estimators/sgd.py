@@ -5,23 +5,18 @@
 ``"sgd"`` solver, the loss (a GLM family, or one of :mod:`daskglm.compute.sgd_losses`),
 ``fit`` with ``coef_init`` and ``intercept_init``, and ``partial_fit``, which streams the
 row chunks of its input and continues the state of the previous run.  ``SGDRegressor``
-predicts and scores as the regressors of :mod:`daskglm.estimators.linear`.
+predicts and scores as the regressors of :mod:`daskglm.estimators.linear`.  Early
+stopping's held-out rows (their split, engine and score) are :mod:`.sgd_early_stopping`.
 """
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 from sklearn.linear_model._base import SparseCoefMixin
-from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
-from sklearn.utils import _safe_indexing
 
-from ..accounting.kinds import Kind
 from ..accounting.ledger import CommReport
 from ..compute.sgd_losses import REGRESSION_LOSSES
-from ..compute.sgd_validation import score_of_sums, validation_sums
-from ..engine import is_dask, make_engine, stream_engines
+from ..engine import stream_engines
 from ..engine.driver_passes import records_driver_passes
 from ..model.families import Gaussian
 from ..model.penalties import make_penalty
@@ -30,16 +25,16 @@ from ..solvers import Problem, get_solver
 from ..solvers.options import options_dict
 from .base import _check_numbers_are_not_text, _GLMBase
 from .linear import _RegressorGLM
-from .plan import FitEngines
 from .sgd_docs import SGD_DOC
+from .sgd_early_stopping import EarlyStoppingMixin, frames_as_rows, with_frame_names
 from .sgd_objective import history_of_objective, rows_per_weight
-from .validation import _check_feature_names_match, _dask_frame_to_array
+from .validation import _check_feature_names_match
 
 #: The solvers the SGD estimators run (``solver=``).
 STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
 
 
-class _SGDBase(SparseCoefMixin, _GLMBase):
+class _SGDBase(EarlyStoppingMixin, SparseCoefMixin, _GLMBase):
     """Shared machinery of the SGD estimators: options, ``fit`` and ``partial_fit``.
 
     The model is scikit-learn's ``sum(sample weight * loss) / n_samples + alpha *
@@ -188,92 +183,11 @@ class _SGDBase(SparseCoefMixin, _GLMBase):
         self._check_params()
         held_out = names = None
         if self.early_stopping:
-            (X, y, sample_weight), names = _frames_as_rows(X, y, sample_weight)
+            (X, y, sample_weight), names = frames_as_rows(X, y, sample_weight)
             (X, y, sample_weight), held_out = self._split_held_out(X, y, sample_weight)
         self._fit_template(X, y, sample_weight, init=(coef_init, intercept_init),
                            held_out=held_out)
-        return _with_frame_names(self, names)
-
-    # early stopping ------------------------------------------------------------------
-    def _split_held_out(self, X, y, sample_weight):
-        """The training rows of ``(X, y, sample_weight)`` and the held-out rows, two
-        tuples.
-
-        scikit-learn's split: :class:`~sklearn.model_selection.ShuffleSplit` (stratified
-        for a classifier) with ``test_size=validation_fraction`` and ``random_state`` (a
-        ``RandomState`` is copied, so that the split leaves the draws of the fit as they
-        are).  It needs the labels but not ``X``: a Dask ``X`` (and regression targets)
-        are cut lazily by a boolean mask, the engines then reading their partitions.
-        """
-        if self._classifier and is_dask(y):
-            raise NotImplementedError(
-                "early_stopping with Dask class labels is not supported: the stratified "
-                "split needs the labels on the driver; pass y as a NumPy array."
-            )
-        if hasattr(X, "tocsr"):
-            X = X.tocsr()
-        n_samples = int(X.shape[0]) if hasattr(X, "shape") else len(X)
-        labels = None if is_dask(y) else np.asarray(y)
-        if labels is not None:
-            y = labels
-        random_state = self.random_state
-        if isinstance(random_state, (np.random.RandomState, np.random.Generator)):
-            random_state = copy.deepcopy(random_state)
-        splitter = (StratifiedShuffleSplit if self._classifier else ShuffleSplit)(
-            test_size=self.validation_fraction, random_state=random_state)
-        train, held_out = next(splitter.split(np.zeros((n_samples, 1)), labels))
-        if sample_weight is not None and not is_dask(sample_weight):
-            sample_weight = np.asarray(sample_weight, dtype=np.float64)
-            if not np.any(sample_weight[held_out] > 0):
-                raise ValueError("The sample weights for validation set are all zero, consider "
-                                 "using a different random state.")
-        if train.shape[0] == 0 or held_out.shape[0] == 0:
-            raise ValueError(
-                f"Splitting {n_samples} samples into a train set and a validation set with "
-                f"validation_fraction={self.validation_fraction!r} led to an empty set "
-                f"({train.shape[0]} and {held_out.shape[0]} samples). Please either change "
-                "validation_fraction, increase number of samples, or disable early_stopping."
-            )
-        mask = np.zeros(n_samples, dtype=bool)
-        mask[held_out] = True  # the training rows keep their order
-        parts = (X, y, sample_weight)
-        return (tuple(_rows_of(part, ~mask) for part in parts),
-                tuple(_rows_of(part, mask) for part in parts))
-
-    def _held_out_target(self, y):
-        """The held-out targets as the engine holds the training ones."""
-        return y
-
-    def _open_engines(self, data, plan):
-        """The engine of the training rows and, with early stopping, one of the held-out
-        rows writing its rounds to the same ledger."""
-        engines = super()._open_engines(data, plan)
-        if data.held_out is None:
-            return engines
-        try:
-            X_val, y_val, weight_val = data.held_out
-            scorer = make_engine(X_val, self._held_out_target(y_val), weight_val,
-                                 family=data.family, cache=self.cache)
-        except BaseException:
-            engines.training.close()
-            raise
-        ledger = engines.training.ledger
-        ledger.records.extend(scorer.ledger.records)
-        scorer.ledger = ledger
-        return FitEngines(engines.training, scorer)
-
-    def _validation_score(self, problem, engine):
-        """``score(params)``: the held-out rows' accuracy or R^2, one round of their
-        ``engine`` (``validation_score``)."""
-        classification = bool(self._classifier)
-
-        def score(params):
-            sums = engine.reduce(validation_sums, np.asarray(params, dtype=float),
-                                 bool(problem.fit_intercept), classification,
-                                 kind=Kind.VALIDATION_SCORE)
-            return score_of_sums(sums, classification)
-
-        return score
+        return with_frame_names(self, names)
 
     def _previous_params(self, init, n_features):
         """``coef_init`` and ``intercept_init`` (``init``), else with ``warm_start`` the
@@ -475,15 +389,6 @@ class SGDRegressor(_SGDBase, _RegressorGLM):
     partial_fit.__doc__ = _SGDBase._PARTIAL_FIT_DOC % {"classes": ""}
 
 
-def _rows_of(part, mask):
-    """The rows of ``part`` (a matrix, vector, Dask array or None) where ``mask`` holds."""
-    if part is None:
-        return None
-    if is_dask(part):
-        return part[mask]
-    return _safe_indexing(part, np.flatnonzero(mask))
-
-
 def _initial_params(n_features, coef_init, intercept_init, fit_intercept):
     """The starting parameters from ``coef_init`` and ``intercept_init``, checked against
     the ``n_features`` columns before any work; None when neither is given."""
@@ -514,25 +419,3 @@ def _initial_params(n_features, coef_init, intercept_init, fit_intercept):
         if not np.isfinite(intercept):
             raise ValueError("intercept_init must be finite.")
     return np.append(coef, intercept)
-
-
-def _frames_as_rows(X, y, sample_weight):
-    """``((X, y, sample_weight), names)``: Dask DataFrames and Series among them as Dask
-    arrays of their rows, and the column names of a Dask DataFrame ``X`` (else None), so
-    that early stopping can split the rows (:meth:`_SGDBase._split_held_out`)."""
-    names = None
-    converted = []
-    for k, part in enumerate((X, y, sample_weight)):
-        if is_dask(part) and hasattr(part, "dtypes"):
-            part, found = _dask_frame_to_array(part)
-            names = found if k == 0 else names
-        converted.append(part)
-    return tuple(converted), names
-
-
-def _with_frame_names(estimator, names):
-    """``estimator``, with the column names of the Dask DataFrame it was fitted on as
-    ``feature_names_in_`` (as a fit without early stopping records them)."""
-    if names is not None and all(isinstance(name, str) for name in names):
-        estimator.feature_names_in_ = names
-    return estimator

@@ -17,6 +17,7 @@ from sklearn.utils.validation import _check_sample_weight, check_consistent_leng
 
 from ..engine import is_dask
 from ..engine.driver_passes import with_known_rows
+from .table_columns import is_table_with_categories
 
 
 def _dask_frame_to_array(data):
@@ -265,8 +266,6 @@ def _check_score_input(X, y, sample_weight, numeric=True):
         return X, y, sample_weight
 
     import dask.array as da
-
-    from .categorical import is_table_with_categories
 
     if is_dask(X) and is_table_with_categories(X):
         rows = tuple(partition_rows(projected_partitions(X, [])))

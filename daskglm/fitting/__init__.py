@@ -11,5 +11,6 @@ an engine.  Estimators call them and run no rounds of their own
 :mod:`.inference` (the mean target, the inference round, the null model with an
 offset), :mod:`.robust` (the HC2, HC3 and cluster round), :mod:`.paths` (the gradient
 that sets a GLM path's largest penalty), :mod:`.cross_validation` (held-out errors of
-folds' models, the folds' Gram statistics, leave-one-out errors).
+folds' models, the folds' Gram statistics, leave-one-out errors), :mod:`.early_stopping`
+(the held-out rows' score of SGD's early stopping).
 """

@@ -9,8 +9,9 @@ from ..compute.folds import fold_grams, held_out_errors_of_splits, leave_one_out
 from ..compute.kernels import gram
 from ..engine.folds import fold_ids_by_partition, shared_assignments
 
-__all__ = ["fold_gram_statistics", "gram_statistics", "held_out_errors",
-           "leave_one_out_errors_by_partition", "leave_one_out_errors_summed"]
+__all__ = ["fold_gram_statistics", "gram_statistics_by_fold_ids", "gram_statistics",
+           "held_out_errors", "leave_one_out_errors_by_partition",
+           "leave_one_out_errors_summed"]
 
 
 def held_out_errors(engine, splits, models, task):
@@ -29,7 +30,14 @@ def held_out_errors(engine, splits, models, task):
 def fold_gram_statistics(engine, fold_ids, n_folds):
     """Each of ``n_folds`` folds' Gram statistics (``fold_ids`` one per row, in row order):
     a ``sizes`` round to cut the ids by partition, then one ``Kind.FOLD_GRAM`` round."""
-    each = fold_ids_by_partition(engine, fold_ids)
+    return gram_statistics_by_fold_ids(engine, fold_ids_by_partition(engine, fold_ids),
+                                       n_folds)
+
+
+def gram_statistics_by_fold_ids(engine, each, n_folds):
+    """Each of ``n_folds`` folds' Gram statistics, ``each[i]`` the fold ids of partition
+    ``i``'s rows (0 to ``n_folds - 1``; a row of another id is in none): one
+    ``Kind.FOLD_GRAM`` round."""
     return engine.reduce_each(fold_grams, each, n_folds, kind=Kind.FOLD_GRAM).folds
 
 
