@@ -237,14 +237,21 @@ def test_dask_ids_stay_on_the_workers_like_statsmodels(kind, two_way, monkeypatc
 
 
 def test_dask_ids_on_a_cluster(client, monkeypatch):
-    """Two-way Dask ids on a cluster: computed on the workers beside the partitions."""
+    """Two-way Dask ids on a cluster: computed on the workers beside the partitions;
+    partitions read again in every round (``cache="none"``) keep no state, so their ids
+    are factorised on the driver, as ids in memory are."""
     X, y, groups = _data("gaussian")
-    _driver_factorisation_refused(monkeypatch)
     Xd, yd = da.from_array(X, chunks=(110, 3)), da.from_array(y, chunks=110)
+    expected = _glm("gaussian", X, y).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    streamed = _estimator("gaussian", cov_type="cluster", cache="none").fit(
+        Xd, yd, groups=_dask_ids(groups, "array"))
+    assert streamed.comm_.count(Kind.COMPUTE_STATE) == 0
+    np.testing.assert_allclose(streamed.cov_params(), expected.cov_params(), rtol=RTOL)
+    _driver_factorisation_refused(monkeypatch)
     model = _estimator("gaussian", cov_type="cluster").fit(Xd, yd,
                                                            groups=_dask_ids(groups, "series"))
-    expected = _glm("gaussian", X, y).fit(cov_type="cluster", cov_kwds={"groups": groups})
     np.testing.assert_allclose(model.cov_params(), expected.cov_params(), rtol=RTOL)
+    np.testing.assert_allclose(model.cov_params(), streamed.cov_params(), rtol=1e-10)
     _assert_ids_stayed_on_the_workers(model, n_params=4)
 
 
