@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compute.robust import MISSING_IDS, cluster_codes
 from ..engine import is_dask
 from ..engine.driver_passes import with_known_rows
-from ..fitting.robust import DaskClusterIds
+from ..fitting.robust import MISSING_IDS, DaskClusterIds, cluster_codes
 
 __all__ = ["COV_TYPES", "check_cov_options", "checked_groups", "robust_covariances",
            "covariance_kind"]

@@ -27,7 +27,7 @@ from ..compute.sampling import partition_size
 from ..engine.driver_passes import compute_pass
 from ..engine.folds import fold_ids_by_partition
 
-__all__ = ["robust_statistics", "DaskClusterIds"]
+__all__ = ["robust_statistics", "DaskClusterIds", "cluster_codes", "MISSING_IDS"]
 
 #: The partition state the cluster ids are kept under during the robust round.
 IDS_STATE = "cluster_ids"
