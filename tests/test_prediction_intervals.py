@@ -205,6 +205,60 @@ def test_dask_rows_are_lazy_and_their_results_do_not_depend_on_the_chunking():
     np.testing.assert_allclose(frame.compute().to_numpy(), in_memory.to_numpy(), rtol=1e-13)
 
 
+def _refuse(*args, **kwargs):
+    raise AssertionError("get_prediction computed something")
+
+
+def test_dask_dataframe_rows_are_lazy_like_statsmodels():
+    """A Dask DataFrame's rows (their partitions' lengths unknown) with an offset in
+    memory, as a Dask Series of the same partitions, or as a Dask array chunked
+    otherwise: nothing computed until asked for; Dask arrays and a Dask DataFrame indexed
+    as the rows, equal to statsmodels'."""
+    X, y, exposure = _generated("poisson")
+    names = ["a", "b", "c"]
+    model = _fit(pd.DataFrame(X, columns=names), y, "poisson", exposure=exposure)
+    reference = _reference(X, y, sm.families.Poisson(), exposure=exposure)
+    rows = pd.DataFrame(X[:300], columns=names, index=np.arange(300) * 3)
+    offset = np.log(exposure[:300])
+    frame = dd.from_pandas(rows.assign(offset=offset), npartitions=4)
+    theirs = reference.get_prediction(sm.add_constant(X[:300]), offset=offset)
+    for given in (offset, frame["offset"], da.from_array(offset, chunks=70)):
+        with dask.config.set(scheduler=_refuse):
+            prediction = model.get_prediction(frame[names], offset=given)
+            table = prediction.summary_frame()
+            ci, mean, se = prediction.conf_int(), prediction.predicted_mean, prediction.se_mean
+        assert isinstance(table, dd.DataFrame) and table.npartitions == 4
+        assert all(isinstance(a, da.Array) for a in (ci, mean, se))
+        computed = table.compute()
+        assert computed.index.equals(rows.index)
+        _assert_frame_like(computed, theirs.summary_frame())
+        np.testing.assert_allclose(ci.compute(), theirs.conf_int(), rtol=RTOL)
+        np.testing.assert_allclose(mean.compute(), theirs.predicted_mean, rtol=RTOL)
+        np.testing.assert_allclose(se.compute(), theirs.se_mean, rtol=RTOL)
+    with dask.config.set(scheduler=_refuse):
+        short = model.get_prediction(frame[names], offset=offset[:-1]).summary_frame()
+    with pytest.raises(ValueError, match="offset has 299 rows"):
+        short.compute()
+
+
+def test_tables_with_categories_give_lazy_predictions():
+    """A table fitted with a categorical column, and a formula: a Dask DataFrame of new
+    rows encoded partition by partition where they live, nothing computed before."""
+    data = sm.datasets.fair.load_pandas().data
+    data = data.assign(occupation=data["occupation"].astype(int).astype(str))
+    columns = ["rate_marriage", "age", "occupation"]
+    fitted = daskglm.PoissonRegressor(alpha=0.0, tol=1e-10, inference=True).fit(
+        data[columns], data["affairs"])
+    formula = daskglm.GLM.from_formula("affairs ~ rate_marriage + np.log(age) + C(occupation)",
+                                       data, family="poisson", penalty=None, tol=1e-10,
+                                       inference=True)
+    rows = data.iloc[::5]
+    for model, new in ((fitted, rows[columns]), (formula, rows)):
+        with dask.config.set(scheduler=_refuse):
+            lazy = model.get_prediction(dd.from_pandas(new, npartitions=3)).summary_frame()
+        _assert_frame_like(lazy.compute(), model.get_prediction(new).summary_frame())
+
+
 def test_dask_rows_on_a_cluster(client):
     X, y, _ = _generated("gaussian")
     model = _fit(_chunked(X), _chunked(y), "gaussian")

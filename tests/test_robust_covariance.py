@@ -183,6 +183,89 @@ def test_on_a_cluster_and_with_an_offset(client):
                                @ scores @ bread, rtol=RTOL)
 
 
+def _dask_ids(groups, kind):
+    """Cluster ids as a Dask Series of names (one-way) or a frame of names and years, or
+    as a Dask array of codes, chunked otherwise than the rows."""
+    names = np.array([f"firm-{code}" for code in groups[:, 0]], dtype=object)
+    if kind == "array":
+        return da.from_array(groups, chunks=(130, 2))
+    frame = pd.DataFrame({"firm": names, "year": 1990 + groups[:, 1]})
+    return dd.from_pandas(frame, npartitions=3)
+
+
+def _driver_factorisation_refused(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the cluster ids were factorised on the driver")
+
+    for module in (daskglm.estimators.robust, daskglm.fitting.robust):
+        monkeypatch.setattr(module, "cluster_codes", refuse)
+
+
+def _assert_ids_stayed_on_the_workers(model, n_params):
+    """The robust round sent the parameters alone (no id per row) and the ids' round
+    brought back two counts per partition (rows, missing ids)."""
+    ids = [r for r in model.comm_.records if r.kind == Kind.COMPUTE_STATE]
+    robust = [r for r in model.comm_.records if r.kind == Kind.ROBUST]
+    assert len(ids) == len(robust) == 1
+    assert ids[0].bytes_sent == 0 and ids[0].bytes_returned == 16 * ids[0].partitions
+    assert robust[0].bytes_sent == 8 * (n_params + 1) * robust[0].groups
+
+
+@pytest.mark.parametrize("kind", ["array", "series"])
+@pytest.mark.parametrize("two_way", [False, True], ids=["one-way", "two-way"])
+def test_dask_ids_stay_on_the_workers_like_statsmodels(kind, two_way, monkeypatch):
+    """Dask ids (a Series of names and a frame of names and years, or an array of
+    codes) on several partitions chunked otherwise than the rows: each partition sums its
+    scores per id, the tree merges the sums by id; statsmodels' clusters, and the numpy
+    ids' covariances to round-off."""
+    X, y, groups = _data("poisson")
+    ids = _dask_ids(groups, kind)
+    if not two_way:
+        ids = ids[:, 0] if kind == "array" else ids["firm"]
+    codes = groups if two_way else groups[:, 0]
+    Xd, yd = da.from_array(X, chunks=(90, 3)), da.from_array(y, chunks=90)
+    in_memory = _estimator("poisson", cov_type="cluster").fit(Xd, yd, groups=codes)
+    _driver_factorisation_refused(monkeypatch)
+    model = _estimator("poisson", cov_type="cluster").fit(Xd, yd, groups=ids)
+    expected = _glm("poisson", X, y).fit(tol=1e-13, maxiter=200, cov_type="cluster",
+                                         cov_kwds={"groups": codes})
+    np.testing.assert_allclose(model.cov_params(), expected.cov_params(), rtol=RTOL)
+    np.testing.assert_allclose(model.cov_params(), in_memory.cov_params(), rtol=1e-12)
+    np.testing.assert_allclose(model.conf_int(use_t=True), in_memory.conf_int(use_t=True),
+                               rtol=1e-12)
+    _assert_ids_stayed_on_the_workers(model, n_params=4)
+
+
+def test_dask_ids_on_a_cluster(client, monkeypatch):
+    """Two-way Dask ids on a cluster: computed on the workers beside the partitions;
+    partitions read again in every round (``cache="none"``) keep no state, so their ids
+    are factorised on the driver, as ids in memory are."""
+    X, y, groups = _data("gaussian")
+    Xd, yd = da.from_array(X, chunks=(110, 3)), da.from_array(y, chunks=110)
+    expected = _glm("gaussian", X, y).fit(cov_type="cluster", cov_kwds={"groups": groups})
+    streamed = _estimator("gaussian", cov_type="cluster", cache="none").fit(
+        Xd, yd, groups=_dask_ids(groups, "array"))
+    assert streamed.comm_.count(Kind.COMPUTE_STATE) == 0
+    np.testing.assert_allclose(streamed.cov_params(), expected.cov_params(), rtol=RTOL)
+    _driver_factorisation_refused(monkeypatch)
+    model = _estimator("gaussian", cov_type="cluster").fit(Xd, yd,
+                                                           groups=_dask_ids(groups, "series"))
+    np.testing.assert_allclose(model.cov_params(), expected.cov_params(), rtol=RTOL)
+    np.testing.assert_allclose(model.cov_params(), streamed.cov_params(), rtol=1e-10)
+    _assert_ids_stayed_on_the_workers(model, n_params=4)
+
+
+@pytest.mark.parametrize("ids", [
+    dd.from_pandas(pd.Series([None] + ["a"] * 399), npartitions=3),
+    da.from_array(np.r_[np.nan, np.arange(399.0)], chunks=150),
+], ids=["series", "array"])
+def test_missing_dask_ids_are_found_before_the_robust_round(ids):
+    X, y, _ = _data("poisson")
+    model = _estimator("poisson", cov_type="cluster")
+    with pytest.raises(ValueError, match="missing ids"):
+        model.fit(da.from_array(X, chunks=(100, 3)), da.from_array(y, chunks=100), groups=ids)
+
+
 def test_integer_weights_are_repeated_rows():
     """Row weights count as repeated rows (as the HC0 meat takes them): HC3 of a
     weighted fit is statsmodels' OLS HC3 of the rows repeated."""
@@ -216,6 +299,7 @@ def test_nonrobust_fit_pays_no_extra_round_and_explains_missing_kinds():
     (pd.Series([None] + ["a"] * 399), "missing ids"),
     (np.zeros((400, 3)), "one or two clusterings"),
     (da.from_array(np.arange(401), chunks=100), "groups has 401 rows; X has 400"),
+    (dd.from_pandas(pd.Series(np.arange(399)), npartitions=2), "groups has 399 rows"),
 ])
 def test_bad_groups_rejected_before_any_work(groups, message):
     X, y, _ = _data("poisson")

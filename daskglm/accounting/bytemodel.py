@@ -121,7 +121,7 @@ def top_partials(partitions, split_every):
 def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
                   n_rows=0, n_folds=1, n_models=1, codec=None, scalars=0, arrived=None,
                   dense_downlink=False,
-                  calls=1, edges=None, touched=0, blocks=1):
+                  calls=1, edges=None, touched=0, blocks=1, kind_sums=0):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -170,6 +170,10 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     blocks : int, optional
         Feature blocks ``B`` of a ``"block_gradient"`` round (whose ``partitions`` are
         its row partitions ``R`` and ``n_rows`` their rows).
+    kind_sums : int, optional
+        ``k``: the sums an ``"inference"`` round returns besides for the log-likelihood
+        of analytic weights or binomial trials
+        (:func:`~daskglm.model.weight_kinds.kind_sums_size`); 0 for frequency weights.
 
     Returns
     -------
@@ -204,7 +208,7 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.BLOCK_GRADIENT: (8 * int(n_rows) * int(blocks) + 16 * P * int(blocks),
                               8 * int(n_rows) * int(blocks) + 16 * P),
         Kind.TARGET_MEAN: (0, 8 * 3 * T),
-        Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 9) * T),
+        Kind.INFERENCE: (8 * (d + 2) * G, 8 * (3 * d * d + 9 + int(kind_sums)) * T),
         Kind.NULL_MODEL: (8 * G, 8 * 3 * T),
         Kind.ROBUST: (8 * (d * d + d + 1) * G, 8 * (2 * d * d + 1) * T),
         Kind.FOLD_GRAM: (int(n_rows) + 8 * G, 8 * int(n_folds) * (p * p + 2 * p + 3) * T),

@@ -31,6 +31,7 @@ class Kind:
     DEADLINE_GRADIENT = "deadline_gradient"  # gd: the partitions that arrive in time
     PUT_STATE = "put_state"  # partition states sent from the driver
     FETCH_STATE = "fetch_state"  # partition states shipped to the driver
+    COMPUTE_STATE = "compute_state"  # partition states computed where they live (cluster ids)
     SPARSE_GRADIENT = "sparse_gradient"  # partitions pull from / push to column shards
     SHARD_COLUMNS = "shard_columns"  # partitions give their touched columns to their worker (once)
     SHARD_REGISTER = "shard_register"  # a worker's touched columns, to the shards (once)

@@ -33,7 +33,8 @@ LOCAL_KINDS = frozenset({Kind.LOCAL_SOLVE})
 #: parameters, column shards.
 NO_PASS_KINDS = frozenset({
     Kind.SIZES, Kind.ENCODE, Kind.TARGET_MEAN, Kind.NULL_MODEL, Kind.PUSH, Kind.PULL,
-    Kind.PUT_STATE, Kind.FETCH_STATE, Kind.SHARD_REGISTER, Kind.SHARD_PULL, Kind.SHARD_PUSH,
+    Kind.PUT_STATE, Kind.FETCH_STATE, Kind.COMPUTE_STATE, Kind.SHARD_REGISTER,
+    Kind.SHARD_PULL, Kind.SHARD_PUSH,
     Kind.SHARD_OP, Kind.SHARD_LOAD, Kind.SHARD_FETCH, Kind.GOSSIP_EXCHANGE,
     Kind.GOSSIP_START, Kind.GOSSIP_FETCH,
 })

@@ -8,9 +8,12 @@ more read of ``X`` after it, at the fitted parameters.
   weighted by the Fisher weights: ``h_i = d2loss_i x_i^T E^-1 x_i`` with ``E`` the
   expected information (sent with the round, so the rows never leave their partition);
 * one :class:`ClusterTable` per clustering: each cluster's score sum ``sum_{i in g} w_i
-  score_i x_i`` over the partition's rows, keyed by the cluster's integer code.  Tables
-  add by code, so the round's tree merges them on the workers and only the table of
-  every cluster (clusters x parameters) reaches the driver.
+  score_i x_i`` over the partition's rows, keyed by the cluster's integer code (ids
+  factorised on the driver, :func:`cluster_codes`) or by the ids themselves (ids read
+  where the partition lives, :func:`robust_sums_by_id`; two clusterings add the table
+  of their intersection, keyed by pairs).  Tables add by key, so the round's tree merges
+  them on the workers and only the table of every cluster (clusters x parameters)
+  reaches the driver.
 
 Frequency weights (the default ``weights_kind``), as in the inference round's HC0 meat: a
 row of weight ``w`` counts as ``w`` rows with its values (its leverage is that of one of
@@ -23,6 +26,7 @@ Nothing in this module imports dask.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -32,27 +36,43 @@ from .inference import _information
 from .kernels import kernel_matrix, linear_predictor, partition_offset
 from .row_blocks import row_blocks, rows_between
 
-__all__ = ["ClusterTable", "RobustStats", "robust_sums"]
+__all__ = ["ClusterTable", "RobustStats", "robust_sums", "robust_sums_by_id", "cluster_codes",
+           "ids_summary", "MISSING_IDS"]
+
+
+#: The error of cluster ids with a missing value.
+MISSING_IDS = "groups contains missing ids (NaN or None); every row needs its cluster."
 
 
 @dataclass
 class ClusterTable:
-    """Score sums per cluster: ``sums[j]`` is the sum over the rows of cluster ``codes[j]``
-    (``codes`` sorted, unique)."""
+    """Score sums per cluster: ``sums[j]`` is the sum over the rows of cluster
+    ``codes[j]``.  ``codes`` are sorted and unique: int64 codes, or the clusters' own ids
+    as a pandas ``Index`` (a ``MultiIndex`` of pairs for an intersection; ids that do not
+    compare, such as numbers beside text, keep the order they were met in)."""
 
-    codes: np.ndarray
+    codes: Any
     sums: np.ndarray
 
     def __add__(self, other):
-        codes = np.union1d(self.codes, other.codes)
-        sums = np.zeros((codes.size, self.sums.shape[1]))
-        sums[np.searchsorted(codes, self.codes)] += self.sums
-        sums[np.searchsorted(codes, other.codes)] += other.sums
+        if not len(other.codes):
+            return self
+        if not len(self.codes):
+            return other
+        if isinstance(self.codes, np.ndarray) and isinstance(other.codes, np.ndarray):
+            codes = np.union1d(self.codes, other.codes)
+            mine, theirs = np.searchsorted(codes, self.codes), np.searchsorted(codes, other.codes)
+        else:
+            codes = self.codes.union(other.codes)
+            mine, theirs = codes.get_indexer(self.codes), codes.get_indexer(other.codes)
+        sums = np.zeros((len(codes), self.sums.shape[1]))
+        sums[mine] += self.sums
+        sums[theirs] += other.sums
         return ClusterTable(codes, sums)
 
     @property
     def n_clusters(self):
-        return int(self.codes.size)
+        return len(self.codes)
 
     def meat(self):
         """``sum_g S_g S_g^T`` of the clusters' score sums ``S_g``."""
@@ -94,18 +114,47 @@ def _quadratic_forms(X_b, inverse, n_coef, fit_intercept):
     return forms
 
 
-def _cluster_table(X_b, codes, scores, fit_intercept):
+def _cluster_table(X_b, keys, rows_of, scores, fit_intercept):
     """The :class:`ClusterTable` of one block's rows: ``scores`` (``w score``) summed
-    per code, times the rows."""
-    keys, rows_of = np.unique(codes, return_inverse=True)
+    per cluster, times the rows; row ``i`` is of cluster ``keys[rows_of[i]]``."""
     n = X_b.shape[0]
-    by_cluster = sp.csr_matrix((scores, (rows_of, np.arange(n))), shape=(keys.size, n))
+    by_cluster = sp.csr_matrix((scores, (rows_of, np.arange(n))), shape=(len(keys), n))
     sums = by_cluster @ X_b
     sums = sums.toarray() if sp.issparse(sums) else np.asarray(sums, dtype=np.float64)
     if fit_intercept:
         sums = np.column_stack([sums, np.bincount(rows_of, weights=scores,
-                                                  minlength=keys.size)])
-    return ClusterTable(keys.astype(np.int64), sums)
+                                                  minlength=len(keys))])
+    return ClusterTable(keys, sums)
+
+
+def _clusters_of_codes(codes):
+    """``(keys, rows_of)`` of each column of a block's integer cluster codes."""
+    found = []
+    for j in range(codes.shape[1]):
+        keys, rows_of = np.unique(codes[:, j], return_inverse=True)
+        found.append((keys.astype(np.int64), rows_of.ravel()))
+    return found
+
+
+def _clusters_of_ids(columns):
+    """``(keys, rows_of)`` of a block's cluster ids (one array per clustering), keys as
+    pandas indexes; for two clusterings also of their intersection, keyed by pairs."""
+    import pandas as pd
+
+    found = []
+    for column in columns:
+        try:
+            rows_of, keys = pd.factorize(column, sort=True)
+        except TypeError:  # ids that do not compare
+            rows_of, keys = pd.factorize(column)
+        found.append((pd.Index(keys), rows_of.astype(np.int64)))
+    if len(found) == 2:
+        (first, rows_first), (second, rows_second) = found
+        pairs, rows_of = np.unique(rows_first * len(second) + rows_second, return_inverse=True)
+        keys = pd.MultiIndex.from_arrays([first[pairs // len(second)],
+                                          second[pairs % len(second)]])
+        found.append((keys, rows_of.ravel().astype(np.int64)))
+    return found
 
 
 def _host_block(X_b):
@@ -117,11 +166,14 @@ def _host_block(X_b):
     return np.asarray(X_b, dtype=np.float64)
 
 
-def robust_sums(part, codes, params, family, fit_intercept, inverse, weights_kind="frequency"):
+def robust_sums(part, codes, params, family, fit_intercept, inverse, weights_kind="frequency",
+                ids=None):
     """HC2 and HC3 meats (when ``inverse``, the inverse expected information at
-    ``params``, is given) and cluster tables (when ``codes``, the partition's rows'
-    cluster codes of shape (rows, clusterings), is given) of one partition; the row
-    weights are ``weights_kind`` (:data:`~daskglm.model.weight_kinds.WEIGHTS_KINDS`)."""
+    ``params``, is given) and cluster tables of one partition: one per column of
+    ``codes``, the partition's rows' integer cluster codes of shape (rows, clusterings),
+    or, when ``ids`` (one array of the rows' cluster ids per clustering) is given, one
+    per clustering and one of the intersection of two.  The row weights are
+    ``weights_kind`` (:data:`~daskglm.model.weight_kinds.WEIGHTS_KINDS`)."""
     repeats = weights_kind == "frequency"
     X, y, weight = part[:3]
     X = kernel_matrix(X)
@@ -132,7 +184,10 @@ def robust_sums(part, codes, params, family, fit_intercept, inverse, weights_kin
     hc2 = np.zeros((n_params, n_params)) if leverage else None
     hc3 = np.zeros((n_params, n_params)) if leverage else None
     largest = 0.0 if leverage else np.nan
-    n_ways = 0 if codes is None else codes.shape[1]
+    if ids is not None:
+        n_ways = 3 if len(ids) == 2 else 1
+    else:
+        n_ways = 0 if codes is None else codes.shape[1]
     tables = tuple(ClusterTable(np.zeros(0, np.int64), np.zeros((0, n_params)))
                    for _ in range(n_ways))
     for start, stop in row_blocks(X, products=True):
@@ -155,8 +210,50 @@ def robust_sums(part, codes, params, family, fit_intercept, inverse, weights_kin
             hc2 += _information(host, once, n_coef, fit_intercept, None)
             hc3 += _information(host, twice, n_coef, fit_intercept, None)
         if n_ways:
-            block_codes = np.asarray(codes[start:stop])
-            tables = tuple(table + _cluster_table(host, block_codes[:, j], w * score,
+            found = _clusters_of_codes(np.asarray(codes[start:stop])) if ids is None \
+                else _clusters_of_ids([column[start:stop] for column in ids])
+            tables = tuple(table + _cluster_table(host, keys, rows_of, w * score,
                                                   fit_intercept)
-                           for j, table in enumerate(tables))
+                           for table, (keys, rows_of) in zip(tables, found))
     return RobustStats(hc2, hc3, largest, tables)
+
+
+def robust_sums_by_id(part, ids, params, family, fit_intercept, inverse,
+                      weights_kind="frequency"):
+    """:func:`robust_sums` of one partition whose cluster ids ``ids`` (a tuple of one
+    array per clustering, the partition's state) were read where it lives, as a stateful
+    kernel: ``(sums, ids)``."""
+    if ids is None:
+        raise RuntimeError("The cluster ids kept beside a partition were lost with its "
+                           "worker and could not be computed again.")
+    n_rows = part[0].shape[0]
+    if any(len(column) != n_rows for column in ids):
+        raise ValueError(f"A partition of X has {n_rows} rows but its groups "
+                         f"{[len(column) for column in ids]}: a Dask collection's chunk "
+                         "sizes do not match the rows its chunks compute to.")
+    return robust_sums(part, None, params, family, fit_intercept, inverse, weights_kind,
+                       ids=ids), ids
+
+
+def ids_summary(ids):
+    """``[rows, missing ids]`` of one partition's cluster ids (a tuple of arrays)."""
+    import pandas as pd
+
+    missing = sum(int(np.count_nonzero(pd.isna(column))) for column in ids)
+    return np.array([len(ids[0]) if ids else 0, missing], dtype=np.int64)
+
+
+def cluster_codes(columns):
+    """The cluster codes of id columns (one or two arrays, no missing id): int64 of
+    shape (rows, 1), or (rows, 3) for two (the first, the second and their intersection,
+    as statsmodels' two-way clustering combines them)."""
+    codes = [_factorised(column) for column in columns]
+    if len(codes) == 2:
+        codes.append(_factorised(codes[0] * (codes[1].max() + 1) + codes[1]))
+    return np.column_stack(codes)
+
+
+def _factorised(column):
+    import pandas as pd
+
+    return pd.factorize(column, sort=True)[0].astype(np.int64)

@@ -19,9 +19,11 @@ process), and offers these verbs to the solvers:
   name) for the next round that names it, and is never shipped with the results
   (error feedback, local SGD, ADMM, gossip).  :meth:`Engine.fetch_state` ships the
   states to the driver (ONE round), :meth:`Engine.put_state` sends them from it (ONE
-  round), :meth:`Engine.drop_state` releases them.  A state lost with a worker is
-  recomputed by Dask when it has lineage (partitions computed from Dask collections) and
-  otherwise reset to None and reported in the round's :class:`StateRound`;
+  round), :meth:`Engine.compute_state` computes them from Dask collections where the
+  partitions live (ONE round), :meth:`Engine.drop_state` releases them.  A state lost
+  with a worker is recomputed by Dask when it has lineage (partitions computed from Dask
+  collections) and otherwise reset to None and reported in the round's
+  :class:`StateRound`;
 * :meth:`Engine.reduce_by_deadline` -- ONE round with **a deadline**: one task per
   partition; returns once ``deadline`` seconds passed or ``min_fraction`` of the sample
   weight arrived, with the sum of the arrived partitions (the reduction tree restricted

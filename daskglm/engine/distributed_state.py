@@ -153,6 +153,24 @@ class DistributedStateRounds:
                 placed[i] = future
         return placed, 0
 
+    def _compute_states(self, items, summarise, probe):
+        """Each item computed on its partition's worker, kept there as a future; one
+        task per partition, named for the round, summarises it there."""
+        places = self._placement(range(self.n_partitions))
+        placed = [self.client.compute(item, **place) for item, place in zip(items, places)]
+        keys = probe.keys(len(placed))
+        summaries = [self.client.submit(summarise, future, key=key, pure=False, **place)
+                     for future, key, place in zip(placed, keys, places)]
+        try:
+            return placed, self.client.gather(summaries), 2 * len(placed)
+        except BaseException:
+            for future in placed:
+                future.release()
+            raise
+        finally:
+            for future in summaries:
+                future.release()
+
     def _release_states(self, states):
         # states kept by holders are replaced there by the round after, or dropped with
         # the holders (:meth:`drop_state` forgets them)

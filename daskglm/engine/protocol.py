@@ -71,6 +71,10 @@ class EngineVerbs(BatchEngine, Protocol):
     def put_state(self, state, states, *, kind="put_state"):
         """ONE round: one state per partition, sent from the driver."""
 
+    def compute_state(self, state, items, summarise, *, kind="compute_state"):
+        """ONE round: states computed from Dask collections where the partitions live;
+        their summaries returned."""
+
     def fetch_state(self, state, *, kind="fetch_state"):
         """ONE round: the states, shipped to the driver."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..accounting.bytemodel import nbytes
+from ..accounting.kinds import Kind
 from .measure import Timer
 
 
@@ -119,6 +120,41 @@ class StateVerbs:
     def _put(self, states, probe, name=None):
         """``(the states where the partitions live, tasks run to put them there)``."""
         return list(states), 0
+
+    def compute_state(self, state, items, summarise, *, kind=Kind.COMPUTE_STATE):
+        """One round: compute one state per partition from ``items`` (Dask delayed
+        objects, one per partition in the partitions' order) where the partitions live,
+        keep each under ``state`` next to its partition (replacing what was there), and
+        return ``summarise(state_i)`` of each: only the summaries reach the driver.
+
+        For data that come as Dask collections beside the rows (a fit's cluster ids): on
+        a cluster each item is computed on its partition's worker (loosely: Dask may run
+        it elsewhere) and keeps its lineage, so a state lost with a worker is computed
+        again; in this process Dask's threads compute them.  Engines that read their
+        partitions again in every round hold no state (:attr:`keeps_states`).
+        """
+        self._states_of(state)  # checks the name
+        items = self._check_each(items)
+        with Timer() as timer, self._probe(kind) as probe:
+            placed, summaries, tasks = self._compute_states(items, summarise, probe)
+        old = self._states.get(state)
+        self._states[state] = placed
+        if old is not None:
+            self._release_states(old)
+        self.ledger.record(kind, tasks, 0, nbytes(summaries), timer.seconds,
+                           partitions=self.n_partitions, groups=tasks or self.n_partitions,
+                           probe=probe)
+        return summaries
+
+    #: Whether the engine keeps partition states (stateful rounds, :meth:`compute_state`).
+    keeps_states = True
+
+    def _compute_states(self, items, summarise, probe):
+        """``(the states, their summaries, tasks run)``: computed in this process."""
+        import dask
+
+        placed = list(dask.compute(*items, scheduler="threads"))
+        return placed, [summarise(item) for item in placed], 0
 
     def drop_state(self, state):
         """Release the states stored under ``state`` (no round; nothing moves).  Unknown

@@ -38,6 +38,7 @@ class StreamingDistributedEngine(DistributedEngine):
 
     cache = "none"
     streamed_share = 1.0
+    keeps_states = False
 
     def __init__(self, client, delayed_parts, n_features, **kwargs):
         super().__init__(client, delayed_parts, n_features, group_partitions=False, **kwargs)

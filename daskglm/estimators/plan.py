@@ -62,8 +62,8 @@ class FitData:
         For a table with categorical columns, makes ``X`` as categorical blocks
         (:func:`~daskglm.estimators.categorical.encoded_array` with ``layout="blocks"``),
         which the fit takes when its kernels read them; None otherwise.
-    groups : ndarray or None
-        The rows' cluster codes for a cluster-robust covariance
+    groups : ndarray, DaskClusterIds or None
+        The rows' cluster codes for a cluster-robust covariance, or their Dask ids
         (:func:`~daskglm.estimators.robust.checked_groups`).
     weights_kind : str
         What the weights are to inference (``"frequency"``, ``"analytic"`` or
@@ -79,7 +79,7 @@ class FitData:
     labels: LabelRequest | None = None
     held_out: tuple | None = None
     blocks: Any = None
-    groups: np.ndarray | None = None
+    groups: Any = None
     weights_kind: str = "frequency"
 
     @property

@@ -8,16 +8,23 @@ For each row ``x_i`` the linear predictor ``eta_i = z_i^T params`` has the varia
 mean is ``mu_i = g^-1(eta_i)``, its standard error ``|dmu/deta| se(eta_i)`` (the delta
 method) and its confidence interval the link-scale interval mapped by ``g^-1`` (so it
 stays in the mean's range: probabilities in ``(0, 1)``), as statsmodels computes them.
-Dask rows give lazy Dask results; nothing is computed until asked for.
+Dask rows give lazy Dask results; nothing is computed until asked for, not even the rows
+of a Dask DataFrame's partitions: each partition is checked and encoded where it lives, as
+a pandas frame of its rows would be in memory (:func:`_frame_predictions`), and an offset
+is cut as the rows are once they are computed (:func:`_offset_like`).
 """
 
 from __future__ import annotations
+
+import math
+import warnings
 
 import numpy as np
 
 from ..compute.prediction import linear_prediction_block
 from ..engine import is_dask
 from .offsets import check_offset
+from .validation import _check_feature_names_match
 
 __all__ = ["PredictionResults"]
 
@@ -161,27 +168,134 @@ class _PredictionMixin:
             raise ValueError(f"use_t must be True or False; got {use_t!r}.")
         family = self._family()
         row_labels = _row_labels(X)
-        features = self._prediction_input(X)
         fit_intercept = bool(getattr(self, "fit_intercept", False))
-        if is_dask(features):
-            stacked = features.map_blocks(linear_prediction_block, self.params_, cov,
-                                          fit_intercept, chunks=(features.chunks[0], (2,)),
-                                          dtype=np.float64, meta=np.empty((0, 0)))
+        if is_dask(X) and hasattr(X, "columns"):
+            stacked, row_labels = _frame_predictions(self, X, cov, fit_intercept)
         else:
-            stacked = linear_prediction_block(features, self.params_, cov, fit_intercept)
+            features = self._prediction_input(X)
+            if is_dask(features):
+                stacked = features.map_blocks(linear_prediction_block, self.params_, cov,
+                                              fit_intercept,
+                                              chunks=(features.chunks[0], (2,)),
+                                              dtype=np.float64, meta=np.empty((0, 0)))
+            else:
+                stacked = linear_prediction_block(features, self.params_, cov, fit_intercept)
         eta, variance = stacked[:, 0], stacked[:, 1]
-        offset = check_offset(self, offset, exposure, stacked, family)
+        offset = _checked_offset(self, offset, exposure, stacked, family)
         if offset is not None:
-            if is_dask(eta) and not is_dask(offset):
-                import dask.array as da
-
-                offset = da.from_array(offset, chunks=eta.chunks)
-            elif is_dask(eta) and not np.isnan(offset.shape[0]):
-                offset = offset.rechunk(eta.chunks)  # keeps the rows' blocks
+            if is_dask(eta):
+                offset = _offset_like(offset, eta)
             eta = eta + offset
         se = _elementwise(np.sqrt, variance)
         return PredictionResults(eta, se, family.link, self._reference_distribution(use_t),
                                  row_labels)
+
+
+def _frame_predictions(estimator, frame, cov, fit_intercept):
+    """``(stacked, index)`` of a Dask DataFrame's rows: their linear predictors and
+    variances as a lazy Dask array of shape (rows, 2), one chunk of unknown size per
+    partition (no row is counted), and the rows' index.
+
+    The columns are checked before any work, as a pandas frame's would be (names, count,
+    types; the columns a formula reads); each partition is then made into features where
+    it lives, as in memory (:meth:`_prediction_input`)."""
+    import dask
+    import pandas as pd
+
+    built = getattr(estimator, "formula_design_", None)
+    if built is not None:
+        missing = [name for name in built.variables if name not in frame.columns]
+        if missing:
+            raise ValueError(f"X lacks the columns {missing} of the formula fitted.")
+    elif getattr(estimator, "table_encoding_", None) is not None:
+        _check_feature_names_match(estimator, np.asarray([str(c) for c in frame.columns],
+                                                         dtype=object))
+    else:
+        estimator._prediction_input(frame._meta_nonempty)
+    meta = pd.DataFrame({"eta": np.empty(0), "variance": np.empty(0)},
+                        index=frame._meta.index[:0])
+    predictions = frame.map_partitions(
+        _partition_predictions, dask.delayed(estimator, pure=False), cov, fit_intercept,
+        meta=meta)
+    return predictions.to_dask_array(), predictions.index
+
+
+def _partition_predictions(part, estimator, cov, fit_intercept):
+    """The linear predictors and variances of one pandas partition, indexed as it is."""
+    import pandas as pd
+
+    if len(part) == 0:
+        stacked = np.empty((0, 2))
+    else:
+        with warnings.catch_warnings():  # checked on the whole frame's columns already
+            warnings.filterwarnings("ignore", message=".*feature names", category=UserWarning)
+            features = estimator._prediction_input(part)
+        stacked = linear_prediction_block(features, estimator.params_, cov, fit_intercept)
+    return pd.DataFrame(stacked, columns=["eta", "variance"], index=part.index)
+
+
+def _checked_offset(estimator, offset, exposure, stacked, family):
+    """:func:`~.offsets.check_offset` of the predictions' rows ``stacked``, nothing
+    computed: a Dask Series or DataFrame taken as a Dask array of its partitions; where the
+    rows are not counted (a Dask DataFrame's), an in-memory offset's length is checked
+    when they are (:func:`_offset_like`)."""
+    if is_dask(offset) and hasattr(offset, "to_dask_array"):
+        offset = offset.to_dask_array()
+    if is_dask(exposure) and hasattr(exposure, "to_dask_array"):
+        exposure = exposure.to_dask_array()
+    given = offset if exposure is None else exposure
+    rows_of = stacked
+    if given is not None and not is_dask(given) and math.isnan(stacked.shape[0]):
+        rows_of = np.empty((np.shape(given)[0], 0))
+    return check_offset(estimator, offset, exposure, rows_of, family)
+
+
+def _offset_like(offset, eta):
+    """``offset`` (numpy or Dask, one value per row) as a Dask array chunked as the
+    linear predictors ``eta``, lazily: rechunked when both chunk sizes are known, taken
+    block by block when the blocks match, else cut by the rows of ``eta``'s blocks as
+    they are computed; a ValueError then when the numbers of rows differ."""
+    import dask
+    import dask.array as da
+
+    known = not any(math.isnan(size) for size in eta.chunks[0])
+    if is_dask(offset):
+        if known and not math.isnan(offset.shape[0]):
+            return offset.rechunk(eta.chunks)  # keeps the rows' blocks
+        if offset.numblocks[0] == eta.numblocks[0]:
+            return offset.map_blocks(_same_rows, eta, dtype=np.float64)
+        offset = dask.delayed(np.concatenate)(list(offset.to_delayed().ravel()))
+    elif known:
+        return da.from_array(offset, chunks=eta.chunks)
+    else:
+        offset = dask.delayed(offset)
+    blocks = list(eta.to_delayed().ravel())
+    start, pieces = 0, []
+    for i, block in enumerate(blocks):
+        piece = dask.delayed(_rows_from)(offset, start, block, i == len(blocks) - 1)
+        pieces.append(da.from_delayed(piece, shape=(np.nan,), dtype=np.float64))
+        start = dask.delayed(_after)(start, block)
+    return da.concatenate(pieces)
+
+
+def _same_rows(offset, eta):
+    if offset.shape[0] != eta.shape[0]:
+        raise ValueError(f"A block of the offset has {offset.shape[0]} rows; its rows of X "
+                         f"{eta.shape[0]}.")
+    return offset
+
+
+def _rows_from(offset, start, block, last):
+    """The offset of the rows of ``block``, the rows from ``start`` on."""
+    stop = start + block.shape[0]
+    if stop > offset.shape[0] or (last and stop != offset.shape[0]):
+        raise ValueError(f"The offset has {offset.shape[0]} rows; X has "
+                         f"{stop if last else 'more'}.")
+    return np.asarray(offset[start:stop], dtype=np.float64)
+
+
+def _after(start, block):
+    return start + block.shape[0]
 
 
 def _row_labels(X):

@@ -6,9 +6,12 @@ The estimator's ``cov_type`` chooses the covariance of ``bse_``, ``pvalues_``,
 clusters.  HC2 and HC3 need each row's leverage, so they cost one more round after the
 inference round (:func:`daskglm.fitting.robust.robust_statistics`, ``Kind.ROBUST``), run only
 when ``cov_type`` asks for one of them; the same round sums the scores per cluster when
-``groups`` are given.  The group ids are factorised on the driver (a Dask collection of
-them is read there first, in one driver pass) and each partition receives the integer
-codes of its rows with the round; ``X`` never leaves the workers.
+``groups`` are given.  Group ids in memory are factorised on the driver and each
+partition receives the integer codes of its rows with the round.  Group ids given as
+Dask collections stay on the workers (:class:`~daskglm.fitting.robust.DaskClusterIds`):
+each partition sums its scores per id and the round's tree merges the sums by id; their
+length is checked before any pass (from known chunk sizes, or counted in one driver pass
+over the ids alone), missing ids just before the round.  ``X`` never leaves the workers.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import is_dask
-from ..engine.driver_passes import compute_pass
+from ..engine.driver_passes import with_known_rows
+from ..fitting.robust import MISSING_IDS, DaskClusterIds, cluster_codes
 
 __all__ = ["COV_TYPES", "check_cov_options", "checked_groups", "robust_covariances",
            "covariance_kind"]
@@ -70,15 +74,18 @@ def check_cov_options(estimator):
 
 
 def checked_groups(estimator, groups, n_rows):
-    """The cluster codes of ``fit(..., groups=...)``: int64 of shape (rows, 1) for one
-    clustering, (rows, 3) for two (the second, the first, their intersection, as
-    statsmodels' two-way clustering combines them), or None without groups.
+    """The clusters of ``fit(..., groups=...)``: for ids in memory, their codes, int64 of
+    shape (rows, 1) for one clustering, (rows, 3) for two (the first, the second, their
+    intersection, as statsmodels' two-way clustering combines them); for Dask ids, a
+    :class:`~daskglm.fitting.robust.DaskClusterIds` of them, nothing computed but their
+    chunk sizes where unknown; None without groups.
 
     ``groups`` is a sequence, numpy array, pandas Series or DataFrame, Dask array, Series
     or DataFrame of one id per row (or two: two columns, or a tuple of two sequences).
     A ValueError, before any pass over ``X``, for groups without ``inference=True`` or
     ``cov_type="cluster"`` without groups, for a length that is not ``X``'s, for more
-    than two clusterings and for missing ids.
+    than two clusterings and for missing ids (those of Dask ids are found before the
+    robust round, where the ids are).
     """
     cov_type = getattr(estimator, "cov_type", "nonrobust")
     if groups is None:
@@ -89,34 +96,73 @@ def checked_groups(estimator, groups, n_rows):
         raise ValueError("groups are the clusters of a cluster-robust covariance: they need "
                          "inference=True (and an unpenalised fit).")
     n_rows = float(n_rows)
-    columns = _group_columns(groups, n_rows)
+    columns = _group_columns(groups)
+    if any(is_dask(column) for column in columns):
+        return _dask_ids(columns, n_rows)
     for column in columns:
-        if not np.isnan(n_rows) and len(column) != n_rows:
-            raise ValueError(f"groups has {len(column)} rows; X has {n_rows:.0f}.")
+        _check_length(len(column), n_rows)
         if _missing(column):
-            raise ValueError("groups contains missing ids (NaN or None); every row needs "
-                             "its cluster.")
-    codes = [_factorised(column) for column in columns]
-    if len(codes) == 2:
-        codes = [codes[0], codes[1], _factorised(codes[0] * (codes[1].max() + 1) + codes[1])]
-    return np.column_stack(codes)
+            raise ValueError(MISSING_IDS)
+    return cluster_codes(columns)
 
 
-def _group_columns(groups, n_rows):
-    """The id columns of ``groups`` (one or two), as numpy or pandas values; a Dask
-    collection read in one driver pass, after its known length is checked."""
+def _check_length(length, n_rows):
+    if not np.isnan(length) and not np.isnan(n_rows) and length != n_rows:
+        raise ValueError(f"groups has {length:.0f} rows; X has {n_rows:.0f}.")
+
+
+def _dask_ids(columns, n_rows):
+    """The id columns as Dask arrays of known chunk sizes (counted in one driver pass
+    where unknown, after the known lengths are checked)."""
+    import dask.array as da
+
+    arrays = []
+    for column in columns:
+        if not is_dask(column):
+            column = da.from_array(np.asarray(column), chunks=-1)
+        elif not hasattr(column, "chunks"):  # a Dask Series: one chunk per partition
+            column = _series_as_array(column)
+        _check_length(column.shape[0], n_rows)
+        arrays.append(column)
+    arrays = [with_known_rows(column) for column in arrays]
+    for column in arrays:
+        _check_length(column.shape[0], n_rows)
+    return DaskClusterIds(arrays)
+
+
+def _series_as_array(series):
+    """A Dask Series as a Dask array of its values, one chunk of unknown size per
+    partition (pandas' extension dtypes, text among them, as numpy's object)."""
+    import dask
+    import dask.array as da
+
+    dtype = series._meta.to_numpy().dtype
+    values = dask.delayed(_values, pure=True)
+    return da.concatenate([da.from_delayed(values(part), shape=(np.nan,), dtype=dtype)
+                           for part in series.to_delayed()])
+
+
+def _values(part):
+    return part.to_numpy()
+
+
+def _group_columns(groups):
+    """The id columns of ``groups`` (one or two): numpy or pandas values, or Dask
+    arrays and Series."""
     if isinstance(groups, tuple) and len(groups) == 2:
-        return [column for group in groups for column in _group_columns(group, n_rows)]
-    if is_dask(groups):
-        length = groups.shape[0] if hasattr(groups, "ndim") and hasattr(groups, "chunks") \
-            else np.nan
-        if not np.isnan(length) and not np.isnan(n_rows) and length != n_rows:
-            raise ValueError(f"groups has {length} rows; X has {n_rows:.0f}.")
-        groups = compute_pass(groups)[0]
-    if hasattr(groups, "iloc"):  # pandas
+        return [column for group in groups for column in _group_columns(group)]
+    if is_dask(groups) or hasattr(groups, "iloc"):  # Dask or pandas
+        if groups.ndim not in (1, 2):
+            raise ValueError(f"groups must have one id per row, or two; got shape "
+                             f"{groups.shape}.")
         if groups.ndim == 1:
-            return [groups.to_numpy()]
-        columns = [groups.iloc[:, j].to_numpy() for j in range(groups.shape[1])]
+            return [groups if is_dask(groups) else groups.to_numpy()]
+        if hasattr(groups, "columns"):
+            columns = [groups[name] for name in groups.columns]
+            if not is_dask(groups):
+                columns = [column.to_numpy() for column in columns]
+        else:
+            columns = [groups[:, j] for j in range(groups.shape[1])]
     else:
         values = np.asarray(groups)
         if values.ndim == 1:
@@ -135,12 +181,6 @@ def _missing(column):
     import pandas as pd
 
     return bool(pd.isna(column).any())
-
-
-def _factorised(column):
-    import pandas as pd
-
-    return pd.factorize(column, sort=True)[0].astype(np.int64)
 
 
 def robust_covariances(stats, order, bread, rows, cov_kwds):

@@ -30,7 +30,7 @@ from .distributions import BinomialDistribution, GaussianDistribution
 from .distributions_extra import GammaDistribution, InverseGaussianDistribution, TweedieDistribution
 from .log_gamma_sums import log_gamma_sums, sum_log_gamma
 
-__all__ = ["WEIGHTS_KINDS", "weighted_loglik_sums", "log_likelihood_of_kind"]
+__all__ = ["WEIGHTS_KINDS", "weighted_loglik_sums", "kind_sums_size", "log_likelihood_of_kind"]
 
 #: The kinds of row weights, the first the default.
 WEIGHTS_KINDS = ("frequency", "analytic", "trials")
@@ -66,6 +66,15 @@ def weighted_loglik_sums(distribution, y, mu, weight, kind):
     if isinstance(distribution, GammaDistribution):
         return np.concatenate([count, [float(np.log(y).sum())], log_gamma_sums(weight)])
     return np.array(count)
+
+
+def kind_sums_size(distribution, kind):
+    """Entries of :func:`weighted_loglik_sums` of ``distribution`` for ``kind``: what the
+    inference round returns besides the frequency kind's sums (0 for ``"frequency"``)."""
+    if kind == "frequency":
+        return 0
+    empty = np.zeros(0)
+    return int(weighted_loglik_sums(distribution, empty, empty, None, kind).size)
 
 
 def log_likelihood_of_kind(distribution, frequency_sums, sums, scale, kind):
