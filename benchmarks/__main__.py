@@ -63,6 +63,9 @@ auto-cases
     :mod:`benchmarks.auto_cases`).
 sparse-sgd
     SGD on hashed sparse rows against L-BFGS (see :mod:`benchmarks.sparse_sgd`).
+click-through
+    Hashed click-through rows: daskglm in memory and from zarr against Vowpal Wabbit and
+    scikit-learn, seconds and held-out log loss (see :mod:`benchmarks.click_through`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -367,6 +370,9 @@ def build_parser():
     from benchmarks.auto_cases import add_parser as add_auto_cases_parser
 
     add_auto_cases_parser(commands)
+    from benchmarks.click_through import add_parser as add_click_through_parser
+
+    add_click_through_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")
