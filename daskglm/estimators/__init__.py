@@ -22,21 +22,24 @@ The modules, each importing only from those above it:
     ``LogisticRegression``, ``PENALTY_FROM_L1_RATIO`` and the class-label helpers.
 ``multi_output``
     predictions of coefficient matrices and multi-output regression.
-``sgd``
-    ``SGDRegressor`` and the SGD base with ``partial_fit``, ``coef_init`` and the losses.
-``sgd_classifier``
+``sgd``, ``sgd_early_stopping``
+    ``SGDRegressor`` and the SGD base with ``partial_fit``, ``coef_init`` and the losses;
+    early stopping on held-out rows.
+``sgd_classifier``, ``sgd_one_vs_rest``
     ``SGDClassifier``: binary, one-vs-rest, class weights, probabilities.
 ``tweedie``
     ``GammaRegressor`` and ``TweedieRegressor``.
 ``dask_ml_params``, ``poisson_regression``
     dask-ml's parameters translated at fit time; ``PoissonRegression``, dask-ml's class.
-``inference`` (used by ``base``)
-    ``inference=True``: standard errors, ``summary()``, deviances, AIC/BIC; offsets.
+``inference`` (used by ``base``), ``offsets``
+    ``inference=True``: standard errors, ``summary()``, deviances, AIC/BIC; the checks of
+    offsets and exposures.
 ``hypothesis``, ``prediction`` (used by ``inference``)
     Wald, per-term Wald and likelihood-ratio tests, ``anova``; ``get_prediction``.
-``categorical``, ``text``
-    tables with categorical columns encoded per partition; text columns hashed per
-    partition (``HashingFeatures``).
+``table_columns``, ``partition_encoding``, ``categorical``, ``text``
+    tables with categorical columns: which columns they are, one partition read and
+    encoded, the encoding of a whole table; text columns hashed per partition
+    (``HashingFeatures``).
 ``cv_folds``, ``ridge_cv``, ``path_cv``, ``cv``, ``glm_cv``, ``logistic_cv``
     which fold holds out each row; ``RidgeCV`` from Gram statistics; the paths fitted
     fold by fold (``PathCV``, folds as row weights) under ``LassoCV`` and

@@ -19,7 +19,9 @@ def global_dtype(request):
 def pytest_collection_modifyitems(config, items):
     """Leave out the cases of scikit-learn's SGDOneClassSVM (daskglm has none), and mark
     the tests a module lists in ``EXPECTED_FAILURES`` (``{test id: reason}``: the test
-    function's name, with its parameters' id for one case) as strict xfails."""
+    function's name, with its parameters' id for one case) as strict xfails; those it also
+    lists in ``BORDERLINE`` (a score at the test's threshold, which passes or fails with
+    the versions of numpy and scikit-learn) as xfails that may pass."""
     here = [item for item in items if "sklearn_suite" in item.nodeid]
     other = [item for item in here if "OneClassSVM" in item.name]
     if other:
@@ -29,7 +31,9 @@ def pytest_collection_modifyitems(config, items):
         expected = getattr(item.module, "EXPECTED_FAILURES", {})
         reason = expected.get(item.name, expected.get(item.originalname))
         if reason is not None:
-            item.add_marker(pytest.mark.xfail(reason=reason, strict=True))
+            borderline = getattr(item.module, "BORDERLINE", frozenset())
+            strict = item.name not in borderline and item.originalname not in borderline
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=strict))
 
 
 def pytest_configure(config):

@@ -14,6 +14,9 @@ globals().update(translate("sklearn.linear_model.tests.test_sgd", [
     "test_set_intercept_to_intercept", "test_sgd_multiclass_with_init_coef",
     "test_set_coef_multiclass", "test_late_onset_averaging_reached"], SGD_REPLACEMENTS))
 
+#: Expected failures whose score sits at the test's threshold: they may pass.
+BORDERLINE = frozenset({"test_multi_core_gridsearch_and_early_stopping"})
+
 EXPECTED_FAILURES = {
     "test_late_onset_averaging_reached":
         "compares the average with scikit-learn's one step per row to 16 decimals; "
@@ -22,8 +25,9 @@ EXPECTED_FAILURES = {
         "mini-batch SGD (batch_size=16) with early stopping on iris runs 140 epochs, past "
         "the test's bound of n_iter_no_change + 20 for scikit-learn's per-row SGD",
     "test_multi_core_gridsearch_and_early_stopping":
-        "mini-batch SGD (batch_size=16) with early stopping on iris scores 0.79 in the "
-        "test's search, below its 0.8 threshold for scikit-learn's per-row SGD",
+        "mini-batch SGD (batch_size=16) with early stopping on iris scores 0.79 to 0.80 in "
+        "the test's search (with the versions of numpy and scikit-learn), at its 0.8 "
+        "threshold for scikit-learn's per-row SGD",
     "test_validation_mask_correctly_subsets":
         "mocks scikit-learn's private _stochastic_gradient._ValidationScoreCallback",
 }
