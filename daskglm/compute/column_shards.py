@@ -224,7 +224,7 @@ class ColumnShard:
         rows ``0..used-1``, then ``y`` rows ``m..m+used-1``, after the store) with
         ``[g_new, s, y]`` as a ``(2 used, 3)`` array (the last two columns zero without a
         pair), and ``[g_new . g_new, m . g_new, m . s, m . y]`` (the last three 0 when not
-        centred, or without a pair).
+        centred, the last two without a pair).
         """
         step = alpha * self.d
         self.x = self.x + step

@@ -15,8 +15,8 @@ Per iteration and trial step:
    (:class:`~daskglm.compute.worker_columns.WorkerColumns`); the loss comes back through
    the reduction tree;
 2. one ``shard_op`` ``finish``: each shard sums the workers' pushes in a fixed order,
-   adds the penalty's gradient and returns its part of the penalty, of ``g . d`` and of
-   ``max |g|``;
+   adds the penalty's gradient and returns its part of the penalty, of ``g . d``, of
+   ``max |g|`` and of the intercept's gradient ``g_b`` (the shard holding it);
 
 and, per iteration, ``accept`` (move, store the pair, the new dot products with the
 basis) and ``direction`` (``d`` as the combination of the basis that the two-loop
@@ -24,6 +24,24 @@ recursion computed on the driver from the Gram matrix alone:
 :func:`~daskglm.optim.vector_free_lbfgs.gram_two_loop`).  The iteration itself is
 :func:`~daskglm.optim.vector_free_lbfgs.run_lbfgs`, the same code that runs on numpy
 vectors in :func:`~daskglm.optim.vector_free_lbfgs.plain_lbfgs`.
+
+With ``standardize`` (the default) the iteration runs in the coordinates of the
+whole-vector L-BFGS: every column centred and scaled to unit size
+(:func:`iteration_units`, from the validation round's column moments).  Coefficient
+``j`` is ``u_j theta_j`` and the intercept ``theta_b - m . theta`` (up to a constant),
+``m_j = mu_j u_j`` with ``mu_j`` the column's weighted mean, so the gradient in ``theta``
+is ``u_j (g_j - mu_j g_b)`` and ``g_b``
+(:class:`~daskglm.compute.column_shards.ColumnShard`).  That costs no round of its own:
+the driver sums ``g_b`` from ``finish`` and sends it with ``accept``; ``accept`` also
+returns the shards' parts of ``m``'s dot products with the new basis vectors, from which
+the driver has ``m . d`` for the direction's coefficients and sends it with
+``direction``; the shard holding the intercept moves it by ``m . alpha d`` at each step.
+Without an intercept the columns are only scaled (there is no intercept to absorb their
+means); on an engine without column moments, or without ``standardize``, the iteration
+runs in the parameters themselves.  Centred, the hashed click-through rows of
+``benchmarks/click_through.py`` (1e5 rows x 2^20 columns) take 18 iterations, where
+scaled only they did not converge in 100 (the whole-vector fit: 22): each categorical
+field's one-hot columns sum to the intercept's column.
 
 The whole parameter vector moves twice: onto the shards at the start and back at the end
 (and once more each way when the shards are rebuilt after a worker was lost: see
