@@ -24,12 +24,12 @@ from tests.test_sharded_lbfgs import (
     TIGHT,
     C,
     chunked,
+    coordinates,
     criterion_scales,
     fit_killing_a_worker,
     objective,
     params_of,
     sparse_data,
-    units,
 )
 
 BLOCKS = {"sharded": True, "column_blocks": True}
@@ -39,7 +39,7 @@ def reference(X, y, max_iter=TIGHT["max_iter"]):
     x, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])), np.zeros(X.shape[1] + 1),
                              tol=TIGHT["tol"], max_iter=max_iter,
                              criterion_scales=criterion_scales(X),
-                             units=units(X, 1.0 / (C * X.shape[0])))
+                             **coordinates(X, 1.0 / (C * X.shape[0])))
     return x, outcome
 
 

@@ -57,9 +57,11 @@ def criterion_scales(X, weight=None):
     return factors
 
 
-def units(X, alpha, weight=None):
-    """The shards' units of iteration (:func:`~daskglm.solvers.sharded_lbfgs.iteration_units`)
-    for L2 logistic regression of strength ``alpha`` started at zero."""
+def coordinates(X, alpha, weight=None):
+    """The shards' coordinates of iteration for L2 logistic regression of strength
+    ``alpha`` with an intercept, started at zero: ``units``
+    (:func:`~daskglm.solvers.sharded_lbfgs.iteration_units`) and the column ``means`` it
+    centres on, as :func:`plain_lbfgs`'s keywords."""
     from daskglm.model.families import Binomial
     from daskglm.model.penalties import L2
     from daskglm.solvers import Problem
@@ -67,9 +69,11 @@ def units(X, alpha, weight=None):
 
     weight = np.ones(X.shape[0]) if weight is None else weight
     squares = np.asarray(X.multiply(X).T @ weight if sp.issparse(X) else (X * X).T @ weight)
+    means = np.ravel(np.asarray(X.T @ weight)) / weight.sum()
     problem = Problem(Binomial(), L2(alpha), True, X.shape[1])
-    return iteration_units(problem, np.ravel(squares) / weight.sum(),
-                           np.zeros(X.shape[1] + 1))
+    units = iteration_units(problem, np.ravel(squares) / weight.sum(),
+                            np.zeros(X.shape[1] + 1), means)
+    return {"units": units, "means": means}
 
 
 def chunked(X, y, rows=500):
@@ -115,7 +119,7 @@ def test_same_iterates_as_plain_lbfgs_and_scipy(client, make):
     reference, outcome = plain_lbfgs(fun, np.zeros(X.shape[1] + 1), tol=TIGHT["tol"],
                                      max_iter=TIGHT["max_iter"],
                                      criterion_scales=criterion_scales(X),
-                                     units=units(X, 1.0 / (C * X.shape[0])))
+                                     **coordinates(X, 1.0 / (C * X.shape[0])))
     assert outcome.converged
     assert model.n_iter_ == outcome.n_iter
     np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
@@ -301,7 +305,7 @@ def test_in_process_engine_matches_the_reference(memory):
     reference, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * X.shape[0])),
                                      np.zeros(X.shape[1] + 1), memory=memory,
                                      criterion_scales=criterion_scales(X),
-                                     units=units(X, 1.0 / (C * X.shape[0])), **TIGHT)
+                                     **coordinates(X, 1.0 / (C * X.shape[0])), **TIGHT)
     assert model.n_iter_ == outcome.n_iter > memory  # the pairs' slots were reused
     np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)
 
@@ -390,7 +394,7 @@ def test_sample_weights_in_process():
     reference, outcome = plain_lbfgs(objective(X, y, 1.0 / (C * weight.sum()), weight),
                                      np.zeros(X.shape[1] + 1),
                                      criterion_scales=criterion_scales(X, weight),
-                                     units=units(X, 1.0 / (C * weight.sum()), weight),
+                                     **coordinates(X, 1.0 / (C * weight.sum()), weight),
                                      **TIGHT)
     assert outcome.converged and model.n_iter_ == outcome.n_iter
     np.testing.assert_allclose(params_of(model), reference, rtol=0, atol=1e-8)

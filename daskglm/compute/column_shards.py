@@ -15,9 +15,10 @@ correction pairs ``(s_i, y_i)`` as the rows of one array ``basis`` (rows ``0..m-
 * from the coordinator (the driver), small commands whose arguments and answers are
   scalars or vectors of length ``2 m``: :meth:`~ColumnShard.finish` (sum the pushes of a
   round in contributor order into ``g_trial``; the shard's parts of the penalty value,
-  ``g_trial . d`` and ``max |g_trial|``), :meth:`~ColumnShard.accept` (move to the trial
-  point, store a correction pair, return shard-local dot products with the basis) and
-  :meth:`~ColumnShard.direction` (``d = basis^T c + c_g g``).  The coordinator fills the
+  ``g_trial . d``, ``max |g_trial|`` and the intercept's gradient),
+  :meth:`~ColumnShard.accept` (move to the trial point, store a correction pair, return
+  shard-local dot products with the basis) and :meth:`~ColumnShard.direction` (``d =
+  basis^T c + c_g g``).  The coordinator fills the
   slots from 0 up and reuses them in turn once all are full, so the slots holding pairs
   are always ``0..k-1``, and the rows it names are two contiguous blocks (no copies);
 * :meth:`~ColumnShard.load` and :meth:`~ColumnShard.values`: the full range, at the
@@ -73,10 +74,19 @@ class ColumnShard:
         iterate ``x``, the direction, the gradients and the pairs are ``theta``'s), as
         on columns scaled to unit size, while pulls, :meth:`values`, the penalty and the
         optimality test see the parameters themselves.  None: the parameters.
+    means : ndarray, optional
+        The weighted means ``mu_j`` of the range's columns, for a fit with an intercept:
+        the iteration then also runs as on centred columns.  With ``m_j = mu_j *
+        units_j``, coefficient ``j`` is ``units_j theta_j`` and the intercept
+        ``theta_b - m . theta`` (up to a constant), so the gradient in ``theta`` is
+        ``units_j (g_j - mu_j g_b)`` and ``g_b``: each shard needs the scalars ``g_b``
+        (given to :meth:`accept`) and ``m . d`` (given to :meth:`direction`), and the
+        shard holding the intercept keeps ``m . (x - x_0)`` (its :attr:`shift`).  None:
+        not centred.
     """
 
     def __init__(self, lo, hi, n_features, penalty, memory, criterion_scales=None,
-                 units=None):
+                 units=None, means=None):
         self.lo, self.hi = int(lo), int(hi)
         size = self.hi - self.lo
         self.n_coef = max(0, min(int(n_features), self.hi) - self.lo)
@@ -90,6 +100,13 @@ class ColumnShard:
         self.criterion_scales = (None if criterion_scales is None
                                  else np.asarray(criterion_scales, dtype=np.float64))
         self.units = None if units is None else np.asarray(units, dtype=np.float64)
+        self.holds_intercept = self.n_coef < size
+        self.centring = None  # m = means * units on the coefficients, when centred
+        if means is not None:
+            coef_units = np.ones(self.n_coef) if units is None else self.units[: self.n_coef]
+            self.centring = np.asarray(means, dtype=np.float64)[: self.n_coef] * coef_units
+        self.shift = 0.0  # m . (x - x_0), on the shard holding the intercept
+        self.shift_step = 0.0  # m . d
         self._registered = {}
         self._pending = {}
         self._lock = threading.Lock()
@@ -114,10 +131,16 @@ class ColumnShard:
                 self._registered[int(part)] = slice(0, self.hi - self.lo)
 
     def pull(self, part, alpha):
-        """``x + alpha d`` on contributor ``part``'s registered columns."""
+        """The parameters at ``x + alpha d`` on contributor ``part``'s registered columns."""
         local = self._registered[int(part)]
         theta = self.x[local] + alpha * self.d[local]
-        return theta if self.units is None else self.units[local] * theta
+        values = theta if self.units is None else self.units[local] * theta
+        if self._centred_intercept() and _holds_last(local, self.hi - self.lo):
+            values[-1] -= self.shift + alpha * self.shift_step
+        return values
+
+    def _centred_intercept(self):
+        return self.centring is not None and self.holds_intercept
 
     def push(self, part, round_id, values):
         """Keep contributor ``part``'s gradient sums on its columns for round ``round_id``."""
@@ -136,18 +159,25 @@ class ColumnShard:
         self.x = np.array(values, dtype=np.float64)
         if self.units is not None:
             self.x /= self.units
+        self.shift = self.shift_step = 0.0
         self.d = np.zeros_like(self.x)
         self.basis[:] = 0.0
         self._pending.clear()
 
     def values(self):
         """The parameters on the range (the iterate ``x`` in their units)."""
-        return self.x.copy() if self.units is None else self.units * self.x
+        values = self.x.copy() if self.units is None else self.units * self.x
+        if self._centred_intercept():
+            values[-1] -= self.shift
+        return values
 
     def finish(self, round_id, alpha, total_weight):
         """Sum round ``round_id``'s pushes in contributor order into the gradient at ``x +
-        alpha d``; return the shard's ``[penalty value, g_trial . d, max |g_trial|]`` (each
-        entry of ``g_trial`` times its criterion scale in the last).
+        alpha d``; return the shard's ``[penalty value, g_trial . d, max |g_trial|, g_b]``
+        (each entry of the gradient in the parameters times its criterion scale in the
+        third; ``g_b`` the intercept's gradient on the shard holding it, else 0).  When
+        centred, ``g_trial`` is the gradient in ``theta`` but for ``- m g_b`` on the
+        coefficients, which :meth:`accept` subtracts (``g_trial . d`` is whole).
 
         Raises
         ------
@@ -179,19 +209,29 @@ class ColumnShard:
         if self.units is not None:  # the gradient in theta
             grad *= self.units
         self.g_trial = grad
-        return np.array([penalty_value, float(grad @ self.d), largest])
+        slope = float(grad @ self.d)
+        intercept_grad = float(grad[-1]) if self.holds_intercept else 0.0
+        if self._centred_intercept():
+            slope -= intercept_grad * self.shift_step
+        return np.array([penalty_value, slope, largest, intercept_grad])
 
-    def accept(self, alpha, slot, used):
-        """Move to ``x + alpha d`` with gradient ``g_trial``; with ``slot`` (not None) store
-        the pair ``s = alpha d``, ``y = g_trial - g`` in that slot first.
+    def accept(self, alpha, slot, used, intercept_grad=0.0):
+        """Move to ``x + alpha d`` with gradient ``g_trial`` (centred: less ``m g_b``, with
+        ``g_b`` the ``intercept_grad`` of the last :meth:`finish`); with ``slot`` (not
+        None) store the pair ``s = alpha d``, ``y = g_trial - g`` in that slot first.
 
         Returns the shard's dot products of the basis rows of the ``used`` slots (``s``
         rows ``0..used-1``, then ``y`` rows ``m..m+used-1``, after the store) with
         ``[g_new, s, y]`` as a ``(2 used, 3)`` array (the last two columns zero without a
-        pair), and ``[g_new . g_new]``.
+        pair), and ``[g_new . g_new, m . g_new, m . s, m . y]`` (the last three 0 when not
+        centred, the last two without a pair).
         """
         step = alpha * self.d
         self.x = self.x + step
+        if self.centring is not None:
+            self.g_trial[: self.n_coef] -= self.centring * float(intercept_grad)
+            if self.holds_intercept:
+                self.shift += alpha * self.shift_step
         if slot is not None:
             self.basis[slot] = step
             self.basis[self.memory + slot] = self.g_trial - self.g
@@ -203,11 +243,17 @@ class ColumnShard:
             stacked[2] = self.basis[self.memory + slot]
         s_rows, y_rows = self._used_rows(used)
         dots = np.concatenate([s_rows @ stacked.T, y_rows @ stacked.T])
-        return dots, np.array([float(self.g @ self.g)])
+        centred = np.zeros(3)
+        if self.centring is not None:
+            centred = stacked[:, : self.n_coef] @ self.centring
+        return dots, np.concatenate([[float(self.g @ self.g)], centred])
 
-    def direction(self, used, coefficients, coefficient_of_g):
+    def direction(self, used, coefficients, coefficient_of_g, shift_step=0.0):
         """``d = basis^T coefficients + coefficient_of_g g`` over the rows of the ``used``
-        slots (``coefficients``: ``used`` for the ``s`` rows, then ``used`` for ``y``)."""
+        slots (``coefficients``: ``used`` for the ``s`` rows, then ``used`` for ``y``);
+        ``shift_step`` is ``m . d`` (the coordinator's, from the dot products of ``m``
+        with the basis that :meth:`accept` returns), when centred."""
+        self.shift_step = float(shift_step)
         used = int(used)
         s_rows, y_rows = self._used_rows(used)
         coefficients = np.asarray(coefficients, dtype=np.float64)
@@ -221,6 +267,14 @@ class ColumnShard:
         """Views (no copies) of the ``s`` and ``y`` rows of slots ``0..used-1``."""
         used = int(used)
         return self.basis[:used], self.basis[self.memory:self.memory + used]
+
+
+def _holds_last(local, size):
+    """Whether the registered columns ``local`` (a slice or sorted positions) include the
+    range's last parameter."""
+    if isinstance(local, slice):
+        return local.stop == size and local.stop > local.start
+    return bool(local.size) and int(local[-1]) == size - 1
 
 
 @dataclass

@@ -333,7 +333,7 @@ class ShardSet:
 
 
 def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
-                criterion_scales=None, units=None):
+                criterion_scales=None, units=None, means=None):
     """Column shards of ``n_params`` parameters for a fit on ``engine``.
 
     Parameters
@@ -354,6 +354,9 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
     units : ndarray, optional
         Each parameter's unit of iteration (:class:`ColumnShard`; each shard gets its
         range's).
+    means : ndarray, optional
+        The columns' weighted means, for an iteration centred on them (a fit with an
+        intercept; :class:`ColumnShard`; each shard gets its range's).
 
     Returns
     -------
@@ -364,7 +367,8 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
         n_shards = n_shards or max(1, getattr(engine, "n_threads", 1))
         bounds = shard_bounds(n_params, n_shards)
         shards = [ColumnShard(bounds[k], bounds[k + 1], n_features, penalty, memory,
-                              _range(criterion_scales, bounds, k), _range(units, bounds, k))
+                              _range(criterion_scales, bounds, k), _range(units, bounds, k),
+                              _range(means, bounds, k))
                   for k in range(len(bounds) - 1)]
         hubs = [WorkerColumns(0, ShardClients(bounds, shards))]
         return ShardSet(engine, ShardClients(bounds, shards, hubs=hubs))
@@ -377,7 +381,8 @@ def make_shards(engine, n_params, n_features, penalty, memory, n_shards=None,
         # pinned to its worker: Dask must never recreate it, empty, elsewhere
         futures.append(client.submit(ColumnShard, bounds[k], bounds[k + 1], n_features, penalty,
                                      memory, _range(criterion_scales, bounds, k),
-                                     _range(units, bounds, k), actor=True,
+                                     _range(units, bounds, k), _range(means, bounds, k),
+                                     actor=True,
                                      workers=[worker], allow_other_workers=False, pure=False,
                                      key=f"daskglm-shard-{token}-{k}"))
         addresses.append(worker)

@@ -177,29 +177,50 @@ def gram_two_loop(gram, order, memory):
 
 
 class DenseSpace:
-    """The space of :func:`run_lbfgs` on numpy vectors, for ``fun(x) -> (value, grad)``."""
+    """The space of :func:`run_lbfgs` on numpy vectors, for ``fun(x) -> (value, grad)``.
 
-    def __init__(self, fun, x0, memory, criterion_scales=None, units=None):
+    It iterates as the shards do (:class:`~daskglm.compute.column_shards.ColumnShard`):
+    in ``theta = params / units``, and, with the coefficients' column ``means`` (the
+    intercept last), on centred columns: coefficient ``j`` is ``units_j theta_j`` and the
+    intercept ``theta_b - m . (theta - theta_0)`` with ``m = means * units``.
+    """
+
+    def __init__(self, fun, x0, memory, criterion_scales=None, units=None, means=None):
         self.fun = fun
         self.criterion_scales = 1.0 if criterion_scales is None else criterion_scales
         # the iteration runs in x = params / units (the shards' units of iteration)
         self.units = 1.0 if units is None else np.asarray(units, dtype=np.float64)
         self.x = np.array(x0, dtype=np.float64) / self.units
+        self.centring = None
+        if means is not None:
+            means = np.asarray(means, dtype=np.float64)
+            self.centring = means * (self.units * np.ones_like(self.x))[: means.shape[0]]
+        self.shift = self.shift_step = 0.0  # m . (x - x_0), m . d
         self.d = np.zeros_like(self.x)
         self.g = None
         self.pairs = deque(maxlen=int(memory))
 
+    def params(self, alpha=0.0):
+        """The parameters at ``x + alpha d``."""
+        params = self.units * (self.x + alpha * self.d)
+        if self.centring is not None:
+            params[-1] -= self.shift + alpha * self.shift_step
+        return params
+
     def evaluate(self, alpha):
         self.trial_alpha = alpha
-        value, grad = self.fun(self.units * (self.x + alpha * self.d))
+        value, grad = self.fun(self.params(alpha))
         grad = np.asarray(grad, dtype=np.float64)
         largest = np.max(np.abs(grad) * self.criterion_scales)
         self.trial_grad = self.units * grad
+        if self.centring is not None:
+            self.trial_grad[: self.centring.shape[0]] -= self.centring * grad[-1]
         return float(value), float(self.trial_grad @ self.d), float(largest)
 
     def accept(self, alpha, keep_pair):
         step = alpha * self.d
         self.x = self.x + step
+        self.shift += alpha * self.shift_step
         if keep_pair:
             self.pairs.append((step, self.trial_grad - self.g))
         self.g = self.trial_grad
@@ -217,6 +238,8 @@ class DenseSpace:
         for (s, y), a in zip(self.pairs, reversed(alphas)):
             q += s * (a - (y @ q) / (s @ y))
         self.d = -q
+        if self.centring is not None:
+            self.shift_step = float(self.centring @ self.d[: self.centring.shape[0]])
         return float(self.g @ self.d), float(self.d @ self.d)
 
     def forget(self):
@@ -224,16 +247,17 @@ class DenseSpace:
 
 
 def plain_lbfgs(fun, x0, *, tol, max_iter, memory=10, max_evaluations=15000,
-                criterion_scales=None, units=None):
+                criterion_scales=None, units=None, means=None):
     """The reference: :func:`run_lbfgs` on a :class:`DenseSpace`, its test of ``tol`` on
     the largest gradient entry times ``criterion_scales`` (each 1 when None), iterating
-    in ``params / units`` (the parameters themselves when None).
+    in ``params / units`` (the parameters themselves when None), on columns centred on
+    ``means`` (the coefficients' columns' means, the intercept last) when given.
 
     Returns
     -------
     x : ndarray
     outcome : LBFGSOutcome
     """
-    space = DenseSpace(fun, x0, memory, criterion_scales, units)
+    space = DenseSpace(fun, x0, memory, criterion_scales, units, means)
     outcome = run_lbfgs(space, tol=tol, max_iter=max_iter, max_evaluations=max_evaluations)
-    return space.units * space.x, outcome
+    return space.params(), outcome
