@@ -61,8 +61,9 @@ class LBFGS(Solver):
         of their own), so that columns of unequal scales or offsets (a raw-scale column
         beside 0/1 dummies) do not stall the iteration.  The stopping criterion stays
         on the gradient in the original coordinates.  With ``sharded`` the columns are
-        scaled but not centred (:func:`~daskglm.solvers.sharded_lbfgs.iteration_units`:
-        centring would make every shard's step depend on every column).
+        centred and scaled the same way, the intercept absorbing the means
+        (:func:`~daskglm.solvers.sharded_lbfgs.iteration_units`; without an intercept
+        only scaled).
     sharded : bool, default False
         Keep the parameters, the gradient, the direction and the correction pairs in
         column shards on the workers, the driver seeing only scalars (Sandblaster
