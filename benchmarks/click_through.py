@@ -1,7 +1,7 @@
 """The click-through workload: hashed categorical rows, daskglm against Vowpal Wabbit.
 
 ``python -m benchmarks click-through`` (``--n``, ``--log2-d``, ``--contenders``, ``--c``,
-``--passes``, ``--vw-l2``; ``--json`` for one JSON line per contender).  Rows have 13 numeric fields
+``--tol``, ``--passes``, ``--vw-options``; ``--json`` for one JSON line per contender).  Rows have 13 numeric fields
 (``log1p`` of exponential counts) and 26 categorical fields whose levels are drawn
 skewed from 4 to 2,000,000 levels; each (field, level) is hashed to one of ``2**log2_d``
 columns.  Labels come from a known logistic model (a weight per level, drawn from the
@@ -16,7 +16,9 @@ Contenders, each timed from its own input format to a fitted model:
   (``cache="none"``), with the time of one read of the store printed beside it;
 * ``vw-1`` and ``vw-N``: Vowpal Wabbit (the ``vowpalwabbit`` package, ``.[bench]``) on
   its text format with the raw fields (it hashes them itself, ``-b log2_d``), logistic
-  loss, its default adaptive, normalised steps; N passes over a cache;
+  loss, its adaptive, normalised steps with ``--vw-options`` (default ``-l 1 --power_t
+  0.3``, the best held-out loss of a sweep of rates, decays and L2 at 1e6 rows); N
+  passes over a cache;
 * ``sklearn-lbfgs`` and ``sklearn-saga``: scikit-learn on the CSR matrix in process.
 
 Each line gives the seconds, the held-out log loss and its excess over the best
@@ -152,7 +154,7 @@ class Data:
             write_zarr(self.zarr, self.X, self.y)
 
 
-def _daskglm(data, C, solver, cache="memory"):
+def _daskglm(data, C, solver, cache="memory", tol=1e-4):
     import daskglm
 
     X, y = data.X, data.y
@@ -166,7 +168,7 @@ def _daskglm(data, C, solver, cache="memory"):
         X.map_blocks(lambda block: np.array([[block.nnz]]), dtype=int,
                      chunks=(1, 1)).sum().compute()
         read_seconds = time.perf_counter() - start
-    model = daskglm.LogisticRegression(C=C, solver=solver, cache=cache)
+    model = daskglm.LogisticRegression(C=C, solver=solver, cache=cache, tol=tol)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -181,13 +183,13 @@ def _daskglm(data, C, solver, cache="memory"):
     return result
 
 
-def _vw(data, passes, log2_d, l2):
+def _vw(data, passes, log2_d, extra):
     from vowpalwabbit import Workspace
 
     model, predictions = data.directory / "vw.model", data.directory / "vw.predictions"
     cache = f"--cache_file {data.directory / 'vw.cache'} -k --holdout_off " if passes > 1 else ""
     options = (f"-d {data.vw_train} --loss_function logistic -b {log2_d} --passes {passes} "
-               f"{cache}--l2 {l2} -f {model} --quiet")
+               f"{cache}{extra} -f {model} --quiet")
     start = time.perf_counter()
     learner = Workspace(options)
     learner.run_parser()
@@ -215,8 +217,8 @@ def _sklearn(data, C, solver):
                                                  model.predict_proba(data.test[0])[:, 1])}
 
 
-def run(n=1_000_000, log2_d=22, contenders=CONTENDERS, C=1.0, passes=3, vw_l2=0.0,
-        partitions=8, workers=2):
+def run(n=1_000_000, log2_d=22, contenders=CONTENDERS, C=1.0, passes=3, vw_options="",
+        partitions=8, workers=2, tol=1e-4):
     """Run the contenders on one generated data set; yield a dict per contender."""
     from distributed import Client, LocalCluster
 
@@ -231,13 +233,13 @@ def run(n=1_000_000, log2_d=22, contenders=CONTENDERS, C=1.0, passes=3, vw_l2=0.
         for name in contenders:
             load = os.getloadavg()[0]
             if name == "daskglm":
-                result = _daskglm(data, C, "auto")
+                result = _daskglm(data, C, "auto", tol=tol)
             elif name == "daskglm-lbfgs":
-                result = _daskglm(data, C, "lbfgs")
+                result = _daskglm(data, C, "lbfgs", tol=tol)
             elif name == "daskglm-zarr":
-                result = _daskglm(data, C, "auto", cache="none")
+                result = _daskglm(data, C, "auto", cache="none", tol=tol)
             elif name in ("vw-1", "vw-N"):
-                result = _vw(data, 1 if name == "vw-1" else passes, log2_d, vw_l2)
+                result = _vw(data, 1 if name == "vw-1" else passes, log2_d, vw_options)
             elif name == "sklearn-lbfgs":
                 result = _sklearn(data, C, "lbfgs")
             elif name == "sklearn-saga":
@@ -257,7 +259,9 @@ def add_parser(commands):
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument("--c", type=float, default=1.0, help="C of daskglm and scikit-learn")
     parser.add_argument("--passes", type=int, default=3, help="Vowpal Wabbit's N")
-    parser.add_argument("--vw-l2", type=float, default=0.0)
+    parser.add_argument("--vw-options", default="-l 1 --power_t 0.3",
+                        help="Vowpal Wabbit's learning options (the best of a sweep at 1e6)")
+    parser.add_argument("--tol", type=float, default=1e-4, help="daskglm's tol")
     parser.add_argument("--json", action="store_true", help="one JSON line per contender")
     parser.set_defaults(handler=main)
 
@@ -265,7 +269,7 @@ def add_parser(commands):
 def main(args):
     """Print one line per contender (the handler of ``click-through``)."""
     for line in run(int(args.n), args.log2_d, args.contenders.split(","), args.c, args.passes,
-                    args.vw_l2):
+                    args.vw_options, tol=args.tol):
         if args.json:
             print(json.dumps(line), flush=True)
         else:
