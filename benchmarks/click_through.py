@@ -179,7 +179,11 @@ def _daskglm(data, C, solver, cache="memory", tol=1e-4):
               "converged": bool(model.converged_), "rounds": model.comm_.rounds,
               "chosen": getattr(model, "solver_", solver)}
     if read_seconds is not None:
-        result["one read of the store, s"] = read_seconds
+        reading = [r for r in model.comm_.records if r.bytes_read]
+        result.update({"one read of the store, s": read_seconds,
+                       "rounds reading the store": len(reading),
+                       "their seconds": sum(r.seconds for r in reading),
+                       "GB read": model.comm_.bytes_read / 1e9})
     return result
 
 
