@@ -69,7 +69,7 @@ MAX_REBUILDS = 3
 
 #: Seconds a rebuild waits for the scheduler to see the worker whose loss it meets (a
 #: moved partition can be the first error), so that its warning names that worker.
-LOSS_NOTICE_SECONDS = 5.0
+LOSS_NOTICE_SECONDS = 10.0
 
 
 class ShardedSpace:
