@@ -146,7 +146,7 @@ def test_compiled_block_loops_equal_the_whole_array_formulas(family, dtype, weig
 def test_the_block_loops_run_for_the_compiled_families_and_csr_for_the_others(monkeypatch):
     calls = []
     for name in ("fused_categorical_loss_grad", "fused_categorical_loss_grad_hess",
-                 "fused_csr_loss_grad", "fused_csr_loss_grad_hess"):
+                 "csr_loss_grad", "fused_csr_loss_grad_hess"):
         original = getattr(kernels, name)
         monkeypatch.setattr(kernels, name,
                             lambda *a, _o=original, _n=name: calls.append(_n) or _o(*a))

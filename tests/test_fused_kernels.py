@@ -333,8 +333,9 @@ def _sparse_partition(family, n, dtype, weighted, offset):
                          [(True, True, True), (False, False, False), (False, True, True)])
 def test_compiled_csr_loops_equal_the_whole_array_formulas(family, dtype, weighted, offset,
                                                            fit_intercept):
-    """CSR partitions of the families with a compiled loop: the loss and gradient in one
-    pass over the stored values (fused_csr_rows), the Hessian too (fused_csr_hessian_rows)."""
+    """CSR partitions of the families with a compiled loop: the loss and gradient from
+    scipy's two products and the compiled formula on all rows (family_rows_of), the
+    Hessian in one pass over the stored values (fused_csr_hessian_rows)."""
     params = _params(fit_intercept)
     for n in ROWS + [300]:
         part = _sparse_partition(family, n, dtype, weighted, offset)
@@ -353,7 +354,7 @@ def test_compiled_csr_loops_equal_the_whole_array_formulas(family, dtype, weight
 
 def test_csr_loops_run_for_the_compiled_families_only(monkeypatch):
     calls = []
-    for name in ("fused_csr_loss_grad", "fused_csr_loss_grad_hess"):
+    for name in ("csr_loss_grad", "fused_csr_loss_grad_hess"):
         original = getattr(kernels, name)
         monkeypatch.setattr(kernels, name,
                             lambda *a, _o=original, _n=name: calls.append(_n) or _o(*a))
@@ -362,7 +363,7 @@ def test_csr_loops_run_for_the_compiled_families_only(monkeypatch):
         part = _sparse_partition(family, 50, np.float64, True, False)
         loss_grad(part, params, family, True)
         loss_grad_hess(part, params, family, True)
-    assert calls == ["fused_csr_loss_grad", "fused_csr_loss_grad_hess"]
+    assert calls == ["csr_loss_grad", "fused_csr_loss_grad_hess"]
 
 
 def test_sparse_partitions_keep_their_path():

@@ -373,16 +373,14 @@ def test_ledger_follows_the_payload_model(client):
                if r.kind in (Kind.SHARD_PULL, Kind.SHARD_PUSH))
 
 
-def test_touched_columns_renumber_x_without_copying_values():
+def test_touched_columns_keep_x_as_it_is():
     from daskglm.compute.column_shards import touched_columns
 
     X, _ = sparse_data(n=300, d=5000, density=0.01)
     state = touched_columns((X, None, None), 3, fit_intercept=True, hub=1)
-    columns = np.unique(X.indices)
     assert state.index == 3 and state.hub == 1
-    np.testing.assert_array_equal(state.columns, np.append(columns, 5000))
-    np.testing.assert_array_equal(state.X.toarray(), X.toarray()[:, columns])
-    assert np.shares_memory(state.X.data, X.data)
+    np.testing.assert_array_equal(state.columns, np.append(np.unique(X.indices), 5000))
+    assert state.X is X
 
 
 def test_sample_weights_in_process():
@@ -425,22 +423,25 @@ def test_compare_shows_bytes_per_iteration_of_the_sharded_variant():
         compare(X, y, ["lbfgs-shardedd"])
 
 
-def test_worker_columns_pull_once_and_push_one_sum_in_partition_order():
-    """A worker's partitions share one pull per round (their ``X`` numbered in the union
-    of their columns) and one push of their summed gradients, the same bits whichever
-    partition hands its sums in first."""
+@pytest.mark.parametrize("d, density", [(50, 0.2), (5000, 0.002)], ids=["wide", "narrow"])
+def test_worker_columns_pull_once_and_push_one_sum_in_partition_order(d, density):
+    """A worker's partitions share one pull per round and one push of their summed
+    gradients on the union of their columns, the same bits whichever partition hands its
+    sums in first.  They compute on the whole parameter vector while the union holds a
+    quarter of it or more (their ``X`` as it is), on the union below (their ``X``
+    renumbered to it)."""
     from daskglm.compute.column_shards import ColumnShard, shard_bounds, touched_columns
-    from daskglm.compute.worker_columns import WorkerColumns
+    from daskglm.compute.worker_columns import NARROW_FRACTION, WorkerColumns
     from daskglm.engine.shards import ShardClients
     from daskglm.model.penalties import L2
 
     rng = np.random.default_rng(5)
-    d = 50
-    parts = {p: sparse_data(n=6, d=d, density=0.2, seed=p)[0] for p in range(3)}
+    parts = {p: sparse_data(n=6, d=d, density=density, seed=p)[0] for p in range(3)}
     union = np.unique(np.concatenate([X.indices for X in parts.values()] + [[d]]))
-    grads = {p: rng.normal(size=union.size - 1) * 10.0 ** rng.integers(-8, 8, union.size - 1)
+    wide = union.size >= NARROW_FRACTION * (d + 1)
+    assert wide == (d == 50)
+    grads = {p: rng.normal(size=union.size) * 10.0 ** rng.integers(-8, 8, union.size)
              for p in parts}
-    intercepts = {p: rng.normal() for p in parts}
     x = rng.normal(size=d + 1)
     sums = []
     for order in ([0, 1, 2], [2, 0, 1], [1, 2, 0]):
@@ -454,19 +455,32 @@ def test_worker_columns_pull_once_and_push_one_sum_in_partition_order():
         assert list(hub.seal()) == [union.size, 2]
         pulls = [hub.pull(p, 1, 0.0) for p in order]
         assert [traffic for _, _, traffic in pulls] == [[union.size, 2], [0, 0], [0, 0]]
-        for p, (X, values, _) in zip(order, pulls):
-            np.testing.assert_array_equal(values, x[union])
-            assert X.shape == (6, union.size - 1)
-            np.testing.assert_allclose(X @ values[:-1], parts[p] @ x[:d], rtol=1e-14)
-        pushes = [hub.push(p, 1, grads[p], intercepts[p]) for p in order]
+        for p, (X, params, _) in zip(order, pulls):
+            if wide:
+                assert X is None
+                expected = np.zeros(d + 1)
+                expected[union] = x[union]
+                np.testing.assert_array_equal(params, expected)
+                X = parts[p]
+            else:
+                np.testing.assert_array_equal(params, x[union])
+                assert X.shape == (6, union.size - 1)
+                assert np.shares_memory(X.data, parts[p].data)
+            np.testing.assert_allclose(X @ params[:-1], parts[p] @ x[:d], rtol=1e-14)
+        numbered = {}
+        for p in parts:
+            numbered[p] = grads[p]
+            if wide:
+                numbered[p] = np.zeros(d + 1)
+                numbered[p][union] = grads[p]
+        pushes = [hub.push(p, 1, numbered[p]) for p in order]
         assert pushes == [[0, 0], [0, 0], [union.size, 2]]
         for shard in shards:
             shard.finish(1, 0.0, 1.0)
         sums.append(np.concatenate([shard.g_trial for shard in shards]))
     expected = np.zeros(d + 1)
     for p in range(3):
-        expected[union[:-1]] += grads[p]
-        expected[d] += intercepts[p]
+        expected[union] += grads[p]
     np.testing.assert_array_equal(sums[0], expected)
     assert all(np.array_equal(s, sums[0]) for s in sums[1:])
 

@@ -24,9 +24,9 @@ correction pairs ``(s_i, y_i)`` as the rows of one array ``basis`` (rows ``0..m-
 * :meth:`~ColumnShard.load` and :meth:`~ColumnShard.values`: the full range, at the
   start and the end of a fit only.
 
-:func:`touched_columns` builds a partition's state once (its touched columns and ``X``
-with column indices renumbered to them).  Pure numpy/scipy: the kernels that use it are
-in :mod:`daskglm.compute.worker_columns`.
+:func:`touched_columns` builds a partition's state once (its touched columns, and its
+``X`` as it is).  Pure numpy/scipy: the kernels that use it are in
+:mod:`daskglm.compute.worker_columns`.
 """
 
 from __future__ import annotations
@@ -287,9 +287,12 @@ class PartitionColumns:
         The partition's index (the order in which its worker sums the gradients).
     columns : ndarray of int64
         Sorted parameter indices its rows touch (the intercept's last, when fitted).
-    X : scipy CSR matrix or ndarray
-        The partition's ``X`` with column ``j`` renumbered to the position of ``j`` in
-        ``columns`` (the data arrays are shared with the partition, not copied).
+    X : scipy CSR matrix, ndarray or None
+        The partition's ``X`` (its column ``j`` at ``j``), or, once its
+        :class:`~daskglm.compute.worker_columns.WorkerColumns` numbers it in a narrow
+        union, ``X`` with its columns at their positions in that union (the data arrays
+        shared with the partition, not copied); None when the partition's own ``X``
+        serves (the rows of its evaluation tasks).
     hub : int
         The :class:`~daskglm.compute.worker_columns.WorkerColumns` it registered with
         (the one on its worker): its pulls and pushes go there.
@@ -313,18 +316,16 @@ def mark_columns(indices, size):
 
 def touched_columns(part, index, fit_intercept, hub=0):
     """The :class:`PartitionColumns` of a partition ``(X, y, weight[, offset])``: for CSR ``X`` the
-    columns holding a stored entry, for dense ``X`` all of them."""
-    X = part[0]
-    X = kernel_matrix(X)
+    columns holding a stored entry, for dense ``X`` all of them; its ``X`` as it is."""
+    X = kernel_matrix(part[0])
     n_features = X.shape[1]
     if sp.issparse(X):
-        marked, position = mark_columns(X.indices, n_features)
+        marked = np.zeros(n_features, dtype=bool)
+        marked[X.indices] = True
         columns = np.flatnonzero(marked)
-        X_local = sp.csr_matrix((X.data, position[X.indices].astype(X.indices.dtype),
-                                 X.indptr), shape=(X.shape[0], columns.size))
     else:
-        columns, X_local = np.arange(n_features), X
+        columns = np.arange(n_features)
     columns = columns.astype(np.int64)
     if fit_intercept:
         columns = np.append(columns, n_features)
-    return PartitionColumns(int(index), columns, X_local, int(hub))
+    return PartitionColumns(int(index), columns, X, int(hub))

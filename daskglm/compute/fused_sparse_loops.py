@@ -1,12 +1,13 @@
-"""The compiled loops of the fused kernels on sparse partitions (numba): a CSR matrix
-(:func:`fused_csr_rows`, :func:`fused_csr_hessian_rows`) and a table's categorical block
-(:func:`fused_categorical_rows`, :func:`fused_categorical_hessian_rows`).
+"""The compiled loops of the kernels on sparse partitions (numba): a CSR matrix's
+Hessian (:func:`fused_csr_hessian_rows`) and a table's categorical block
+(:func:`fused_categorical_rows`, :func:`fused_categorical_hessian_rows`), and the family's
+formula on all rows of a partition (:func:`family_rows_of`, for a CSR matrix's gradient).
 
-As the dense loops of :mod:`.fused_loops`, each reads a row's stored values once for its
-predictor and once, while still in the cache, for its products, :data:`~.fused_loops.BLOCK_ROWS`
-rows at a time, with the family's formula of :mod:`.family_formulas`.  A change to either
-of those files must touch this one too (numba's on-disk cache keys a function on its own
-file only).
+As the dense loops of :mod:`.fused_loops`, the fused ones read a row's stored values once
+for its predictor and once, while still in the cache, for its products,
+:data:`~.fused_loops.BLOCK_ROWS` rows at a time, with the family's formula of
+:mod:`.family_formulas`.  A change to either of those files must touch this one too
+(numba's on-disk cache keys a function on its own file only).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ import numpy as np
 from .family_formulas import FASTMATH, weighted_family_rows
 from .fused_loops import BLOCK_ROWS
 
-__all__ = ["fused_csr_rows", "fused_csr_hessian_rows", "fused_categorical_rows",
-           "fused_categorical_hessian_rows"]
+__all__ = ["family_rows_of", "fused_csr_hessian_rows",
+           "fused_categorical_rows", "fused_categorical_hessian_rows"]
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH, error_model="numpy", inline="always")
@@ -40,32 +41,28 @@ def _csr_chunk_stats(indptr, indices, data, y, weight, offset, coef, intercept, 
 
 
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH, error_model="numpy")
-def fused_csr_rows(indptr, indices, data, y, weight, offset, coef, intercept, family,
-                   parameter, grad):
-    """:func:`~.fused_loops.fused_rows` for a CSR partition (``indptr``, ``indices``, ``data``): each
-    row's stored values are read once for its predictor and once, while still in the
-    cache, for its ``r * x``, :data:`BLOCK_ROWS` rows at a time.  Returns the loss and
-    ``sum(r)``."""
-    n = indptr.shape[0] - 1
-    buffers = np.empty((6, BLOCK_ROWS))
+def family_rows_of(eta, y, weight, family, parameter, residuals):
+    """The family's formula at the predictors ``eta`` of all rows, weighted:
+    :data:`BLOCK_ROWS` rows at a time, each row's derivative into ``residuals``.  Returns
+    the loss and ``sum(r)``, summed a block at a time."""
+    n = eta.shape[0]
+    buffers = np.empty((4, BLOCK_ROWS))
     scale_bits = np.empty(BLOCK_ROWS, dtype=np.int64)
-    eta, row_loss, residual, work = buffers[0], buffers[1], buffers[2], buffers[3:]
+    row_loss, work = buffers[0], buffers[1:]
     no_curvature = buffers[0, :0]
     loss = 0.0
     intercept_grad = 0.0
     for first in range(0, n, BLOCK_ROWS):
         count = min(first + BLOCK_ROWS, n) - first
-        _csr_chunk_stats(indptr, indices, data, y, weight, offset, coef, intercept, family,
-                         parameter, first, count, eta, row_loss, residual, no_curvature, work,
-                         scale_bits)
+        residual = residuals[first:first + count]
+        weighted_family_rows(family, parameter, y, weight, first, count,
+                             eta[first:first + count], row_loss, residual, no_curvature, work,
+                             scale_bits)
         block_loss = 0.0
         block_intercept = 0.0
         for i in range(count):
             block_loss += row_loss[i]
             block_intercept += residual[i]
-            r = residual[i]
-            for p in range(indptr[first + i], indptr[first + i + 1]):
-                grad[indices[p]] += r * data[p]
         loss += block_loss
         intercept_grad += block_intercept
     return loss, intercept_grad
@@ -74,7 +71,7 @@ def fused_csr_rows(indptr, indices, data, y, weight, offset, coef, intercept, fa
 @numba.njit(cache=True, nogil=True, fastmath=FASTMATH, error_model="numpy")
 def fused_csr_hessian_rows(indptr, indices, data, y, weight, offset, coef, intercept, family,
                            parameter, grad, upper, col_sums):
-    """:func:`fused_csr_rows` with the curvatures ``h``: adds ``r * x`` to ``grad``,
+    """A CSR partition's loss, gradient and Hessian sums: adds ``r * x`` to ``grad``,
     ``h * x`` to ``col_sums`` and the products ``h x_a x_b`` of each row's stored values,
     ``b`` at or after ``a``, to ``upper`` (``d x d``; with sorted column indices, the
     upper triangle of ``X^T diag(h) X``).  Returns the loss, ``sum(r)`` and ``sum(h)``."""

@@ -54,9 +54,9 @@ from ..backend import (
 )
 from .blocked import (
     augmented_gram,
+    csr_loss_grad,
     fused_categorical_loss_grad,
     fused_categorical_loss_grad_hess,
-    fused_csr_loss_grad,
     fused_csr_loss_grad_hess,
     fused_loss_grad,
     fused_loss_grad_hess,
@@ -224,7 +224,7 @@ def _fused_loss_grad_for(X):
     if is_host_dense(X):
         return fused_loss_grad
     if sp.issparse(X) and X.format == "csr":
-        return fused_csr_loss_grad
+        return csr_loss_grad
     if is_categorical_matrix(X):
         return fused_categorical_loss_grad
     return None

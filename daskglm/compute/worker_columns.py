@@ -5,17 +5,25 @@ In a sharded L-BFGS fit (:mod:`daskglm.solvers.sharded_lbfgs`) every worker hold
 columns with it once (:func:`register_columns`: the partition's
 :class:`~daskglm.compute.column_shards.PartitionColumns` stays in the
 :class:`WorkerColumns`, so the rounds after it carry no partition state through the
-engine).  :meth:`WorkerColumns.seal` then takes the union of them, renumbers every
-partition's ``X`` to the positions of its columns in that union (once) and registers the
-union, split by shard range, with the shards.  In each evaluation round
-(:func:`sharded_loss_grad`):
+engine).  :meth:`WorkerColumns.seal` then takes the union of them and registers it, split
+by shard range, with the shards.  The partitions compute in one of two numberings of the
+parameters, whichever costs less:
+
+* wide (the union is at least :data:`NARROW_FRACTION` of the parameters, as on hashed
+  rows): the full parameter vector, ``x + alpha d`` scattered into it once per round.
+  Every partition computes on its own ``X`` as it holds it: nothing is renumbered;
+* narrow (a smaller union): the union itself.  Every partition's ``X`` is renumbered to
+  its columns' positions in the union once, at the seal.
+
+In each evaluation round (:func:`sharded_loss_grad`):
 
 * the first of the worker's partitions to ask pulls ``x + alpha d`` on the union, one call
-  per shard it reaches; every partition of the worker computes on that one copy (its
-  ``X`` is numbered in the union: nothing is gathered per partition);
-* each partition hands its gradient sums (on the union) to the :class:`WorkerColumns`;
-  the last of them sums all of them in partition order (bit for bit the same sum for a
-  fixed layout, whichever thread arrives first) and pushes the sum, one call per shard.
+  per shard it reaches; every partition of the worker computes on that one copy, with the
+  compiled loss-and-gradient loop of the whole-vector fits
+  (:func:`~daskglm.compute.kernels.loss_grad`);
+* each partition hands its gradient sums to the :class:`WorkerColumns`; the last of them
+  sums all of them in partition order (bit for bit the same sum for a fixed layout,
+  whichever thread arrives first) and pushes the sum on the union, one call per shard.
 
 So the bytes of a round scale with the union of the columns each worker's partitions
 touch, and the calls with the workers, not the partitions.  A partition task reaches the
@@ -33,16 +41,22 @@ import numpy as np
 import scipy.sparse as sp
 
 from .column_shards import mark_columns, touched_columns
-from .kernels import partition_offset
+from .kernels import loss_grad
 
 __all__ = ["WorkerColumns", "UnknownPartition", "register_columns", "sharded_loss_grad",
-           "in_union", "TRAFFIC_FIELDS"]
+           "in_union", "TRAFFIC_FIELDS", "NARROW_FRACTION"]
 
 #: What :func:`sharded_loss_grad` returns, summed over partitions, in this order: the
 #: weight and the loss, then the values pulled from and pushed to the shards and the
 #: calls made to them (each of the pulls and again of the pushes; counted by the
 #: partition that made them for its worker).
 TRAFFIC_FIELDS = ("weight", "loss", "pulled", "pushed", "calls")
+
+#: A worker's partitions compute on the whole parameter vector when the union of their
+#: columns holds at least this fraction of it; on the union, their ``X`` renumbered to
+#: it once, when it holds less (then a round's vectors of the parameters' length would
+#: cost more than the rows' products).
+NARROW_FRACTION = 0.25
 
 
 class UnknownPartition(LookupError):
@@ -65,11 +79,14 @@ class WorkerColumns:
     def __init__(self, hub, shards):
         self.hub = int(hub)
         self.shards = shards
-        self._states = {}  # partition -> its PartitionColumns (X in the union once sealed)
+        self._states = {}  # partition -> its PartitionColumns
         self.union = np.zeros(0, dtype=np.int64)
+        # where the union's values sit in the vectors the partitions compute on: None when
+        # those are the union itself (narrow, or every parameter touched)
+        self.slots = None
         self._pieces = []  # (shard, slice of the union in its range)
-        self._pulled = (None, None)  # (round, x + alpha d on the union)
-        self._pushes = {}  # round -> {partition: (gradient sums, intercept's or None)}
+        self._pulled = (None, None)  # (round, x + alpha d in the partitions' numbering)
+        self._pushes = {}  # round -> {partition: gradient sums}
         self._lock = threading.Lock()
 
     def add(self, state):
@@ -82,8 +99,9 @@ class WorkerColumns:
         return sorted(self._states)
 
     def seal(self):
-        """Take the union of the registered columns, number every partition's ``X`` in it
-        and register the union with the shards.
+        """Take the union of the registered columns, choose the numbering the partitions
+        compute in (renumbering their ``X`` to the union when it is narrow) and register
+        the union with the shards.
 
         Returns
         -------
@@ -91,12 +109,19 @@ class WorkerColumns:
             ``[columns in the union, calls made]`` (one call per shard it reaches).
         """
         bounds = self.shards.bounds
+        width = int(bounds[-1])
         if self._states:
             marked, position = mark_columns(
-                np.concatenate([s.columns for s in self._states.values()]), bounds[-1])
+                np.concatenate([s.columns for s in self._states.values()]), width)
             self.union = np.flatnonzero(marked)
-            self._states = {p: in_union(s, position[s.columns], self.union.size)
-                            for p, s in self._states.items()}
+            if self.union.size >= NARROW_FRACTION * width:
+                self.slots = None if self.union.size == width else self.union
+                self._states = {p: dataclasses.replace(s, X=None)
+                                for p, s in self._states.items()}
+            else:
+                self.slots = None
+                self._states = {p: in_union(s, position, self.union.size)
+                                for p, s in self._states.items()}
         splits = np.searchsorted(self.union, bounds)
         self._pieces = [(k, slice(splits[k], splits[k + 1])) for k in range(len(bounds) - 1)
                         if splits[k + 1] > splits[k]]
@@ -105,9 +130,10 @@ class WorkerColumns:
         return np.array([self.union.size, len(self._pieces)], dtype=np.float64)
 
     def pull(self, part, round_id, alpha):
-        """``(X, values, traffic)``: partition ``part``'s ``X`` numbered in the union,
-        ``x + alpha d`` on the union from this worker's one pull of round ``round_id``,
-        and ``[values pulled, calls made]`` (zeros when another partition made the pull).
+        """``(X, params, traffic)``: partition ``part``'s ``X`` renumbered to the union
+        (None when it computes on its own), ``x + alpha d`` in the numbering it computes
+        in, from this worker's one pull of round ``round_id``, and ``[values pulled,
+        calls made]`` (zeros when another partition made the pull).
 
         Raises
         ------
@@ -125,53 +151,55 @@ class WorkerColumns:
                 pieces = self.shards.call_each("pull", [(k, (self.hub, alpha))
                                                         for k, _ in self._pieces])
                 values = np.concatenate(pieces) if pieces else np.zeros(0)
+                if self.slots is not None:
+                    params = np.zeros(int(self.shards.bounds[-1]))
+                    params[self.slots] = values
+                    values = params
                 self._pulled = (round_id, values)
             values = self._pulled[1]
-        traffic = [values.size, len(self._pieces)] if fresh else [0, 0]
+        traffic = [self.union.size, len(self._pieces)] if fresh else [0, 0]
         return state.X, values, traffic
 
-    def push(self, part, round_id, values, intercept=None):
-        """Keep partition ``part``'s gradient sums for round ``round_id`` (``values`` on
-        the union's columns of ``X``, ``intercept`` the intercept's or None); once every
-        registered partition has, push their sum (in partition order) to the shards.
+    def push(self, part, round_id, grad):
+        """Keep partition ``part``'s gradient sums ``grad`` (in the numbering of
+        :meth:`pull`'s parameters) for round ``round_id``; once every registered
+        partition has, push their sum (in partition order) on the union to the shards.
 
         Returns ``[values pushed, calls made]`` (zeros but for the last partition)."""
         part, round_id = int(part), int(round_id)
         with self._lock:
             pending = self._pushes.setdefault(round_id, {})
-            pending[part] = (values, intercept)
+            pending[part] = grad
             if len(pending) < len(self._states):
                 return [0, 0]
             del self._pushes[round_id]
             for stale in [r for r in self._pushes if r < round_id]:
                 del self._pushes[stale]
-        total = np.zeros(self.union.size)
-        for p in sorted(pending):
-            grad, of_intercept = pending[p]
-            total[:grad.size] += grad
-            if of_intercept is not None:
-                total[-1] += of_intercept
+        total = np.array(pending[min(pending)], dtype=np.float64)
+        for p in sorted(pending)[1:]:
+            total += pending[p]
+        if self.slots is not None:
+            total = total[self.slots]
         self.shards.call_each("push", [(k, (self.hub, round_id, total[s]))
                                        for k, s in self._pieces])
         return [total.size, len(self._pieces)]
 
 
-def in_union(state, positions, size):
-    """``state`` with its ``X`` numbered in a union of ``size`` columns, where its column
-    ``j`` is at ``positions[j]`` (sorted, so the union's intercept, if any, is last)."""
-    n_coef = state.X.shape[1]
-    if positions.size == size:  # its columns are the union: numbered in it already
-        return state
+def in_union(state, position, size):
+    """``state`` with its (CSR) ``X`` numbered in a union of ``size`` parameters, where
+    parameter ``j`` is at ``position[j]`` (increasing, so the union's intercept, if any,
+    is last)."""
     X = state.X
-    X = sp.csr_matrix((X.data, positions[X.indices].astype(X.indices.dtype), X.indptr),
-                      shape=(X.shape[0], size - (positions.size - n_coef)))
+    with_intercept = state.columns.size > 0 and state.columns[-1] == X.shape[1]
+    X = sp.csr_matrix((X.data, position[X.indices].astype(X.indices.dtype), X.indptr),
+                      shape=(X.shape[0], size - int(with_intercept)))
     return dataclasses.replace(state, X=X)
 
 
 def register_columns(part, index, shards, fit_intercept):
-    """A partition's registration round: find its touched columns and give them, with
-    ``X`` renumbered to them, to the :class:`WorkerColumns` of its worker.  ``index`` is
-    the partition's index.  Returns ``[1, columns]``."""
+    """A partition's registration round: find its touched columns and give them, with its
+    ``X``, to the :class:`WorkerColumns` of its worker.  ``index`` is the partition's
+    index.  Returns ``[1, columns]``."""
     hub = shards.local_hub()
     state = touched_columns(part, index, fit_intercept, hub)
     shards.call_hub(hub, "add", state)
@@ -182,23 +210,15 @@ def sharded_loss_grad(part, index, shards, alpha, round_id, family, fit_intercep
     """Partition ``index``'s part of an evaluation at ``x + alpha d``, the vectors on
     ``shards``.
 
-    Computes on its worker's pull of ``x + alpha d``, with its ``X`` as registered
-    (numbered in the worker's union), the loss and the gradient sums, hands those to its
-    worker's :class:`WorkerColumns` for round ``round_id`` and returns the array of
-    :data:`TRAFFIC_FIELDS`.
+    Computes on its worker's pull of ``x + alpha d`` the loss and the gradient sums (on
+    its ``X`` as registered), hands those to its worker's :class:`WorkerColumns` for
+    round ``round_id`` and returns the array of :data:`TRAFFIC_FIELDS`.
     """
-    y, weight, offset = part[1], part[2], partition_offset(part)
     hub = shards.local_hub()
-    X, coef, pulled = shards.call_hub(hub, "pull", index, round_id, alpha)
-    n_coef = X.shape[1]
-    eta = np.asarray(X @ coef[:n_coef]).ravel()
-    if fit_intercept:
-        eta = eta + coef[-1]
-    if offset is not None:
-        eta = eta + offset
-    loss, r = family.loss_and_dloss(y, eta, weight)
-    grad = np.asarray(X.T @ r).ravel()
-    pushed = shards.call_hub(hub, "push", index, round_id, grad,
-                             float(r.sum()) if fit_intercept else None)
-    total = float(y.shape[0]) if weight is None else float(weight.sum())
-    return np.array([total, float(loss), pulled[0], pushed[0], pulled[1]], dtype=np.float64)
+    X, params, pulled = shards.call_hub(hub, "pull", index, round_id, alpha)
+    if X is not None:
+        part = (X,) + tuple(part[1:])
+    stats = loss_grad(part, params, family, fit_intercept)
+    pushed = shards.call_hub(hub, "push", index, round_id, stats.grad)
+    return np.array([stats.weight, stats.loss, pulled[0], pushed[0], pulled[1]],
+                    dtype=np.float64)
