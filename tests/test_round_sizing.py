@@ -93,18 +93,22 @@ def test_sgd_in_this_process_stays_synchronous():
     np.testing.assert_array_equal(model.coef_, synchronous.coef_)
 
 
-def test_sgd_deadline_with_auto_stays_synchronous(client):
+def test_sgd_deadline_with_auto_sizes_local_rounds(client):
     X, y = _dask_data(n=4_000, chunks=1_000)
-    model = daskglm.LogisticRegression(solver="sgd", max_iter=1, tol=None,
-                                       solver_options={"deadline": 5.0, "batch_size": 500})
+    model = daskglm.LogisticRegression(solver="sgd", max_iter=3, tol=None,
+                                       solver_options={"deadline": 5.0, "batch_size": 25})
     model.fit(X, y)
-    assert model.comm_.choices["sync_every"][0] is None
-    # the deadline guard's first 4 steps use the deadline, the next 2 wait for everyone,
-    # and the last 2 do what it chose
-    deadline, waiting = model.comm_.count(Kind.DEADLINE_BATCH), model.comm_.count(Kind.SGD_BATCH)
-    assert deadline + waiting == math.ceil(4_000 / 500)
-    chosen = model.comm_.choices["deadline"][0]
-    assert (deadline, waiting) == ((4, 4) if chosen == "wait" else (6, 2))
+    value, reason = model.comm_.choices["sync_every"]
+    assert isinstance(value, int) and 1 <= value <= 160 and "fixed cost" in reason
+    # the deadline guard's first 4 rounds use the deadline, the next 2 wait for everyone,
+    # and the rest do what it chose
+    deadline = model.comm_.count(Kind.DEADLINE_LOCAL_SGD)
+    waiting = model.comm_.count(Kind.LOCAL_SGD)
+    rounds = 3 * math.ceil(160 / value)
+    assert deadline + waiting == rounds
+    assert deadline >= min(rounds, 4) and waiting == min(max(rounds - 4, 0), 2) + (
+        max(rounds - 6, 0) if model.comm_.choices.get("deadline", ("deadline",))[0] == "wait"
+        else 0)
 
 
 def test_gossip_on_a_cluster_sizes_its_local_steps(client):

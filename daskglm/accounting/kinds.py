@@ -27,6 +27,7 @@ class Kind:
     COMPRESSED_BATCH = "compressed_batch"  # sgd step, each partition's gradient compressed
     COMPRESSED_LOCAL_SGD = "compressed_local_sgd"  # local sgd, model deltas compressed
     DEADLINE_BATCH = "deadline_batch"  # sgd step taking the partitions that arrive in time
+    DEADLINE_LOCAL_SGD = "deadline_local_sgd"  # local sgd averaging the partitions in time
     COMPRESSED_GRADIENT = "compressed_gradient"  # gd: each partition's gradient compressed
     DEADLINE_GRADIENT = "deadline_gradient"  # gd: the partitions that arrive in time
     PUT_STATE = "put_state"  # partition states sent from the driver

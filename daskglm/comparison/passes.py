@@ -24,7 +24,7 @@ PASS_KINDS = frozenset({
 #: every training row once; ``n_iter_`` counts them).
 EPOCH_KINDS = frozenset({
     Kind.SGD_BATCH, Kind.LOCAL_SGD, Kind.COMPRESSED_BATCH, Kind.COMPRESSED_LOCAL_SGD,
-    Kind.DEADLINE_BATCH, Kind.ASYNC_SGD, Kind.GOSSIP,
+    Kind.DEADLINE_BATCH, Kind.DEADLINE_LOCAL_SGD, Kind.ASYNC_SGD, Kind.GOSSIP,
 })
 #: Local solves (ADMM, averaging): every partition's L-BFGS-B reads its rows once per
 #: evaluation; only the iterations of the longest solve are recorded (``local_iterations``).

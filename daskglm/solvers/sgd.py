@@ -26,6 +26,7 @@ from .sgd_communication import (
     compressed_local_epoch,
     compressed_synchronous_epoch,
     deadline_epoch,
+    deadline_local_epoch,
     start_senders,
 )
 
@@ -167,8 +168,7 @@ class SGD(Solver):
         cluster), after rounds of 64, 128, 256, ... local steps that time a step and a
         round's fixed cost (their results dropped), local SGD with the smallest power of
         two of steps per round whose compute is at least 10 times the fixed cost, at
-        most one epoch; in this process, and with
-        ``deadline`` or ``min_fraction``, synchronous SGD.  The choice and its reason are
+        most one epoch; in this process, synchronous SGD.  The choice and its reason are
         in the ledger's ``choices`` and the estimator's ``solver_options_``; it depends
         on timings, so pass the chosen value to repeat a run bit for bit.
     compression : None, str or dict, default None
@@ -184,18 +184,19 @@ class SGD(Solver):
     k : float, optional
         Fraction of the entries ``"topk"`` keeps (0 < k <= 1; default 0.01).
     deadline : float, optional
-        Synchronous SGD only: each step waits at most this many seconds and takes the
-        partitions that arrived, their gradient scaled by the share of the sample weight
-        that arrived; the partitions dropped are listed in the ledger's records and in
-        each history entry's ``dropped``.
+        Each round waits at most this many seconds and takes the partitions that
+        arrived: synchronous SGD scales their gradient by the share of the sample weight
+        that arrived, local SGD averages their iterates (weighted by their sample
+        weight); the partitions dropped are listed in the ledger's records and in each
+        history entry's ``dropped``.
     min_fraction : float in (0, 1], optional
-        Synchronous SGD only: each step waits until partitions holding this share of the
-        sample weight arrived (with ``deadline``, whichever comes first).  On a cluster,
-        a partition dropped from a step runs in the later ones also as a backup task on
+        Each round waits until partitions holding this share of the sample weight
+        arrived (with ``deadline``, whichever comes first).  On a cluster,
+        a partition dropped from a round runs in the later ones also as a backup task on
         a worker that was in time, and is waited for past ``min_fraction`` (see
         :meth:`~daskglm.engine.Engine.reduce_by_deadline`).  With either, the first 4
-        steps use them and the next 2 wait for every partition; the fit keeps them only
-        where their fastest step beat the fastest waiting one, and waits otherwise
+        rounds use them and the next 2 wait for every partition; the fit keeps them only
+        where their fastest round beat the fastest waiting one, and waits otherwise
         (:class:`~daskglm.solvers.deadline_guard.DeadlineGuard`; ``comm_.choices
         ["deadline"]`` gives the figures).
     validation : callable or None, default None
@@ -272,11 +273,9 @@ class SGD(Solver):
 
     @staticmethod
     def _check_deadline(opts):
-        if check_waits(opts, "sgd") and (_is_int(opts["sync_every"], 1)
-                                         or opts["hogwild"] is not None):
+        if check_waits(opts, "sgd") and opts["hogwild"] is not None:
             raise ValueError("Options 'deadline' and 'min_fraction' of solver 'sgd' apply to "
-                             "synchronous SGD; set sync_every=None (or 'auto') and no "
-                             "hogwild.")
+                             "synchronous and local SGD, not to hogwild.")
 
     # ----------------------------------------------------------------------------------
     def step_rule(self, problem):
@@ -324,7 +323,7 @@ class SGD(Solver):
         first_counts = None  # the first epoch's split, when the round sizing drew it
         if sync_every == "auto":
             sync_every, first_counts = self._auto_sync_every(engine, config, state, rows,
-                                                             steps_per_epoch, waits)
+                                                             steps_per_epoch)
         if sync_every is None and engine.n_partitions == 1 and codec is None and not waits:
             sync_every = steps_per_epoch  # the same computation, one round per epoch
         if codec is not None:
@@ -342,9 +341,14 @@ class SGD(Solver):
                     counts = epoch_counts(rows, config.batch_size, config.seed, state.step,
                                       config.shuffle)
                 extra = {}
-                if waits:
+                if waits and sync_every is None:
                     loss, penalty, weight, rate, dropped = deadline_epoch(
                         engine, config, state, counts, deadline, min_fraction, guard)
+                    extra["dropped"] = dropped
+                elif waits:
+                    loss, penalty, weight, rate, dropped = deadline_local_epoch(
+                        engine, config, state, counts, sync_every, deadline, min_fraction,
+                        guard)
                     extra["dropped"] = dropped
                 elif codec is not None and sync_every is None:
                     loss, penalty, weight, rate = compressed_synchronous_epoch(
@@ -386,15 +390,13 @@ class SGD(Solver):
             message = "converged" if converged else "maximum number of epochs reached"
         return SGDResult(state.solution, n_epochs, converged, history.entries, message, state)
 
-    def _auto_sync_every(self, engine, config, state, rows, steps_per_epoch, waits):
+    def _auto_sync_every(self, engine, config, state, rows, steps_per_epoch):
         """``sync_every="auto"``: local steps per round from the measured cost of a round,
         recorded in the ledger's choices; returns it and the first epoch's split of the
         steps over the partitions where the timing rounds drew it (else None)."""
         hogwild = self.opts["hogwild"] is not None
         counts = None
-        if waits:
-            value, reason = None, "deadline and min_fraction wait on every synchronous step"
-        elif engine.n_partitions == 1:
+        if engine.n_partitions == 1:
             value, reason = steps_per_epoch, "one partition: one round per epoch"
         elif not engine.remote_rounds:
             value = steps_per_epoch if hogwild else None

@@ -25,6 +25,11 @@ the plain epochs of :mod:`daskglm.solvers.sgd` do, returning the same sums.
   cluster the engine backs up the partitions that missed a step with tasks on replicas
   (a persistent straggler's rows are then in every later step, and a step where nothing
   was dropped is plain synchronous SGD's, bit for bit).
+* Deadline local SGD: ONE deadline round per ``sync_every`` local steps; the iterates,
+  rates and step-rule states of the partitions that arrived are averaged, weighted by
+  their sample weight (the late partitions' local steps are dropped, so a persistent
+  straggler costs a round its wait only until its partitions are backed up on a worker
+  that is in time).  A round in which no partition arrived does not move.
 
 The partition state of the compressed rounds (:class:`~daskglm.compute.compressed_steps.Sender`:
 the partition's index and error feedback's residual) is put on the partitions once, at
@@ -49,13 +54,15 @@ from ..compute.compressed_steps import (
     compressed_local_sgd,
     decode_sum,
 )
+from ..compute.local_sgd_rounds import local_sgd
 from ..compute.sparse_vectors import dense_gradient
 from ..compute.stochastic import average_update, batch_loss_grad, l1_prox, sgd_step
 from ..compute.tree import tree_sum
+from ..optim.schedules import scale_state
 
 __all__ = [
     "SENDER_STATE", "Link", "start_senders", "compressed_synchronous_epoch",
-    "compressed_local_epoch", "deadline_epoch",
+    "compressed_local_epoch", "deadline_epoch", "deadline_local_epoch",
 ]
 
 #: Name of the partition state holding each partition's :class:`Sender`.
@@ -210,6 +217,71 @@ def deadline_epoch(engine, config, state, counts, deadline, min_fraction, guard=
         state.average = average_update(state.average, state.params, step, config)
     state.step += counts.shape[0]
     return loss, penalty, weight, rate, dropped
+
+
+def deadline_local_epoch(engine, config, state, counts, sync_every, deadline, min_fraction,
+                         guard=None):
+    """One epoch of local SGD, ``sync_every`` local steps per round, whose rounds average
+    the partitions that arrive in time.  Returns as :func:`deadline_epoch` (the
+    partitions dropped in each round)."""
+    loss = penalty = weight = 0.0
+    rate = 0.0
+    epoch = state.step
+    offsets = np.cumsum(counts, axis=0) - counts
+    end = epoch + counts.shape[0]
+    dropped = []
+    while state.step < end:
+        first = state.step
+        last = min(first + sync_every, end) - 1
+        rel = slice(first - epoch, last + 1 - epoch)
+        each = [(index, first, counts[rel, index], epoch, int(offsets[rel.start, index]))
+                for index in range(engine.n_partitions)]
+        args = (state.params, state.rule_state, state.average, config)
+        if guard is not None and guard.next_round_waits():
+            round_ = guard.timed(True, _waiting_local_round, engine, each, *args)
+        else:
+            by_deadline = (engine.reduce_each_by_deadline if guard is None else
+                           partial(guard.timed, False, engine.reduce_each_by_deadline))
+            round_ = by_deadline(local_sgd, each, *args, kind=Kind.DEADLINE_LOCAL_SGD,
+                                 deadline=deadline, min_fraction=min_fraction)
+        dropped.append(round_.dropped)
+        state.step = last + 1
+        progress.report_part((state.step - epoch) / counts.shape[0])
+        local = round_.result
+        if local is None or not round_.weight_arrived > 0:
+            state.average = _average_unmoved(state.average, state.params, first, last, config)
+            continue  # nothing arrived: the round does not move
+        share = round_.weight_arrived / round_.weight_total
+        loss += local.loss
+        penalty += local.penalty
+        weight += local.batch_weight
+        rate = local.rate / share
+        state.rule_state = scale_state(local.rule_state, 1.0 / share)
+        state.params = l1_prox(local.params / share, rate, config)
+        average = None if local.average is None else local.average / share
+        state.average = average_update(average, state.params, last, config)
+    return loss, penalty, weight, rate, dropped
+
+
+def _average_unmoved(average, params, first, last, config):
+    """The running mean of the iterates after steps ``first`` to ``last`` all left them at
+    ``params``."""
+    start = config.average_from
+    if start is None or last < start:
+        return average
+    counted = max(first, start)
+    before, added = counted - start, last - counted + 1
+    if average is None or before == 0:
+        return params.copy()
+    return average + (params - average) * (added / (before + added))
+
+
+def _waiting_local_round(engine, each, params, rule_state, average, config):
+    """A plain local SGD round over every partition, as a deadline round where all
+    arrived."""
+    local = engine.reduce_each(local_sgd, each, params, rule_state, average, config,
+                               kind=Kind.LOCAL_SGD)
+    return _AllArrived(local, (), 1.0, 1.0)
 
 
 def _waiting_round(engine, draws, params, config, epoch):
