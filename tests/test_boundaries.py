@@ -44,17 +44,7 @@ CAPABILITY_MODULES = ("penalties.py", "families.py", "distributions.py",
 #: ``(path under daskglm/, class)`` of the ``isinstance`` checks on a penalty or family
 #: class still made outside ``daskglm/model/``, waiting for a capability to ask instead.
 #: Remove a line when its check goes; never add one.
-TYPE_CHECKS = frozenset({
-    ("estimators/glm_cv.py", "Gaussian"),
-    ("estimators/grouped_binomial.py", "BinomialDistribution"),
-    ("estimators/inference.py", "GaussianDistribution"),
-    ("estimators/inference.py", "StartAtTypicalMean"),
-    ("estimators/linear.py", "Gaussian"),
-    ("estimators/logistic.py", "Multinomial"),
-    ("estimators/regressor_base.py", "Gaussian"),
-    ("estimators/start_point.py", "StartAtTypicalMean"),
-    ("estimators/weight_kinds.py", "BinomialDistribution"),
-})
+TYPE_CHECKS = frozenset()
 
 
 def _modules(root=ROOT):
@@ -164,8 +154,9 @@ def _model_classes(package=PACKAGE):
 
 def _type_checks(package, classes):
     """``{(path under the package, class)}`` of the ``isinstance(x, C)`` calls outside
-    ``model/`` whose ``C`` (or a member of its tuple) names one of ``classes``, imported
-    under its own name or an alias (``_C``, ``module.C``)."""
+    ``model/`` whose ``C`` (or a member of its tuple, written there or a module constant
+    ``KINDS = (C, D)``) names one of ``classes``, imported under its own name or an alias
+    (``_C``, ``module.C``)."""
     found = set()
     for path in sorted(package.rglob("*.py")):
         relative = path.relative_to(package).as_posix()
@@ -174,11 +165,17 @@ def _type_checks(package, classes):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         aliases = {alias.asname or alias.name: alias.name for node in ast.walk(tree)
                    if isinstance(node, ast.ImportFrom) for alias in node.names}
+        tuples = {target.id: node.value.elts for node in tree.body
+                  if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple)
+                  for target in node.targets if isinstance(target, ast.Name)}
         for node in ast.walk(tree):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
                     and node.func.id == "isinstance" and len(node.args) == 2):
                 continue
             kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            kinds = [member for kind in kinds
+                     for member in (tuples.get(kind.id, [kind]) if isinstance(kind, ast.Name)
+                                    else [kind])]
             for kind in kinds:
                 name = kind.id if isinstance(kind, ast.Name) else getattr(kind, "attr", None)
                 name = aliases.get(name, name)

@@ -8,7 +8,6 @@ import numpy as np
 
 from ..engine.driver_passes import records_driver_passes
 from ..fitting.paths import null_model_gradient
-from ..model.families import Gaussian
 from .cv import NO_GRID_FOR_L1_RATIO_0, PATH_DOC, RegressionPathCV, alpha_values
 from .linear import GLM
 
@@ -151,4 +150,6 @@ class GLMCV(RegressionPathCV, GLM):
 
 
 def _is_least_squares(family):
-    return isinstance(family, Gaussian) and family.canonical
+    """Whether ``family``'s loss is squared error (the Gaussian with the identity link):
+    its paths are solved from Gram statistics and scored by squared error."""
+    return family.quadratic

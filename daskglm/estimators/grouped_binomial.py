@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import is_dask
-from ..model.distributions import BinomialDistribution
 from .validation import _dask_frame_to_array
 
 __all__ = ["successes_and_failures"]
@@ -100,7 +99,7 @@ class _GroupedBinomialMixin:
         -------
         self
         """
-        if isinstance(self._family().distribution, BinomialDistribution) and _is_two_columns(y):
+        if self._family().distribution.counts_trials and _is_two_columns(y):
             y, sample_weight = successes_and_failures(y, sample_weight)
             weights_kind = "trials" if weights_kind is None else weights_kind
         return super().fit(X, y, sample_weight, offset, exposure, weights_kind=weights_kind)

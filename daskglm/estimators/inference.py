@@ -29,10 +29,6 @@ from ..fitting.inference import (
     target_and_offset_sums,
 )
 from ..fitting.robust import robust_statistics
-from ..model.distributions import BinomialDistribution, GaussianDistribution, PoissonDistribution
-from ..model.distributions_extra import NegativeBinomialDistribution
-from ..model.families import StartAtTypicalMean as _StartAtTypicalMean
-from ..model.links import Identity
 from ..model.weight_kinds import log_likelihood_of_kind
 from .hypothesis import _HypothesisMixin
 from .prediction import _PredictionMixin
@@ -43,9 +39,6 @@ from .robust import (
     robust_covariances,
 )
 from .weight_kinds import observation_count
-
-#: Distributions whose dispersion is 1, not estimated.
-_FIXED_DISPERSION = (BinomialDistribution, PoissonDistribution, NegativeBinomialDistribution)
 
 _INFERENCE_DOC = """    inference : bool, default=False
         After an unpenalised fit, run one more round for the statistics of
@@ -80,9 +73,9 @@ _INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of sh
 
 def _target_moments(engine, family, inference):
     """Weighted mean target and offset, when the fit starts from it
-    (:class:`~daskglm.model.families._StartAtTypicalMean` families) or its null model needs
-    it; else None (:func:`~daskglm.fitting.inference.target_and_offset_sums`)."""
-    if not (inference or isinstance(family, _StartAtTypicalMean)):
+    (the families that declare ``starts_at_mean_target``) or its null model needs it; else
+    None (:func:`~daskglm.fitting.inference.target_and_offset_sums`)."""
+    if not (inference or _starts_at_mean_target(family)):
         return None
     target, offset, weight = target_and_offset_sums(engine)
     return target / weight, offset / weight
@@ -91,9 +84,16 @@ def _target_moments(engine, family, inference):
 def _start_intercept(family, means):
     """``g(mean target) - mean offset`` for the families that start there; else the
     family's own start."""
-    if means is None or not isinstance(family, _StartAtTypicalMean):
+    if means is None or not _starts_at_mean_target(family):
         return family.start_intercept()
     return start_intercept_of(family, means)
+
+
+def _starts_at_mean_target(family):
+    """Whether ``family`` starts its fits from the mean target
+    (:attr:`~daskglm.model.families.Family.starts_at_mean_target`; a loss that is not a
+    GLM family does not)."""
+    return getattr(family, "starts_at_mean_target", False)
 
 
 class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
@@ -148,7 +148,7 @@ class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
         meat = _reorder(sums.meat, order)
         nobs = observation_count(sums, weights_kind)
         df_resid = nobs - k
-        if isinstance(distribution, _FIXED_DISPERSION):
+        if distribution.has_unit_dispersion:
             dispersion = 1.0
         else:
             dispersion = sums.pearson / df_resid if df_resid > 0 else np.nan
@@ -422,7 +422,7 @@ def _log_likelihood(family, sums, dispersion, nobs, weights_kind="frequency"):
         return np.nan
     slots = len(family.distribution.log_likelihood_sums(np.ones(1), np.ones(1)))
     scale = dispersion
-    if isinstance(family.distribution, GaussianDistribution) and isinstance(family.link, Identity):
+    if family.quadratic:
         scale = sums.deviance / nobs
     return log_likelihood_of_kind(family.distribution, sums.loglik[:slots], sums.kind_sums,
                                   scale, weights_kind)

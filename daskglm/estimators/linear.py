@@ -100,7 +100,7 @@ class GLM(_GroupedBinomialMixin, _RegressorGLM):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.target_tags.positive_only = not isinstance(self._family(), Gaussian)
+        tags.target_tags.positive_only = not self._family().distribution.allows_negative_targets
         return tags
 
 

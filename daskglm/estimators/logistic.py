@@ -208,7 +208,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
 
     def _problem(self, penalty, n_features, has_offset=False):
         family = self._family()
-        if isinstance(family, Multinomial):
+        if getattr(family, "predictor_per_class", False):
             return MultinomialProblem(family, penalty, bool(self.fit_intercept), n_features,
                                       has_offset, n_classes=family.n_classes)
         return super()._problem(penalty, n_features, has_offset)

@@ -10,7 +10,6 @@ from sklearn.base import RegressorMixin
 from sklearn.exceptions import UndefinedMetricWarning
 
 from ..engine import is_dask
-from ..model.families import Gaussian
 from .base import _GLMBase
 from .linear_predictors import _apply_rowwise, _to_float, _weighted_mean
 from .offsets import check_offset
@@ -68,7 +67,7 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
         family = self._family()
         mu = self.predict(X, offset, exposure)
         y_mean = _to_float(_weighted_mean(y, sample_weight))
-        if isinstance(family, Gaussian):
+        if family.distribution.squared_error:
             residual = _to_float(_weighted_mean((y - mu) ** 2, sample_weight))
             total = _to_float(_weighted_mean((y - y_mean) ** 2, sample_weight))
         else:

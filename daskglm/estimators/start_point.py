@@ -10,8 +10,7 @@ import numpy as np
 from ..compute.losses import loss_of
 from ..engine import is_dask
 from ..fitting.solve import solve_on_kept_part
-from ..model.families import StartAtTypicalMean as _StartAtTypicalMean
-from .inference import _start_intercept
+from .inference import _start_intercept, _starts_at_mean_target
 from .linear_predictors import _dense
 
 
@@ -101,7 +100,7 @@ def _start_params(problem, means, previous, scale):
             params0[:n_coef] /= np.tile(scale, n_coef // problem.n_features)
         return params0
     if problem.fit_intercept:
-        if means is None and isinstance(problem.family, _StartAtTypicalMean):
+        if means is None and _starts_at_mean_target(problem.family):
             return None
         params0[-1] = _start_intercept(problem.family, means)
     return params0

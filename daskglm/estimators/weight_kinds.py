@@ -9,7 +9,6 @@ guide's section on weights for how each matches statsmodels and R.
 
 from __future__ import annotations
 
-from ..model.distributions import BinomialDistribution
 from ..model.weight_kinds import WEIGHTS_KINDS
 
 __all__ = ["check_weights_kind", "observation_count"]
@@ -24,7 +23,7 @@ def check_weights_kind(weights_kind, family, classifier=False):
     if not isinstance(weights_kind, str) or weights_kind not in WEIGHTS_KINDS:
         raise ValueError(f"weights_kind must be one of {WEIGHTS_KINDS} (or None for "
                          f"'frequency'); got {weights_kind!r}.")
-    if weights_kind == "trials" and not isinstance(family.distribution, BinomialDistribution):
+    if weights_kind == "trials" and not family.distribution.counts_trials:
         raise ValueError(f"weights_kind='trials' (weights that count binomial trials) needs "
                          f"the binomial family; got {family!r}.")
     if weights_kind == "trials" and classifier:

@@ -45,6 +45,22 @@ class Distribution:
     #: A typical mean inside the domain: a non-canonical family starts its fits from the
     #: intercept ``g(start_mean)``.
     start_mean = 1.0
+    #: Whether the dispersion is 1, known rather than estimated (binomial, Poisson, negative
+    #: binomial): the standard errors of ``inference=True`` are then not scaled by Pearson's
+    #: chi-squared over the residual degrees of freedom.
+    has_unit_dispersion = False
+    #: Whether the unit loss is half the squared error ``(y - mu)**2 / 2`` and the deviance
+    #: the sum of squared errors (the normal distribution): with the identity link the
+    #: family is least squares (:attr:`~daskglm.model.families.Family.quadratic`), and with
+    #: any link a regressor's ``score`` is scikit-learn's R^2 of the squared errors.
+    squared_error = False
+    #: Whether the support of the target takes negative values (the normal distribution),
+    #: so that scikit-learn's tags do not mark the targets ``positive_only``.
+    allows_negative_targets = False
+    #: Whether a target may be a proportion of successes whose weight counts the trials
+    #: (the binomial): ``weights_kind="trials"`` and two-column targets of successes and
+    #: failures are then accepted.
+    counts_trials = False
 
     def unit_loss(self, y, mu):
         """Per-row negative log-likelihood, up to terms free of ``mu``."""
@@ -104,6 +120,8 @@ class GaussianDistribution(Distribution):
     name = "gaussian"
     canonical_link = Identity()
     start_mean = 1.0
+    squared_error = True
+    allows_negative_targets = True
 
     def unit_loss(self, y, mu):
         return 0.5 * (y - mu) ** 2
@@ -140,6 +158,8 @@ class BinomialDistribution(Distribution):
     name = "binomial"
     canonical_link = Logit()
     start_mean = 0.5
+    has_unit_dispersion = True
+    counts_trials = True
 
     def unit_loss(self, y, mu):
         return -(xlogy(y, mu) + xlogy(1.0 - y, 1.0 - mu))
@@ -190,6 +210,7 @@ class PoissonDistribution(Distribution):
     name = "poisson"
     canonical_link = Log()
     start_mean = 1.0
+    has_unit_dispersion = True
 
     def unit_loss(self, y, mu):
         return mu - xlogy(y, mu)

@@ -150,6 +150,7 @@ class NegativeBinomialDistribution(Distribution):
     natural_canonical_link = False  # the natural link is log(mu / (mu + 1 / alpha))
     convex_in_log_link = True
     start_mean = 1.0
+    has_unit_dispersion = True
 
     def __init__(self, alpha=1.0):
         if isinstance(alpha, bool) or not isinstance(alpha, Real) or not alpha > 0 \

@@ -83,6 +83,10 @@ class Family:
     """
 
     name = "family"
+    #: Whether fits start the intercept at ``g(weighted mean target) - mean offset``, read
+    #: from the data, and :meth:`start_intercept` (used before the data are read) is
+    #: ``g(start_mean)`` with every link (:class:`StartAtTypicalMean`).
+    starts_at_mean_target = False
 
     def __init__(self, distribution, link=None):
         if not isinstance(distribution, Distribution):
@@ -122,9 +126,9 @@ class Family:
 
     @property
     def quadratic(self):
-        """Whether the loss is squared error: a Gaussian distribution with the identity link."""
-        return isinstance(self.distribution, GaussianDistribution) and isinstance(
-            self.link, Identity)
+        """Whether the loss is squared error: the identity link and a distribution that
+        declares ``squared_error`` (the Gaussian)."""
+        return self.distribution.squared_error and isinstance(self.link, Identity)
 
     def with_link(self, link):
         """The same distribution with another link (``None``: the canonical one)."""
@@ -158,10 +162,11 @@ class Family:
         return self.mean(eta)
 
     def start_intercept(self):
-        """The intercept of a first iterate: 0 for the canonical link; otherwise
-        ``g(start_mean)`` (1 for a Poisson with the identity link, 0 for a binomial with
-        the probit link), or 0 where that is not finite."""
-        if self.canonical:
+        """The intercept of a first iterate: 0 for the canonical link (unless
+        :attr:`starts_at_mean_target`); otherwise ``g(start_mean)`` (1 for a Poisson with
+        the identity link, 0 for a binomial with the probit link), or 0 where that is not
+        finite."""
+        if self.canonical and not self.starts_at_mean_target:
             return 0.0
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             eta = float(self.link.link(np.array([self.distribution.start_mean]))[0])
@@ -372,13 +377,10 @@ class Poisson(_NamedFamily):
 
 
 class StartAtTypicalMean:
-    """Start fits at ``g(start_mean)`` with every link: for these distributions a zero
-    linear predictor is outside the domain of the mean under the canonical link."""
+    """Fits start at ``g(mean target)``, or ``g(start_mean)`` before the data are read, with
+    every link: for these distributions the canonical link maps ``eta = 0`` to no valid mean."""
 
-    def start_intercept(self):
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            eta = float(self.link.link(np.array([self.distribution.start_mean]))[0])
-        return eta if math.isfinite(eta) else 0.0
+    starts_at_mean_target = True
 
 
 class Gamma(StartAtTypicalMean, _NamedFamily):

@@ -42,6 +42,9 @@ class Multinomial:
     quadratic = False
     #: The kernels of the softmax take no offset.
     takes_offset = False
+    #: Each row has one linear predictor per class (the columns of ``eta``): the problem is
+    #: a :class:`MultinomialProblem` of ``n_classes`` coefficient vectors.
+    predictor_per_class = True
 
     def __init__(self, n_classes):
         if not (isinstance(n_classes, (int, np.integer)) and n_classes >= 3):

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import gammaln
 
-from .distributions import BinomialDistribution, GaussianDistribution
+from .distributions import GaussianDistribution
 from .distributions_extra import GammaDistribution, InverseGaussianDistribution, TweedieDistribution
 from .log_gamma_sums import log_gamma_sums, sum_log_gamma
 
@@ -84,7 +84,7 @@ def log_likelihood_of_kind(distribution, frequency_sums, sums, scale, kind):
     if kind == "frequency":
         return float(distribution.log_likelihood(frequency_sums, scale))
     if kind == "trials":
-        if not isinstance(distribution, BinomialDistribution):
+        if not distribution.counts_trials:
             raise ValueError("weights_kind='trials' is for the binomial family.")
         return float(frequency_sums[0] + sums[1])
     count = sums[0]
