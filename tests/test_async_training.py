@@ -255,8 +255,9 @@ def test_hogwild_runs_local_sgds_steps_on_sparse_rows():
     assert gap(problem, X.toarray(), y, result.params) <= 5e-3
     assert gap(problem, X.toarray(), y, local.params) <= 5e-3  # as local SGD does
     assert ledger.count("local_sgd") == 15 * -(-3000 // (64 * 8))
-    clf = daskglm.SGDClassifier(alpha=ALPHA, sync_every=8, batch_size=64, max_iter=3, tol=None,
-                                solver_options={"hogwild": 2}, random_state=0).fit(X, y)
+    clf = daskglm.SGDClassifier(loss="log_loss", alpha=ALPHA, sync_every=8, batch_size=64,
+                                max_iter=3, tol=None, solver_options={"hogwild": 2},
+                                random_state=0).fit(X, y)
     assert clf.converged_ and clf.n_iter_ == 3
     with pytest.raises(ValueError, match="hogwild"):  # synchronous SGD has no local steps
         get_solver("sgd", problem, tol=1e-4, max_iter=5,
@@ -271,8 +272,9 @@ def test_estimators_take_the_new_solvers():
     X, y = make_problem_data("binomial")
     labels = np.where(y > 0, "yes", "no")
     # 60 epochs at most: the stopping rule of asynchronous SGD fires later under load
-    clf = daskglm.SGDClassifier(solver="async", alpha=ALPHA, batch_size=32, max_iter=60,
-                                tol=1e-4, random_state=0, **STEPS["binomial"]).fit(X, labels)
+    clf = daskglm.SGDClassifier(loss="log_loss", solver="async", alpha=ALPHA, batch_size=32,
+                                max_iter=60, tol=1e-4, random_state=0,
+                                **STEPS["binomial"]).fit(X, labels)
     assert clf.solver_ == "async" and clf.converged_ and not hasattr(clf, "t_")
     assert set(clf.predict(X[:20])) <= {"yes", "no"}
     assert gap(problem_of("binomial"), X, y, np.append(clf.coef_, clf.intercept_)) <= GAP

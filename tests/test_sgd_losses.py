@@ -188,6 +188,23 @@ def test_probabilities_exist_for_log_loss_and_modified_huber_only():
     np.testing.assert_allclose(model.predict_proba(X), np.column_stack([1 - expected, expected]))
 
 
+def test_default_loss_is_scikit_learns_hinge_without_probabilities():
+    X, y = _classification()
+    ours, theirs = daskglm.SGDClassifier(), sk.SGDClassifier()
+    assert ours.loss == theirs.loss == "hinge"
+    for fitted in (False, True):
+        if fitted:
+            ours.fit(X, y)
+            theirs.fit(X, y)
+        for method in ("predict_proba", "predict_log_proba"):
+            assert hasattr(ours, method) is hasattr(theirs, method) is False
+            with pytest.raises(AttributeError) as our_error:
+                getattr(ours, method)(X)
+            with pytest.raises(AttributeError) as their_error:
+                getattr(theirs, method)(X)
+            assert str(our_error.value) == str(their_error.value)
+
+
 # class weights, starting points -------------------------------------------------------------
 @pytest.mark.parametrize("class_weight", ["balanced", {0.0: 3.0}])
 def test_class_weights_are_sample_weights(class_weight):
@@ -282,12 +299,12 @@ def test_sparse_rows_give_the_dense_model(sync_every):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator", [daskglm.SGDClassifier(loss="hinge", random_state=0),
+@pytest.mark.parametrize("estimator", [daskglm.SGDClassifier(loss="log_loss", random_state=0),
                                        daskglm.SGDClassifier(loss="modified_huber",
                                                              random_state=0),
                                        daskglm.SGDRegressor(loss="huber", batch_size=1,
                                                             random_state=0)],
-                         ids=["hinge", "modified_huber", "huber"])
+                         ids=["log_loss", "modified_huber", "huber"])
 def test_check_estimator_with_other_losses(estimator):
     """As scikit-learn's own SGD estimators: the sample-weight equivalence checks fail by
     design, and with the modified Huber loss so does ``check_classifiers_train`` (clipped

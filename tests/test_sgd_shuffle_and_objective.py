@@ -144,8 +144,9 @@ def test_class_and_sample_weights_minimise_scikit_learns_objective(container):
     labels = np.where(y > 0.5, "yes", "no")
     class_weight = {"yes": 0.2, "no": 1.5}
     alpha = 0.02
-    model = SGDClassifier(alpha=alpha, class_weight=class_weight, batch_size=N,
-                          learning_rate="constant", eta0=3.0, max_iter=3000, tol=None)
+    model = SGDClassifier(loss="log_loss", alpha=alpha, class_weight=class_weight,
+                          batch_size=N, learning_rate="constant", eta0=3.0, max_iter=3000,
+                          tol=None)
     model.fit(*_as(container, X), labels, sample_weight=_as(container, weight)[0])
     # scikit-learn's: the class weight multiplies the sample weight, the sum over n rows
     rows = weight * np.where(labels == "yes", 0.2, 1.5)

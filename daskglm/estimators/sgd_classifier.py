@@ -63,16 +63,16 @@ class SGDClassifier(ClassifierMixin, OneVsRestMixin, _SGDBase):
 
     Parameters
     ----------
-    loss : {"log_loss", "hinge", "modified_huber", "squared_hinge", "perceptron", \
+    loss : {"hinge", "log_loss", "modified_huber", "squared_hinge", "perceptron", \
 "squared_error", "huber", "epsilon_insensitive", "squared_epsilon_insensitive"}, \
-default="log_loss"
+default="hinge"
         With ``s = +1`` for the positive class and ``-1`` otherwise and ``p`` the decision
-        function: the logistic loss ``log(1 + exp(-s p))``, the hinge ``max(0, 1 - s p)``
-        (a linear SVM), the modified Huber loss (quadratically smoothed hinge), the squared
-        hinge, or the perceptron's ``max(0, -s p)``, or a regression loss of
-        :class:`SGDRegressor` on ``s``; all exactly scikit-learn's.  The default is the
-        logistic loss, not scikit-learn's hinge: it was the only loss of this class
-        before, and gives probabilities.
+        function: the hinge ``max(0, 1 - s p)`` (a linear SVM), the logistic loss
+        ``log(1 + exp(-s p))``, the modified Huber loss (quadratically smoothed hinge), the
+        squared hinge, or the perceptron's ``max(0, -s p)``, or a regression loss of
+        :class:`SGDRegressor` on ``s``; all exactly scikit-learn's.  The default is
+        scikit-learn's, the hinge; ``predict_proba`` exists for ``"log_loss"`` and
+        ``"modified_huber"`` only, as in scikit-learn.
     epsilon : float, default=0.1
         The ``epsilon`` of the Huber and epsilon-insensitive losses.
     class_weight : dict, "balanced" or None, default=None
@@ -96,7 +96,7 @@ default="log_loss"
     _losses = ("log_loss", *CLASSIFICATION_LOSSES)
     _family_loss = "log_loss"
 
-    def __init__(self, loss="log_loss", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
+    def __init__(self, loss="hinge", *, penalty="l2", alpha=0.0001, l1_ratio=0.15,
                  fit_intercept=True, max_iter=1000, tol=1e-3, shuffle=True,
                  learning_rate="optimal", eta0=0.01, power_t=0.5, average=False,
                  random_state=None, n_iter_no_change=5, batch_size=16, sync_every="auto",

@@ -16,17 +16,7 @@ globals().update(translate(LM + "test_sgd", [
 
 _LIBLINEAR = ("solver='liblinear' penalises the intercept, a different objective; daskglm "
               "refuses it")
-_LOGISTIC = ("daskglm's default loss is the logistic loss (scikit-learn's is the hinge); "
-             "with it the exact minimiser of scikit-learn's objective (solved to tol 1e-12) ")
 EXPECTED_FAILURES = {
     "test_logistic_regression_solver_class_weights[liblinear]": _LIBLINEAR,
     "test_logistic_regression_class_weights": _LIBLINEAR + " (its last loop runs it)",
-    "test_class_weights": _LOGISTIC + "with class_weight={1: 0.001} predicts 1 for "
-                                      "[0.2, -1], as daskglm does",
-    "test_balanced_weight": _LOGISTIC + "on the imbalanced rows without class weights has a "
-                                        "weighted f1 of 0.96, not below 0.96",
-    "test_equal_class_weight": _LOGISTIC + "differs between the two fits (coefficients "
-                                           "+-1.1775 and +-0.7838, as scikit-learn's own "
-                                           "SGDClassifier(loss='log_loss') finds); they "
-                                           "coincide for the hinge's optimum only",
 }
