@@ -320,3 +320,11 @@ def test_check_estimator_with_other_losses(estimator):
     results = check_estimator(estimator, on_skip=None, expected_failed_checks=expected)
     failed = [r["check_name"] for r in results if r["status"] not in ("passed", "xfail", "skipped")]
     assert failed == []
+
+
+def test_hogwild_with_a_loss_it_has_no_loop_for_says_so():
+    """The default hinge has no Hogwild loop: a clear ValueError before any work."""
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="Option 'hogwild' needs the binomial or Gaussian"):
+        daskglm.SGDClassifier(solver_options={"hogwild": 2, "sync_every": 4}).fit(X, y)

@@ -76,8 +76,10 @@ LOSSES = ("log_loss", "squared_error")
 
 
 def hogwild_loss(family):
-    """The :func:`hogwild_epochs` loss of ``family``, or None."""
-    compiled = family.compiled_loss()
+    """The :func:`hogwild_epochs` loss of ``family``, or None (also for a loss that has no
+    compiled form, such as the hinge)."""
+    compiled_loss = getattr(family, "compiled_loss", None)
+    compiled = compiled_loss() if compiled_loss is not None else None
     return _HOGWILD_LOSSES.get(compiled[0]) if compiled is not None else None
 
 
