@@ -5,11 +5,11 @@ Written as two transposed products per row block (``X_b.T @ w_b`` and, after squ
 block into a buffer, ``(X_b ** 2).T @ w_b``), that reads each block three times and
 writes it once: 2.3 reads of a 625,000 x 50 partition.  :func:`weighted_moments` adds a
 row's weighted values and squares to both sums while the row is in registers: one read.
-A scipy CSR partition's moments were two sparse products, one of them on a squared copy
-of the matrix; :func:`csr_weighted_moments` reads each stored value once.
-
-The validation round of class labels sums them by class instead (the per-class moments
-of :func:`daskglm.compute.label_counts.count_labels`), in the same one read.
+A scipy CSR partition's column moments are two sparse products, one of them on a
+squared copy of its values (faster, on many columns, than one pass writing both sums in
+turn).  The validation round of class labels sums them by class instead (the per-class
+moments of :func:`daskglm.compute.label_counts.count_labels`): :func:`weighted_moments`
+and, for CSR, :func:`csr_weighted_moments`, each row into its class's sums in one read.
 
 Imported on the first validation of a numpy or scipy partition, so that a worker imports
 numba when a kernel needs it; ``cache=True`` lets every new worker process load the
