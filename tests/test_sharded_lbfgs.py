@@ -423,23 +423,19 @@ def test_compare_shows_bytes_per_iteration_of_the_sharded_variant():
         compare(X, y, ["lbfgs-shardedd"])
 
 
-@pytest.mark.parametrize("d, density", [(50, 0.2), (5000, 0.002)], ids=["wide", "narrow"])
+@pytest.mark.parametrize("d, density", [(50, 0.2), (5000, 0.002)])
 def test_worker_columns_pull_once_and_push_one_sum_in_partition_order(d, density):
-    """A worker's partitions share one pull per round and one push of their summed
-    gradients on the union of their columns, the same bits whichever partition hands its
-    sums in first.  They compute on the whole parameter vector while the union holds a
-    quarter of it or more (their ``X`` as it is), on the union below (their ``X``
-    renumbered to it)."""
+    """A worker's partitions share one pull per round (their ``X`` numbered in the union
+    of their columns, in their first evaluation) and one push of their summed gradients,
+    the same bits whichever partition hands its sums in first."""
     from daskglm.compute.column_shards import ColumnShard, shard_bounds, touched_columns
-    from daskglm.compute.worker_columns import NARROW_FRACTION, WorkerColumns
+    from daskglm.compute.worker_columns import WorkerColumns
     from daskglm.engine.shards import ShardClients
     from daskglm.model.penalties import L2
 
     rng = np.random.default_rng(5)
     parts = {p: sparse_data(n=6, d=d, density=density, seed=p)[0] for p in range(3)}
     union = np.unique(np.concatenate([X.indices for X in parts.values()] + [[d]]))
-    wide = union.size >= NARROW_FRACTION * (d + 1)
-    assert wide == (d == 50)
     grads = {p: rng.normal(size=union.size) * 10.0 ** rng.integers(-8, 8, union.size)
              for p in parts}
     x = rng.normal(size=d + 1)
@@ -455,25 +451,12 @@ def test_worker_columns_pull_once_and_push_one_sum_in_partition_order(d, density
         assert list(hub.seal()) == [union.size, 2]
         pulls = [hub.pull(p, 1, 0.0) for p in order]
         assert [traffic for _, _, traffic in pulls] == [[union.size, 2], [0, 0], [0, 0]]
-        for p, (X, params, _) in zip(order, pulls):
-            if wide:
-                assert X is None
-                expected = np.zeros(d + 1)
-                expected[union] = x[union]
-                np.testing.assert_array_equal(params, expected)
-                X = parts[p]
-            else:
-                np.testing.assert_array_equal(params, x[union])
-                assert X.shape == (6, union.size - 1)
-                assert np.shares_memory(X.data, parts[p].data)
-            np.testing.assert_allclose(X @ params[:-1], parts[p] @ x[:d], rtol=1e-14)
-        numbered = {}
-        for p in parts:
-            numbered[p] = grads[p]
-            if wide:
-                numbered[p] = np.zeros(d + 1)
-                numbered[p][union] = grads[p]
-        pushes = [hub.push(p, 1, numbered[p]) for p in order]
+        for p, (X, values, _) in zip(order, pulls):
+            np.testing.assert_array_equal(values, x[union])
+            assert X.shape == (6, union.size - 1)
+            assert np.shares_memory(X.data, parts[p].data)
+            np.testing.assert_allclose(X @ values[:-1], parts[p] @ x[:d], rtol=1e-14)
+        pushes = [hub.push(p, 1, grads[p]) for p in order]
         assert pushes == [[0, 0], [0, 0], [union.size, 2]]
         for shard in shards:
             shard.finish(1, 0.0, 1.0)

@@ -287,21 +287,22 @@ class PartitionColumns:
         The partition's index (the order in which its worker sums the gradients).
     columns : ndarray of int64
         Sorted parameter indices its rows touch (the intercept's last, when fitted).
-    X : scipy CSR matrix, ndarray or None
-        The partition's ``X`` (its column ``j`` at ``j``), or, once its
-        :class:`~daskglm.compute.worker_columns.WorkerColumns` numbers it in a narrow
-        union, ``X`` with its columns at their positions in that union (the data arrays
-        shared with the partition, not copied); None when the partition's own ``X``
-        serves (the rows of its evaluation tasks).
+    X : scipy CSR matrix or ndarray
+        The partition's ``X`` (its column ``j`` at ``j``), or, once ``numbered``, ``X``
+        with its columns at their positions in its worker's union of columns (the data
+        arrays shared with the partition, not copied).
     hub : int
         The :class:`~daskglm.compute.worker_columns.WorkerColumns` it registered with
         (the one on its worker): its pulls and pushes go there.
+    numbered : bool
+        Whether ``X`` is numbered in the union.
     """
 
     index: int
     columns: np.ndarray
     X: object
     hub: int = 0
+    numbered: bool = False
 
 
 def mark_columns(indices, size):

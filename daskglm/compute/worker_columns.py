@@ -6,20 +6,16 @@ columns with it once (:func:`register_columns`: the partition's
 :class:`~daskglm.compute.column_shards.PartitionColumns` stays in the
 :class:`WorkerColumns`, so the rounds after it carry no partition state through the
 engine).  :meth:`WorkerColumns.seal` then takes the union of them and registers it, split
-by shard range, with the shards.  The partitions compute in one of two numberings of the
-parameters, whichever costs less:
-
-* wide (the union is at least :data:`NARROW_FRACTION` of the parameters, as on hashed
-  rows): the full parameter vector, ``x + alpha d`` scattered into it once per round.
-  Every partition computes on its own ``X`` as it holds it: nothing is renumbered;
-* narrow (a smaller union): the union itself.  Every partition's ``X`` is renumbered to
-  its columns' positions in the union once, at the seal.
+by shard range, with the shards; each partition's ``X`` is renumbered to its columns'
+positions in that union once, in its first evaluation (in the partition's own task, so
+the workers renumber in parallel): a product with a vector of the union's length touches
+less memory than one of the parameters' length.
 
 In each evaluation round (:func:`sharded_loss_grad`):
 
 * the first of the worker's partitions to ask pulls ``x + alpha d`` on the union, one call
   per shard it reaches; every partition of the worker computes on that one copy, with the
-  compiled loss-and-gradient loop of the whole-vector fits
+  loss-and-gradient kernel of the whole-vector fits
   (:func:`~daskglm.compute.kernels.loss_grad`);
 * each partition hands its gradient sums to the :class:`WorkerColumns`; the last of them
   sums all of them in partition order (bit for bit the same sum for a fixed layout,
@@ -44,20 +40,13 @@ from .column_shards import mark_columns, touched_columns
 from .kernels import loss_grad
 
 __all__ = ["WorkerColumns", "UnknownPartition", "register_columns", "sharded_loss_grad",
-           "in_union", "TRAFFIC_FIELDS", "NARROW_FRACTION"]
+           "in_union", "TRAFFIC_FIELDS"]
 
 #: What :func:`sharded_loss_grad` returns, summed over partitions, in this order: the
 #: weight and the loss, then the values pulled from and pushed to the shards and the
 #: calls made to them (each of the pulls and again of the pushes; counted by the
 #: partition that made them for its worker).
 TRAFFIC_FIELDS = ("weight", "loss", "pulled", "pushed", "calls")
-
-#: A worker's partitions compute on the whole parameter vector when the union of their
-#: columns holds at least this fraction of it; on the union, their ``X`` renumbered to
-#: it once, when it holds less (then a round's vectors of the parameters' length would
-#: cost more than the rows' products).
-NARROW_FRACTION = 0.25
-
 
 class UnknownPartition(LookupError):
     """A partition asked a :class:`WorkerColumns` that does not hold its columns: it runs
@@ -81,9 +70,8 @@ class WorkerColumns:
         self.shards = shards
         self._states = {}  # partition -> its PartitionColumns
         self.union = np.zeros(0, dtype=np.int64)
-        # where the union's values sit in the vectors the partitions compute on: None when
-        # those are the union itself (narrow, or every parameter touched)
-        self.slots = None
+        # each parameter's position in the union (None when the union is every parameter)
+        self._position = None
         self._pieces = []  # (shard, slice of the union in its range)
         self._pulled = (None, None)  # (round, x + alpha d in the partitions' numbering)
         self._pushes = {}  # round -> {partition: gradient sums}
@@ -99,9 +87,7 @@ class WorkerColumns:
         return sorted(self._states)
 
     def seal(self):
-        """Take the union of the registered columns, choose the numbering the partitions
-        compute in (renumbering their ``X`` to the union when it is narrow) and register
-        the union with the shards.
+        """Take the union of the registered columns and register it with the shards.
 
         Returns
         -------
@@ -109,19 +95,11 @@ class WorkerColumns:
             ``[columns in the union, calls made]`` (one call per shard it reaches).
         """
         bounds = self.shards.bounds
-        width = int(bounds[-1])
         if self._states:
             marked, position = mark_columns(
-                np.concatenate([s.columns for s in self._states.values()]), width)
+                np.concatenate([s.columns for s in self._states.values()]), bounds[-1])
             self.union = np.flatnonzero(marked)
-            if self.union.size >= NARROW_FRACTION * width:
-                self.slots = None if self.union.size == width else self.union
-                self._states = {p: dataclasses.replace(s, X=None)
-                                for p, s in self._states.items()}
-            else:
-                self.slots = None
-                self._states = {p: in_union(s, position, self.union.size)
-                                for p, s in self._states.items()}
+            self._position = position if self.union.size < bounds[-1] else None
         splits = np.searchsorted(self.union, bounds)
         self._pieces = [(k, slice(splits[k], splits[k + 1])) for k in range(len(bounds) - 1)
                         if splits[k + 1] > splits[k]]
@@ -130,10 +108,9 @@ class WorkerColumns:
         return np.array([self.union.size, len(self._pieces)], dtype=np.float64)
 
     def pull(self, part, round_id, alpha):
-        """``(X, params, traffic)``: partition ``part``'s ``X`` renumbered to the union
-        (None when it computes on its own), ``x + alpha d`` in the numbering it computes
-        in, from this worker's one pull of round ``round_id``, and ``[values pulled,
-        calls made]`` (zeros when another partition made the pull).
+        """``(X, values, traffic)``: partition ``part``'s ``X`` numbered in the union,
+        ``x + alpha d`` on the union from this worker's one pull of round ``round_id``,
+        and ``[values pulled, calls made]`` (zeros when another partition made the pull).
 
         Raises
         ------
@@ -145,25 +122,25 @@ class WorkerColumns:
             raise UnknownPartition(
                 f"Partition {part} did not register its columns on this worker (hub "
                 f"{self.hub}): the partitions have moved since the shards were made.")
+        if not state.numbered:  # its first evaluation: only its own task asks for it
+            state = in_union(state, self._position, self.union.size)
+            with self._lock:
+                self._states[int(part)] = state
         with self._lock:
             fresh = self._pulled[0] != round_id
             if fresh:
                 pieces = self.shards.call_each("pull", [(k, (self.hub, alpha))
                                                         for k, _ in self._pieces])
                 values = np.concatenate(pieces) if pieces else np.zeros(0)
-                if self.slots is not None:
-                    params = np.zeros(int(self.shards.bounds[-1]))
-                    params[self.slots] = values
-                    values = params
                 self._pulled = (round_id, values)
             values = self._pulled[1]
-        traffic = [self.union.size, len(self._pieces)] if fresh else [0, 0]
+        traffic = [values.size, len(self._pieces)] if fresh else [0, 0]
         return state.X, values, traffic
 
     def push(self, part, round_id, grad):
-        """Keep partition ``part``'s gradient sums ``grad`` (in the numbering of
-        :meth:`pull`'s parameters) for round ``round_id``; once every registered
-        partition has, push their sum (in partition order) on the union to the shards.
+        """Keep partition ``part``'s gradient sums ``grad`` (on the union, the
+        intercept's last when fitted) for round ``round_id``; once every registered
+        partition has, push their sum (in partition order) to the shards.
 
         Returns ``[values pushed, calls made]`` (zeros but for the last partition)."""
         part, round_id = int(part), int(round_id)
@@ -178,22 +155,22 @@ class WorkerColumns:
         total = np.array(pending[min(pending)], dtype=np.float64)
         for p in sorted(pending)[1:]:
             total += pending[p]
-        if self.slots is not None:
-            total = total[self.slots]
         self.shards.call_each("push", [(k, (self.hub, round_id, total[s]))
                                        for k, s in self._pieces])
         return [total.size, len(self._pieces)]
 
 
 def in_union(state, position, size):
-    """``state`` with its (CSR) ``X`` numbered in a union of ``size`` parameters, where
+    """``state`` with its ``X`` numbered in a union of ``size`` parameters, where
     parameter ``j`` is at ``position[j]`` (increasing, so the union's intercept, if any,
-    is last)."""
+    is last; None when the union is every parameter, and ``X`` is numbered in it
+    already)."""
     X = state.X
-    with_intercept = state.columns.size > 0 and state.columns[-1] == X.shape[1]
-    X = sp.csr_matrix((X.data, position[X.indices].astype(X.indices.dtype), X.indptr),
-                      shape=(X.shape[0], size - int(with_intercept)))
-    return dataclasses.replace(state, X=X)
+    if position is not None:
+        with_intercept = state.columns.size > 0 and state.columns[-1] == X.shape[1]
+        X = sp.csr_matrix((X.data, position[X.indices].astype(X.indices.dtype), X.indptr),
+                          shape=(X.shape[0], size - int(with_intercept)))
+    return dataclasses.replace(state, X=X, numbered=True)
 
 
 def register_columns(part, index, shards, fit_intercept):
@@ -211,14 +188,13 @@ def sharded_loss_grad(part, index, shards, alpha, round_id, family, fit_intercep
     ``shards``.
 
     Computes on its worker's pull of ``x + alpha d`` the loss and the gradient sums (on
-    its ``X`` as registered), hands those to its worker's :class:`WorkerColumns` for
-    round ``round_id`` and returns the array of :data:`TRAFFIC_FIELDS`.
+    its ``X`` numbered in the worker's union), hands those to its worker's
+    :class:`WorkerColumns` for round ``round_id`` and returns the array of
+    :data:`TRAFFIC_FIELDS`.
     """
     hub = shards.local_hub()
     X, params, pulled = shards.call_hub(hub, "pull", index, round_id, alpha)
-    if X is not None:
-        part = (X,) + tuple(part[1:])
-    stats = loss_grad(part, params, family, fit_intercept)
+    stats = loss_grad((X,) + tuple(part[1:]), params, family, fit_intercept)
     pushed = shards.call_hub(hub, "push", index, round_id, stats.grad)
     return np.array([stats.weight, stats.loss, pulled[0], pushed[0], pulled[1]],
                     dtype=np.float64)
