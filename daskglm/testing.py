@@ -27,9 +27,9 @@ def _set_delay(address, seconds):
     from daskglm.engine import tasks as engine
 
     if seconds:
-        engine._TASK_DELAYS[address] = float(seconds)
+        engine.TASK_DELAYS[address] = float(seconds)
     else:
-        engine._TASK_DELAYS.pop(address, None)
+        engine.TASK_DELAYS.pop(address, None)
 
 
 @contextmanager

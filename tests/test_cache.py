@@ -45,7 +45,7 @@ def test_streaming_and_caching_give_the_same_model(store, where, request):
 def test_streamed_runs_read_ahead_and_give_the_sums_of_one_task_per_partition(
         store, where, request, monkeypatch):
     """A streamed tree round runs a few tasks per thread, each over a run of the
-    partitions read one ahead of its kernel (``engine/tasks._run_streamed_task``): the
+    partitions read one ahead of its kernel (``engine/tasks.run_streamed_task``): the
     same model, to the bit, as one task per partition, in fewer tasks per round."""
     import daskglm.engine.tasks as tasks
 
@@ -70,11 +70,11 @@ def test_a_run_carries_only_its_own_partitions_reads(store):
     """Each streamed partition travels with the tasks that read it, not the whole graph
     of the store; a partition made from a persisted collection's chunks has none of its
     own (its reads are the round task's dependencies)."""
-    from daskglm.engine.partitions import _dask_partitions
+    from daskglm.engine.partitions import delayed_partitions
     from daskglm.engine.tasks import sources_of
 
     X, y, _ = store
-    parts, _ = _dask_partitions(X, y, None)
+    parts, _ = delayed_partitions(X, y, None)
     sources = sources_of(parts)
     assert all(source is not None for source in sources)
     whole = dict(parts[0].__dask_graph__())

@@ -342,7 +342,7 @@ def test_deadline_round_in_process_drops_the_slow_partition(data):
 
 
 def _delays(client):
-    return client.run(lambda: dict(engine_tasks._TASK_DELAYS))
+    return client.run(lambda: dict(engine_tasks.TASK_DELAYS))
 
 
 def test_deadline_round_on_a_cluster_drops_the_slowed_worker(data, client):

@@ -23,7 +23,7 @@ import pytest
 import daskglm
 from daskglm.engine import partitions as engine_partitions
 from daskglm.engine.distributed import DistributedEngine
-from daskglm.engine.partitions import _in_memory_parts, scatter_partitions
+from daskglm.engine.partitions import in_memory_parts, scatter_partitions
 from tests.conftest import make_data
 
 N_WORKERS = 3
@@ -135,7 +135,7 @@ def test_a_worker_gone_between_the_query_and_the_scatter_is_skipped(cluster3, cl
 
     client = client3
     X, y, _ = make_data("gaussian", n=600, d=3)
-    parts = _in_memory_parts(X, y, None, 6)
+    parts = in_memory_parts(X, y, None, 6)
     running = engine_partitions.running_threads
     gone = "tcp://127.0.0.1:9"
     asked = []
@@ -186,7 +186,7 @@ def test_a_worker_removed_during_its_scatter_is_skipped(cluster3, client3, monke
 
     client = client3
     X, y, _ = make_data("gaussian", n=600, d=3)
-    parts = _in_memory_parts(X, y, None, 6)
+    parts = in_memory_parts(X, y, None, 6)
     pids = client.run(os.getpid)
     victim = sorted(pids)[0]  # its run is scattered first
 
@@ -219,7 +219,7 @@ def test_a_worker_not_running_at_its_scatter_is_skipped(cluster3, client3, monke
 
     client = client3
     X, y, _ = make_data("gaussian", n=600, d=3)
-    parts = _in_memory_parts(X, y, None, 6)
+    parts = in_memory_parts(X, y, None, 6)
     first = sorted(client.nthreads())[0]
     running = engine_partitions.running_threads
 
@@ -257,7 +257,7 @@ def test_a_scatter_that_outlives_its_worker_is_given_up(cluster3, client3, monke
 
     client = client3
     X, y, _ = make_data("gaussian", n=600, d=3)
-    parts = _in_memory_parts(X, y, None, 6)
+    parts = in_memory_parts(X, y, None, 6)
     running = engine_partitions.running_threads
     gone = "tcp://127.0.0.1:9"
     scatter = client.scatter

@@ -29,7 +29,7 @@ from .tree import row_additive
 LOGLIK_SLOTS = 4
 
 __all__ = ["TargetMoments", "target_moments", "InferenceStats", "inference_sums",
-           "null_model_sums"]
+           "null_model_sums", "information_matrix"]
 
 
 @dataclass
@@ -91,8 +91,28 @@ class InferenceStats:
         )
 
 
-def _information(X_b, h, n_coef, fit_intercept, scratch):
-    """``[X_b, 1]^T diag(h) [X_b, 1]`` (the ones column only with an intercept)."""
+def information_matrix(X_b, h, n_coef, fit_intercept, scratch):
+    """``[X_b, 1]^T diag(h) [X_b, 1]``, the ones column only with an intercept: the
+    information matrix of a row block for the per-row weights ``h``.
+
+    Parameters
+    ----------
+    X_b : ndarray, sparse matrix or device array of shape (n_rows, n_coef)
+        A row block of the features.
+    h : ndarray of shape (n_rows,)
+        Non-negative per-row weights (:func:`_signed_information` takes either sign).
+    n_coef : int
+        The columns of ``X_b``.
+    fit_intercept : bool
+        Whether the parameters end with an intercept.
+    scratch : object or None
+        The block's scratch buffers (:func:`~daskglm.compute.row_blocks.block_scratch`).
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_params, n_params)
+        On the host; ``n_params = n_coef + fit_intercept``.
+    """
     n_params = n_coef + int(fit_intercept)
     out = np.zeros((n_params, n_params))
     gram_b, col_sums = weighted_gram(X_b, h, scratch)
@@ -106,13 +126,13 @@ def _information(X_b, h, n_coef, fit_intercept, scratch):
 
 
 def _signed_information(X_b, h, n_coef, fit_intercept, scratch):
-    """As :func:`_information` for weights of either sign (the observed information of a
+    """As :func:`information_matrix` for weights of either sign (the observed information of a
     non-canonical link can have negative rows): the positive and negative parts apart."""
     xp = array_module(h)
-    positive = _information(X_b, xp.maximum(h, 0.0), n_coef, fit_intercept, scratch)
+    positive = information_matrix(X_b, xp.maximum(h, 0.0), n_coef, fit_intercept, scratch)
     if not (h < 0).any():
         return positive
-    return positive - _information(X_b, xp.maximum(-h, 0.0), n_coef, fit_intercept, scratch)
+    return positive - information_matrix(X_b, xp.maximum(-h, 0.0), n_coef, fit_intercept, scratch)
 
 
 @row_additive
@@ -141,7 +161,7 @@ def inference_sums(part, params, family, fit_intercept, null_mean, weights_kind=
         eta = linear_predictor(X_b, params, fit_intercept, rows_between(offset, start, stop))
         mu = family.mean(eta)
         score = family.dloss(y_b, eta)  # per unit weight
-        information = _information(X_b, family.d2loss(y_b, eta, w_b), n_coef, fit_intercept,
+        information = information_matrix(X_b, family.d2loss(y_b, eta, w_b), n_coef, fit_intercept,
                                    scratch)
         expected += information
         if exact:  # the observed information is the expected one
@@ -152,7 +172,7 @@ def inference_sums(part, params, family, fit_intercept, null_mean, weights_kind=
         squares = score**2 if w_b is None else w_b * score**2
         if w_b is not None and weights_kind != "frequency":  # one row, its score w * score
             squares = w_b * squares
-        meat += _information(X_b, squares, n_coef, fit_intercept, scratch)
+        meat += information_matrix(X_b, squares, n_coef, fit_intercept, scratch)
         deviance += family.deviance(y_b, mu, w_b)
         null_deviance += family.deviance(y_b, np.full_like(mu, null_mean), w_b)
         residual = (y_b - mu) ** 2 / distribution.variance(distribution.clip_mean(mu))

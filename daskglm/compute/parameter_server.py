@@ -41,7 +41,7 @@ from .hogwild import hogwild_loss
 from .kernels import linear_predictor
 from .local_sgd_rounds import is_float_array, scalar_rule
 from .sampling import partition_size, take_rows, take_rows_to_host
-from .sparse_vectors import _smaller, column_gradient
+from .sparse_vectors import column_gradient, sparse_or_dense
 
 __all__ = ["ParameterServerConfig", "TaskReport", "parameter_server_task",
            "compiled_steps_apply"]
@@ -367,7 +367,7 @@ def _work(part, holder, config, generation, slot, n_rows, part_weight, started, 
             if sparse_rows:
                 indices = np.array(sorted(touched | ({config.n_features} if config.fit_intercept
                                                      else set())), dtype=np.int64)
-                delta = _smaller(local.shape[0], indices, delta[indices])
+                delta = sparse_or_dense(local.shape[0], indices, delta[indices])
             tick = time.perf_counter()
             _, stop = holder.push_from(slot, delta, version, *progress)
             report.push_every = push_every

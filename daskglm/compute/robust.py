@@ -32,7 +32,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..backend import to_host
-from .inference import _information
+from .inference import information_matrix
 from .kernels import kernel_matrix, linear_predictor, partition_offset
 from .row_blocks import row_blocks, rows_between
 
@@ -207,8 +207,8 @@ def robust_sums(part, codes, params, family, fit_intercept, inverse, weights_kin
             with np.errstate(divide="ignore", invalid="ignore"):
                 once = (w if repeats else w * w) * score**2 / room
                 twice = once / room
-            hc2 += _information(host, once, n_coef, fit_intercept, None)
-            hc3 += _information(host, twice, n_coef, fit_intercept, None)
+            hc2 += information_matrix(host, once, n_coef, fit_intercept, None)
+            hc3 += information_matrix(host, twice, n_coef, fit_intercept, None)
         if n_ways:
             found = _clusters_of_codes(np.asarray(codes[start:stop])) if ids is None \
                 else _clusters_of_ids([column[start:stop] for column in ids])

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SparseGradient", "ScaledVector", "dense_gradient", "column_gradient"]
+__all__ = ["SparseGradient", "ScaledVector", "dense_gradient", "column_gradient",
+           "sparse_or_dense"]
 
 
 @dataclass
@@ -67,7 +68,7 @@ class SparseGradient:
             values = np.zeros(indices.shape[0])
             values[np.searchsorted(indices, self.indices)] += self.values
             values[np.searchsorted(indices, other.indices)] += other.values
-            return _smaller(self.size, indices, values)
+            return sparse_or_dense(self.size, indices, values)
         dense = np.array(other, dtype=float)  # a copy: the operands are left as they were
         dense[self.indices] += self.values
         return dense
@@ -79,8 +80,23 @@ def _index_dtype(size):
     return np.int32 if size <= np.iinfo(np.int32).max else np.int64
 
 
-def _smaller(size, indices, values):
-    """A :class:`SparseGradient` of ``(indices, values)`` or the dense vector, the smaller."""
+def sparse_or_dense(size, indices, values):
+    """A :class:`SparseGradient` of ``(indices, values)`` or the dense vector, whichever
+    takes fewer bytes.
+
+    Parameters
+    ----------
+    size : int
+        The length of the vector.
+    indices : ndarray of int
+        The positions of its entries that may be nonzero, without repeats.
+    values : ndarray of float64
+        Its entries at ``indices``; the others are zero.
+
+    Returns
+    -------
+    SparseGradient or ndarray of float64
+    """
     sparse = SparseGradient(int(size), indices.astype(_index_dtype(size), copy=False), values)
     return sparse if sparse.nbytes < 8 * size else sparse.toarray()
 

@@ -39,7 +39,7 @@ from .sampling import (
     draw_rows,
     take_rows,
 )
-from .sparse_vectors import SparseGradient, _smaller, column_gradient, dense_gradient
+from .sparse_vectors import SparseGradient, column_gradient, dense_gradient, sparse_or_dense
 
 __all__ = ["SGDConfig", "batch_loss_grad", "sgd_step", "l1_prox", "average_update",
            "quiet_when_diverging"]
@@ -115,7 +115,7 @@ def _sparse_batch_loss_grad(batch, params, config):
         columns = np.append(columns, params.shape[0] - 1)
         values = np.append(values, r.sum())
     total = float(X.shape[0]) if weight is None else float(weight.sum())
-    return Stats(total, loss, _smaller(params.shape[0], columns, values))
+    return Stats(total, loss, sparse_or_dense(params.shape[0], columns, values))
 
 
 @quiet_when_diverging

@@ -7,11 +7,11 @@ from .cache import choose_cache
 from .distributed import DistributedEngine, active_client
 from .local import LocalEngine, StreamingLocalEngine
 from .partitions import (
-    _dask_partitions,
-    _in_memory_parts,
     compute_beside_blocks,
     default_partitions,
+    delayed_partitions,
     float32_copies,
+    in_memory_parts,
     is_dask,
     scatter_partitions,
 )
@@ -106,7 +106,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         X = da.from_array(X, chunks=(max(1, -(-X.shape[0] // n_partitions)), -1))
 
     def dask_partitions():
-        delayed_parts, n_features = _dask_partitions(X, y, sample_weight, offset)
+        delayed_parts, n_features = delayed_partitions(X, y, sample_weight, offset)
         if choice.float32:
             delayed_parts = float32_copies(delayed_parts, kept)
         return delayed_parts, n_features
@@ -130,7 +130,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
             delayed_parts, d = dask_partitions()
             parts = dask.compute(*delayed_parts, scheduler="threads")
         else:
-            parts = _in_memory_parts(X, y, sample_weight, n_partitions or default_partitions(X),
+            parts = in_memory_parts(X, y, sample_weight, n_partitions or default_partitions(X),
                                      offset)
             d = X.shape[1]
         engine = LocalEngine(parts, d, ledger=ledger, split_every=split_every)
@@ -140,7 +140,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
             delayed_parts, d = dask_partitions()
             futures = compute_beside_blocks(client, delayed_parts, X)
         else:
-            sources = _in_memory_parts(X, y, sample_weight,
+            sources = in_memory_parts(X, y, sample_weight,
                                        n_partitions or default_partitions(X), offset)
             futures = scatter_partitions(client, sources)
             d = X.shape[1]
@@ -200,14 +200,14 @@ def stream_engines(X, y, sample_weight=None, *, family, client="auto", ledger=No
         client = active_client()
     ledger = CommReport() if ledger is None else ledger
     if not any(is_dask(a) for a in (X, y, sample_weight)):
-        parts = _in_memory_parts(X, y, sample_weight, 1)
+        parts = in_memory_parts(X, y, sample_weight, 1)
         yield from _validated(LocalEngine(parts, X.shape[1], ledger=ledger), family)
         return
     if not is_dask(X):
         import dask.array as da
 
         X = da.from_array(X, chunks=(X.shape[0], -1))
-    delayed_parts, d = _dask_partitions(X, y, sample_weight)
+    delayed_parts, d = delayed_partitions(X, y, sample_weight)
     for delayed_part in delayed_parts:
         if client is None:
             engine = LocalEngine([delayed_part.compute(scheduler="threads")], d, ledger=ledger)

@@ -19,7 +19,7 @@ from .distributed_deadline import DistributedDeadlineRounds
 from .distributed_state import DistributedStateRounds, HeldStatesLost
 from .measure import DaskMeter
 from .partitions import scatter_partitions
-from .tasks import _complete_node_keys, _run_task
+from .tasks import complete_node_keys, run_task
 from .topologies import RING_KINDS, ring_sum, server_sum
 
 #: Failed direct rounds after which an engine runs every round as tasks.
@@ -210,7 +210,7 @@ class DistributedEngine(DistributedStateRounds, DistributedDeadlineRounds, Engin
         for worker, indices in by_worker.items():
             place = {} if worker is None else {"workers": [worker], "allow_other_workers": True}
             mapped = self.client.map(
-                _run_task,
+                run_task,
                 [fn] * len(indices),
                 [[self.parts[i] for i in groups[g]] for g in indices],
                 [None if each is None else [each[i] for i in groups[g]] for g in indices],
@@ -254,7 +254,7 @@ class DistributedEngine(DistributedStateRounds, DistributedDeadlineRounds, Engin
         """
         n = self.n_partitions
         level = sorted(
-            ((future, _complete_node_keys(group, n))
+            ((future, complete_node_keys(group, n))
              for group, future in zip(self.groups if groups is None else groups, group_futures)),
             key=lambda item: node_start(item[1][0]),
         )
@@ -305,7 +305,7 @@ class DistributedEngine(DistributedStateRounds, DistributedDeadlineRounds, Engin
         n = self.n_partitions
         keys = probe.keys(n)
         places = self._placement(range(n))
-        return [self.client.submit(_run_task, fn, [part], None if each is None else [each[i]],
+        return [self.client.submit(run_task, fn, [part], None if each is None else [each[i]],
                                    sent, (), key=keys[i], pure=False, **places[i])
                 for i, part in enumerate(self.parts)]
 

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from .dask_compat import cancel as cancel_futures
 from .deadline import Arrivals
-from .tasks import _identity, _run_task
+from .tasks import identity, run_task
 
 __all__ = ["DistributedDeadlineRounds", "Backup", "REPLICA_PREFIX"]
 
@@ -101,13 +101,13 @@ class DistributedDeadlineRounds:
                     continue
             place = {"workers": held[:1], "allow_other_workers": True} if held else {}
             primaries[i] = self.client.submit(
-                _run_task, fn, [part], None if each is None else [each[i]], sent, (),
+                run_task, fn, [part], None if each is None else [each[i]], sent, (),
                 key=keys[i], pure=False, **place)
             if held:
                 where[primaries[i]] = held[0]
         for key, (i, backup) in zip(keys[n:], sorted(replicas.items())):
             backups[i] = self.client.submit(
-                _run_task, fn, [backup.replica], None if each is None else [each[i]], sent,
+                run_task, fn, [backup.replica], None if each is None else [each[i]], sent,
                 (), key=key, pure=False, workers=[backup.worker], allow_other_workers=False,
                 priority=-1)
             where[backups[i]] = backup.worker
@@ -162,7 +162,7 @@ class DistributedDeadlineRounds:
                 continue
             worker = min(options, key=lambda w: (load[w], w))
             self._drop_backup(i)
-            replica = self.client.submit(_identity, self.parts[i], workers=[worker],
+            replica = self.client.submit(identity, self.parts[i], workers=[worker],
                                          allow_other_workers=False, pure=False,
                                          key=f"{REPLICA_PREFIX}{uuid.uuid4().hex}")
             self._backups[i] = Backup(worker, replica)

@@ -4,7 +4,7 @@ dropped, as futures on the partitions' workers or kept by partition holders."""
 from __future__ import annotations
 
 from .direct import DirectRoundFailed, HeldState
-from .tasks import _identity, _pick_output, _pick_state, _run_stateful_task
+from .tasks import identity, pick_output, pick_state, run_stateful_task
 
 __all__ = ["DistributedStateRounds", "HeldStatesLost"]
 
@@ -51,17 +51,17 @@ class DistributedStateRounds:
         results, new_states = [], [None] * n
         for g, (group, place) in enumerate(zip(groups, places)):
             output = self.client.submit(
-                _run_stateful_task, fn, [self.parts[i] for i in group],
+                run_stateful_task, fn, [self.parts[i] for i in group],
                 [states[i] for i in group], sent, (group, n) if tree else (),
                 key=keys[g], pure=False, **place,
             )
             created.append(output)
-            results.append(self.client.submit(_pick_output, output, key=probe.pick_key(f"out{g}"),
+            results.append(self.client.submit(pick_output, output, key=probe.pick_key(f"out{g}"),
                                               pure=False, **place))
             created.append(results[-1])
             for j, index in enumerate(group):
                 new_states[index] = self.client.submit(
-                    _pick_state, output, j, key=probe.pick_key(f"state{index}"), pure=False,
+                    pick_state, output, j, key=probe.pick_key(f"state{index}"), pure=False,
                     **place)
         created.extend(new_states)
         picks = len(results) + n
@@ -116,7 +116,7 @@ class DistributedStateRounds:
         for key, i in zip(keys, held):
             worker = holders.get(states[i].key) or ()
             place = {"workers": [worker[0]], "allow_other_workers": True} if worker else {}
-            copies.append(self.client.submit(_identity, states[i], key=key, pure=False, **place))
+            copies.append(self.client.submit(identity, states[i], key=key, pure=False, **place))
         fetched = [None] * self.n_partitions
         try:
             for index, item in zip(held, self.client.gather(copies)):

@@ -22,7 +22,7 @@ from .base import Engine
 from .deadline import Arrivals
 from .device_rows import DeviceRows
 from .measure import LocalProbe
-from .tasks import Computed, Ready, _run_streamed_task, sources_of
+from .tasks import Computed, Ready, run_streamed_task, sources_of
 
 
 @functools.cache
@@ -178,7 +178,7 @@ class StreamingLocalEngine(LocalEngine):
     ``parts`` are delayed partitions (and, with ``cache="partial"``, partitions kept in
     memory).  A tree round runs :data:`~daskglm.engine.tasks.STREAM_RUNS_PER_THREAD` runs
     of the partitions per thread, each reading its next partition in a thread of its own
-    while the kernel runs on the last (:func:`~daskglm.engine.tasks._run_streamed_task`),
+    while the kernel runs on the last (:func:`~daskglm.engine.tasks.run_streamed_task`),
     so at most two partitions per run are in memory at a time; the sums are those of one
     partition at a time, to the bit.  Other rounds load each partition in the thread that
     uses it.
@@ -207,7 +207,7 @@ class StreamingLocalEngine(LocalEngine):
         runs = min(n, task_functions.STREAM_RUNS_PER_THREAD * self.n_threads)
         groups = [run.tolist() for run in np.array_split(np.arange(n), runs)]
         probe.groups = len(groups)
-        run = probe.timed(_run_streamed_task)
+        run = probe.timed(run_streamed_task)
         jobs = [(fn, [self._readers[i] for i in group],
                  None if each is None else [each[i] for i in group], args, (group, n))
                 for group in groups]

@@ -20,10 +20,9 @@ __all__ = ["exchange_with_neighbours"]
 
 
 def _mix_task(mix, own, neighbour_states, item):
-    from .tasks import _TASK_DELAYS, _delay_task
+    from .tasks import pause_if_slowed
 
-    if _TASK_DELAYS:
-        _delay_task()
+    pause_if_slowed()
     return mix(own, list(neighbour_states), item)
 
 

@@ -82,8 +82,8 @@ class PartitionHolder:
 
     def _run_group(self, fn, group, items, args, reduce_args, state=None, fresh=()):
         start = time.perf_counter()
-        if tasks._TASK_DELAYS:  # slowed as its tasks would be (daskglm.testing.slow_worker)
-            time.sleep(tasks._TASK_DELAYS.get(self.address, 0.0))
+        if tasks.TASK_DELAYS:  # slowed as its tasks would be (daskglm.testing.slow_worker)
+            time.sleep(tasks.TASK_DELAYS.get(self.address, 0.0))
         parts = [self.parts[i] for i in group]
         if state is None:
             result = run_group(fn, parts, items, args, *reduce_args)
@@ -101,8 +101,8 @@ class PartitionHolder:
         each kernel and one copy of its sums to the host per subtree, instead of per
         partition.  Returns what :meth:`_run_group` returns for all of them as one group."""
         start = time.perf_counter()
-        if tasks._TASK_DELAYS:
-            time.sleep(tasks._TASK_DELAYS.get(self.address, 0.0))
+        if tasks.TASK_DELAYS:
+            time.sleep(tasks.TASK_DELAYS.get(self.address, 0.0))
         answer = {}
         for node, leaves in maximal_nodes(self.parts, n_leaves):
             rows = self.device_rows.setdefault(node, DeviceRows())

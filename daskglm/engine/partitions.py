@@ -250,7 +250,23 @@ def default_partitions(X):
     return max(1, -(-stored_bytes(X) // PARTITION_BYTES))
 
 
-def _in_memory_parts(X, y, weight, n_partitions, offset=None):
+def in_memory_parts(X, y, weight, n_partitions, offset=None):
+    """In-memory data cut into partitions of contiguous rows, each in the kernels' layout.
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_rows, n_features)
+    y : ndarray of shape (n_rows,)
+    weight, offset : ndarray of shape (n_rows,) or None
+    n_partitions : int
+        How many partitions; at most one per row, at least one.
+
+    Returns
+    -------
+    list of tuple
+        ``(X, y, weight)`` per partition, with ``offset`` after them when there is one,
+        in row order, each as :func:`_as_partition` makes it.
+    """
     return [
         _as_partition(X[a:b], y[a:b], _row_slice(weight, a, b), _row_slice(offset, a, b))
         for a, b in _split_rows(X.shape[0], n_partitions)
@@ -314,8 +330,23 @@ def compute_beside_blocks(client, delayed_parts, X):
     return futures
 
 
-def _dask_partitions(X, y, weight, offset=None):
-    """One delayed ``(X, y, weight[, offset])`` partition per row chunk of X."""
+def delayed_partitions(X, y, weight, offset=None):
+    """One delayed ``(X, y, weight[, offset])`` partition per row chunk of Dask ``X``.
+
+    Parameters
+    ----------
+    X : Dask array of shape (n_rows, n_features)
+        Its column chunks are joined first.
+    y : Dask array or array-like of shape (n_rows,)
+    weight, offset : Dask array, array-like or None
+        Each is chunked like the rows of ``X``.
+
+    Returns
+    -------
+    tuple
+        ``(partitions, n_features)``: the list of delayed partitions, each packed on the
+        worker into the kernels' layout (:func:`_as_partition`), and the columns of ``X``.
+    """
     import dask
 
     X, y, weight, offset = _align_dask(X, y, weight, offset)

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import tasks as task_functions
 from .distributed import DistributedEngine
-from .tasks import _run_streamed_task, _run_task, sources_of
+from .tasks import run_streamed_task, run_task, sources_of
 
 
 def _validated(engine, family):
@@ -53,7 +53,7 @@ class StreamingDistributedEngine(DistributedEngine):
             return self._submit_runs(fn, sent, each, probe, created)
         keys = probe.keys(self.n_partitions)
         n = self.n_partitions
-        run = dask.delayed(_run_task, pure=False)
+        run = dask.delayed(run_task, pure=False)
         tasks = [
             run(fn, [part], None if each is None else [each[i]], sent,
                 ([i], n) if tree else (), dask_key_name=keys[i])
@@ -89,10 +89,10 @@ class StreamingDistributedEngine(DistributedEngine):
         for key, group in zip(keys, groups):
             items = None if each is None else [each[i] for i in group]
             if sources[group[0]] is None:
-                tasks.append(dask.delayed(_run_task, pure=False)(
+                tasks.append(dask.delayed(run_task, pure=False)(
                     fn, [self.parts[group[0]]], items, sent, (group, n), dask_key_name=key))
             else:
-                tasks.append(dask.delayed(_run_streamed_task, pure=False)(
+                tasks.append(dask.delayed(run_streamed_task, pure=False)(
                     fn, [sources[i] for i in group], items, sent, (group, n),
                     dask_key_name=key))
         futures = self.client.compute(tasks)
@@ -103,7 +103,7 @@ class StreamingDistributedEngine(DistributedEngine):
         import dask
 
         keys = probe.keys(self.n_partitions)
-        run = dask.delayed(_run_task, pure=False)
+        run = dask.delayed(run_task, pure=False)
         return self.client.compute([run(fn, [part], None if each is None else [each[i]], sent,
                                         (), dask_key_name=keys[i])
                                     for i, part in enumerate(self.parts)])

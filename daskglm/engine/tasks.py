@@ -3,7 +3,7 @@
 A group task runs a kernel on the partitions one worker thread holds and returns the
 complete subtrees of its run (:func:`daskglm.compute.tree.run_group`); stateful rounds
 split a group's output into the result and the new state on the worker.  A streamed
-run reads its partitions one ahead of its kernel (:func:`_run_streamed_task`, from
+run reads its partitions one ahead of its kernel (:func:`run_streamed_task`, from
 :class:`Source`, :class:`Ready` or :class:`Computed` readers); the in-process streaming
 engine runs the same runs on its threads.
 """
@@ -21,36 +21,71 @@ from ..compute.tree import (
 #: Extra seconds that kernel tasks sleep on a worker, by worker address.  Set in a worker
 #: process only by :func:`daskglm.testing.slow_worker`; while it is empty (always, outside
 #: tests and demos), a task's check of it costs one test of an empty dict.
-_TASK_DELAYS: dict[str, float] = {}
+TASK_DELAYS: dict[str, float] = {}
 
 
 def _delay_task():
-    """Sleep as :data:`_TASK_DELAYS` says for the worker running this task."""
+    """Sleep as :data:`TASK_DELAYS` says for the worker running this task."""
     try:
         from distributed import get_worker
 
-        seconds = _TASK_DELAYS.get(get_worker().address, 0.0)
+        seconds = TASK_DELAYS.get(get_worker().address, 0.0)
     except (ImportError, ValueError):  # not in a worker
         return
     if seconds:
         time.sleep(seconds)
 
 
-def _complete_node_keys(indices, n_leaves):
-    """The nodes :func:`~daskglm.compute.tree.run_group` returns for partitions ``indices``."""
+def complete_node_keys(indices, n_leaves):
+    """The tree nodes that a group task on the partitions ``indices`` returns.
+
+    Parameters
+    ----------
+    indices : sequence of int
+        The group's partitions, by position.
+    n_leaves : int
+        The partitions of the round: the leaves of its reduction tree.
+
+    Returns
+    -------
+    list of tuple
+        The nodes of :func:`~daskglm.compute.tree.run_group`'s result, in order of
+        position (:func:`~daskglm.compute.tree.complete_nodes`), without their sums.
+    """
     return list(complete_nodes({(0, i): 0 for i in indices}, n_leaves))
 
 
-def _run_task(fn, parts, items, args, reduce_args):
-    """A group's task: :func:`~daskglm.compute.tree.run_group`, reducing when ``reduce_args``."""
-    if _TASK_DELAYS:
+def run_task(fn, parts, items, args, reduce_args):
+    """A group's task: :func:`~daskglm.compute.tree.run_group`, reducing when
+    ``reduce_args``; slowed as :func:`pause_if_slowed` says.
+
+    Parameters
+    ----------
+    fn : callable
+        The kernel, ``fn(part, *args)`` or ``fn(part, item, *args)``.
+    parts : list
+        The partitions of the group, in order.
+    items : list or None
+        One item per partition, or None.
+    args : tuple
+        The arguments every call shares.
+    reduce_args : tuple
+        ``(indices, n_leaves)`` to return the complete nodes of the reduction tree, or
+        ``()`` for the list of results.
+
+    Returns
+    -------
+    list or dict
+        What :func:`~daskglm.compute.tree.run_group` returns.
+    """
+    if TASK_DELAYS:
         _delay_task()
     return run_group(fn, parts, items, args, *reduce_args)
 
 
 #: A tree round of streamed partitions runs this many tasks per worker thread, each on a
 #: contiguous run of partitions that it reads one ahead of its kernel
-#: (:func:`_run_streamed_task`); 0 runs one task per partition, whose reads come first.
+#: (:func:`run_streamed_task`); 0 runs one task per partition, whose reads come first.
 STREAM_RUNS_PER_THREAD = 2
 
 
@@ -136,17 +171,30 @@ def sources_of(parts):
     return sources
 
 
-def _run_streamed_task(fn, sources, items, args, reduce_args):
+def run_streamed_task(fn, sources, items, args, reduce_args):
     """A run of streamed partitions in one task, each read while the one before is used.
 
     One thread reads the next partition (file reads and most decoding release the GIL)
     while this one runs the kernel on the last, so a worker thread's reads and kernels
     overlap instead of taking turns; at most two of the run's partitions are in memory
-    at once.  Returns what :func:`~daskglm.compute.tree.run_group` returns for the run.
+    at once.
+
+    Parameters
+    ----------
+    fn, items, args, reduce_args
+        As :func:`run_task` takes them.
+    sources : list
+        The run's partitions as readers (:class:`Source`, :class:`Ready` or
+        :class:`Computed`), in order.
+
+    Returns
+    -------
+    list or dict
+        What :func:`~daskglm.compute.tree.run_group` returns for the run.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    if _TASK_DELAYS:
+    if TASK_DELAYS:
         _delay_task()
     results = []
     with ThreadPoolExecutor(1) as reader:
@@ -163,30 +211,82 @@ def _run_streamed_task(fn, sources, items, args, reduce_args):
     return complete_nodes({(0, i): r for i, r in zip(indices, results)}, n_leaves)
 
 
-def _run_stateful_task(fn, parts, states, args, reduce_args):
-    """A group's task of a stateful round: :func:`~daskglm.compute.tree.run_stateful_group`."""
-    if _TASK_DELAYS:
+def run_stateful_task(fn, parts, states, args, reduce_args):
+    """A group's task of a stateful round: :func:`~daskglm.compute.tree.run_stateful_group`;
+    slowed as :func:`pause_if_slowed` says.
+
+    Parameters
+    ----------
+    fn : callable
+        The stateful kernel, ``fn(part, state, *args) -> (result, new state)``.
+    parts : list
+        The partitions of the group, in order.
+    states : list
+        Each partition's state from the previous round (None on the first).
+    args, reduce_args
+        As :func:`run_task` takes them.
+
+    Returns
+    -------
+    tuple
+        ``(out, new_states)``, as :func:`~daskglm.compute.tree.run_stateful_group`
+        returns them; :func:`pick_output` and :func:`pick_state` take them apart.
+    """
+    if TASK_DELAYS:
         _delay_task()
     return run_stateful_group(fn, parts, states, args, *reduce_args)
 
 
-def _pick_output(output):
-    """The results (or tree nodes) of a stateful group task's output."""
+def pick_output(output):
+    """The results (or tree nodes) of a stateful group task's output.
+
+    Parameters
+    ----------
+    output : tuple
+        What :func:`run_stateful_task` returned.
+
+    Returns
+    -------
+    list or dict
+    """
     return output[0]
 
 
-def _pick_state(output, position):
-    """The new state of the ``position``-th partition of a stateful group task's output."""
+def pick_state(output, position):
+    """The new state of the ``position``-th partition of a stateful group task's output.
+
+    Parameters
+    ----------
+    output : tuple
+        What :func:`run_stateful_task` returned.
+    position : int
+        The partition's position in its group.
+
+    Returns
+    -------
+    object
+    """
     return output[1][position]
 
 
-def _identity(item):
+def identity(item):
+    """``item`` itself: a task that puts a copy of a value on the worker that runs it.
+
+    Parameters
+    ----------
+    item : object
+
+    Returns
+    -------
+    object
+    """
     return item
 
 
 def pause_if_slowed():
-    """Sleep as :data:`_TASK_DELAYS` says for this worker: what a long-lived task calls
-    before each of its updates, so that :func:`daskglm.testing.slow_worker` slows it per
-    update as it slows other tasks per task."""
-    if _TASK_DELAYS:
+    """Sleep as :data:`TASK_DELAYS` says for this worker: what a long-lived task calls
+    before each of its updates (and a task of its own before it runs), so that
+    :func:`daskglm.testing.slow_worker` slows it per update as it slows other tasks per
+    task."""
+    if TASK_DELAYS:
         _delay_task()

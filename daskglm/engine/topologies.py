@@ -31,7 +31,7 @@ from __future__ import annotations
 from ..accounting.kinds import Kind
 from ..compute.ring import ring_add, ring_assemble, ring_pick, ring_prepare
 from ..compute.tree import combine_nodes, tree_root
-from .tasks import _identity
+from .tasks import identity
 
 __all__ = ["TOPOLOGIES", "RING_KINDS", "check_topology", "server_sum", "ring_sum",
            "returned_bytes"]
@@ -105,7 +105,7 @@ def ring_sum(engine, group_futures, probe, created):
     held = [{(i + 1) % members: running[i]} for i in range(members)]
     moving = list(running)
     for step in range(members - 1):
-        moving = [submit(_identity, moving[(i - 1) % members], member=i)
+        moving = [submit(identity, moving[(i - 1) % members], member=i)
                   for i in range(members)]
         for i in range(members):
             held[i][(i - step) % members] = moving[i]

@@ -25,8 +25,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 
-# The names imported "as" themselves are imported from here by sgd.py, sgd_classifier.py,
-# sgd_one_vs_rest.py and cv.py; they live in the modules named.
+# The names imported "as" themselves are imported from here by sgd.py, sgd_classifier.py
+# and sgd_one_vs_rest.py; they live in the modules named.
 from .. import progress
 from ..engine import make_engine
 from ..engine.driver_passes import records_driver_passes
@@ -35,28 +35,33 @@ from ..model.families import Family
 from ..solvers.base import DEFAULT_MAX_ITER
 from .auto_choice import auto_choice, choice_reason, solver_after_validation
 from .dask_ml_params import with_dask_ml_parameters
-from .docstrings import _COMMON_DOC as _COMMON_DOC
+from .fit_input import FitInputMixin
 from .fit_input import _check_numbers_are_not_text as _check_numbers_are_not_text
-from .fit_input import _FitInputMixin
-from .formula_fit import _FormulaMixin
-from .inference import _InferenceMixin, _target_moments
+from .formula_fit import FormulaMixin
+from .inference import InferenceMixin
+from .linear_predictors import LinearPredictorMixin
 from .linear_predictors import _dense as _dense
-from .linear_predictors import _LinearPredictorMixin
 from .linear_predictors import _to_float as _to_float
 from .linear_predictors import _weighted_mean as _weighted_mean
 from .plan import FitEngines
-from .planning import _PlanningMixin
-from .start_point import _follows_from_class_sums, _n_coef, _start_params, _StartMixin
+from .planning import PlanningMixin
+from .start_point import (
+    StartMixin,
+    follows_from_class_sums,
+    mean_target_and_offset,
+    n_coef_of,
+    start_params,
+)
 
 logger = logging.getLogger("daskglm")
 
 
-class _GLMBase(_FormulaMixin, _FitInputMixin, _PlanningMixin, _StartMixin,
-               _LinearPredictorMixin, _InferenceMixin, BaseEstimator):
-    """The fit template over its parts: the input checked (:class:`_FitInputMixin`), the
-    plan (:class:`_PlanningMixin`), the start (:class:`_StartMixin`), the engine, the
-    solve and the fitted attributes; prediction (:class:`_LinearPredictorMixin`) and
-    inference (:class:`~.inference._InferenceMixin`)."""
+class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
+               LinearPredictorMixin, InferenceMixin, BaseEstimator):
+    """The fit template over its parts: the input checked (:class:`FitInputMixin`), the
+    plan (:class:`PlanningMixin`), the start (:class:`StartMixin`), the engine, the
+    solve and the fitted attributes; prediction (:class:`LinearPredictorMixin`) and
+    inference (:class:`~.inference.InferenceMixin`)."""
 
     _classifier = False
 
@@ -132,8 +137,9 @@ class _GLMBase(_FormulaMixin, _FitInputMixin, _PlanningMixin, _StartMixin,
                 if name != plan.solver_name:
                     problem, solver = self._configure(plan, name, engines)
             scale = engine.column_scale
-            means = _target_moments(engine, problem.family, getattr(self, "inference", False))
-            params0 = _start_params(problem, means, plan.start, scale)
+            means = mean_target_and_offset(engine, problem.family,
+                                           getattr(self, "inference", False))
+            params0 = start_params(problem, means, plan.start, scale)
             params0 = self._start_on_kept_part(plan, name, problem, solver, engine, params0)
             if data.offset is None:
                 self._first_evaluation_from_classes(engine, problem, solver, params0)
@@ -159,7 +165,7 @@ class _GLMBase(_FormulaMixin, _FitInputMixin, _PlanningMixin, _StartMixin,
         engine's column scale."""
         if scale is not None:
             result.params = np.array(result.params, dtype=float)
-            n_coef = _n_coef(problem)
+            n_coef = n_coef_of(problem)
             result.params[:n_coef] *= np.tile(scale, n_coef // problem.n_features)
         self._record_fit(problem, result)
         self._cast_fitted(dtype)
@@ -216,7 +222,7 @@ class _GLMBase(_FormulaMixin, _FitInputMixin, _PlanningMixin, _StartMixin,
         round unless that round collects the class labels (``labels``, a
         :class:`~.plan.LabelRequest`)."""
         summary = False if labels is None else labels.summary
-        if summary and offset is None and _follows_from_class_sums(first, X):
+        if summary and offset is None and follows_from_class_sums(first, X):
             # the first evaluation follows from the classes' column sums
             # (:meth:`_first_evaluation_from_classes`)
             summary = "moments"

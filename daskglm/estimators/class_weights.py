@@ -13,8 +13,20 @@ from ..engine import is_dask
 from ..engine.driver_passes import compute_pass
 
 
-def _weights_of_rows(y_index, weights):
-    """The weight of each row's class, from its class index."""
+def weights_of_rows(y_index, weights):
+    """The weight of each row's class, from its class index.
+
+    Parameters
+    ----------
+    y_index : ndarray of shape (n_rows,)
+        Each row's class index (integers, or floats holding them).
+    weights : array-like of shape (n_classes,)
+        One weight per class (:func:`weights_of_classes`).
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_rows,)
+    """
     return np.asarray(weights, dtype=np.float64)[np.asarray(y_index).astype(np.intp)]
 
 
@@ -34,12 +46,34 @@ def _check_class_weight(class_weight):
                                  f"{weight!r} for class {label!r}.")
 
 
-def _class_weights(class_weight, classes, y_index, sample_weight, counts=None):
+def weights_of_classes(class_weight, classes, y_index, sample_weight, counts=None):
     """One weight per class from ``class_weight``, as scikit-learn's ``compute_class_weight``.
 
     ``"balanced"`` is ``sum(w) / (n_classes * per-class sum of w)`` with ``w`` the sample
-    weights (1 when None): from ``counts`` (the per-class sums of ``w``) when given, else
-    counted from the class indices ``y_index`` in memory.
+    weights (1 when None).
+
+    Parameters
+    ----------
+    class_weight : dict or "balanced"
+        Checked first.
+    classes : ndarray of shape (n_classes,)
+        The class labels, in order.
+    y_index : ndarray or Dask array of shape (n_rows,)
+        Each row's class index; counted (one pass for Dask input) for ``"balanced"`` when
+        ``counts`` is None.
+    sample_weight : ndarray, Dask array or None
+    counts : array-like of shape (n_classes,), optional
+        The per-class sums of ``w``, when known (the engine's validation round counts
+        them).
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_classes,)
+
+    Raises
+    ------
+    ValueError
+        For a ``class_weight`` that is neither, or weights that are not finite and >= 0.
     """
     _check_class_weight(class_weight)
     if isinstance(class_weight, str):

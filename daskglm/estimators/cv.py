@@ -32,7 +32,7 @@ from ..model.families import Gaussian
 from ..model.penalties import NonNegative, make_penalty
 from ..solvers import Problem
 from ..solvers.proximal import solve_composite_quadratic
-from .base import _COMMON_DOC
+from .docstrings import COMMON_DOC
 from .linear import ElasticNet, Lasso
 from .path_cv import PathCV
 
@@ -253,7 +253,7 @@ PATH_DOC = """
     n_jobs : int or None, default=None
         Accepted for scikit-learn's signature and ignored: Dask's scheduler sets the
         parallelism over the partitions.
-""" + _COMMON_DOC + """
+""" + COMMON_DOC + """
     Attributes
     ----------
     alpha_ : float

@@ -12,7 +12,7 @@ from ..engine import is_dask
 from ..engine.driver_passes import compute_pass
 from ..engine.folds import fold_ids_by_partition
 
-__all__ = ["Folds", "_assign_folds", "_positive_grid"]
+__all__ = ["Folds", "assign_folds", "positive_grid"]
 
 
 class Folds:
@@ -71,12 +71,30 @@ class Folds:
                 for fold in range(self.n_folds)]
 
 
-def _assign_folds(cv, y, n_samples, classifier, split_params=None):
+def assign_folds(cv, y, n_samples, classifier, split_params=None):
     """The splits of ``cv`` on ``n_samples`` rows, as :class:`Folds`.
 
-    ``cv`` is anything :func:`sklearn.model_selection.check_cv` takes (None: 5 folds; an
-    int: (stratified for classifiers) k folds; a splitter); ``split_params`` (``groups``)
-    go to its ``split``.
+    Parameters
+    ----------
+    cv : int, cross-validation splitter, iterable or None
+        Anything :func:`sklearn.model_selection.check_cv` takes (None: 5 folds; an int:
+        (stratified for classifiers) k folds; a splitter).
+    y : array-like or Dask array of shape (n_samples,)
+        The targets; Dask ``y`` is read (a driver pass) only when the splitter needs it.
+    n_samples : int
+    classifier : bool
+        Whether an int ``cv`` means stratified folds.
+    split_params : dict, optional
+        Passed to the splitter's ``split`` (``groups``).
+
+    Returns
+    -------
+    Folds
+
+    Raises
+    ------
+    ValueError
+        For fewer than 2 splits, or a split without training or test rows.
     """
     if is_dask(y):
         if not classifier and (cv is None or isinstance(cv, numbers.Integral)
@@ -101,7 +119,25 @@ def _assign_folds(cv, y, n_samples, classifier, split_params=None):
     return Folds(n_samples, splits)
 
 
-def _positive_grid(values, name):
+def positive_grid(values, name):
+    """A grid of positive numbers (``Cs`` of :class:`~daskglm.LogisticRegressionCV`) as a
+    float64 vector.
+
+    Parameters
+    ----------
+    values : float or sequence of float
+    name : str
+        The parameter's name, for the error message.
+
+    Returns
+    -------
+    ndarray of float64, 1-D
+
+    Raises
+    ------
+    ValueError
+        Unless the values are a non-empty list of finite positive numbers.
+    """
     values = np.atleast_1d(np.asarray(values, dtype=np.float64))
     if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values) & (values > 0)):
         raise ValueError(f"{name} must be a non-empty list of positive numbers; got {values!r}.")

@@ -1,7 +1,9 @@
-"""The docstring pieces the estimators share: their common parameters (``_COMMON_DOC``),
-``positive`` (``_POSITIVE_DOC``) and the fitted attributes (``_FITTED_DOC``)."""
+"""The docstring pieces the estimators share: their common parameters (``COMMON_DOC``),
+``positive`` (``POSITIVE_DOC``) and the fitted attributes (``FITTED_DOC``)."""
 
-_COMMON_DOC = """
+#: The parameters every estimator of :class:`~.base._GLMBase` takes, in the numpydoc form
+#: of a class docstring's ``Parameters`` section.
+COMMON_DOC = """
     solver : {"auto", "normal", "gd", "lbfgs", "newton", "proximal", "admm", "averaging", \
 "sgd", "async", "gossip"}, default="auto"
         Optimisation method.  ``"auto"`` runs the method of least predicted time among
@@ -61,7 +63,8 @@ _COMMON_DOC = """
         Start ``fit`` from the coefficients of the previous fit instead of zero.
 """
 
-_POSITIVE_DOC = """    positive : bool, default=False
+#: The ``positive`` parameter of the estimators that constrain the coefficients' signs.
+POSITIVE_DOC = """    positive : bool, default=False
         Constrain the coefficients (not the intercept) to be non-negative, as
         scikit-learn's ``positive=True``.  Solved by the normal equations (non-negative
         least squares on the Gram matrix, still one round), ``"lbfgs"`` (L-BFGS-B with
@@ -71,7 +74,8 @@ _POSITIVE_DOC = """    positive : bool, default=False
 """
 
 
-_FITTED_DOC = """
+#: The ``Attributes`` section of a fitted estimator's docstring.
+FITTED_DOC = """
     Attributes
     ----------
     coef_ : ndarray

@@ -24,22 +24,22 @@ from .categorical import (
     is_table_with_categories,
     read_table,
 )
-from .mean_filling import _filled_with_means
+from .mean_filling import filled_with_means
 from .offsets import check_offset
 from .plan import FitData
 from .robust import checked_groups
 from .validation import (
-    _check_dask_matrix,
-    _check_dask_vector,
-    _check_has_rows,
-    _check_numeric_target,
     _dask_frame_to_array,
-    _reject_datetimes,
+    check_dask_matrix,
+    check_dask_vector,
+    check_has_rows,
+    check_numeric_target,
+    reject_datetimes,
 )
 from .weight_kinds import check_weights_kind
 
 
-class _FitInputMixin:
+class FitInputMixin:
     """The checks of a fit's parameters and data, and the target's hooks."""
 
     def _check_params(self):
@@ -58,13 +58,13 @@ class _FitInputMixin:
     def _validate_input(self, X, y, sample_weight):
         """Cheap checks that need no pass over the data; NaN/inf come in the engine's round."""
         X, y, sample_weight, _ = self._checked_input(X, y, sample_weight)
-        self._fit_dtype = _coef_dtype(X)
+        self._fit_dtype = coef_dtype(X)
         return X, y, sample_weight
 
     def _checked_input(self, X, y, sample_weight):
         """The checked ``(X, y, sample_weight)``, and for a table with categorical columns
         a function making its features as categorical blocks (None otherwise)."""
-        _reject_datetimes(X)
+        reject_datetimes(X)
         missing = getattr(self, "missing", "error")
         encoding = means = blocks = None
         if is_table_with_categories(X) or (missing == "mean" and is_table(X)):
@@ -77,7 +77,7 @@ class _FitInputMixin:
                                            layout="blocks", kept=kept)
             X = encoded_array(X, encoding, compute=compute_pass, lengths=lengths, kept=kept)
         elif missing == "mean":
-            X, means = _filled_with_means(X)
+            X, means = filled_with_means(X)
         X, y, sample_weight = self._checked_arrays(X, y, sample_weight)
         for name in ("table_encoding_", "feature_names_out_", "column_means_", "formula_",
                      "formula_design_"):
@@ -108,22 +108,22 @@ class _FitInputMixin:
                 X = validate_data(self, X, reset=True, accept_sparse=False,
                                   dtype=[np.float64, np.float32], ensure_all_finite=True)
             else:
-                _check_dask_matrix(X)
-                _check_has_rows(X)
+                check_dask_matrix(X)
+                check_has_rows(X)
                 self.n_features_in_ = int(X.shape[1])
                 if names is not None and all(isinstance(n, str) for n in names):
                     self.feature_names_in_ = names
                 elif hasattr(self, "feature_names_in_"):
                     del self.feature_names_in_
             if is_dask(y):
-                y = _check_dask_vector(y, "y", X.shape[0], numeric=not self._classifier)
+                y = check_dask_vector(y, "y", X.shape[0], numeric=not self._classifier)
             else:
                 y = np.asarray(y)
                 if not self._classifier:
-                    _check_numeric_target(y, self)
+                    check_numeric_target(y, self)
             if sample_weight is not None:
                 if is_dask(sample_weight):
-                    sample_weight = _check_dask_vector(_dask_frame_to_array(sample_weight)[0],
+                    sample_weight = check_dask_vector(_dask_frame_to_array(sample_weight)[0],
                                                        "sample_weight", X.shape[0])
                 else:
                     sample_weight = np.asarray(sample_weight, dtype=np.float64)
@@ -133,7 +133,7 @@ class _FitInputMixin:
                         )
             return X, y, sample_weight
         if not self._classifier:
-            _check_numeric_target(np.asarray(y) if not hasattr(y, "dtype") else y, self)
+            check_numeric_target(np.asarray(y) if not hasattr(y, "dtype") else y, self)
         try:
             X, y = validate_data(
                 self, X, y, reset=True, accept_sparse=["csr", "csc", "coo"],
@@ -169,7 +169,7 @@ class _FitInputMixin:
         (NaN and infinity are found in the engine's validation round)."""
         weights_kind = check_weights_kind(weights_kind, self._family(), self._classifier)
         X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
-        self._fit_dtype = _coef_dtype(X)
+        self._fit_dtype = coef_dtype(X)
         offset = check_offset(self, offset, exposure, X, self._family())
         groups = checked_groups(self, groups, X.shape[0])
         if labels is None:
@@ -180,7 +180,7 @@ class _FitInputMixin:
         if offset is not None and not getattr(family, "takes_offset", True):
             raise ValueError(f"The {family.name} model takes no offset.")
         sample_weight = self._weigh_samples(y, sample_weight, labels)
-        return FitData(X, y, sample_weight, offset, family, _coef_dtype(X), labels, held_out,
+        return FitData(X, y, sample_weight, offset, family, coef_dtype(X), labels, held_out,
                        blocks, groups, weights_kind)
 
     def _labels_for_engine(self, y, init):
@@ -189,8 +189,18 @@ class _FitInputMixin:
         return None
 
 
-def _coef_dtype(X):
-    """The dtype of the coefficients fitted to ``X``: float32 stays float32."""
+def coef_dtype(X):
+    """The dtype of the coefficients fitted to ``X``: float32 stays float32.
+
+    Parameters
+    ----------
+    X : ndarray, sparse matrix or Dask array
+
+    Returns
+    -------
+    numpy.dtype
+        float32 for float32 ``X``, float64 otherwise.
+    """
     return np.dtype(np.float32 if X.dtype == np.float32 else np.float64)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..engine.driver_passes import add_to, collecting, compute_pass
 
 
-class _FormulaMixin:
+class FormulaMixin:
     """The estimators' ``from_formula``."""
 
     @classmethod

@@ -1,7 +1,7 @@
 """Grouped binomial targets: R's ``cbind(successes, failures)`` as a two-column ``y``.
 
 A binomial GLM takes each row's proportion of successes as its target and its number
-of trials as its weight; :class:`_GroupedBinomialMixin` (a base of
+of trials as its weight; :class:`GroupedBinomialMixin` (a base of
 :class:`~daskglm.estimators.linear.GLM`) turns a two-column target of counts into those
 two (:func:`successes_and_failures`), lazily for Dask, checked before the fit reads the
 data (for Dask, in the partitions the validation round reads): counts must be finite,
@@ -16,7 +16,7 @@ import numpy as np
 from ..engine import is_dask
 from .validation import _dask_frame_to_array
 
-__all__ = ["successes_and_failures"]
+__all__ = ["successes_and_failures", "GroupedBinomialMixin"]
 
 
 def _is_two_columns(y):
@@ -75,7 +75,7 @@ def _trials_block(block):
     return _checked_counts(np.asarray(block, dtype=np.float64)).sum(axis=1)
 
 
-class _GroupedBinomialMixin:
+class GroupedBinomialMixin:
     """``fit`` of a binomial GLM takes a two-column target (successes, failures)."""
 
     def fit(self, X, y, sample_weight=None, offset=None, exposure=None, *, weights_kind=None):

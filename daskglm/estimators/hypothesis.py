@@ -1,7 +1,7 @@
 """Hypothesis tests after a fit with ``inference=True``, as statsmodels' ``GLMResults``
-computes them: Wald tests of linear hypotheses (:meth:`_HypothesisMixin.wald_test`), one
-joint Wald test per term (:meth:`_HypothesisMixin.wald_test_terms`), likelihood-ratio
-tests of nested models (:func:`lr_test`, :meth:`_HypothesisMixin.compare_lr_test`) and
+computes them: Wald tests of linear hypotheses (:meth:`HypothesisMixin.wald_test`), one
+joint Wald test per term (:meth:`HypothesisMixin.wald_test_terms`), likelihood-ratio
+tests of nested models (:func:`lr_test`, :meth:`HypothesisMixin.compare_lr_test`) and
 R's analysis-of-deviance table (:func:`anova`).
 
 Everything here is arithmetic on the fitted statistics (``params_``, :meth:`cov_params`,
@@ -19,7 +19,7 @@ from scipy import stats
 
 from .formulas import INTERCEPT
 
-__all__ = ["WaldTestResult", "LRTestResult", "lr_test", "anova"]
+__all__ = ["WaldTestResult", "LRTestResult", "lr_test", "anova", "HypothesisMixin"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class LRTestResult(NamedTuple):
     df_diff: float
 
 
-class _HypothesisMixin:
+class HypothesisMixin:
     """Wald and likelihood-ratio tests for estimators fitted with ``inference=True``."""
 
     def wald_test(self, constraints, kind="model", use_f=False):

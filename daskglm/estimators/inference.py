@@ -3,17 +3,18 @@
 With ``inference=True`` an unpenalised fit runs ONE more round at the fitted parameters
 (:func:`daskglm.fitting.inference.inference_statistics`, ``Kind.INFERENCE``): the
 information matrices, the meat of the sandwich, the deviances, Pearson's chi-squared and
-the sums of the log-likelihood, all from one read of ``X``.  :class:`_InferenceMixin`
-turns them into ``bse_``, ``pvalues_``, :meth:`~_InferenceMixin.cov_params` (model-based,
+the sums of the log-likelihood, all from one read of ``X``.  :class:`InferenceMixin`
+turns them into ``bse_``, ``pvalues_``, :meth:`~InferenceMixin.cov_params` (model-based,
 HC0, HC1; HC2, HC3 and cluster-robust from one more round, :mod:`.robust`),
 ``deviance_``, ``null_deviance_`` (with an offset, from the null model's rounds,
 :func:`daskglm.fitting.inference.null_model_with_offset`), ``aic_``, ``bic_``,
-``dispersion_`` and :meth:`~_InferenceMixin.summary`.  The parameters are ordered as
+``dispersion_`` and :meth:`~InferenceMixin.summary`.  The parameters are ordered as
 statsmodels orders them after ``add_constant``: the intercept first, then the
 coefficients.
 
-Also here: the mean target that starts a fit (:func:`_target_moments`); the checks of
-``offset`` and ``exposure`` are :mod:`.offsets`.
+The mean target that starts a fit and defines the null model is
+:func:`~.start_point.mean_target_and_offset`; the checks of ``offset`` and ``exposure``
+are :mod:`.offsets`.
 """
 
 from __future__ import annotations
@@ -22,32 +23,30 @@ import numpy as np
 from scipy import stats
 from sklearn.utils.validation import check_is_fitted
 
-from ..fitting.inference import (
-    inference_statistics,
-    null_model_with_offset,
-    start_intercept_of,
-    target_and_offset_sums,
-)
+from ..fitting.inference import inference_statistics, null_model_with_offset
 from ..fitting.robust import robust_statistics
 from ..model.weight_kinds import log_likelihood_of_kind
-from .hypothesis import _HypothesisMixin
-from .prediction import _PredictionMixin
+from .hypothesis import HypothesisMixin
+from .prediction import PredictionMixin
 from .robust import (
-    _ROBUST_DOC,
+    ROBUST_DOC,
     check_cov_options,
     covariance_kind,
     robust_covariances,
 )
 from .weight_kinds import observation_count
 
-_INFERENCE_DOC = """    inference : bool, default=False
+#: The ``inference`` parameter (and the robust covariances' ``cov_type`` and ``cov_kwds``,
+#: :data:`~.robust.ROBUST_DOC`) of the estimators that compute statsmodels' statistics.
+INFERENCE_DOC = """    inference : bool, default=False
         After an unpenalised fit, run one more round for the statistics of
         :meth:`summary`: ``bse_``, ``pvalues_``, :meth:`cov_params`, ``deviance_``,
         ``null_deviance_``, ``aic_``, ``bic_``, ``dispersion_`` (a ValueError before any
         work for a penalised fit).
-""" + _ROBUST_DOC
+""" + ROBUST_DOC
 
-_INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of shape (n_params,)
+#: The fitted attributes of ``inference=True``, for the ``Attributes`` section.
+INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of shape (n_params,)
         With ``inference=True``: the parameters (intercept first, then ``coef_``, as
         statsmodels orders them after ``add_constant``), their standard errors
         (of the covariance ``cov_type`` names; ``"nonrobust"``: ``dispersion_`` times the
@@ -71,32 +70,7 @@ _INFERENCE_FITTED_DOC = """    params_, bse_, zvalues_, pvalues_ : ndarray of sh
 """
 
 
-def _target_moments(engine, family, inference):
-    """Weighted mean target and offset, when the fit starts from it
-    (the families that declare ``starts_at_mean_target``) or its null model needs it; else
-    None (:func:`~daskglm.fitting.inference.target_and_offset_sums`)."""
-    if not (inference or _starts_at_mean_target(family)):
-        return None
-    target, offset, weight = target_and_offset_sums(engine)
-    return target / weight, offset / weight
-
-
-def _start_intercept(family, means):
-    """``g(mean target) - mean offset`` for the families that start there; else the
-    family's own start."""
-    if means is None or not _starts_at_mean_target(family):
-        return family.start_intercept()
-    return start_intercept_of(family, means)
-
-
-def _starts_at_mean_target(family):
-    """Whether ``family`` starts its fits from the mean target
-    (:attr:`~daskglm.model.families.Family.starts_at_mean_target`; a loss that is not a
-    GLM family does not)."""
-    return getattr(family, "starts_at_mean_target", False)
-
-
-class _InferenceMixin(_HypothesisMixin, _PredictionMixin):
+class InferenceMixin(HypothesisMixin, PredictionMixin):
     """``inference=True``: one more round after the fit, statsmodels' statistics, tests
     (:mod:`.hypothesis`) and prediction intervals (:mod:`.prediction`)."""
 

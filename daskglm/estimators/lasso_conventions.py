@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..solvers.solution_gap import gap_at_solution
 
 
-class _CheckInputMixin:
+class CheckInputMixin:
     """``fit(..., check_input=True)``, the keyword of scikit-learn's Lasso and ElasticNet.
 
     daskglm always checks its input (the checks need no pass over the data, and NaN or
@@ -34,7 +34,7 @@ class _CheckInputMixin:
         return super().fit(X, y, sample_weight, offset=offset, exposure=exposure)
 
 
-class _DualGapMixin:
+class DualGapMixin:
     """``dual_gap_`` of scikit-learn's Lasso / ElasticNet: the duality gap (scikit-learn's
     normalisation) at the solution, from solvers that stop on it (``"proximal"``), else
     from one gradient round at the solution (:mod:`~daskglm.solvers.solution_gap`).
@@ -55,8 +55,19 @@ class _DualGapMixin:
                 self.dual_gap_ = gap
 
 
-def _check_selection(estimator):
-    """ValueError for a ``selection`` that scikit-learn's coordinate descent does not take."""
+def check_selection(estimator):
+    """ValueError for a ``selection`` that scikit-learn's coordinate descent does not take.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Its ``selection`` (``"cyclic"`` when it has none) must be ``"cyclic"`` or
+        ``"random"``.
+
+    Raises
+    ------
+    ValueError
+    """
     selection = getattr(estimator, "selection", "cyclic")  # not among the CV classes' params
     if selection not in ("cyclic", "random"):
         raise ValueError(f"selection must be 'cyclic' or 'random'; got {selection!r}.")

@@ -11,11 +11,11 @@ from __future__ import annotations
 from ..model.families import Gaussian, Poisson, get_family
 from ..model.penalties import NoPenalty, make_penalty
 from .dask_ml_params import DASK_ML_DOC, summed_loss_penalty
-from .docstrings import _COMMON_DOC, _FITTED_DOC, _POSITIVE_DOC
-from .grouped_binomial import _GroupedBinomialMixin
-from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
-from .lasso_conventions import SKLEARN_ONLY_DOC, _check_selection, _CheckInputMixin, _DualGapMixin
-from .multi_output import _MultiOutputMixin
+from .docstrings import COMMON_DOC, FITTED_DOC, POSITIVE_DOC
+from .grouped_binomial import GroupedBinomialMixin
+from .inference import INFERENCE_DOC, INFERENCE_FITTED_DOC
+from .lasso_conventions import SKLEARN_ONLY_DOC, CheckInputMixin, DualGapMixin, check_selection
+from .multi_output import MultiOutputRegressionMixin
 from .regressor_base import _RegressorGLM
 from .sklearn_solvers import RIDGE_SOLVERS
 
@@ -23,7 +23,7 @@ __all__ = ["GLM", "LinearRegression", "Ridge", "PoissonRegressor", "Lasso", "Ela
            "_RegressorGLM"]
 
 
-class GLM(_GroupedBinomialMixin, _RegressorGLM):
+class GLM(GroupedBinomialMixin, _RegressorGLM):
     __doc__ = (
         """Generalised linear model with any link and an elastic-net penalty.
 
@@ -58,11 +58,11 @@ class GLM(_GroupedBinomialMixin, _RegressorGLM):
     l1_ratio : float, default=0.5
         Elastic-net mixing, used with ``penalty="elasticnet"``.
 """
-        + _INFERENCE_DOC
-        + _COMMON_DOC
-        + _POSITIVE_DOC
-        + _FITTED_DOC
-        + _INFERENCE_FITTED_DOC
+        + INFERENCE_DOC
+        + COMMON_DOC
+        + POSITIVE_DOC
+        + FITTED_DOC
+        + INFERENCE_FITTED_DOC
     )
 
     def __init__(self, family="gaussian", penalty="l2", alpha=0.0, l1_ratio=0.5, *, solver="auto",
@@ -104,7 +104,7 @@ class GLM(_GroupedBinomialMixin, _RegressorGLM):
         return tags
 
 
-class LinearRegression(_MultiOutputMixin, _RegressorGLM):
+class LinearRegression(MultiOutputRegressionMixin, _RegressorGLM):
     __doc__ = (
         """Ordinary least squares, as :class:`sklearn.linear_model.LinearRegression`.
 
@@ -124,12 +124,12 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
     copy_X : bool, default=True
         Accepted for scikit-learn's signature; daskglm never modifies ``X``.
 """
-        + _INFERENCE_DOC
-        + _COMMON_DOC
-        + _POSITIVE_DOC
+        + INFERENCE_DOC
+        + COMMON_DOC
+        + POSITIVE_DOC
         + DASK_ML_DOC
-        + _FITTED_DOC
-        + _INFERENCE_FITTED_DOC
+        + FITTED_DOC
+        + INFERENCE_FITTED_DOC
     )
 
     _ravel_one_target = False
@@ -181,7 +181,7 @@ class LinearRegression(_MultiOutputMixin, _RegressorGLM):
         return tags
 
 
-class Ridge(_MultiOutputMixin, _RegressorGLM):
+class Ridge(MultiOutputRegressionMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an L2 penalty, as :class:`sklearn.linear_model.Ridge`.
 
@@ -200,9 +200,9 @@ class Ridge(_MultiOutputMixin, _RegressorGLM):
     ``"cholesky"``, ``"lsqr"``, ``"sparse_cg"``, ``"sag"`` and ``"saga"`` solve the normal
     equations, and with ``positive=True`` raise a ValueError, as scikit-learn's.
 """
-        + _COMMON_DOC
-        + _POSITIVE_DOC
-        + _FITTED_DOC
+        + COMMON_DOC
+        + POSITIVE_DOC
+        + FITTED_DOC
     )
 
     _sklearn_solvers = RIDGE_SOLVERS
@@ -251,10 +251,10 @@ class PoissonRegressor(_RegressorGLM):
     alpha : float, default=1.0
         L2 strength on the mean-loss scale, >= 0.
 """
-        + _INFERENCE_DOC
-        + _COMMON_DOC
-        + _FITTED_DOC
-        + _INFERENCE_FITTED_DOC
+        + INFERENCE_DOC
+        + COMMON_DOC
+        + FITTED_DOC
+        + INFERENCE_FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
@@ -286,10 +286,10 @@ class PoissonRegressor(_RegressorGLM):
         return tags
 
 
-_LONG_COMMON_DOC = _COMMON_DOC.replace("max_iter : int, default=100", "max_iter : int, default=1000")
+_LONG_COMMON_DOC = COMMON_DOC.replace("max_iter : int, default=100", "max_iter : int, default=1000")
 
 
-class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
+class Lasso(DualGapMixin, CheckInputMixin, MultiOutputRegressionMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an L1 penalty, as :class:`sklearn.linear_model.Lasso`.
 
@@ -303,9 +303,9 @@ class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
         L1 strength, >= 0; ``alpha=0`` fits ordinary least squares.
 """
         + _LONG_COMMON_DOC
-        + _POSITIVE_DOC
+        + POSITIVE_DOC
         + SKLEARN_ONLY_DOC
-        + _FITTED_DOC
+        + FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=1000,
@@ -331,7 +331,7 @@ class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
 
     def _check_params(self):
         super()._check_params()
-        _check_selection(self)
+        check_selection(self)
 
     def _penalty(self, total_weight):
         return make_penalty("l1", self.alpha)
@@ -342,7 +342,7 @@ class Lasso(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
         return tags
 
 
-class ElasticNet(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorGLM):
+class ElasticNet(DualGapMixin, CheckInputMixin, MultiOutputRegressionMixin, _RegressorGLM):
     __doc__ = (
         """Least squares with an elastic-net penalty, as :class:`sklearn.linear_model.ElasticNet`.
 
@@ -358,9 +358,9 @@ class ElasticNet(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorG
         Mixing in [0, 1]: 1 is the lasso, 0 ridge.
 """
         + _LONG_COMMON_DOC
-        + _POSITIVE_DOC
+        + POSITIVE_DOC
         + SKLEARN_ONLY_DOC
-        + _FITTED_DOC
+        + FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, l1_ratio=0.5, solver="auto", fit_intercept=True, tol=1e-4,
@@ -387,7 +387,7 @@ class ElasticNet(_DualGapMixin, _CheckInputMixin, _MultiOutputMixin, _RegressorG
 
     def _check_params(self):
         super()._check_params()
-        _check_selection(self)
+        check_selection(self)
 
     def _penalty(self, total_weight):
         return make_penalty("elasticnet", self.alpha, self.l1_ratio)

@@ -13,17 +13,17 @@ from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.summaries import all_finite
 from ..engine import is_dask
 from .categorical import encoded_array, is_table
-from .mean_filling import _filled_with_means
+from .mean_filling import filled_with_means
 from .validation import (
-    _check_dask_matrix,
     _check_feature_names_match,
-    _check_has_rows,
     _dask_frame_to_array,
-    _reject_datetimes,
+    check_dask_matrix,
+    check_has_rows,
+    reject_datetimes,
 )
 
 
-class _LinearPredictorMixin:
+class LinearPredictorMixin:
     """The fitted model's linear predictors of new rows."""
 
     def _coef_vector(self):
@@ -45,19 +45,19 @@ class _LinearPredictorMixin:
             return built.features(X, dtype=self._fit_dtype)
         means = getattr(self, "column_means_", None)
         if means is not None:
-            X = _filled_with_means(X, means)[0]
+            X = filled_with_means(X, means)[0]
         if is_dask(X):
             X, names = _dask_frame_to_array(X)
             _check_feature_names_match(self, names)
-            _check_dask_matrix(X)
-            _check_has_rows(X)
+            check_dask_matrix(X)
+            check_has_rows(X)
             if X.shape[1] != self.n_features_in_:
                 raise ValueError(
                     f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
                     f"{self.n_features_in_} features as input."
                 )
             return X.rechunk({1: -1}) if X.numblocks[1] != 1 else X
-        _reject_datetimes(X)
+        reject_datetimes(X)
         return validate_data(self, X, reset=False, accept_sparse=["csr", "csc", "coo"],
                              dtype=[np.float64, np.float32])
 
@@ -100,9 +100,22 @@ def _dense_meta(X, ndim, dtype):
     return array_module(X._meta).empty((0,) * ndim, dtype=dtype)
 
 
-def _apply_rowwise(fn, values):
+def apply_rowwise(fn, values):
     """``fn(values)`` in ``values``' dtype (float32 stays float32, as in scikit-learn),
-    lazily block by block for a Dask array."""
+    lazily block by block for a Dask array.
+
+    Parameters
+    ----------
+    fn : callable
+        Elementwise: ``fn(block)`` has the block's shape.
+    values : ndarray or Dask array
+        Predictions (linear predictors, means); a Dask array's blocks keep their own
+        type (CuPy's too).
+
+    Returns
+    -------
+    ndarray or Dask array
+    """
     if is_dask(values):  # the blocks' own type (CuPy's too), not one inferred from fn
         return values.map_blocks(_in_dtype_of_input, fn, dtype=values.dtype,
                                  meta=values._meta)

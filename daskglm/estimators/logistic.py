@@ -30,11 +30,11 @@ from ..model.multinomial import Multinomial, MultinomialProblem
 from ..model.numerics import softmax
 from ..model.penalties import L1, L2, NoPenalty, make_penalty
 from .base import _GLMBase
-from .class_weights import _check_class_weight, _class_weights, _weights_of_rows
+from .class_weights import _check_class_weight, weights_of_classes, weights_of_rows
 from .dask_ml_params import DASK_ML_DOC
-from .docstrings import _COMMON_DOC, _FITTED_DOC
-from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
-from .linear_predictors import _apply_rowwise, _dense, _to_float, _weighted_mean
+from .docstrings import COMMON_DOC, FITTED_DOC
+from .inference import INFERENCE_DOC, INFERENCE_FITTED_DOC
+from .linear_predictors import _dense, _to_float, _weighted_mean, apply_rowwise
 from .plan import LabelRequest
 from .sklearn_solvers import LOGISTIC_SOLVERS
 from .validation import _check_score_input
@@ -80,12 +80,12 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
     and ``"newton-cholesky"`` run ``"newton"``, ``"sag"`` and ``"saga"`` ``"lbfgs"`` (with
     an L1 term ``"proximal"``); ``"liblinear"``, which penalises the intercept, is refused.
 """
-        + _INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
+        + INFERENCE_DOC.replace("unpenalised fit", "unpenalised fit (``penalty=None`` or "
                                  "``C=inf``)")
-        + _COMMON_DOC
+        + COMMON_DOC
         + DASK_ML_DOC
-        + _FITTED_DOC.replace("n_iter_ : int\n", "n_iter_ : ndarray of shape (1,)\n")
-        + _INFERENCE_FITTED_DOC
+        + FITTED_DOC.replace("n_iter_ : int\n", "n_iter_ : ndarray of shape (1,)\n")
+        + INFERENCE_FITTED_DOC
         + """    classes_ : ndarray of shape (n_classes,)
         The sorted labels; with two, ``classes_[1]`` is the positive class.
     coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
@@ -252,11 +252,11 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         if labels is not None:  # weighed by the engine, by class
             _check_class_weight(self.class_weight)
             return sample_weight
-        weights = _class_weights(self.class_weight, self.classes_, y, sample_weight)
+        weights = weights_of_classes(self.class_weight, self.classes_, y, sample_weight)
         if is_dask(y):
-            row_weight = y.map_blocks(_weights_of_rows, weights, dtype=np.float64)
+            row_weight = y.map_blocks(weights_of_rows, weights, dtype=np.float64)
         else:
-            row_weight = _weights_of_rows(y, weights)
+            row_weight = weights_of_rows(y, weights)
         return row_weight if sample_weight is None else sample_weight * row_weight
 
     def _penalty(self, total_weight):
@@ -369,7 +369,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
     def _class_weights_of_counts(self, counts):
         """One weight per class from ``class_weight`` and the labels' counts of the
         validation round: ``"balanced"`` from their weighted counts, as scikit-learn."""
-        return _class_weights(self.class_weight, self.classes_, None, None,
+        return weights_of_classes(self.class_weight, self.classes_, None, None,
                               counts=counts.weights)
 
     def _set_coef(self, coef, intercept):
@@ -397,8 +397,8 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         """Class probabilities, shape (n_samples, n_classes), columns ordered as ``classes_``."""
         check_is_fitted(self)
         if _multinomial_fitted(self):
-            return _apply_rowwise(_softmax_rows, self._linear_predictors(X))
-        prob = _apply_rowwise(self._family().mean, self._linear_predictor(X))
+            return apply_rowwise(_softmax_rows, self._linear_predictors(X))
+        prob = apply_rowwise(self._family().mean, self._linear_predictor(X))
         if is_dask(prob):
             import dask.array as da
 

@@ -29,9 +29,9 @@ from sklearn.utils.validation import _check_method_params
 from ..engine import is_dask
 from ..engine.driver_passes import records_driver_passes
 from ..model.penalties import L1, L2, make_penalty
-from .cv_folds import _positive_grid
+from .cv_folds import positive_grid
 from .dask_ml_params import dask_ml_parameters
-from .docstrings import _COMMON_DOC
+from .docstrings import COMMON_DOC
 from .logistic import LogisticRegression
 from .path_cv import PathCV
 
@@ -100,7 +100,7 @@ class LogisticRegressionCV(PathCV, LogisticRegression):
     random_state : optional
         Accepted for scikit-learn's signature; the solvers draw no random numbers (the
         folds are ``cv``'s)."""
-        + _COMMON_DOC
+        + COMMON_DOC
         + """
     Attributes
     ----------
@@ -163,7 +163,7 @@ class LogisticRegressionCV(PathCV, LogisticRegression):
             if self.Cs < 1:
                 raise ValueError(f"Cs must be >= 1 when an integer; got {self.Cs}.")
             return np.logspace(-4, 4, int(self.Cs))
-        return _positive_grid(self.Cs, "Cs")
+        return positive_grid(self.Cs, "Cs")
 
     def _l1_ratio_grid(self):
         if self.l1_ratios is None:

@@ -10,10 +10,27 @@ from ..engine import is_dask
 from ..engine.driver_passes import compute_pass
 
 
-def _filled_with_means(X, means=None):
-    """``(X with each missing value replaced by its column's mean, the means)``; the means
-    are found (one pass over Dask ``X``, a ``driver_pass``) unless given.  ``X`` itself is
-    never modified."""
+def filled_with_means(X, means=None):
+    """``X`` with each missing value replaced by its column's mean.
+
+    Parameters
+    ----------
+    X : ndarray or Dask array, dense
+        ``X`` itself is never modified.
+    means : array-like of shape (n_features,), optional
+        The means, those of the fit for prediction; found (one pass over Dask ``X``, a
+        ``driver_pass``) when None.
+
+    Returns
+    -------
+    tuple
+        ``(filled X, the means)``; a Dask ``X`` is filled lazily, block by block.
+
+    Raises
+    ------
+    ValueError
+        For sparse ``X``, or a column with no values to take a mean of.
+    """
     if sp.issparse(X) or (is_dask(X) and sp.issparse(getattr(X, "_meta", None))):
         raise ValueError("missing='mean' takes dense X (or a table); sparse X stores no "
                          "missing values to fill.")

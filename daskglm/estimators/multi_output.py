@@ -2,7 +2,7 @@
 
 :func:`matrix_predictor` is ``X @ coef_.T + intercept_`` for numpy, sparse and Dask input
 (lazily, block by block), used by multi-output regression and by one-vs-rest
-classification.  :class:`_MultiOutputMixin` gives :class:`~daskglm.LinearRegression`,
+classification.  :class:`MultiOutputRegressionMixin` gives :class:`~daskglm.LinearRegression`,
 :class:`~daskglm.Ridge`, :class:`~daskglm.Lasso` and :class:`~daskglm.ElasticNet` a 2-D
 ``y`` of shape (n_samples, k), as scikit-learn: with the normal equations ALL targets are
 solved from ONE Gram round (the targets ride as extra columns, so ``X^T W Y`` comes with
@@ -24,16 +24,17 @@ from ..engine import is_dask
 from ..engine.driver_passes import compute_pass, records_driver_passes
 from .dask_ml_params import with_dask_ml_parameters
 from .validation import (
-    _check_dask_matrix,
     _check_feature_names_match,
-    _check_has_rows,
     _dask_frame_to_array,
     _n_columns,
-    _reject_datetimes,
+    check_dask_matrix,
+    check_has_rows,
+    reject_datetimes,
 )
 from .weight_kinds import check_weights_kind
 
-__all__ = ["matrix_predictor"]
+__all__ = ["matrix_predictor", "MultiOutputRegressionMixin", "join_targets",
+           "is_two_dimensional"]
 
 
 def _block_matrix_predictor(X_block, coef, intercept):
@@ -56,8 +57,8 @@ def matrix_predictor(estimator, X):
     if is_dask(X):
         X, names = _dask_frame_to_array(X)
         _check_feature_names_match(estimator, names)
-        _check_dask_matrix(X)
-        _check_has_rows(X)
+        check_dask_matrix(X)
+        check_has_rows(X)
         if X.shape[1] != estimator.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting "
@@ -67,20 +68,29 @@ def matrix_predictor(estimator, X):
             X = X.rechunk({1: -1})
         return X.map_blocks(_block_matrix_predictor, coef, intercept,
                             chunks=(X.chunks[0], (coef.shape[0],)), dtype=coef.dtype)
-    _reject_datetimes(X)
+    reject_datetimes(X)
     X = validate_data(estimator, X, reset=False, accept_sparse=["csr", "csc", "coo"],
                       dtype=[np.float64, np.float32])
     return (np.asarray(X @ coef.T) + intercept).astype(coef.dtype, copy=False)
 
 
-def _two_dimensional(y):
-    """Whether ``y`` is a matrix of targets (n_samples, n_targets)."""
+def is_two_dimensional(y):
+    """Whether ``y`` is a matrix of targets (n_samples, n_targets).
+
+    Parameters
+    ----------
+    y : array-like or Dask array
+
+    Returns
+    -------
+    bool
+    """
     if is_dask(y) or hasattr(y, "ndim"):
         return y.ndim == 2
     return np.asarray(y).ndim == 2
 
 
-class _MultiOutputMixin:
+class MultiOutputRegressionMixin:
     """A 2-D ``y`` for the Gaussian regressors: ``coef_`` (k, d) and ``intercept_`` (k,).
 
     With the normal equations (``solver="normal"``, or ``"auto"`` where it picks them) all
@@ -121,7 +131,7 @@ class _MultiOutputMixin:
         -------
         self
         """
-        if not _two_dimensional(y):
+        if not is_two_dimensional(y):
             return super().fit(X, y, sample_weight, offset=offset, exposure=exposure,
                                groups=groups, weights_kind=weights_kind)
         if offset is not None or exposure is not None or groups is not None:
@@ -147,7 +157,7 @@ class _MultiOutputMixin:
         """All targets from one Gram round of the normal equations."""
         first = Y[:, 0] if is_dask(Y) else np.asarray(Y)[:, 0]
         X, first, sample_weight = self._validate_input(X, first, sample_weight)
-        joined, Y = _join_targets(X, Y)
+        joined, Y = join_targets(X, Y)
         n_features, n_targets = X.shape[1], Y.shape[1]
         # the Gram round of the features and targets is the validation round
         planned = self._problem(self._constrained_penalty(1.0), n_features)
@@ -239,7 +249,7 @@ class _MultiOutputMixin:
         """R^2, averaged over the targets with equal weights after a fit to several
         (scikit-learn's ``multioutput="uniform_average"``)."""
         check_is_fitted(self)
-        if np.ndim(self.coef_) != 2 and not _two_dimensional(y):
+        if np.ndim(self.coef_) != 2 and not is_two_dimensional(y):
             return super().score(X, y, sample_weight, offset=offset, exposure=exposure)
         if offset is not None or exposure is not None:
             raise ValueError("An offset or exposure is supported with one target only.")
@@ -284,9 +294,26 @@ def _as_target_columns(y, shape):
     return y.astype(np.float64)
 
 
-def _join_targets(X, Y):
-    """``[X, Y]`` (the targets as extra columns, float64) and ``Y`` as a 2-D array, both
-    Dask arrays with ``X``'s row chunks when either is one."""
+def join_targets(X, Y):
+    """The features with the targets as extra columns, for one Gram round of them all.
+
+    Parameters
+    ----------
+    X : ndarray, sparse matrix or Dask array of shape (n_samples, n_features)
+    Y : array-like, Dask array or Dask DataFrame of shape (n_samples, n_targets)
+
+    Returns
+    -------
+    tuple
+        ``([X, Y], Y)``: the joined matrix in float64 (CSR for sparse ``X``) and ``Y`` as
+        a 2-D float64 array; both Dask arrays with ``X``'s row chunks when either input
+        is one.
+
+    Raises
+    ------
+    ValueError
+        When the rows differ, or in-memory ``Y`` holds NaN or infinity.
+    """
     if is_dask(X) or is_dask(Y):
         import dask.array as da
 

@@ -29,10 +29,10 @@ from ..solvers import get_solver
 from ..solvers.options import options_dict
 from . import planning
 from .auto_choice import AUTO_CHOICES, choose_solver
-from .cv_folds import _assign_folds
-from .fit_input import _coef_dtype
+from .cv_folds import assign_folds
+from .fit_input import coef_dtype
 from .offsets import check_offset
-from .validation import _with_known_rows
+from .validation import each_with_known_rows
 
 __all__ = ["PathCV"]
 
@@ -81,15 +81,15 @@ class PathCV:
         """
         self._check_params()
         X, y, sample_weight, blocks = self._checked_input(X, y, sample_weight)
-        self._fit_dtype = _coef_dtype(X)
-        X, y, sample_weight = _with_known_rows(X, y, sample_weight)
+        self._fit_dtype = coef_dtype(X)
+        X, y, sample_weight = each_with_known_rows(X, y, sample_weight)
         offset = check_offset(self, offset, exposure, X, self._family())
         self._path_offset = offset is not None
         raw_y = y
         labels = self._labels_for_engine(y, None)
         if labels is None:
             y = self._prepare_target(y)
-        folds = _assign_folds(self.cv, y, X.shape[0], classifier=self._classifier,
+        folds = assign_folds(self.cv, y, X.shape[0], classifier=self._classifier,
                               split_params=self.__dict__.get("_split_params"))
         n_folds = folds.n_folds
         self._keep_for_scoring(X, raw_y, sample_weight, folds)

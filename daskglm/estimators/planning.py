@@ -44,7 +44,7 @@ def _auto_options(name, problem, options):
 NEWTON_SWITCH_MAX_PARAMS = 2048
 
 
-class _PlanningMixin:
+class PlanningMixin:
     """The solver and problem of a fit, planned before any pass."""
 
     def _with_categorical_blocks(self, data, plan):

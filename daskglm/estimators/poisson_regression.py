@@ -4,8 +4,8 @@ name, parameters and penalty, on daskglm's Poisson regression."""
 from __future__ import annotations
 
 from .dask_ml_params import DASK_ML_DOC, summed_loss_penalty
-from .docstrings import _COMMON_DOC, _FITTED_DOC
-from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
+from .docstrings import COMMON_DOC, FITTED_DOC
+from .inference import INFERENCE_DOC, INFERENCE_FITTED_DOC
 from .linear import PoissonRegressor
 
 __all__ = ["PoissonRegression"]
@@ -31,11 +31,11 @@ class PoissonRegression(PoissonRegressor):
     class_weight : None
         dask-ml's parameter; only None (row weights are ``sample_weight``).
 """
-        + _INFERENCE_DOC
-        + _COMMON_DOC
+        + INFERENCE_DOC
+        + COMMON_DOC
         + DASK_ML_DOC
-        + _FITTED_DOC
-        + _INFERENCE_FITTED_DOC
+        + FITTED_DOC
+        + INFERENCE_FITTED_DOC
     )
 
     def __init__(self, penalty="l2", dual=False, tol=1e-4, C=1.0, fit_intercept=True,

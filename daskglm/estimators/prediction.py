@@ -1,5 +1,5 @@
 """Prediction intervals after a fit with ``inference=True``: statsmodels' GLM
-``get_prediction`` (:meth:`_PredictionMixin.get_prediction`, :class:`PredictionResults`).
+``get_prediction`` (:meth:`PredictionMixin.get_prediction`, :class:`PredictionResults`).
 
 For each row ``x_i`` the linear predictor ``eta_i = z_i^T params`` has the variance
 ``z_i^T Sigma z_i`` (``z_i = (1, x_i)`` with an intercept; ``Sigma`` any of
@@ -26,7 +26,7 @@ from ..engine import is_dask
 from .offsets import check_offset
 from .validation import _check_feature_names_match
 
-__all__ = ["PredictionResults"]
+__all__ = ["PredictionResults", "PredictionMixin"]
 
 #: The columns of :meth:`PredictionResults.summary_frame`, by scale (statsmodels' names:
 #: those of ``get_prediction()`` for the mean, of ``get_prediction(which="linear")`` for
@@ -129,7 +129,7 @@ class PredictionResults:
         return _table_block(eta, se, self.link, quantile, which)
 
 
-class _PredictionMixin:
+class PredictionMixin:
     """:meth:`get_prediction`, for estimators fitted with ``inference=True``."""
 
     def get_prediction(self, X, offset=None, exposure=None, kind="model", use_t=False):

@@ -11,7 +11,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 
 from ..engine import is_dask
 from .base import _GLMBase
-from .linear_predictors import _apply_rowwise, _to_float, _weighted_mean
+from .linear_predictors import _to_float, _weighted_mean, apply_rowwise
 from .offsets import check_offset
 from .validation import _check_score_input
 
@@ -42,7 +42,7 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
 
                 offset = da.from_array(offset, chunks=eta.chunks)
             eta = eta + offset
-        return _apply_rowwise(family.mean, eta)
+        return apply_rowwise(family.mean, eta)
 
     def score(self, X, y, sample_weight=None, offset=None, exposure=None):
         """Coefficient of determination R^2 (Gaussian) or fraction of deviance explained D^2.

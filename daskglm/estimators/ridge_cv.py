@@ -28,10 +28,10 @@ from ..fitting.cross_validation import (
     leave_one_out_errors_summed,
 )
 from ..model.families import Gaussian
-from .cv_folds import _assign_folds
+from .cv_folds import assign_folds
 from .linear import Ridge
-from .multi_output import _join_targets, _two_dimensional
-from .validation import _with_known_rows
+from .multi_output import is_two_dimensional, join_targets
+from .validation import each_with_known_rows
 
 __all__ = ["RidgeCV"]
 
@@ -58,7 +58,7 @@ class _Targets:
     @classmethod
     def of(cls, stats, n_features, dtype=np.float64):
         """From the Gram statistics of ``X`` and its target, or of ``[X, Y]`` (the targets
-        as extra columns, :func:`_join_targets`: their blocks are the targets' moments)."""
+        as extra columns, :func:`join_targets`: their blocks are the targets' moments)."""
         d, eps = n_features, float(np.finfo(dtype).eps)
         if stats.sxx.shape[0] == d:
             return cls(stats.weight, stats.mean_x, np.array([stats.mean_y]), stats.sxx,
@@ -281,18 +281,18 @@ class RidgeCV(Ridge):
         self._check_params()
         alphas = _ridge_alphas(self.alphas, leave_one_out=self.cv is None)
         self._check_cv_params()
-        several = _two_dimensional(y)
+        several = is_two_dimensional(y)
         if several:
             first = y[:, 0] if is_dask(y) else np.asarray(y)[:, 0]
             X, first, sample_weight = self._validate_input(X, first, sample_weight)
             if self.cv is not None:  # k folds: their splits need the number of rows
-                X, y, sample_weight = _with_known_rows(X, y, sample_weight)
-            data, y = _join_targets(X, y)
+                X, y, sample_weight = each_with_known_rows(X, y, sample_weight)
+            data, y = join_targets(X, y)
             engine_y = y[:, 0]
         else:
             X, y, sample_weight = self._validate_input(X, y, sample_weight)
             if self.cv is not None:
-                X, y, sample_weight = _with_known_rows(X, y, sample_weight)
+                X, y, sample_weight = each_with_known_rows(X, y, sample_weight)
             data = X
             y = engine_y = self._prepare_target(y)
         n_features = int(X.shape[1])
@@ -319,7 +319,7 @@ class RidgeCV(Ridge):
 
     def _fit_k_fold(self, data, y, engine_y, sample_weight, alphas, n_features):
         """Every fold's Gram statistics from one round; every path on the driver."""
-        splits = _assign_folds(self.cv, y, data.shape[0], classifier=False)
+        splits = assign_folds(self.cv, y, data.shape[0], classifier=False)
         if not splits.is_partition:
             # training sets are sums of the test sets' Gram statistics: k-fold splits only
             raise ValueError(

@@ -23,7 +23,7 @@ from ..engine.driver_passes import with_known_rows
 from ..fitting.robust import MISSING_IDS, DaskClusterIds, cluster_codes
 
 __all__ = ["COV_TYPES", "check_cov_options", "checked_groups", "robust_covariances",
-           "covariance_kind"]
+           "covariance_kind", "ROBUST_DOC"]
 
 #: The values of ``cov_type``; ``"nonrobust"`` is :meth:`cov_params`' ``"model"``.
 COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
@@ -31,7 +31,8 @@ COV_TYPES = ("nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster")
 #: The keys of ``cov_kwds`` and their defaults (statsmodels' for ``cov_type="cluster"``).
 COV_KWDS = {"use_correction": True, "df_correction": True}
 
-_ROBUST_DOC = """    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster"}, default="nonrobust"
+#: The ``cov_type`` and ``cov_kwds`` parameters, for the ``Parameters`` section.
+ROBUST_DOC = """    cov_type : {"nonrobust", "HC0", "HC1", "HC2", "HC3", "cluster"}, default="nonrobust"
         With ``inference=True``, the covariance of ``bse_``, ``zvalues_``, ``pvalues_``
         and, by default, of :meth:`cov_params`, :meth:`conf_int` and :meth:`summary`
         (statsmodels' ``fit(cov_type=...)``).  ``"HC2"`` and ``"HC3"`` cost one more

@@ -1,7 +1,8 @@
 """Where a fit starts: the previous fit's parameters (``warm_start``, ``coef_init``) or
-zero coefficients and the start intercept; the solver's first evaluation, planned for
-the validation round or made from its per-class column sums; and, for ``solver="auto"``
-on partly kept data, the solution on the kept partitions."""
+zero coefficients and the start intercept (the family's own, or from the weighted mean
+target and offset, which the null model of inference needs too); the solver's first
+evaluation, planned for the validation round or made from its per-class column sums; and,
+for ``solver="auto"`` on partly kept data, the solution on the kept partitions."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import numpy as np
 
 from ..compute.losses import loss_of
 from ..engine import is_dask
+from ..fitting.inference import start_intercept_of, target_and_offset_sums
 from ..fitting.solve import solve_on_kept_part
-from .inference import _start_intercept, _starts_at_mean_target
 from .linear_predictors import _dense
 
 
-class _StartMixin:
+class StartMixin:
     """The start point of a fit and its solver's first evaluation."""
 
     def _first_evaluation(self, solver, problem, start):
@@ -24,7 +25,7 @@ class _StartMixin:
         ``coef_init``'s parameters).  None when the start needs the data (the families
         that start the intercept at the mean target) or the solver's first round cannot
         be shared."""
-        params0 = _start_params(problem, None, start, None)
+        params0 = start_params(problem, None, start, None)
         return None if params0 is None else solver.first_evaluation(problem, params0)
 
     def _previous_params(self, init, n_features):
@@ -73,12 +74,68 @@ class _StartMixin:
         engine.keep_first_evaluation(first, stats)
 
 
-def _follows_from_class_sums(first, X):
-    """Whether ``first`` (a solver's first evaluation, made before the classes are known:
-    for two classes, or None) is a loss and gradient at zero coefficients, which the
-    validation round's per-class column sums give without a round of their own, for two
-    classes or more (:meth:`_StartMixin._first_evaluation_from_classes`), on dense numpy
-    ``X`` (where those sums share the validation's one compiled read)."""
+def mean_target_and_offset(engine, family, inference):
+    """The weighted mean target and offset of the training rows, when the fit starts from
+    them or the null model of inference needs them.
+
+    Parameters
+    ----------
+    engine : Engine
+        The fit's validated engine; one round of it sums the weights, the weighted targets
+        and the weighted offsets (:func:`~daskglm.fitting.inference.target_and_offset_sums`).
+    family : Family or Loss
+        The fit's family: those that declare ``starts_at_mean_target`` start there.
+    inference : bool
+        Whether the fit computes the statistics of inference (its null model is the
+        mean target).
+
+    Returns
+    -------
+    tuple of float or None
+        ``(mean target, mean offset)``, or None (and no round) when neither the start nor
+        inference needs them.
+    """
+    if not (inference or _starts_at_mean_target(family)):
+        return None
+    target, offset, weight = target_and_offset_sums(engine)
+    return target / weight, offset / weight
+
+
+def _start_intercept(family, means):
+    """``g(mean target) - mean offset`` for the families that start there; else the
+    family's own start."""
+    if means is None or not _starts_at_mean_target(family):
+        return family.start_intercept()
+    return start_intercept_of(family, means)
+
+
+def _starts_at_mean_target(family):
+    """Whether ``family`` starts its fits from the mean target
+    (:attr:`~daskglm.model.families.Family.starts_at_mean_target`; a loss that is not a
+    GLM family does not)."""
+    return getattr(family, "starts_at_mean_target", False)
+
+
+def follows_from_class_sums(first, X):
+    """Whether the validation round's per-class column sums give a solver's first
+    evaluation without a round of its own.
+
+    They do for a loss and gradient at zero coefficients, for two classes or more
+    (:meth:`StartMixin._first_evaluation_from_classes`), on dense numpy ``X`` (where those
+    sums share the validation's one compiled read).
+
+    Parameters
+    ----------
+    first : FirstEvaluation or None
+        The solver's first evaluation, made before the classes are known (for two
+        classes).
+    X : ndarray or Dask array
+        The training features.
+
+    Returns
+    -------
+    bool
+    """
     if first is None or first.loss is None or first.hessian or not first.loss.single_output:
         return False
     coef = first.params[:-1] if first.loss.fit_intercept else first.params
@@ -87,16 +144,36 @@ def _follows_from_class_sums(first, X):
         and not np.any(coef)
 
 
-def _start_params(problem, means, previous, scale):
-    """The parameters a fit starts from: ``previous`` (warm start, ``coef_init``) mapped
-    to the engine's column ``scale``, else zero coefficients and the start intercept (the
-    family's own, or ``g(mean target) - mean offset``, :func:`_start_intercept`).  With
-    ``means`` None for a family that starts from the mean target: None (not known yet)."""
+def start_params(problem, means, previous, scale):
+    """The parameters a fit starts from.
+
+    ``previous`` (warm start, ``coef_init``) mapped to the engine's column ``scale``, else
+    zero coefficients and the start intercept (the family's own, or ``g(mean target) -
+    mean offset``, :func:`_start_intercept`).
+
+    Parameters
+    ----------
+    problem : Problem
+        The fit's problem.
+    means : tuple of float or None
+        ``(mean target, mean offset)`` (:func:`mean_target_and_offset`), None when not
+        known yet.
+    previous : ndarray or None
+        The parameters to start from, if any; used when their shape is the problem's.
+    scale : ndarray or None
+        The engine's column scale: ``previous`` is divided by it.
+
+    Returns
+    -------
+    ndarray or None
+        None for a family that starts from the mean target when ``means`` is None (not
+        known yet).
+    """
     params0 = np.zeros(problem.n_params)
     if previous is not None and previous.shape == params0.shape:
         params0 = previous.copy()
         if scale is not None:
-            n_coef = _n_coef(problem)
+            n_coef = n_coef_of(problem)
             params0[:n_coef] /= np.tile(scale, n_coef // problem.n_features)
         return params0
     if problem.fit_intercept:
@@ -106,6 +183,15 @@ def _start_params(problem, means, previous, scale):
     return params0
 
 
-def _n_coef(problem):
-    """Number of penalised parameters of ``problem`` (coefficients of every class)."""
+def n_coef_of(problem):
+    """The number of penalised parameters of ``problem``: the coefficients of every class.
+
+    Parameters
+    ----------
+    problem : Problem
+
+    Returns
+    -------
+    int
+    """
     return getattr(problem, "n_coef", problem.n_features)

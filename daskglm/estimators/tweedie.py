@@ -12,8 +12,8 @@ from numbers import Real
 
 from ..model.families import Gamma, Tweedie
 from ..model.penalties import make_penalty
-from .docstrings import _COMMON_DOC, _FITTED_DOC
-from .inference import _INFERENCE_DOC, _INFERENCE_FITTED_DOC
+from .docstrings import COMMON_DOC, FITTED_DOC
+from .inference import INFERENCE_DOC, INFERENCE_FITTED_DOC
 from .linear import _RegressorGLM
 
 
@@ -28,10 +28,10 @@ class GammaRegressor(_RegressorGLM):
     alpha : float, default=1.0
         L2 strength on the mean-loss scale, >= 0.
 """
-        + _INFERENCE_DOC
-        + _COMMON_DOC
-        + _FITTED_DOC
-        + _INFERENCE_FITTED_DOC
+        + INFERENCE_DOC
+        + COMMON_DOC
+        + FITTED_DOC
+        + INFERENCE_FITTED_DOC
     )
 
     def __init__(self, alpha=1.0, *, solver="auto", fit_intercept=True, tol=1e-4, max_iter=100,
@@ -81,10 +81,10 @@ class TweedieRegressor(_RegressorGLM):
     link : {"auto", "identity", "log"}, default="auto"
         ``"auto"``: identity for ``power <= 0``, log otherwise (scikit-learn's choice).
 """
-        + _INFERENCE_DOC
-        + _COMMON_DOC
-        + _FITTED_DOC
-        + _INFERENCE_FITTED_DOC
+        + INFERENCE_DOC
+        + COMMON_DOC
+        + FITTED_DOC
+        + INFERENCE_FITTED_DOC
     )
 
     def __init__(self, *, power=0.0, alpha=1.0, link="auto", solver="auto", fit_intercept=True,

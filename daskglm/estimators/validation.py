@@ -159,23 +159,54 @@ def _check_feature_names_match(estimator, names):
     raise ValueError(message)
 
 
-def _check_has_rows(X):
-    """ValueError for a Dask ``X`` known to have no rows, as scikit-learn's for an array."""
+def check_has_rows(X):
+    """ValueError for a Dask ``X`` known to have no rows, as scikit-learn's for an array.
+
+    Parameters
+    ----------
+    X : Dask array
+        Its number of rows may be unknown (NaN): no error then.
+
+    Raises
+    ------
+    ValueError
+    """
     if X.shape[0] == 0:
         raise ValueError(
             f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required."
         )
 
 
-def _with_known_rows(*arrays):
+def each_with_known_rows(*arrays):
     """``arrays`` with the unknown row chunk sizes of Dask ones (after boolean indexing,
     say) computed, a pass over each such array: cross-validation's splits need the
-    number of rows before the engine exists."""
+    number of rows before the engine exists.
+
+    Parameters
+    ----------
+    *arrays : Dask array, array-like or None
+        Only Dask arrays are changed (:func:`~daskglm.engine.driver_passes.with_known_rows`).
+
+    Returns
+    -------
+    tuple
+        The arrays, in order.
+    """
     return tuple(with_known_rows(a) if is_dask(a) else a for a in arrays)
 
 
-def _reject_datetimes(X):
-    """TypeError for datetime or timedelta features, which are not numbers to fit on."""
+def reject_datetimes(X):
+    """TypeError for datetime or timedelta features, which are not numbers to fit on.
+
+    Parameters
+    ----------
+    X : array-like, Dask array or data frame
+        Its ``dtypes`` (a frame's) or ``dtype`` are checked; without either, nothing is.
+
+    Raises
+    ------
+    TypeError
+    """
     dtypes = getattr(X, "dtypes", getattr(X, "dtype", None))  # data frames have dtypes
     if dtypes is None:
         return
@@ -187,8 +218,20 @@ def _reject_datetimes(X):
             )
 
 
-def _check_numeric_target(y, estimator):
-    """ValueError for targets of strings or other non-numbers given to a regressor."""
+def check_numeric_target(y, estimator):
+    """ValueError for targets of strings or other non-numbers given to a regressor.
+
+    Parameters
+    ----------
+    y : array-like
+        The targets; an object array of numbers passes.
+    estimator : estimator
+        The regressor, named in the message.
+
+    Raises
+    ------
+    ValueError
+    """
     kind = np.dtype(y.dtype).kind if hasattr(y, "dtype") else None
     if kind in ("U", "S", "O", "M", "m") and not (kind == "O" and _all_numbers(y)):
         raise ValueError(
@@ -204,7 +247,21 @@ def _all_numbers(y):
     return True
 
 
-def _check_dask_matrix(X):
+def check_dask_matrix(X):
+    """The checks scikit-learn makes of an array ``X`` that need no pass over Dask ``X``:
+    two dimensions, real numbers (or booleans), at least one column.
+
+    Parameters
+    ----------
+    X : Dask array
+
+    Raises
+    ------
+    ValueError
+        For an ``X`` that is not 2-D or has no columns.
+    TypeError
+        For an ``X`` that does not hold real numbers.
+    """
     if X.ndim != 2:
         raise ValueError(
             f"Expected 2D array, got {X.ndim}D array instead. Reshape your data either "
@@ -219,7 +276,33 @@ def _check_dask_matrix(X):
         raise ValueError("Found array with 0 feature(s) while a minimum of 1 is required.")
 
 
-def _check_dask_vector(a, name, n_rows, numeric=True):
+def check_dask_vector(a, name, n_rows, numeric=True):
+    """A Dask vector (``y``, ``sample_weight``, an offset) checked as scikit-learn checks
+    an array's, with no pass over it.
+
+    Parameters
+    ----------
+    a : Dask array
+        A column vector is raveled, with a DataConversionWarning.
+    name : str
+        Its name, in the messages.
+    n_rows : int or float
+        The rows of ``X`` (NaN when unknown: the lengths are then not compared).
+    numeric : bool, default=True
+        Whether it must hold real numbers (booleans become float64); False for class
+        labels.
+
+    Returns
+    -------
+    Dask array, 1-D
+
+    Raises
+    ------
+    ValueError
+        For an ``a`` that is not a vector, or whose length is not ``n_rows``.
+    TypeError
+        For a numeric ``a`` that does not hold real numbers.
+    """
     if a.ndim == 2 and a.shape[1] == 1:
         warnings.warn(
             f"A column-vector {name} was passed when a 1d array was expected; it is raveled.",
@@ -285,7 +368,7 @@ def _check_score_input(X, y, sample_weight, numeric=True):
                               "expected; it is raveled.", DataConversionWarning, stacklevel=4)
                 a = a[:, 0]
             a = da.from_array(a, chunks=-1)  # chunked like X once its length is checked
-        a = _check_dask_vector(a, name, n_rows, numeric=numeric or name != "y")
+        a = check_dask_vector(a, name, n_rows, numeric=numeric or name != "y")
         if rows is not None and a.chunks[0] != rows and not math.isnan(a.shape[0]):
             a = a.rechunk({0: rows})
         return a.map_blocks(_finite_block, name, dtype=a.dtype)

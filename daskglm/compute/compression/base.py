@@ -9,10 +9,12 @@ from typing import ClassVar
 
 import numpy as np
 
-__all__ = ["Codec", "NoCompression", "index_dtype", "message_nbytes"]
+__all__ = ["Codec", "NoCompression", "index_dtype", "message_nbytes", "SCALAR_BYTES",
+           "as_vector", "as_generator", "norm2", "mean_abs", "packed_bytes", "unpack_signs",
+           "pack_codes", "unpack_codes"]
 
 #: Bytes that :func:`message_nbytes` counts for a Python scalar field (a float64 or int64).
-_SCALAR_BYTES = 8
+SCALAR_BYTES = 8
 
 def index_dtype(length):
     """The smallest integer dtype of uint16, uint32 and int64 that indexes ``length`` entries.
@@ -50,13 +52,31 @@ def message_nbytes(message):
     if isinstance(message, np.ndarray):
         return int(message.nbytes)
     return sum(
-        int(field.nbytes) if isinstance(field, np.ndarray) else _SCALAR_BYTES
+        int(field.nbytes) if isinstance(field, np.ndarray) else SCALAR_BYTES
         for field in message
     )
 
 
-def _as_vector(vector):
-    """``vector`` as a 1-D float64 array with at least one entry, all finite."""
+def as_vector(vector):
+    """``vector`` as a 1-D float64 array with at least one entry, all finite: what every
+    codec's ``encode`` takes.
+
+    Parameters
+    ----------
+    vector : array_like
+        Real numbers (floats or integers).
+
+    Returns
+    -------
+    ndarray of float64, 1-D
+        ``vector`` itself when it was one already.
+
+    Raises
+    ------
+    ValueError
+        For a vector that is not 1-D, is empty, is not of real numbers, or holds NaN or
+        infinity.
+    """
     array = np.asarray(vector)
     if array.ndim != 1:
         raise ValueError(f"vector must be 1-D; got shape {array.shape}.")
@@ -70,7 +90,25 @@ def _as_vector(vector):
     return array
 
 
-def _generator(rng, codec_name):
+def as_generator(rng, codec_name):
+    """The random generator of a stochastic codec's ``encode``.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator or int
+        A generator (returned as it is) or an integer seed.
+    codec_name : str
+        The codec's name, for the error message.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    ValueError
+        For anything else (None included): a stochastic codec needs its draws given.
+    """
     if isinstance(rng, np.random.Generator):
         return rng
     if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
@@ -81,8 +119,22 @@ def _generator(rng, codec_name):
     )
 
 
-def _norm2(vector):
-    r""":math:`\|v\|_2`, without overflow or underflow of the squares."""
+def norm2(vector):
+    r""":math:`\|v\|_2`, without overflow or underflow of the squares.
+
+    Parameters
+    ----------
+    vector : ndarray of float64, 1-D, at least one entry
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        When the norm itself overflows float64.
+    """
     largest = float(np.max(np.abs(vector)))
     if largest == 0.0:
         return 0.0
@@ -92,29 +144,88 @@ def _norm2(vector):
     return norm
 
 
-def _mean_abs(vector):
-    r""":math:`\|v\|_1 / d`, without overflow of the sum."""
+def mean_abs(vector):
+    r""":math:`\|v\|_1 / d`, without overflow of the sum.
+
+    Parameters
+    ----------
+    vector : ndarray of float64, 1-D, at least one entry
+
+    Returns
+    -------
+    float
+    """
     largest = float(np.max(np.abs(vector)))
     if largest == 0.0:
         return 0.0
     return largest * float(np.mean(np.abs(vector) / largest))
 
 
-def _packed_bytes(n_bits):
+def packed_bytes(n_bits):
+    """The bytes that :func:`numpy.packbits` makes of ``n_bits`` bits.
+
+    Parameters
+    ----------
+    n_bits : int
+
+    Returns
+    -------
+    int
+        ``ceil(n_bits / 8)``.
+    """
     return -(-n_bits // 8)
 
 
-def _unpack_signs(packed, count):
+def unpack_signs(packed, count):
+    """The signs packed one bit each (0 for ``+``, 1 for ``-``) as ``+1.0`` and ``-1.0``.
+
+    Parameters
+    ----------
+    packed : ndarray of uint8
+        The bits, as :func:`numpy.packbits` packs them.
+    count : int
+        The number of signs.
+
+    Returns
+    -------
+    ndarray of float64
+    """
     return 1.0 - 2.0 * np.unpackbits(packed, count=count)
 
 
-def _pack_codes(codes, width):
-    """Pack uint8 ``codes`` < 2**width into ``width`` bits each, most significant first."""
+def pack_codes(codes, width):
+    """Pack uint8 ``codes`` < 2**width into ``width`` bits each, most significant first.
+
+    Parameters
+    ----------
+    codes : ndarray of uint8, 1-D
+    width : int
+        Bits per code, 1 to 8.
+
+    Returns
+    -------
+    ndarray of uint8
+        ``packed_bytes(codes.size * width)`` bytes; :func:`unpack_codes` reads them back.
+    """
     bit_rows = np.unpackbits(codes[:, None], axis=1)[:, 8 - width:]
     return np.packbits(bit_rows)
 
 
-def _unpack_codes(packed, count, width):
+def unpack_codes(packed, count, width):
+    """The codes that :func:`pack_codes` packed.
+
+    Parameters
+    ----------
+    packed : ndarray of uint8
+    count : int
+        The number of codes.
+    width : int
+        Bits per code.
+
+    Returns
+    -------
+    ndarray of uint8
+    """
     bit_rows = np.unpackbits(packed, count=count * width).reshape(count, width)
     place_values = np.left_shift(1, np.arange(width - 1, -1, -1)).astype(np.uint8)
     return bit_rows @ place_values
@@ -261,7 +372,7 @@ class NoCompression(Codec):
         -------
         ndarray of float64
         """
-        return np.array(_as_vector(vector), dtype=np.float64, copy=True)
+        return np.array(as_vector(vector), dtype=np.float64, copy=True)
 
     def decode(self, message):
         """The message, as float64.

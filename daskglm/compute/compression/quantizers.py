@@ -8,17 +8,17 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from .base import (
-    _SCALAR_BYTES,
+    SCALAR_BYTES,
     Codec,
-    _as_vector,
-    _generator,
-    _mean_abs,
-    _norm2,
-    _pack_codes,
-    _packed_bytes,
-    _unpack_codes,
-    _unpack_signs,
+    as_generator,
+    as_vector,
     index_dtype,
+    mean_abs,
+    norm2,
+    pack_codes,
+    packed_bytes,
+    unpack_codes,
+    unpack_signs,
 )
 
 __all__ = [
@@ -115,10 +115,10 @@ class StochasticQuantization(Codec):
         -------
         StochasticMessage
         """
-        vector = _as_vector(vector)
-        rng = _generator(rng, self.name)
+        vector = as_vector(vector)
+        rng = as_generator(rng, self.name)
         length = vector.size
-        norm = _norm2(vector)
+        norm = norm2(vector)
         uniforms = rng.random(length)
         if norm == 0.0:
             chosen = np.zeros(length, dtype=bool)
@@ -126,7 +126,7 @@ class StochasticQuantization(Codec):
             chosen = uniforms < np.minimum(np.abs(vector) / norm, 1.0)
         selected_indices = np.flatnonzero(chosen)
         dtype = index_dtype(length)
-        if selected_indices.size * dtype.itemsize < _packed_bytes(length):
+        if selected_indices.size * dtype.itemsize < packed_bytes(length):
             selected = selected_indices.astype(dtype)
         else:
             selected = np.packbits(chosen)
@@ -151,7 +151,7 @@ class StochasticQuantization(Codec):
         else:
             selected_indices = message.selected.astype(np.intp)
         decoded = np.zeros(message.length, dtype=np.float64)
-        decoded[selected_indices] = message.norm * _unpack_signs(
+        decoded[selected_indices] = message.norm * unpack_signs(
             message.signs, selected_indices.size
         )
         return decoded
@@ -175,7 +175,7 @@ class StochasticQuantization(Codec):
         -------
         int
         """
-        return 2 * _SCALAR_BYTES + 2 * _packed_bytes(int(length))
+        return 2 * SCALAR_BYTES + 2 * packed_bytes(int(length))
 
 
 def _bucket_norms(vector, bucket):
@@ -251,12 +251,12 @@ class QSGD(Codec):
         -------
         QSGDMessage
         """
-        vector = _as_vector(vector)
-        rng = _generator(rng, self.name)
+        vector = as_vector(vector)
+        rng = as_generator(rng, self.name)
         length = vector.size
         uniforms = rng.random(length)
         if self.bucket is None:
-            norm = _norm2(vector)
+            norm = norm2(vector)
             per_entry = norm
         else:
             norm, per_entry = _bucket_norms(vector, self.bucket)
@@ -267,7 +267,7 @@ class QSGD(Codec):
         rounded_up = uniforms < scaled - lower
         level_codes = np.minimum(lower + rounded_up, self.levels).astype(np.uint8)
         signs = np.packbits(vector < 0)
-        return QSGDMessage(norm, length, signs, _pack_codes(level_codes, self.bits - 1))
+        return QSGDMessage(norm, length, signs, pack_codes(level_codes, self.bits - 1))
 
     def decode(self, message):
         """The quantized vector.
@@ -281,8 +281,8 @@ class QSGD(Codec):
         ndarray of float64
         """
         self._check_message(message)
-        level_codes = _unpack_codes(message.levels, message.length, self.bits - 1)
-        signs = _unpack_signs(message.signs, message.length)
+        level_codes = unpack_codes(message.levels, message.length, self.bits - 1)
+        signs = unpack_signs(message.signs, message.length)
         norm = message.norm
         if self.bucket is not None:
             counts = np.diff(np.append(np.arange(0, message.length, self.bucket),
@@ -313,8 +313,8 @@ class QSGD(Codec):
         length = int(length)
         norms = 1 if self.bucket is None else -(-length // self.bucket)
         return (
-            (1 + norms) * _SCALAR_BYTES + _packed_bytes(length)
-            + _packed_bytes(length * (self.bits - 1))
+            (1 + norms) * SCALAR_BYTES + packed_bytes(length)
+            + packed_bytes(length * (self.bits - 1))
         )
 
     @property
@@ -344,8 +344,8 @@ class SignCompression(Codec):
         -------
         SignMessage
         """
-        vector = _as_vector(vector)
-        return SignMessage(_mean_abs(vector), vector.size, np.packbits(vector < 0))
+        vector = as_vector(vector)
+        return SignMessage(mean_abs(vector), vector.size, np.packbits(vector < 0))
 
     def decode(self, message):
         """``scale * sign``.
@@ -359,7 +359,7 @@ class SignCompression(Codec):
         ndarray of float64
         """
         self._check_message(message)
-        return message.scale * _unpack_signs(message.signs, message.length)
+        return message.scale * unpack_signs(message.signs, message.length)
 
     def model_bytes(self, length):
         """Scale and length (8 bytes each) and ``ceil(d / 8)`` sign bytes.
@@ -372,4 +372,4 @@ class SignCompression(Codec):
         -------
         int
         """
-        return 2 * _SCALAR_BYTES + _packed_bytes(int(length))
+        return 2 * SCALAR_BYTES + packed_bytes(int(length))

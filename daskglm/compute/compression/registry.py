@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import Codec, NoCompression, _as_vector
+from .base import Codec, NoCompression, as_vector
 from .quantizers import QSGD, SignCompression, StochasticQuantization
 from .sparsifiers import TopK
 
@@ -167,11 +167,11 @@ class ErrorFeedback:
             ``(vector + residual) - codec.decode(message)``.
         """
         codec = get_codec(codec)
-        vector = _as_vector(vector)
+        vector = as_vector(vector)
         if residual is None:
             corrected = vector
         else:
-            residual = _as_vector(residual)
+            residual = as_vector(residual)
             if residual.shape != vector.shape:
                 raise ValueError(
                     f"residual has {residual.size} entries and vector {vector.size}."

@@ -9,7 +9,7 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from .base import _SCALAR_BYTES, Codec, _as_vector, index_dtype
+from .base import SCALAR_BYTES, Codec, as_vector, index_dtype
 
 __all__ = ["TopK", "TopKMessage"]
 
@@ -89,7 +89,7 @@ class TopK(Codec):
         -------
         TopKMessage
         """
-        vector = _as_vector(vector)
+        vector = as_vector(vector)
         length = vector.size
         kept = self.count(length)
         if kept == length:
@@ -126,7 +126,7 @@ class TopK(Codec):
         int
         """
         length = int(length)
-        return _SCALAR_BYTES + self.count(length) * (index_dtype(length).itemsize + 8)
+        return SCALAR_BYTES + self.count(length) * (index_dtype(length).itemsize + 8)
 
     @property
     def spec(self):
