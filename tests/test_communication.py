@@ -263,7 +263,7 @@ def _problem(alpha=0.0):
     ({"deadline": 0.0}, "deadline"),
     ({"deadline": "soon"}, "deadline"),
     ({"min_fraction": 1.5}, "min_fraction"),
-    ({"deadline": 1.0, "sync_every": 4}, "synchronous SGD"),
+    ({"deadline": 1.0, "sync_every": 4, "hogwild": 2}, "not to hogwild"),
     ({"deadline": 1.0, "compression": "sign"}, "cannot be combined"),
     ({"compression": "sign", "sync_every": 4, "average": True}, "average"),
 ])
