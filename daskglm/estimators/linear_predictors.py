@@ -74,14 +74,21 @@ class _LinearPredictorMixin:
         makes a 2-D array of each block's predictor).
 
         For Dask input each row block is one task that computes its predictor and
-        ``then`` of it where the block lives.
+        ``then`` of it where the block lives.  A 1-D result is made by ``blockwise`` with
+        the blocks handed over as they are: ``map_blocks(drop_axis=1)`` would pass each
+        block through a concatenation first, which copies it (twice, a sparse one).
         """
         X = self._prediction_input(X)
         coef, intercept = self._coef_vector()
         if is_dask(X):
+            if X.numblocks[1] != 1:
+                X = X.rechunk({1: -1})
             if columns is None:
-                return X.map_blocks(_block_predictor, coef, intercept, then, drop_axis=1,
-                                    dtype=coef.dtype, meta=_dense_meta(X, 1, coef.dtype))
+                import dask.array as da
+
+                return da.blockwise(_row_predictor, "i", X, "ij", coef, None, intercept, None,
+                                    then, None, concatenate=False, dtype=coef.dtype,
+                                    meta=_dense_meta(X, 1, coef.dtype))
             return X.map_blocks(_block_predictor, coef, intercept, then,
                                 chunks=(X.chunks[0], (columns,)), dtype=coef.dtype,
                                 meta=_dense_meta(X, 2, coef.dtype))
@@ -154,6 +161,13 @@ def _block_predictor(X_block, coef, intercept, then=None):
     if not np.isfinite(eta).all() and not all_finite(X_block):
         raise ValueError("Input X contains NaN or infinity.")
     return eta if then is None else then(eta)
+
+
+def _row_predictor(X_blocks, coef, intercept, then=None):
+    """:func:`_block_predictor` of a row of blocks handed over as a list, of one block
+    (the columns are in one chunk)."""
+    (X_block,) = X_blocks
+    return _block_predictor(X_block, coef, intercept, then)
 
 
 def _block_predictors(X_block, coef, intercept):
