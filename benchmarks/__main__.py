@@ -66,6 +66,10 @@ sparse-sgd
 click-through
     Hashed click-through rows: daskglm in memory and from zarr against Vowpal Wabbit and
     scikit-learn, seconds and held-out log loss (see :mod:`benchmarks.click_through`).
+prediction
+    ``predict_proba`` on hashed click-through rows in memory and streamed from zarr,
+    rows per second against memory bandwidth and the store's read speed (see
+    :mod:`benchmarks.prediction`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -373,6 +377,9 @@ def build_parser():
     from benchmarks.click_through import add_parser as add_click_through_parser
 
     add_click_through_parser(commands)
+    from benchmarks.prediction import add_parser as add_prediction_parser
+
+    add_prediction_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")

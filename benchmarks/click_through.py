@@ -36,7 +36,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["click_rows", "log_loss", "run", "add_parser", "main"]
+__all__ = ["click_rows", "log_loss", "Data", "run", "add_parser", "main"]
 
 NUMERIC, CATEGORICAL = 13, 26
 #: Levels of each categorical field, from 4 to 2e6.
@@ -114,9 +114,16 @@ def _write_vw(path, y, numeric, levels):
 
 
 class Data:
-    """The training partitions on a cluster, a held-out set in memory, and files."""
+    """The training partitions on a cluster, a held-out set in memory, and files.
 
-    def __init__(self, n, log2_d, partitions, client, directory, needs):
+    ``persist=False`` leaves ``X`` and ``y`` lazy (each partition generated where it is
+    used: a zarr store written from them never holds them whole); ``held_out=False``
+    makes no held-out set (``test`` and ``best`` are None); ``compressor`` is that of the
+    zarr store (:func:`daskglm.io.write_zarr`).
+    """
+
+    def __init__(self, n, log2_d, partitions, client, directory, needs, *, persist=True,
+                 held_out=True, compressor="default"):
         import dask
         import dask.array as da
         import scipy.sparse as sp
@@ -130,9 +137,13 @@ class Data:
                                  for part, size in zip(parts, sizes)])
         self.y = da.concatenate([da.from_delayed(part[1], (size,), dtype=float)
                                  for part, size in zip(parts, sizes)])
-        self.X, self.y = client.persist([self.X, self.y])
-        self.test = click_rows(max(n // 10, 10_000), 10**6, log2_d)
-        self.best = _entropy(self.test[2])
+        if persist:
+            from distributed import wait
+
+            self.X, self.y = client.persist([self.X, self.y])
+            wait([self.X, self.y])  # generating the rows is not timed
+        self.test = click_rows(max(n // 10, 10_000), 10**6, log2_d) if held_out else None
+        self.best = _entropy(self.test[2]) if held_out else None
         self.directory = pathlib.Path(directory)
         self.local = None
         if needs & {"sklearn-lbfgs", "sklearn-saga"}:
@@ -151,7 +162,8 @@ class Data:
             from daskglm.io import write_zarr
 
             self.zarr = str(self.directory / "click.zarr")
-            write_zarr(self.zarr, self.X, self.y)
+            write_zarr(self.zarr, self.X, self.y, max_row_nnz=NUMERIC + CATEGORICAL,
+                       compressor=compressor)
 
 
 def _daskglm(data, C, solver, cache="memory", tol=1e-4):

@@ -242,3 +242,51 @@ def test_dask_labels_are_found_and_encoded_in_the_validation_round(where, reques
         da.from_array(X, chunks=(600, -1)), da.from_array(y, chunks=600)
     )
     assert "encode" not in [r.kind for r in zero_one.comm_.records]  # already 0/1
+
+
+def _hashed_rows(n, d, per_row, seed):
+    """CSR rows of ``per_row`` entries at random columns, duplicates left unsummed and
+    column indices unsorted (as a reader may hand them over)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    columns = rng.integers(0, d, size=(n, per_row))
+    columns[:, 1] = columns[:, 0]  # a duplicate in every row
+    values = rng.normal(size=(n, per_row))
+    X = sp.csr_matrix((values.ravel(), columns.ravel(),
+                       np.arange(0, n * per_row + 1, per_row)), shape=(n, d))
+    assert not X.has_canonical_format
+    return X
+
+
+@pytest.mark.parametrize("kind", ["csr", "dense", "dask-csr", "dask-dense"])
+def test_predict_proba_equals_scikit_learn_with_the_same_coefficients(kind):
+    """scikit-learn's ``predict_proba`` with the same ``coef_``, ``intercept_`` and
+    ``classes_`` is the reference; they agree to 1e-12 (absolute, on probabilities)."""
+    import scipy.sparse as sp
+    from sklearn.linear_model import LogisticRegression as Reference
+
+    n, d = 3001, 5000
+    rng = np.random.default_rng(7)
+    coef, intercept = rng.normal(scale=0.5, size=(1, d)), np.array([-0.4])
+    X = _hashed_rows(n, d, 12, seed=8)
+    reference = Reference()
+    ours = daskglm.LogisticRegression()
+    for model in (reference, ours):
+        model.coef_, model.intercept_ = coef, intercept
+        model.classes_, model.n_features_in_ = np.array([0, 1]), d
+    expected = reference.predict_proba(X)
+    expected_decision = reference.decision_function(X)
+    if kind.endswith("dense"):
+        X = X.toarray()
+    if kind.startswith("dask"):
+        meta = sp.csr_matrix((0, d)) if kind == "dask-csr" else None
+        X = da.from_array(X, chunks=(700, d), asarray=False, meta=meta)
+    got, decision = ours.predict_proba(X), ours.decision_function(X)
+    if kind.startswith("dask"):
+        assert isinstance(got, da.Array) and got.chunks == (X.chunks[0], (2,))
+        assert got.dtype == expected.dtype
+        got, decision = got.compute(), decision.compute()
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(decision, expected_decision, rtol=0, atol=1e-12)

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..backend import array_module, from_host, is_device
+from ..backend import array_module, from_host, is_device, namespace
 from ..compute.kernels import as_csr_or_dense, linear_predictor
 from ..compute.summaries import all_finite
 from ..engine import is_dask
@@ -69,13 +69,31 @@ class LinearPredictorMixin:
         _check_feature_names_match(self, np.asarray([str(c) for c in X.columns], dtype=object))
         return encoded_array(X, encoding, dtype=self._fit_dtype)
 
-    def _linear_predictor(self, X):
+    def _linear_predictor(self, X, then=None, columns=None):
+        """``X @ coef + intercept``, or ``then`` of it (``columns`` columns when ``then``
+        makes a 2-D array of each block's predictor).
+
+        For Dask input each row block is one task that computes its predictor and
+        ``then`` of it where the block lives.  A 1-D result is made by ``blockwise`` with
+        the blocks handed over as they are: ``map_blocks(drop_axis=1)`` would pass each
+        block through a concatenation first, which copies it (twice, a sparse one).
+        """
         X = self._prediction_input(X)
         coef, intercept = self._coef_vector()
         if is_dask(X):
-            return X.map_blocks(_block_predictor, coef, intercept, drop_axis=1,
-                                dtype=coef.dtype, meta=_dense_meta(X, 1, coef.dtype))
-        return np.asarray(X @ coef).ravel() + intercept
+            if X.numblocks[1] != 1:
+                X = X.rechunk({1: -1})
+            if columns is None:
+                import dask.array as da
+
+                return da.blockwise(_row_predictor, "i", X, "ij", coef, None, intercept, None,
+                                    then, None, concatenate=False, dtype=coef.dtype,
+                                    meta=_dense_meta(X, 1, coef.dtype))
+            return X.map_blocks(_block_predictor, coef, intercept, then,
+                                chunks=(X.chunks[0], (columns,)), dtype=coef.dtype,
+                                meta=_dense_meta(X, 2, coef.dtype))
+        eta = np.asarray(X @ coef).ravel() + intercept
+        return eta if then is None else then(eta)
 
     def _linear_predictors(self, X):
         """``X @ coef_.T + intercept_``, one column per row of a 2-D ``coef_``."""
@@ -127,14 +145,42 @@ def _in_dtype_of_input(values, fn):
     return result if result.dtype == values.dtype else result.astype(values.dtype)
 
 
-def _block_predictor(X_block, coef, intercept):
-    """The linear predictor of one row block; NaN or infinity in the block is an error,
-    found from the predictor itself (no pass over ``X`` of its own)."""
-    X_block = as_csr_or_dense(X_block)
-    eta = linear_predictor(X_block, np.append(coef, intercept), True).astype(coef.dtype)
+def two_class_probabilities(mean, eta):
+    """``[1 - p, p]`` per row, ``p = mean(eta)`` in ``eta``'s dtype: the probabilities of a
+    binary classifier, as scikit-learn's ``predict_proba``."""
+    p = _in_dtype_of_input(eta, mean)
+    return namespace(p).stack([1.0 - p, p], axis=1)
+
+
+def _product_operand(X_block):
+    """``X_block`` as ``X_block @ coef`` takes it: a float CSR block as it is (a product
+    needs neither sorted column indices nor summed duplicates, so its layout is not
+    checked), anything else as :func:`~daskglm.compute.kernels.as_csr_or_dense` makes it."""
+    if sp.issparse(X_block) and X_block.format == "csr" and X_block.dtype in _FLOATS:
+        return X_block
+    return as_csr_or_dense(X_block)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _block_predictor(X_block, coef, intercept, then=None):
+    """The linear predictor of one row block, or ``then`` of it; NaN or infinity in the
+    block is an error, found from the predictor itself (no pass over ``X`` of its own)."""
+    X_block = _product_operand(X_block)
+    eta = linear_predictor(X_block, coef, False)  # a new array: the intercept goes in place
+    eta += from_host(np.asarray(intercept), X_block)
+    eta = eta.astype(coef.dtype, copy=False)
     if not np.isfinite(eta).all() and not all_finite(X_block):
         raise ValueError("Input X contains NaN or infinity.")
-    return eta
+    return eta if then is None else then(eta)
+
+
+def _row_predictor(X_blocks, coef, intercept, then=None):
+    """:func:`_block_predictor` of a row of blocks handed over as a list, of one block
+    (the columns are in one chunk)."""
+    (X_block,) = X_blocks
+    return _block_predictor(X_block, coef, intercept, then)
 
 
 def _block_predictors(X_block, coef, intercept):

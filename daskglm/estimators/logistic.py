@@ -9,6 +9,7 @@ predictions of :class:`LogisticRegression`, and :func:`_encode_binary` for ``par
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -34,7 +35,13 @@ from .class_weights import _check_class_weight, weights_of_classes, weights_of_r
 from .dask_ml_params import DASK_ML_DOC
 from .docstrings import COMMON_DOC, FITTED_DOC
 from .inference import INFERENCE_DOC, INFERENCE_FITTED_DOC
-from .linear_predictors import _dense, _to_float, _weighted_mean, apply_rowwise
+from .linear_predictors import (
+    _dense,
+    _to_float,
+    _weighted_mean,
+    apply_rowwise,
+    two_class_probabilities,
+)
 from .plan import LabelRequest
 from .sklearn_solvers import LOGISTIC_SOLVERS
 from .validation import _check_score_input
@@ -398,12 +405,8 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         check_is_fitted(self)
         if _multinomial_fitted(self):
             return apply_rowwise(_softmax_rows, self._linear_predictors(X))
-        prob = apply_rowwise(self._family().mean, self._linear_predictor(X))
-        if is_dask(prob):
-            import dask.array as da
-
-            return da.stack([1.0 - prob, prob], axis=1)
-        return np.column_stack([1.0 - prob, prob])
+        return self._linear_predictor(
+            X, then=functools.partial(two_class_probabilities, self._family().mean), columns=2)
 
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
