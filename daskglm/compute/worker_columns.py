@@ -48,6 +48,7 @@ __all__ = ["WorkerColumns", "UnknownPartition", "register_columns", "sharded_los
 #: partition that made them for its worker).
 TRAFFIC_FIELDS = ("weight", "loss", "pulled", "pushed", "calls")
 
+
 class UnknownPartition(LookupError):
     """A partition asked a :class:`WorkerColumns` that does not hold its columns: it runs
     on another worker than when the shards were made."""
@@ -73,7 +74,7 @@ class WorkerColumns:
         # each parameter's position in the union (None when the union is every parameter)
         self._position = None
         self._pieces = []  # (shard, slice of the union in its range)
-        self._pulled = (None, None)  # (round, x + alpha d in the partitions' numbering)
+        self._pulled = (None, None)  # (round, x + alpha d on the union)
         self._pushes = {}  # round -> {partition: gradient sums}
         self._lock = threading.Lock()
 
