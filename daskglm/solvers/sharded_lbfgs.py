@@ -240,8 +240,11 @@ def solve_sharded(solver, problem, engine, params0):
     if rebuilds:
         message += (f" (the shards were rebuilt {len(rebuilds)} time(s) after losing a "
                     f"worker; the L-BFGS memory restarted each time)")
+        # every rebuild's reason: after the one for the lost worker, a partition it held
+        # may move again (recomputed elsewhere) and cause another
         warnings.warn(f"A sharded fit lost a worker and went on with its shards rebuilt on "
-                      f"the workers left: {rebuilds[-1]}", RuntimeWarning, stacklevel=2)
+                      f"the workers left: {' Then: '.join(rebuilds)}", RuntimeWarning,
+                      stacklevel=2)
     return SolverResult(params, done + outcome.n_iter, outcome.converged, history.entries,
                         message)
 
