@@ -70,6 +70,10 @@ prediction
     ``predict_proba`` on hashed click-through rows in memory and streamed from zarr,
     rows per second against memory bandwidth and the store's read speed (see
     :mod:`benchmarks.prediction`).
+grid
+    :func:`daskglm.fit_grid` on a grid of ``C`` and ``l1_ratio`` against one ``fit``
+    per setting: seconds, rounds and passes over ``X`` per model (see
+    :mod:`benchmarks.grid`).
 docs
     Write ``docs/benchmarks.md`` from results files.
 """
@@ -380,6 +384,9 @@ def build_parser():
     from benchmarks.prediction import add_parser as add_prediction_parser
 
     add_prediction_parser(commands)
+    from benchmarks.grid import add_parser as add_grid_parser
+
+    add_grid_parser(commands)
     bigd = commands.add_parser("bigd", help="L-BFGS on column shards against L-BFGS, big d")
     bigd.add_argument("--n", type=float, default=200_000, help="rows (default 2e5)")
     bigd.add_argument("--d", default="16,20", help="log2 of the feature counts, e.g. 20,24")

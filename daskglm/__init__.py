@@ -36,6 +36,8 @@ _EXPORTS = {
     "WaldTestResult": "estimators.hypothesis",
     "LRTestResult": "estimators.hypothesis",
     "PredictionResults": "estimators.prediction",
+    "fit_grid": "estimators.grid",
+    "GridFit": "estimators.grid",
     "Family": "model.families",
     "Gaussian": "model.families",
     "Binomial": "model.families",

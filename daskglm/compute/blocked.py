@@ -39,7 +39,7 @@ import numpy as np
 
 from .loss_codes import loss_code
 
-__all__ = ["fused_loss_grad", "csr_loss_grad", "fused_loss_grads", "fused_loss_grad_hess",
+__all__ = ["fused_loss_grad", "csr_loss_grad", "csr_loss_grads", "fused_loss_grads", "fused_loss_grad_hess",
            "fused_csr_loss_grad_hess", "fused_categorical_loss_grad",
            "fused_categorical_loss_grad_hess", "pointwise_for",
            "augmented_gram", "gram_block_rows", "warm_up", "load_loops"]
@@ -152,6 +152,37 @@ def csr_loss_grad(X, y, weight, offset, coef, intercept, pointwise):
                                           code, parameter, residuals)
     return float(loss), np.asarray(X.T @ residuals, dtype=np.float64).ravel(), \
         float(intercept_grad)
+
+
+def csr_loss_grads(X, y, weights, coefs, intercepts, pointwise):
+    """:func:`csr_loss_grad` of several models on one scipy CSR partition, each with its
+    own row weights (None: unit), in two passes over its stored values for all of them:
+    ``X @ coefs.T``, the family's formula for each model, ``X.T @ R``.  The same sums as
+    one call per model, to the bit (scipy sums each row's and each column's products
+    in the same order for one vector as for several).
+
+    Returns
+    -------
+    losses : ndarray of shape (k,)
+    grads : ndarray of shape (k, d)
+    intercept_grads : ndarray of shape (k,)
+    """
+    from .fused_sparse_loops import family_rows_of
+
+    code, parameter = pointwise
+    k, n = coefs.shape[0], X.shape[0]
+    etas = np.asarray(X @ np.ascontiguousarray(coefs.T, dtype=np.float64), dtype=np.float64)
+    residuals = np.empty((n, k))
+    losses, intercept_grads = np.empty(k), np.empty(k)
+    row_residuals = np.empty(n)
+    for f in range(k):
+        eta = etas[:, f] + float(intercepts[f])
+        weight = weights[f]
+        losses[f], intercept_grads[f] = family_rows_of(
+            eta, y, _NONE if weight is None else weight, code, parameter, row_residuals)
+        residuals[:, f] = row_residuals
+    grads = np.ascontiguousarray(np.asarray(X.T @ residuals, dtype=np.float64).T)
+    return losses, grads, intercept_grads
 
 
 def fused_csr_loss_grad_hess(X, y, weight, offset, coef, intercept, pointwise):

@@ -28,15 +28,20 @@ __all__ = [
 
 
 def training_weight(part, fold_ids, fold):
-    """The partition's row weights with the rows of ``fold`` set to zero (a new array)."""
+    """The partition's row weights with the rows of ``fold`` set to zero (a new array);
+    with ``fold_ids`` None (every row trains), the weights as they are (None: unit)."""
     weight = part[2]
+    if fold_ids is None:
+        return weight
     keep = (np.asarray(fold_ids) != fold).astype(np.float64)
     return keep if weight is None else weight * keep
 
 
 def run_on_training_rows(part, fold_ids, fold, kernel, *args):
     """``kernel`` on the partition with the rows held out in ``fold`` weighing zero (and its
-    offset, when it has one)."""
+    offset, when it has one); on the partition as it is when ``fold_ids`` is None."""
+    if fold_ids is None:
+        return kernel(part, *args)
     return kernel((part[0], part[1], training_weight(part, fold_ids, fold), *part[3:]), *args)
 
 
@@ -54,7 +59,7 @@ def run_shared_requests(part, fold_ids, requests):
     """Several folds' requests on one partition.
 
     ``fold_ids`` holds the partition's fold assignments (one array per distinct
-    assignment); each request is ``(assignment, fold, kernel, args)`` and runs
+    assignment, None for every row); each request is ``(assignment, fold, kernel, args)`` and runs
     ``kernel`` on the training rows of ``fold`` (:func:`run_on_training_rows`).  The
     requests for the loss and gradient of one family (:func:`~.kernels.loss_grad`) are
     computed together, in one read of ``X`` (:func:`~.kernels.loss_grads`), unless the

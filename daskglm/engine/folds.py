@@ -22,7 +22,7 @@ from ..compute.folds import run_on_training_rows, run_shared_requests
 from ..compute.sampling import partition_size
 from ..compute.summaries import column_moments
 
-__all__ = ["TrainingView", "SharedRounds", "fold_ids_by_partition", "shared_assignments"]
+__all__ = ["TrainingView", "AllRows", "SharedRounds", "fold_ids_by_partition", "shared_assignments"]
 
 #: The kind a shared round is recorded under when its requests' kinds differ: the first
 #: of these among them (the costliest), else the first request's.
@@ -109,8 +109,42 @@ class TrainingView:
                                     kind=kind)
 
 
+class AllRows:
+    """Every row of ``engine``, for a fit whose ``reduce`` rounds are shared with other
+    fits' (:class:`SharedRounds`); its other verbs and attributes are the engine's, and
+    closing it leaves the engine open (its owner closes it).
+
+    Parameters
+    ----------
+    engine : Engine
+        A validated engine.
+    rounds : SharedRounds
+        Where the view's ``reduce`` rounds go while its fits run.
+    """
+
+    each = None
+    fold = None
+
+    def __init__(self, engine, rounds):
+        self.engine = engine
+        self.rounds = rounds
+
+    def __getattr__(self, name):
+        return getattr(self.engine, name)
+
+    def reduce(self, kernel, *args, kind):
+        """One round: ``kernel`` summed over the partitions, shared while fits run."""
+        if self.rounds.active:
+            return self.rounds.reduce(self, kernel, args, kind)
+        return self.engine.reduce(kernel, *args, kind=kind)
+
+    def close(self):
+        """Nothing: the engine stays open for the other fits."""
+
+
 def shared_assignments(engine, assignments):
-    """Several fold assignments (each one array per partition) as one round's
+    """Several fold assignments (each one array per partition, or None: every row
+    trains) as one round's
     per-partition items: ``(each, indices)``, ``each[p]`` the tuple of the distinct
     assignments' arrays of partition ``p`` (one assignment shared by several requests is
     sent once) and ``indices[i]`` the place of ``assignments[i]`` in it."""
@@ -121,7 +155,8 @@ def shared_assignments(engine, assignments):
             index = len(distinct)
             distinct.append(assignment)
         indices.append(index)
-    each = [tuple(assignment[p] for assignment in distinct) for p in range(engine.n_partitions)]
+    each = [tuple(None if assignment is None else assignment[p] for assignment in distinct)
+            for p in range(engine.n_partitions)]
     return each, indices
 
 

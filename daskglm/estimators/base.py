@@ -127,38 +127,47 @@ class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
         plan = self._plan(data, init)
         data = self._with_categorical_blocks(data, plan)
         with self._open_engines(data, plan) as engines:
-            engine = engines.training
-            if data.labels is not None:
-                self._classes_from_engine(engine, data.labels)
-            problem, solver = self._configure(plan, plan.solver_name, engines)
-            name = plan.solver_name
-            if self.solver == "auto":
-                name = solver_after_validation(problem, engine, self.tol, plan.link, name)
-                if name != plan.solver_name:
-                    problem, solver = self._configure(plan, name, engines)
-            scale = engine.column_scale
-            means = mean_target_and_offset(engine, problem.family,
-                                           getattr(self, "inference", False))
-            params0 = start_params(problem, means, plan.start, scale)
-            params0 = self._start_on_kept_part(plan, name, problem, solver, engine, params0)
-            if data.offset is None:
-                self._first_evaluation_from_classes(engine, problem, solver, params0)
-            with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
-                result = solve(solver, problem, engine, params0, self._converged_means_optimum)
-            if self.solver == "auto":
-                self.solver_choice_ = auto_choice(plan.problem, engine, self.tol,
-                                                   name, plan.link,
-                                                   time.perf_counter() - started)
-                engine.ledger.note_choice("auto", name, choice_reason(self.solver_choice_))
-            params_in_scale = result.params
-            self._record_fit_in_scale(problem, result, scale, data.dtype)
-            self._fit_statistics(engine, problem, params_in_scale, means,
-                                 data.offset is not None, data.groups, data.weights_kind)
-            self.comm_ = engine.ledger
-            self.comm_.method = name
-            self.solver_options_ = solver.options_used(self.comm_)
+            name, result = self._fit_on_engines(data, plan, engines, started)
         self._finish_fit(name, result)
         return self
+
+    def _fit_on_engines(self, data, plan, engines, started):
+        """The template's solve on validated engines: the classes found, the problem
+        configured (``"auto"`` revised after validation), the start, the solve and the
+        fitted attributes.  Returns the solver's name and its result, whose ``params``
+        are then on the scale of the data as given.  :func:`~.grid.fit_grid` runs it for
+        every model of a grid on one engine."""
+        engine = engines.training
+        if data.labels is not None:
+            self._classes_from_engine(engine, data.labels)
+        problem, solver = self._configure(plan, plan.solver_name, engines)
+        name = plan.solver_name
+        if self.solver == "auto":
+            name = solver_after_validation(problem, engine, self.tol, plan.link, name)
+            if name != plan.solver_name:
+                problem, solver = self._configure(plan, name, engines)
+        scale = engine.column_scale
+        means = mean_target_and_offset(engine, problem.family,
+                                       getattr(self, "inference", False))
+        params0 = start_params(problem, means, plan.start, scale)
+        params0 = self._start_on_kept_part(plan, name, problem, solver, engine, params0)
+        if data.offset is None:
+            self._first_evaluation_from_classes(engine, problem, solver, params0)
+        with progress.watch(f"{type(self).__name__}({name})", self.max_iter, self.verbose):
+            result = solve(solver, problem, engine, params0, self._converged_means_optimum)
+        if self.solver == "auto":
+            self.solver_choice_ = auto_choice(plan.problem, engine, self.tol,
+                                               name, plan.link,
+                                               time.perf_counter() - started)
+            engine.ledger.note_choice("auto", name, choice_reason(self.solver_choice_))
+        params_in_scale = result.params
+        self._record_fit_in_scale(problem, result, scale, data.dtype)
+        self._fit_statistics(engine, problem, params_in_scale, means,
+                             data.offset is not None, data.groups, data.weights_kind)
+        self.comm_ = engine.ledger
+        self.comm_.method = name
+        self.solver_options_ = solver.options_used(self.comm_)
+        return name, result
 
     def _record_fit_in_scale(self, problem, result, scale, dtype):
         """The fitted attributes in ``dtype``, the coefficients mapped back from the

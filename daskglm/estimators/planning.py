@@ -113,6 +113,9 @@ class PlanningMixin:
         """The solver's options: ``solver_options``, and what ``"auto"`` adds."""
         options = options_dict(self.solver_options, name)
         if self.solver == "auto":
+            if self.__dict__.get("_in_grid") and name == "lbfgs":
+                # paths side by side share rounds of the whole vector (fit_grid)
+                options = {"sharded": False, **(options or {})}
             return _auto_options(name, problem, options)
         return options
 
