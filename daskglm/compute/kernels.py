@@ -55,9 +55,9 @@ from ..backend import (
 from .blocked import (
     augmented_gram,
     csr_loss_grad,
+    csr_loss_grads,
     fused_categorical_loss_grad,
     fused_categorical_loss_grad_hess,
-    csr_loss_grads,
     fused_csr_loss_grad_hess,
     fused_loss_grad,
     fused_loss_grad_hess,
