@@ -117,3 +117,17 @@ def test_several_models_on_a_csr_partition_are_the_single_models_sums_to_the_bit
         alone = loss_grad((X, y, weight), p, family, True)
         assert stats.loss == alone.loss and stats.weight == alone.weight
         np.testing.assert_array_equal(stats.grad, alone.grad)
+
+
+def test_auto_keeps_a_grid_on_wide_sparse_rows_on_the_whole_vector():
+    """From 2^18 columns ``solver="auto"`` fits L-BFGS on column shards, which keep state
+    on the workers; in a grid it takes the whole vector, whose rounds the paths share."""
+    rng = np.random.default_rng(3)
+    X = sp.random(3000, 2**18, density=20 / 2**18, format="csr", random_state=4)
+    y = (rng.random(3000) < 0.3).astype(float)
+    fitted = daskglm.fit_grid(daskglm.LogisticRegression(), {"C": [0.1, 1.0]}, X, y)
+    assert fitted.shared
+    assert {model.solver_ for model in fitted.models} == {"lbfgs"}
+    assert not any(model.solver_options_.get("sharded") for model in fitted.models)
+    assert all(model.converged_ for model in fitted.models)
+    assert not hasattr(fitted.models[0], "_in_grid")
