@@ -173,6 +173,23 @@ def test_in_memory_input_is_always_cached():
     assert model.cache_ == "memory" and model.comm_.bytes_read == 0
 
 
+def test_sparse_chunks_are_sized_by_their_non_zeros():
+    # pydata sparse chunks (COO) take their non-zeros' bytes, not their shape's: a wide
+    # hashed design that fits is kept in memory, not read from the graph every round
+    import dask.array as da
+    import scipy.sparse as sp
+    import sparse
+
+    from daskglm.engine import choose_cache
+    from daskglm.engine.cache import data_nbytes
+
+    X = sp.random(2_000, 2**20, density=1e-5, format="csr", random_state=0)
+    coo = da.from_array(sparse.COO.from_scipy_sparse(X), chunks=(500, 2**20), asarray=False)
+    y = da.zeros(2_000, chunks=500)
+    assert data_nbytes(coo, y) < 1e6  # dense, it would be 16.8 GB
+    assert choose_cache("auto", coo, y, None, None).policy == "memory"
+
+
 def test_bad_cache_policy_is_rejected():
     with pytest.raises(ValueError, match="cache must be"):
         daskglm.Ridge(cache="disk").fit(np.ones((3, 1)), np.ones(3))

@@ -84,3 +84,28 @@ def test_on_a_cluster_the_link_is_measured_once_or_fixed(client):
         fixed = daskglm.LogisticRegression().fit(Xd, yd).solver_choice_["link"]
     assert fixed == {"latency": 5e-3, "bandwidth": 1.25e7, "nodes": 2,
                      "source": "configuration"}
+
+
+def test_lbfgs_on_column_shards_pays_for_its_commands_and_setup():
+    # each iteration on column shards adds three direct calls to every shard, and the fit
+    # its setup rounds: on a network of high latency they are most of its price
+    from daskglm.accounting.choice import (
+        SHARD_COMMANDS,
+        SHARDED_SETUP_ROUNDS,
+        sharded_lbfgs_seconds,
+    )
+
+    problem = _problem(2**20)
+    fast, slow = Link(1e-4, 1.25e9, 8), Link(5e-3, 1.25e9, 8)
+    costs = {link: {c.method: c for c in predict_methods(problem, 10**6, link=link)}
+             for link in (fast, slow)}
+    lbfgs = costs[fast]["lbfgs"]
+    iterations = (lbfgs.rounds - SHARDED_SETUP_ROUNDS) // (1 + SHARD_COMMANDS)
+    assert lbfgs.options == {"sharded": True}
+    assert lbfgs.rounds == iterations * (1 + SHARD_COMMANDS) + SHARDED_SETUP_ROUNDS
+    assert lbfgs.seconds == pytest.approx(sharded_lbfgs_seconds(10**6, problem.n_params, 1,
+                                                                iterations, link=fast))
+    # 4.9 ms more latency: per iteration, the evaluation's message steps and three
+    # commands' (each there and back), and the setup rounds' calls
+    extra = costs[slow]["lbfgs"].seconds - lbfgs.seconds
+    assert extra >= 2 * 4.9e-3 * (iterations * (1 + SHARD_COMMANDS) + SHARDED_SETUP_ROUNDS - 1)

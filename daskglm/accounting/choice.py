@@ -36,11 +36,14 @@ for the methods that factor a ``p x p`` matrix on the driver each round.  Rounds
   ``exact_hessian``: quadratic convergence; the last of them a gradient round, the step
   predicted to meet ``tol`` evaluated without its Hessian), :data:`FISHER_ITERATIONS` + 1
   Hessian rounds with another (Fisher scoring converges linearly).
-* ``lbfgs``: :data:`LBFGS_ROUNDS_PER_DECADE` per decade of ``tol / spread`` below 1 (on
-  column shards from :data:`SHARDED_FEATURES` features, which changes its bytes, not its
-  rounds), ``spread`` the :func:`criterion_spread` of the columns once the validation
-  round measured them (1 before): L-BFGS iterates in standardised coordinates, where a
-  column in the thousands must have its gradient driven that much below ``tol``.
+* ``lbfgs``: :data:`LBFGS_ROUNDS_PER_DECADE` per decade of ``tol / spread`` below 1,
+  ``spread`` the :func:`criterion_spread` of the columns once the validation round
+  measured them (1 before): L-BFGS iterates in standardised coordinates, where a column
+  in the thousands must have its gradient driven that much below ``tol``.  From
+  :data:`SHARDED_FEATURES` features it runs on column shards (:func:`sharded_lbfgs_seconds`):
+  each iteration's evaluation round moves ``16 p`` bytes a worker instead of the driver's
+  ``16 p`` per process, and adds the shards' commands and their work on the L-BFGS pairs,
+  and the fit adds its setup rounds.
 * ``proximal``: :data:`PROXIMAL_ROUNDS_PER_DECADE` per decade of ``tol / spread``.  With an L1 or elastic-net
   penalty it is weighed against proximal Newton (``newton``'s rounds) for the
   non-quadratic losses; for the squared loss it is the candidate (it stops where
@@ -59,12 +62,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..model.problem import Feature
+from ..optim.restarted_lbfgs import MEMORY
 from .bytemodel import tree_depth
 from .costmodel import DEFAULT_SPLIT_EVERY, direct_levels
 from .links import IN_PROCESS
 
 __all__ = ["MethodCost", "predict_methods", "choose_method", "gradient_round_seconds",
-           "criterion_spread", "hessian_round_ratio", "newton_applies", "SHARDED_FEATURES"]
+           "criterion_spread", "hessian_round_ratio", "newton_applies", "SHARDED_FEATURES",
+           "sharded_lbfgs_seconds"]
 
 #: Seconds of one Dask round besides its compute and bytes (scheduling, messages).
 ROUND_SECONDS = 5e-3
@@ -94,6 +99,27 @@ PROXIMAL_ROUNDS_PER_DECADE = 10
 NORMAL_MAX_PARAMS = 4096
 #: From this many features on, L-BFGS runs on column shards (``{"sharded": True}``).
 SHARDED_FEATURES = 2**18
+#: Commands the coordinator of L-BFGS on column shards sends each iteration (``finish``
+#: after its evaluation, ``accept``, ``direction``: :mod:`daskglm.solvers.sharded_lbfgs`),
+#: each a direct call to every shard.
+SHARD_COMMANDS = 3
+#: Rounds of a fit on column shards besides its iterations: its validation pass (not
+#: shared with a first evaluation), the parameters onto the shards, the partitions'
+#: columns, their registration with the shards, the parameters back.
+SHARDED_SETUP_ROUNDS = 5
+#: Passes over its columns (at :data:`READ_BYTES_PER_SECOND`) an evaluation on column
+#: shards costs every worker process besides reading ``X``: the shards' gather of ``x +
+#: alpha d``, the partitions' gradients scattered into the worker's columns, their sum
+#: and push, the shards' sum of the pushes and the penalty's gradient in ``finish``
+#: (:mod:`daskglm.compute.worker_columns`, :mod:`daskglm.compute.column_shards`); a
+#: gather or scatter through an index array costs about three streaming passes.
+#: Measured: 0.06 s an evaluation beyond the round's other costs at 2^20 columns on two
+#: processes (1e5 rows, 20 non-zeros a row, load below 2).
+SHARDED_VECTOR_PASSES = 30
+#: Bytes per second a shard reads its L-BFGS pairs at, in ``accept`` and ``direction``
+#: (products of ``2 m`` rows with a few vectors; 3.7 and 5.7 GB/s measured at 2^19
+#: columns on the development machine).
+BASIS_BYTES_PER_SECOND = 4e9
 
 
 @dataclass(frozen=True)
@@ -216,17 +242,52 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
     lbfgs_rounds = math.ceil(LBFGS_ROUNDS_PER_DECADE * first_order_decades)
     proximal_rounds = math.ceil(PROXIMAL_ROUNDS_PER_DECADE * first_order_decades)
     sharded = problem.n_features >= SHARDED_FEATURES
-    lbfgs_round = (_round_seconds(n, p, W, payload=8 * p, link=link, sharded=True,
-                                  data_bytes=data_bytes) + pass_seconds) if sharded else gradient
+    if sharded:
+        lbfgs_rounds_run = lbfgs_rounds * (1 + SHARD_COMMANDS) + SHARDED_SETUP_ROUNDS
+        lbfgs_seconds = sharded_lbfgs_seconds(n, p, W, lbfgs_rounds, link=link,
+                                              data_bytes=data_bytes, pass_seconds=pass_seconds)
+    else:
+        lbfgs_rounds_run, lbfgs_seconds = lbfgs_rounds, lbfgs_rounds * gradient
     return [
         MethodCost("normal", 1, hessian, note="the Gram matrix in the validation round"),
         MethodCost("newton", newton_iterations + 1, newton_seconds,
                    note="IRLS" if exact else "Fisher scoring (expected curvature)"),
-        MethodCost("lbfgs", lbfgs_rounds, lbfgs_rounds * lbfgs_round,
+        MethodCost("lbfgs", lbfgs_rounds_run, lbfgs_seconds,
                    {"sharded": True} if sharded else {},
                    note="on column shards" if sharded else ""),
         MethodCost("proximal", proximal_rounds, proximal_rounds * gradient),
     ]
+
+
+def sharded_lbfgs_seconds(n, p, workers, iterations, *, link=IN_PROCESS, data_bytes=None,
+                          pass_seconds=0.0, memory=MEMORY):
+    """Modelled seconds of an L-BFGS fit of ``iterations`` on column shards, one per
+    worker process of ``link`` (one in this process).
+
+    Each iteration: its evaluation round (``X`` read once; each worker pulls and pushes
+    ``8 p`` bytes at most, and it and the shards make :data:`SHARDED_VECTOR_PASSES`
+    passes over their columns), :data:`SHARD_COMMANDS` direct calls to every shard, and
+    the shards' products with the ``2 u`` rows of the pairs they hold (``u`` of
+    ``memory``: 1 at the second iteration, ``memory`` from then on), each read twice.
+    Then :data:`SHARDED_SETUP_ROUNDS` rounds: the validation one a pass over ``X``, the
+    others calls carrying the parameters once each way and the workers' columns to the
+    shards.
+    """
+    W = max(1, int(workers))
+    shards = link.nodes if link.networked else 1
+    column_bytes = 8.0 * p / shards
+    evaluation = (_round_seconds(n, p, W, payload=8 * p, link=link, sharded=True,
+                                 data_bytes=data_bytes) + pass_seconds
+                  + SHARDED_VECTOR_PASSES * column_bytes / READ_BYTES_PER_SECOND)
+    command = ROUND_SECONDS + 2 * link.latency
+    used = sum(min(i, int(memory)) for i in range(int(iterations)))
+    basis = 4.0 * used * column_bytes / BASIS_BYTES_PER_SECOND
+    # the validation round: a pass over X, the columns' sums and squares back
+    validation = _round_seconds(n, p, W, payload=16 * p, link=link,
+                                data_bytes=data_bytes) + pass_seconds
+    # the parameters out and back, and each worker's columns registered (8 bytes each)
+    setup = validation + (SHARDED_SETUP_ROUNDS - 1) * command + 24.0 * p / link.bandwidth
+    return iterations * (evaluation + SHARD_COMMANDS * command) + basis + setup
 
 
 def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds=0.0,
