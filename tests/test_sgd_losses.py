@@ -328,3 +328,33 @@ def test_hogwild_with_a_loss_it_has_no_loop_for_says_so():
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ValueError, match="Option 'hogwild' needs the binomial or Gaussian"):
         daskglm.SGDClassifier(solver_options={"hogwild": 2, "sync_every": 4}).fit(X, y)
+
+
+@pytest.mark.parametrize("name", sorted(set(CLASSIFICATION_LOSSES) | set(REGRESSION_LOSSES)))
+@pytest.mark.parametrize("layout", ["dense", "csr"])
+def test_compiled_sgd_losses_give_the_numpy_paths_sums(name, layout, monkeypatch):
+    # the compiled row loops (every SGD loss has a code) against the loss's own numpy
+    # formulas: loss and gradient sums of a weighted partition, to round-off (1e-12
+    # relative), rows at the hinge's and the epsilon tube's kinks included
+    import scipy.sparse as sp
+
+    import daskglm.compute.kernels as kernels
+    from daskglm.compute.loss_codes import loss_code
+
+    rng = np.random.default_rng(3)
+    n, d = 400, 6
+    X = rng.normal(size=(n, d))
+    for loss in ([CLASSIFICATION_LOSSES[name](0.2)] if name in CLASSIFICATION_LOSSES else []) \
+            + ([REGRESSION_LOSSES[name](0.2)] if name in REGRESSION_LOSSES else []):
+        assert loss_code(loss) is not None
+        y = rng.integers(0, 2, n).astype(float) if loss.classification else rng.normal(size=n)
+        params = rng.normal(size=d + 1)
+        eta = X @ params[:-1] + params[-1]
+        X[:10, 0] += ((2 * y[:10] - 1) - eta[:10]) / params[0]  # s eta = 1 exactly (about)
+        part = (sp.csr_matrix(X) if layout == "csr" else X, y, rng.uniform(0.5, 2.0, n))
+        compiled = kernels.loss_grad(part, params, loss, True)
+        with monkeypatch.context() as patch:
+            patch.setattr(kernels, "pointwise_for", lambda family: None)
+            reference = kernels.loss_grad(part, params, loss, True)
+        np.testing.assert_allclose(compiled.loss, reference.loss, rtol=1e-12)
+        np.testing.assert_allclose(compiled.grad, reference.grad, rtol=1e-12, atol=1e-12)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..model.numerics import float64_array, scale_by_weight, weighted_sum
+from .loss_codes import SIGNS_SUFFIX
 
 __all__ = [
     "SGDLoss", "Hinge", "SquaredHinge", "ModifiedHuber", "Huber", "EpsilonInsensitive",
@@ -76,6 +77,12 @@ class SGDLoss:
         """The intercept of a first iterate: 0."""
         return 0.0
 
+    def compiled_loss(self):
+        """``(name, parameter)`` of this loss in the compiled row loops
+        (:mod:`daskglm.compute.family_formulas`, where each has the derivative of
+        :meth:`dloss`), or None (the loops then take the path over :meth:`dloss`)."""
+        return None
+
 
 def _sign(y):
     """Labels 0/1 as scikit-learn's -1/+1."""
@@ -104,6 +111,9 @@ class Hinge(SGDLoss):
         s = _sign(y)
         return np.where(s * eta <= self.threshold, -s, 0.0)
 
+    def compiled_loss(self):
+        return "hinge", float(self.threshold)
+
 
 @dataclass(frozen=True)
 class SquaredHinge(SGDLoss):
@@ -120,6 +130,9 @@ class SquaredHinge(SGDLoss):
         s = _sign(y)
         margin = self.threshold - s * eta
         return np.where(margin > 0, -2.0 * s * margin, 0.0)
+
+    def compiled_loss(self):
+        return "squared_hinge", float(self.threshold)
 
 
 @dataclass(frozen=True)
@@ -139,6 +152,9 @@ class ModifiedHuber(SGDLoss):
         z = s * eta
         return np.where(z >= 1.0, 0.0, np.where(z >= -1.0, -2.0 * s * (1.0 - z), -4.0 * s))
 
+    def compiled_loss(self):
+        return "modified_huber", 0.0
+
 
 @dataclass(frozen=True)
 class Huber(SGDLoss):
@@ -156,6 +172,9 @@ class Huber(SGDLoss):
         r = eta - y
         return np.where(np.abs(r) <= self.epsilon, r, self.epsilon * np.sign(r))
 
+    def compiled_loss(self):
+        return "huber", float(self.epsilon)
+
 
 @dataclass(frozen=True)
 class EpsilonInsensitive(SGDLoss):
@@ -170,6 +189,9 @@ class EpsilonInsensitive(SGDLoss):
     def pointwise_dloss(self, y, eta):
         z = y - eta
         return np.where(z > self.epsilon, -1.0, np.where(-z > self.epsilon, 1.0, 0.0))
+
+    def compiled_loss(self):
+        return "epsilon_insensitive", float(self.epsilon)
 
 
 @dataclass(frozen=True)
@@ -187,6 +209,9 @@ class SquaredEpsilonInsensitive(SGDLoss):
         c = self.epsilon
         return np.where(z > c, -2.0 * (z - c), np.where(z < -c, 2.0 * (-z - c), 0.0))
 
+    def compiled_loss(self):
+        return "squared_epsilon_insensitive", float(self.epsilon)
+
 
 @dataclass(frozen=True)
 class SquaredError(SGDLoss):
@@ -200,6 +225,9 @@ class SquaredError(SGDLoss):
 
     def pointwise_dloss(self, y, eta):
         return eta - y
+
+    def compiled_loss(self):
+        return "gaussian", 0.0
 
 
 @dataclass(frozen=True)
@@ -220,6 +248,10 @@ class OnSigns(SGDLoss):
 
     def pointwise_dloss(self, y, eta):
         return self.inner.pointwise_dloss(_sign(y), eta)
+
+    def compiled_loss(self):
+        inner = self.inner.compiled_loss()
+        return None if inner is None else (inner[0] + SIGNS_SUFFIX, inner[1])
 
 
 #: ``loss=`` names of ``SGDClassifier`` (besides ``"log_loss"``) and how to build them.
