@@ -36,13 +36,13 @@ from ..solvers.base import DEFAULT_MAX_ITER
 from .auto_choice import auto_choice, choice_reason, solver_after_validation
 from .dask_ml_params import with_dask_ml_parameters
 from .fit_input import FitInputMixin
-from .fit_input import _check_numbers_are_not_text as _check_numbers_are_not_text
+from .fit_input import check_numbers_are_not_text as check_numbers_are_not_text
 from .formula_fit import FormulaMixin
 from .inference import InferenceMixin
 from .linear_predictors import LinearPredictorMixin
-from .linear_predictors import _dense as _dense
-from .linear_predictors import _to_float as _to_float
-from .linear_predictors import _weighted_mean as _weighted_mean
+from .linear_predictors import dense_coef as dense_coef
+from .linear_predictors import to_float as to_float
+from .linear_predictors import weighted_mean as weighted_mean
 from .plan import FitEngines
 from .planning import PlanningMixin
 from .start_point import (

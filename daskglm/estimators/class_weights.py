@@ -30,7 +30,7 @@ def weights_of_rows(y_index, weights):
     return np.asarray(weights, dtype=np.float64)[np.asarray(y_index).astype(np.intp)]
 
 
-def _check_class_weight(class_weight):
+def check_class_weight(class_weight):
     """ValueError unless ``class_weight`` is ``"balanced"`` or a dict of finite weights
     >= 0 (rows are weighed by them, and weights are never negative)."""
     if not (isinstance(class_weight, dict)
@@ -75,7 +75,7 @@ def weights_of_classes(class_weight, classes, y_index, sample_weight, counts=Non
     ValueError
         For a ``class_weight`` that is neither, or weights that are not finite and >= 0.
     """
-    _check_class_weight(class_weight)
+    check_class_weight(class_weight)
     if isinstance(class_weight, str):
         if counts is None and (is_dask(y_index) or is_dask(sample_weight)):
             # labels that are not numbers, or a start given before the classes: the

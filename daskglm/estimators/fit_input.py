@@ -29,11 +29,11 @@ from .offsets import check_offset
 from .plan import FitData
 from .robust import checked_groups
 from .validation import (
-    _dask_frame_to_array,
     check_dask_matrix,
     check_dask_vector,
     check_has_rows,
     check_numeric_target,
+    dask_frame_to_array,
     reject_datetimes,
 )
 from .weight_kinds import check_weights_kind
@@ -43,7 +43,7 @@ class FitInputMixin:
     """The checks of a fit's parameters and data, and the target's hooks."""
 
     def _check_params(self):
-        _check_numbers_are_not_text(self)
+        check_numbers_are_not_text(self)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
             raise ValueError(f"fit_intercept must be True or False; got {self.fit_intercept!r}.")
         if self.solver != "auto" and self.solver not in SOLVERS:
@@ -102,8 +102,8 @@ class FitInputMixin:
 
     def _checked_arrays(self, X, y, sample_weight):
         if is_dask(X) or is_dask(y) or is_dask(sample_weight):
-            X, names = _dask_frame_to_array(X) if is_dask(X) else (X, None)
-            y, _ = _dask_frame_to_array(y) if is_dask(y) else (y, None)
+            X, names = dask_frame_to_array(X) if is_dask(X) else (X, None)
+            y, _ = dask_frame_to_array(y) if is_dask(y) else (y, None)
             if not is_dask(X):
                 X = validate_data(self, X, reset=True, accept_sparse=False,
                                   dtype=[np.float64, np.float32], ensure_all_finite=True)
@@ -123,7 +123,7 @@ class FitInputMixin:
                     check_numeric_target(y, self)
             if sample_weight is not None:
                 if is_dask(sample_weight):
-                    sample_weight = check_dask_vector(_dask_frame_to_array(sample_weight)[0],
+                    sample_weight = check_dask_vector(dask_frame_to_array(sample_weight)[0],
                                                        "sample_weight", X.shape[0])
                 else:
                     sample_weight = np.asarray(sample_weight, dtype=np.float64)
@@ -209,7 +209,7 @@ _NUMERIC_PARAMS = ("alpha", "C", "tol", "l1_ratio", "eta0", "power_t", "epsilon"
                    "power", "n_alphas", "eps", "Cs", "alphas", "l1_ratios")
 
 
-def _check_numbers_are_not_text(estimator):
+def check_numbers_are_not_text(estimator):
     """A ValueError naming the parameter for a number given as text (as from a
     configuration file), before it fails inside the arithmetic."""
     for name in _NUMERIC_PARAMS:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import is_dask
-from .validation import _dask_frame_to_array
+from .validation import dask_frame_to_array
 
 __all__ = ["successes_and_failures", "GroupedBinomialMixin"]
 
@@ -35,7 +35,7 @@ def successes_and_failures(y, sample_weight):
                          "trials as the weights; pass sample_weight with a target of "
                          "proportions instead.")
     if is_dask(y):
-        y = _dask_frame_to_array(y)[0]
+        y = dask_frame_to_array(y)[0]
         if not np.issubdtype(y.dtype, np.number):
             raise TypeError(f"A two-column target must hold counts; got dtype {y.dtype}.")
         if y.numblocks[1] != 1:

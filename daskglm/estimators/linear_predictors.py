@@ -15,10 +15,10 @@ from ..engine import is_dask
 from .categorical import encoded_array, is_table
 from .mean_filling import filled_with_means
 from .validation import (
-    _check_feature_names_match,
-    _dask_frame_to_array,
     check_dask_matrix,
+    check_feature_names_match,
     check_has_rows,
+    dask_frame_to_array,
     reject_datetimes,
 )
 
@@ -27,7 +27,7 @@ class LinearPredictorMixin:
     """The fitted model's linear predictors of new rows."""
 
     def _coef_vector(self):
-        coef = np.ravel(_dense(self.coef_))
+        coef = np.ravel(dense_coef(self.coef_))
         return coef, coef.dtype.type(np.ravel(self.intercept_)[0])
 
     def _prediction_input(self, X):
@@ -47,8 +47,8 @@ class LinearPredictorMixin:
         if means is not None:
             X = filled_with_means(X, means)[0]
         if is_dask(X):
-            X, names = _dask_frame_to_array(X)
-            _check_feature_names_match(self, names)
+            X, names = dask_frame_to_array(X)
+            check_feature_names_match(self, names)
             check_dask_matrix(X)
             check_has_rows(X)
             if X.shape[1] != self.n_features_in_:
@@ -66,7 +66,7 @@ class LinearPredictorMixin:
         if not (hasattr(X, "columns") and hasattr(X, "dtypes")):
             raise ValueError(f"{type(self).__name__} was fitted on a table with categorical "
                              f"columns; predict takes such a table (got {type(X).__name__}).")
-        _check_feature_names_match(self, np.asarray([str(c) for c in X.columns], dtype=object))
+        check_feature_names_match(self, np.asarray([str(c) for c in X.columns], dtype=object))
         return encoded_array(X, encoding, dtype=self._fit_dtype)
 
     def _linear_predictor(self, X, then=None, columns=None):
@@ -98,7 +98,7 @@ class LinearPredictorMixin:
     def _linear_predictors(self, X):
         """``X @ coef_.T + intercept_``, one column per row of a 2-D ``coef_``."""
         X = self._prediction_input(X)
-        coef = _dense(self.coef_)
+        coef = dense_coef(self.coef_)
         intercept = np.asarray(self.intercept_, dtype=coef.dtype)
         if is_dask(X):
             return X.map_blocks(_block_predictors, coef, intercept,
@@ -107,7 +107,7 @@ class LinearPredictorMixin:
         return np.asarray(X @ coef.T) + intercept
 
 
-def _dense(coef):
+def dense_coef(coef):
     """``coef`` as an ndarray, also after ``sparsify()`` made it a sparse matrix."""
     return coef.toarray() if sp.issparse(coef) else np.asarray(coef)
 
@@ -196,13 +196,13 @@ def _block_predictors(X_block, coef, intercept):
     return eta
 
 
-def _to_float(value):
+def to_float(value):
     if is_dask(value):
         value = value.compute()
     return float(value)
 
 
-def _weighted_mean(values, weight):
+def weighted_mean(values, weight):
     if weight is None:
         return values.mean()
     return (values * weight).sum() / weight.sum()

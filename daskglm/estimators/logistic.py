@@ -4,7 +4,7 @@ class-label helpers.
 ``PENALTY_FROM_L1_RATIO`` says whether the installed scikit-learn takes the penalty from
 ``l1_ratio`` (1.8 and later), which sets ``LogisticRegression``'s defaults.
 :class:`~daskglm.estimators.sgd.SGDClassifier` borrows the label handling and the
-predictions of :class:`LogisticRegression`, and :func:`_encode_binary` for ``partial_fit``.
+predictions of :class:`LogisticRegression`, and :func:`encode_binary` for ``partial_fit``.
 """
 
 from __future__ import annotations
@@ -31,20 +31,20 @@ from ..model.multinomial import Multinomial, MultinomialProblem
 from ..model.numerics import softmax
 from ..model.penalties import L1, L2, NoPenalty, make_penalty
 from .base import _GLMBase
-from .class_weights import _check_class_weight, weights_of_classes, weights_of_rows
+from .class_weights import check_class_weight, weights_of_classes, weights_of_rows
 from .dask_ml_params import DASK_ML_DOC
 from .docstrings import COMMON_DOC, FITTED_DOC
 from .inference import INFERENCE_DOC, INFERENCE_FITTED_DOC
 from .linear_predictors import (
-    _dense,
-    _to_float,
-    _weighted_mean,
     apply_rowwise,
+    dense_coef,
+    to_float,
     two_class_probabilities,
+    weighted_mean,
 )
 from .plan import LabelRequest
 from .sklearn_solvers import LOGISTIC_SOLVERS
-from .validation import _check_score_input
+from .validation import check_score_input
 
 #: scikit-learn 1.8 deprecated ``LogisticRegression(penalty=...)``: the penalty follows
 #: from ``l1_ratio`` (and ``C=inf`` for none).  The defaults follow the installed version.
@@ -230,7 +230,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
                 raise ValueError("intercept_init needs coef_init.")
             if not self.warm_start or not hasattr(self, "coef_"):
                 return None
-            coef_init, intercept_init, source = _dense(self.coef_), self.intercept_, "warm_start"
+            coef_init, intercept_init, source = dense_coef(self.coef_), self.intercept_, "warm_start"
         else:
             source = "coef_init"
         rows = self._n_classes if self._n_classes > 2 else 1
@@ -257,7 +257,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
         if self.class_weight is None:
             return sample_weight
         if labels is not None:  # weighed by the engine, by class
-            _check_class_weight(self.class_weight)
+            check_class_weight(self.class_weight)
             return sample_weight
         weights = weights_of_classes(self.class_weight, self.classes_, y, sample_weight)
         if is_dask(y):
@@ -423,14 +423,14 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
             return _most_likely(eta, self.classes_)
         positive = self._linear_predictor(X) > 0
         if is_dask(positive):
-            return positive.map_blocks(_class_labels, self.classes_, dtype=self.classes_.dtype)
+            return positive.map_blocks(class_labels, self.classes_, dtype=self.classes_.dtype)
         return self.classes_[positive.astype(int)]
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (weighted by ``sample_weight``)."""
-        X, y, sample_weight = _check_score_input(X, y, sample_weight, numeric=False)
+        X, y, sample_weight = check_score_input(X, y, sample_weight, numeric=False)
         correct = (self.predict(X) == y).astype(float)
-        return _to_float(_weighted_mean(correct, sample_weight))
+        return to_float(weighted_mean(correct, sample_weight))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -440,7 +440,7 @@ class LogisticRegression(ClassifierMixin, SparseCoefMixin, _GLMBase):
 
 
 # class labels ---------------------------------------------------------------------------
-def _class_labels(positive, classes):
+def class_labels(positive, classes):
     """``classes[1]`` where ``positive``, else ``classes[0]``; on the GPU for CuPy blocks of
     numeric labels."""
     return _labels_at(positive.astype(int), classes)
@@ -453,7 +453,7 @@ def _labels_at(index, classes):
     return classes[to_host(index)]
 
 
-def _encode_binary(y, classes):
+def encode_binary(y, classes):
     """``1.0`` where ``y == classes[1]``, ``0.0`` where ``y == classes[0]``, else ValueError."""
     y = np.asarray(y)
     known = (y == classes[0]) | (y == classes[1])

@@ -24,11 +24,11 @@ from ..engine import is_dask
 from ..engine.driver_passes import compute_pass, records_driver_passes
 from .dask_ml_params import with_dask_ml_parameters
 from .validation import (
-    _check_feature_names_match,
-    _dask_frame_to_array,
-    _n_columns,
     check_dask_matrix,
+    check_feature_names_match,
     check_has_rows,
+    column_count,
+    dask_frame_to_array,
     reject_datetimes,
 )
 from .weight_kinds import check_weights_kind
@@ -55,8 +55,8 @@ def matrix_predictor(estimator, X):
     coef = coef.toarray() if sp.issparse(coef) else np.asarray(coef)  # after sparsify()
     intercept = np.asarray(estimator.intercept_, dtype=coef.dtype).reshape(-1)
     if is_dask(X):
-        X, names = _dask_frame_to_array(X)
-        _check_feature_names_match(estimator, names)
+        X, names = dask_frame_to_array(X)
+        check_feature_names_match(estimator, names)
         check_dask_matrix(X)
         check_has_rows(X)
         if X.shape[1] != estimator.n_features_in_:
@@ -139,9 +139,9 @@ class MultiOutputRegressionMixin:
                              "only; fit each target on its own.")
         check_weights_kind(weights_kind, self._family())
         if is_dask(y) and hasattr(y, "columns"):  # a Dask DataFrame of targets
-            y, _ = _dask_frame_to_array(y)
+            y, _ = dask_frame_to_array(y)
         self._check_params()
-        n_features = _n_columns(X)
+        n_features = column_count(X)
         alphas = self._per_target_alphas(y)
         if alphas is not None:  # each target's fit checks its own solver
             self._fit_targets_in_turn(X, y, sample_weight, alphas)
@@ -286,7 +286,7 @@ def _as_target_columns(y, shape):
         if y.size != int(np.prod(shape)):
             raise ValueError(f"y has shape {y.shape}; the predictions have shape {shape}.")
         return y.reshape(shape)
-    y, _ = _dask_frame_to_array(y)
+    y, _ = dask_frame_to_array(y)
     if y.ndim == 1:
         y = y[:, None]
     if y.ndim != 2 or y.shape[1] != shape[1]:
@@ -318,7 +318,7 @@ def join_targets(X, Y):
         import dask.array as da
 
         if is_dask(Y):
-            Y, _ = _dask_frame_to_array(Y)
+            Y, _ = dask_frame_to_array(Y)
         if not is_dask(X):
             rows = Y.chunks[0]
             X = da.from_array(X, chunks=(rows, -1))

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..engine import is_dask
 from ..model.links import Log
-from .validation import _dask_frame_to_array, check_dask_vector
+from .validation import check_dask_vector, dask_frame_to_array
 
 __all__ = ["check_offset"]
 
@@ -54,7 +54,7 @@ def check_offset(estimator, offset, exposure, X, family):
         return None
     n_rows = X.shape[0]
     if is_dask(values):
-        values = check_dask_vector(_dask_frame_to_array(values)[0], name, n_rows)
+        values = check_dask_vector(dask_frame_to_array(values)[0], name, n_rows)
         if exposure is not None:
             import dask.array as da
 

@@ -24,7 +24,7 @@ import numpy as np
 from ..compute.prediction import linear_prediction_block
 from ..engine import is_dask
 from .offsets import check_offset
-from .validation import _check_feature_names_match
+from .validation import check_feature_names_match
 
 __all__ = ["PredictionResults", "PredictionMixin"]
 
@@ -208,7 +208,7 @@ def _frame_predictions(estimator, frame, cov, fit_intercept):
         if missing:
             raise ValueError(f"X lacks the columns {missing} of the formula fitted.")
     elif getattr(estimator, "table_encoding_", None) is not None:
-        _check_feature_names_match(estimator, np.asarray([str(c) for c in frame.columns],
+        check_feature_names_match(estimator, np.asarray([str(c) for c in frame.columns],
                                                          dtype=object))
     else:
         estimator._prediction_input(frame._meta_nonempty)

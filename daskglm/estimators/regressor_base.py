@@ -11,9 +11,9 @@ from sklearn.exceptions import UndefinedMetricWarning
 
 from ..engine import is_dask
 from .base import _GLMBase
-from .linear_predictors import _to_float, _weighted_mean, apply_rowwise
+from .linear_predictors import apply_rowwise, to_float, weighted_mean
 from .offsets import check_offset
-from .validation import _check_score_input
+from .validation import check_score_input
 
 
 class _RegressorGLM(RegressorMixin, _GLMBase):
@@ -59,20 +59,20 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
         -------
         float
         """
-        X, y, sample_weight = _check_score_input(X, y, sample_weight)
+        X, y, sample_weight = check_score_input(X, y, sample_weight)
         if not is_dask(y) and y.shape[0] < 2:
             warnings.warn("R^2 score is not well-defined with less than two samples.",
                           UndefinedMetricWarning, stacklevel=2)
             return float("nan")
         family = self._family()
         mu = self.predict(X, offset, exposure)
-        y_mean = _to_float(_weighted_mean(y, sample_weight))
+        y_mean = to_float(weighted_mean(y, sample_weight))
         if family.distribution.squared_error:
-            residual = _to_float(_weighted_mean((y - mu) ** 2, sample_weight))
-            total = _to_float(_weighted_mean((y - y_mean) ** 2, sample_weight))
+            residual = to_float(weighted_mean((y - mu) ** 2, sample_weight))
+            total = to_float(weighted_mean((y - y_mean) ** 2, sample_weight))
         else:
-            residual = _to_float(_deviance_mean(family, y, mu, sample_weight))
-            total = _to_float(_deviance_mean(family, y, y_mean, sample_weight))
+            residual = to_float(_deviance_mean(family, y, mu, sample_weight))
+            total = to_float(_deviance_mean(family, y, y_mean, sample_weight))
         if total == 0:
             return 1.0 if residual == 0 else 0.0
         return 1.0 - residual / total
@@ -93,10 +93,10 @@ class _RegressorGLM(RegressorMixin, _GLMBase):
         -------
         float
         """
-        X, y, sample_weight = _check_score_input(X, y, sample_weight)
+        X, y, sample_weight = check_score_input(X, y, sample_weight)
         mu = self.predict(X, offset, exposure)
-        mean = _to_float(_deviance_mean(self._family(), y, mu, sample_weight))
-        total = y.shape[0] if sample_weight is None else _to_float(sample_weight.sum())
+        mean = to_float(_deviance_mean(self._family(), y, mu, sample_weight))
+        total = y.shape[0] if sample_weight is None else to_float(sample_weight.sum())
         return mean * float(total)
 
 

@@ -23,12 +23,12 @@ from ..model.penalties import make_penalty
 from ..optim.schedules import make_step_rule
 from ..solvers import Problem, get_solver
 from ..solvers.options import options_dict
-from .base import _check_numbers_are_not_text, _GLMBase
+from .base import _GLMBase, check_numbers_are_not_text
 from .linear import _RegressorGLM
 from .sgd_docs import SGD_DOC
 from .sgd_early_stopping import EarlyStoppingMixin, frames_as_rows, with_frame_names
 from .sgd_objective import history_of_objective, rows_per_weight
-from .validation import _check_feature_names_match
+from .validation import check_feature_names_match
 
 #: The solvers the SGD estimators run (``solver=``).
 STOCHASTIC_SOLVERS = ("sgd", "async", "gossip")
@@ -87,7 +87,7 @@ class _SGDBase(EarlyStoppingMixin, SparseCoefMixin, _GLMBase):
 
     def _check_params(self):
         name = type(self).__name__
-        _check_numbers_are_not_text(self)
+        check_numbers_are_not_text(self)
         if self.loss not in self._losses:
             supported = ", ".join(repr(loss) for loss in self._losses)
             raise ValueError(f"{name} supports loss={supported} only; got loss={self.loss!r}.")
@@ -275,7 +275,7 @@ class _SGDBase(EarlyStoppingMixin, SparseCoefMixin, _GLMBase):
             if first_names is not None:
                 self.feature_names_in_ = first_names
             found, self.n_features_in_ = self.n_features_in_, n_features
-            _check_feature_names_match(self, names)
+            check_feature_names_match(self, names)
         if state is not None and found != n_features:
             raise ValueError(
                 f"X has {found} features, but {type(self).__name__} is expecting {n_features} "

@@ -27,15 +27,15 @@ from ..engine import is_dask
 from ..engine.driver_passes import compute_pass, records_driver_passes
 from ..engine.labels import encode_and_weigh_classes
 from ..model.families import Binomial
-from .base import _to_float, _weighted_mean
-from .class_weights import _check_class_weight
-from .logistic import LogisticRegression, _class_labels, _encode_binary
+from .base import to_float, weighted_mean
+from .class_weights import check_class_weight
+from .logistic import LogisticRegression, class_labels, encode_binary
 from .multi_output import matrix_predictor
 from .sgd import _SGDBase
 from .sgd_docs import SGD_DOC
 from .sgd_early_stopping import frames_as_rows, with_frame_names
 from .sgd_one_vs_rest import OneVsRestMixin
-from .validation import _check_score_input
+from .validation import check_score_input
 
 __all__ = ["SGDClassifier"]
 
@@ -140,7 +140,7 @@ default="hinge"
     def _check_params(self):
         super()._check_params()
         if self.class_weight is not None:
-            _check_class_weight(self.class_weight)
+            check_class_weight(self.class_weight)
 
     # fitting -------------------------------------------------------------------------
     @records_driver_passes
@@ -248,15 +248,15 @@ default="hinge"
                 f"call to partial_fit, {self.classes_.tolist()}."
             )
         if is_dask(y):
-            return y.map_blocks(_encode_binary, self.classes_, dtype=np.float64)
-        return _encode_binary(y, self.classes_)
+            return y.map_blocks(encode_binary, self.classes_, dtype=np.float64)
+        return encode_binary(y, self.classes_)
 
     # binary label handling, as LogisticRegression's
     _prepare_target = LogisticRegression._prepare_target
     _set_classes = LogisticRegression._set_classes
 
     def _held_out_target(self, y):
-        return _encode_binary(np.asarray(y), self.classes_)
+        return encode_binary(np.asarray(y), self.classes_)
 
     _labels_for_engine = LogisticRegression._labels_for_engine
     _label_summary = LogisticRegression._label_summary
@@ -302,11 +302,11 @@ default="hinge"
         if scores.ndim == 1:
             positive = scores > 0
             if is_dask(positive):
-                return positive.map_blocks(_class_labels, self.classes_, dtype=self.classes_.dtype)
+                return positive.map_blocks(class_labels, self.classes_, dtype=self.classes_.dtype)
             return self.classes_[positive.astype(int)]
         best = scores.argmax(axis=1)
         if is_dask(best):
-            return best.map_blocks(_class_labels, self.classes_, dtype=self.classes_.dtype)
+            return best.map_blocks(class_labels, self.classes_, dtype=self.classes_.dtype)
         return self.classes_[best]
 
     @available_if(_has_proba)
@@ -334,9 +334,9 @@ default="hinge"
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (weighted by ``sample_weight``)."""
-        X, y, sample_weight = _check_score_input(X, y, sample_weight, numeric=False)
+        X, y, sample_weight = check_score_input(X, y, sample_weight, numeric=False)
         correct = (self.predict(X) == y).astype(float)
-        return _to_float(_weighted_mean(correct, sample_weight))
+        return to_float(weighted_mean(correct, sample_weight))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -20,7 +20,7 @@ from sklearn.utils import _safe_indexing
 from ..engine import is_dask, make_engine
 from ..fitting.early_stopping import held_out_score
 from .plan import FitEngines
-from .validation import _dask_frame_to_array
+from .validation import dask_frame_to_array
 
 __all__ = ["EarlyStoppingMixin", "frames_as_rows", "with_frame_names"]
 
@@ -128,7 +128,7 @@ def frames_as_rows(X, y, sample_weight):
     converted = []
     for k, part in enumerate((X, y, sample_weight)):
         if is_dask(part) and hasattr(part, "dtypes"):
-            part, found = _dask_frame_to_array(part)
+            part, found = dask_frame_to_array(part)
             names = found if k == 0 else names
         converted.append(part)
     return tuple(converted), names

@@ -16,9 +16,9 @@ from sklearn.base import clone
 from ..accounting.ledger import CommReport
 from ..compute.seeds import root_seed
 from ..engine import is_dask
-from .base import _dense
+from .base import dense_coef
 from .plan import LabelRequest
-from .validation import _n_columns
+from .validation import column_count
 
 __all__ = ["OneVsRestMixin"]
 
@@ -49,10 +49,10 @@ class OneVsRestMixin:
         round that found the classes) each fit takes the labels as they are and its engine
         encodes them (1 for the class, else 0) and weighs the rows by ``class_weights``."""
         n_classes = classes.size
-        n_features = _n_columns(X)
+        n_features = column_count(X)
         if coef_init is None and self.warm_start and hasattr(self, "coef_") \
                 and np.shape(self.coef_) == (n_classes, n_features):
-            coef_init, intercept_init = _dense(self.coef_), self.intercept_
+            coef_init, intercept_init = dense_coef(self.coef_), self.intercept_
         coef_init = _rows(coef_init, (n_classes, n_features), "coef_init")
         intercept_init = _rows(intercept_init, (n_classes,), "intercept_init")
         fits = []

@@ -12,7 +12,7 @@ from ..compute.losses import loss_of
 from ..engine import is_dask
 from ..fitting.inference import start_intercept_of, target_and_offset_sums
 from ..fitting.solve import solve_on_kept_part
-from .linear_predictors import _dense
+from .linear_predictors import dense_coef
 
 
 class StartMixin:
@@ -32,7 +32,7 @@ class StartMixin:
         """The fitted parameters to start from with ``warm_start``, else None."""
         if not self.warm_start or not hasattr(self, "coef_"):
             return None
-        coef = np.ravel(_dense(self.coef_)).astype(np.float64)
+        coef = np.ravel(dense_coef(self.coef_)).astype(np.float64)
         if self.fit_intercept:
             return np.append(coef, float(np.ravel(self.intercept_)[0]))
         return coef

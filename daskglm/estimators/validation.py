@@ -20,7 +20,7 @@ from ..engine.driver_passes import with_known_rows
 from .table_columns import is_table_with_categories
 
 
-def _dask_frame_to_array(data):
+def dask_frame_to_array(data):
     """A Dask DataFrame or Series as a Dask array with known chunk sizes, plus column names
     (also for an array this function made of a frame: ``score`` passes its converted
     ``X`` to ``predict``, which then checks the frame's names, not an array's none)."""
@@ -38,7 +38,7 @@ def _dask_frame_to_array(data):
     return data, names
 
 
-#: The column names of the arrays :func:`_dask_frame_to_array` made of Dask DataFrames, by
+#: The column names of the arrays :func:`dask_frame_to_array` made of Dask DataFrames, by
 #: the array's name (its graph's key: the same array, whichever object holds it), the
 #: last :data:`_FRAMES_REMEMBERED` of them.
 _FRAME_COLUMNS: dict[str, list] = {}
@@ -124,9 +124,9 @@ def _values(part, dtype=None):
     return part.to_numpy(dtype=dtype, na_value=np.nan)
 
 
-def _check_feature_names_match(estimator, names):
+def check_feature_names_match(estimator, names):
     """Check the column names of ``X`` (``names``: a Dask DataFrame's from
-    :func:`_dask_frame_to_array`, or those a later ``partial_fit`` found; None for an
+    :func:`dask_frame_to_array`, or those a later ``partial_fit`` found; None for an
     array) against the first fit's, as scikit-learn checks a data frame's: a ValueError
     when both have names and they differ (in value or order), a warning when only one of
     the two has names."""
@@ -330,7 +330,7 @@ def _finite_block(block, name):
     return block
 
 
-def _check_score_input(X, y, sample_weight, numeric=True):
+def check_score_input(X, y, sample_weight, numeric=True):
     """``(X, y, sample_weight)`` for ``score``, checked as ``fit`` checks them.
 
     A column-vector ``y`` is raveled (with a DataConversionWarning); lengths must agree;
@@ -354,13 +354,13 @@ def _check_score_input(X, y, sample_weight, numeric=True):
         rows = tuple(partition_rows(projected_partitions(X, [])))
         n_rows = sum(rows)
     else:
-        X, _ = _dask_frame_to_array(X) if is_dask(X) else (X, None)
+        X, _ = dask_frame_to_array(X) if is_dask(X) else (X, None)
         n_rows = X.shape[0]
         rows = X.chunks[0] if is_dask(X) else None
 
     def as_dask_vector(a, name):
         if is_dask(a):
-            a, _ = _dask_frame_to_array(a)
+            a, _ = dask_frame_to_array(a)
         else:
             a = np.asarray(a)
             if a.ndim == 2 and a.shape[1] == 1:
@@ -379,7 +379,7 @@ def _check_score_input(X, y, sample_weight, numeric=True):
     return X, y, sample_weight
 
 
-def _n_columns(X):
+def column_count(X):
     """The number of columns of ``X``, or None when it is not a matrix (``fit`` says so)."""
     if hasattr(X, "columns"):
         return len(X.columns)
