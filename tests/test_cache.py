@@ -183,8 +183,11 @@ def test_sparse_chunks_are_sized_by_their_non_zeros():
     from daskglm.engine import choose_cache
     from daskglm.engine.cache import data_nbytes
 
-    X = sp.random(2_000, 2**20, density=1e-5, format="csr", random_state=0)
-    coo = da.from_array(sparse.COO.from_scipy_sparse(X), chunks=(500, 2**20), asarray=False)
+    rng = np.random.default_rng(0)
+    X = sp.csr_matrix((np.ones(20_000), rng.integers(0, 2**20, 20_000),
+                       np.arange(0, 20_001, 10)), shape=(2_000, 2**20))
+    coo = da.from_array(sparse.COO.from_scipy_sparse(X), chunks=(500, 2**20),
+                        asarray=False, name=False)
     y = da.zeros(2_000, chunks=500)
     assert data_nbytes(coo, y) < 1e6  # dense, it would be 16.8 GB
     assert choose_cache("auto", coo, y, None, None).policy == "memory"
