@@ -28,7 +28,8 @@ from sklearn.exceptions import ConvergenceWarning
 # The names imported "as" themselves are imported from here by sgd.py, sgd_classifier.py
 # and sgd_one_vs_rest.py; they live in the modules named.
 from .. import progress
-from ..engine import make_engine
+from ..engine import is_dask, make_engine
+from ..engine.distributed import active_client
 from ..engine.driver_passes import records_driver_passes
 from ..fitting.solve import solve
 from ..model.families import Family
@@ -236,13 +237,24 @@ class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
             # (:meth:`_first_evaluation_from_classes`)
             summary = "moments"
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache,
-                             labels=summary,
+                             n_partitions=self._in_process_partitions(X), labels=summary,
                              rescale=self._rescalable() if rescale is None else rescale,
                              offset=offset, first=None if summary else first)
         self.cache_ = engine.cache
         logger.info("%s: cache=%r -> %r (%s)", type(self).__name__, self.cache, engine.cache,
                     engine.cache_reason)
         return engine
+
+    def _in_process_partitions(self, X):
+        """Row partitions of in-memory ``X`` fitted in this process: one for SGD whose
+        ``sync_every`` is ``"auto"`` (its epoch is then one compiled call, the steps of
+        scikit-learn's SGD; several partitions would take one round of the engine per
+        step, about half a millisecond each), else None (the engine's default, one per
+        thread)."""
+        if getattr(self, "solver", None) != "sgd" or is_dask(X) or active_client() is not None:
+            return None
+        options = getattr(self, "solver_options", None) or {}
+        return 1 if options.get("sync_every", "auto") == "auto" else None
 
     def _set_coef(self, coef, intercept):
         self.coef_ = coef

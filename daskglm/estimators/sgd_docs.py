@@ -88,7 +88,9 @@ default="%(learning_rate)s"
         averaging rounds.  None (or 1, up to round-off) is synchronous mini-batch SGD.
         ``"auto"``: on a Dask cluster, local SGD with enough steps per round that a
         round's compute is at least 10 times its measured fixed cost (messages,
-        scheduling), at most an epoch; synchronous SGD in this process.  The value chosen
+        scheduling), at most an epoch; synchronous SGD in this process (where in-memory
+        ``X`` is one partition: an epoch is one compiled call, as scikit-learn's SGD
+        takes its steps, where several partitions would take a round per step).  The value chosen
         and why are in ``solver_options_`` and ``comm_.choices``; it depends on timings,
         so pass it back to repeat a fit bit for bit.
     solver : {"sgd", "async", "gossip"}, default="sgd"

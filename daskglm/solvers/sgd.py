@@ -168,7 +168,8 @@ class SGD(Solver):
         cluster), after rounds of 64, 128, 256, ... local steps that time a step and a
         round's fixed cost (their results dropped), local SGD with the smallest power of
         two of steps per round whose compute is at least 10 times the fixed cost, at
-        most one epoch; in this process, synchronous SGD.  The choice and its reason are
+        most one epoch; in this process, synchronous SGD (on one partition, which the
+        estimators make of in-memory input: one round an epoch).  The choice and its reason are
         in the ledger's ``choices`` and the estimator's ``solver_options_``; it depends
         on timings, so pass the chosen value to repeat a run bit for bit.
     compression : None, str or dict, default None
