@@ -307,3 +307,18 @@ def test_a_sparse_round_takes_the_compiled_lazy_steps(monkeypatch):
     params = np.zeros(d + 1)
     local_sgd(part, (0, 0, np.full(10, 16)), params, rule.init(params), None, config)
     assert calls == [1]
+
+
+def test_a_rounds_rates_come_in_one_call_as_update_gives_them():
+    # the scalar rules' rates for thousands of local steps at once: the same numbers as
+    # one update per step (the compiled rounds took longer for those calls than for their
+    # steps)
+    from daskglm.compute.local_sgd_rounds import step_rates
+    from daskglm.optim.schedules import Chain, OptimalDecay, PolynomialDecay, Scale
+
+    steps = range(1000, 5096)
+    for rule in (Scale(0.01), OptimalDecay(1e-4), Chain((Scale(0.01), PolynomialDecay(0.25)))):
+        state = rule.init(None)
+        rates, last, after = step_rates(rule, state, steps)
+        expected = [rule.update(None, state, step)[0] for step in steps]
+        assert rates.tolist() == expected and last == expected[-1] and after == state

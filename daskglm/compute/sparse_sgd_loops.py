@@ -174,6 +174,7 @@ def compiled_lazy_steps(part, index, first_step, counts, params, rule_state, wei
     params, rate, rule_state, loss, batch_weight, penalty
     """
     from .blocked import pointwise_for
+    from .local_sgd_rounds import step_rates
     from .sampling import epoch_order
 
     X, y, weight_rows = part[:3]
@@ -187,11 +188,7 @@ def compiled_lazy_steps(part, index, first_step, counts, params, rule_state, wei
     steps = np.arange(first_step, first_step + n_steps)
     n_batch = np.minimum(config.batch_size, config.n_rows - (steps - epoch) * config.batch_size)
     factors = config.n_rows / (n_batch * weight)
-    rates = np.empty(n_steps)
-    rate = 0.0
-    for k, step in enumerate(steps):
-        rate, rule_state = config.rule.update(None, rule_state, int(step))
-        rates[k] = rate
+    rates, rate, rule_state = step_rates(config.rule, rule_state, steps)
     code, parameter = pointwise_for(config.family)
     moved, loss, batch_weight, penalty = lazy_csr_steps(
         X.indptr, X.indices, X.data, y, np.empty(0) if weight_rows is None else weight_rows,

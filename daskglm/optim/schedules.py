@@ -48,6 +48,10 @@ class Scale:
     def update(self, grad, state, step):
         return self.eta0, state
 
+    def rates(self, steps):
+        """The rates of :meth:`update` at ``steps`` (its state stays None)."""
+        return np.full(len(steps), float(self.eta0))
+
 
 @dataclass(frozen=True)
 class PolynomialDecay:
@@ -60,6 +64,11 @@ class PolynomialDecay:
 
     def update(self, grad, state, step):
         return 1.0 / (step + 1.0) ** self.power_t, state
+
+    def rates(self, steps):
+        """The rates of :meth:`update` at ``steps``, each the same float arithmetic."""
+        power = self.power_t
+        return np.array([1.0 / (int(step) + 1.0) ** power for step in steps], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -88,6 +97,10 @@ class OptimalDecay:
 
     def update(self, grad, state, step):
         return 1.0 / (self.alpha * (self.t0 + step)), state
+
+    def rates(self, steps):
+        """The rates of :meth:`update` at ``steps``."""
+        return 1.0 / (self.alpha * (self.t0 + np.asarray(steps, dtype=np.float64)))
 
 
 @dataclass(frozen=True)
@@ -151,6 +164,14 @@ class Chain:
             rate = rate * factor
             new_state.append(rule_state)
         return rate, tuple(new_state)
+
+    def rates(self, steps):
+        """The rates of :meth:`update` at ``steps``, for rules whose states stay None
+        (those with a ``rates`` method): the same products, in the same order."""
+        rate = np.ones(len(steps))
+        for rule in self.rules:
+            rate = rate * rule.rates(steps)
+        return rate
 
 
 def make_step_rule(learning_rate, eta0=0.01, power_t=0.25, alpha=0.0):
