@@ -316,7 +316,8 @@ def _epsilon_insensitive_rows(epsilon, squared, y, eta, count, loss, residual, c
 
 
 @numba.njit(cache=True, nogil=True, fastmath=CONTRACT_ONLY, error_model="numpy")
-def _sgd_loss_rows(family, parameter, y, eta, count, loss, residual, curvature):
+def _sgd_loss_rows(family, parameter, y, eta, count, loss, residual, curvature, work,
+                   scale_bits):
     """The SGD loss of code ``family`` (:data:`~.loss_codes.HINGE` and after)."""
     if family == HINGE:
         _hinge_rows(parameter, y, eta, count, loss, residual, curvature)
@@ -330,14 +331,8 @@ def _sgd_loss_rows(family, parameter, y, eta, count, loss, residual, curvature):
         _epsilon_insensitive_rows(parameter, False, y, eta, count, loss, residual, curvature)
     elif family == SQUARED_EPSILON_INSENSITIVE:
         _epsilon_insensitive_rows(parameter, True, y, eta, count, loss, residual, curvature)
-    else:  # squared error
-        for i in range(count):
-            value = eta[i] - y[i]
-            loss[i] = 0.5 * value * value
-            residual[i] = value
-        if curvature.shape[0]:
-            for i in range(count):
-                curvature[i] = 1.0
+    else:  # squared error (on the signs of labels)
+        _gaussian_rows(parameter, y, eta, count, loss, residual, curvature, work, scale_bits)
 
 
 @numba.njit(cache=True, nogil=True, fastmath=CONTRACT_ONLY, error_model="numpy")
@@ -350,9 +345,10 @@ def family_rows(family, parameter, y, eta, count, loss, residual, curvature, wor
             for i in range(count):
                 signs[i] = 2.0 * y[i] - 1.0
             _sgd_loss_rows(family - ON_SIGNS, parameter, signs, eta, count, loss, residual,
-                           curvature)
+                           curvature, work, scale_bits)
         else:
-            _sgd_loss_rows(family, parameter, y, eta, count, loss, residual, curvature)
+            _sgd_loss_rows(family, parameter, y, eta, count, loss, residual, curvature, work,
+                           scale_bits)
         for i in range(count):
             residual[i] = min(max(residual[i], -_MAX_DLOSS_VALUE), _MAX_DLOSS_VALUE)
     elif family == BINOMIAL:
