@@ -63,6 +63,9 @@ auto-cases
     :mod:`benchmarks.auto_cases`).
 sparse-sgd
     SGD on hashed sparse rows against L-BFGS (see :mod:`benchmarks.sparse_sgd`).
+sharded-cost
+    The cost model of L-BFGS on column shards against the rounds it measured (see
+    :mod:`benchmarks.sharded_cost`).
 click-through
     Hashed click-through rows: daskglm in memory and from zarr against Vowpal Wabbit and
     scikit-learn, seconds and held-out log loss (see :mod:`benchmarks.click_through`).
@@ -375,6 +378,9 @@ def build_parser():
     from benchmarks.sparse_sgd import add_parser as add_sparse_sgd_parser
 
     add_sparse_sgd_parser(commands)
+    from benchmarks.sharded_cost import add_parser as add_sharded_cost_parser
+
+    add_sharded_cost_parser(commands)
     from benchmarks.auto_cases import add_parser as add_auto_cases_parser
 
     add_auto_cases_parser(commands)
