@@ -313,8 +313,7 @@ def test_a_rounds_rates_come_in_one_call_as_update_gives_them():
     # the scalar rules' rates for thousands of local steps at once: the same numbers as
     # one update per step (the compiled rounds took longer for those calls than for their
     # steps)
-    from daskglm.compute.local_sgd_rounds import step_rates
-    from daskglm.optim.schedules import Chain, OptimalDecay, PolynomialDecay, Scale
+    from daskglm.optim.schedules import Chain, OptimalDecay, PolynomialDecay, Scale, step_rates
 
     steps = range(1000, 5096)
     for rule in (Scale(0.01), OptimalDecay(1e-4), Chain((Scale(0.01), PolynomialDecay(0.25)))):

@@ -17,7 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..optim.schedules import Chain, OptimalDecay, PolynomialDecay, Scale, add_states, scale_state
+from ..optim.schedules import (
+    Chain,
+    OptimalDecay,
+    PolynomialDecay,
+    Scale,
+    add_states,
+    scale_state,
+    step_rates,
+)
 from .blocked import pointwise_for
 from .kernels import kernel_matrix, linear_predictor
 from .sampling import batch_rows, draw_rows, epoch_order, partition_size, take_rows_to_host
@@ -25,7 +33,6 @@ from .sparse_vectors import ScaledVector, column_gradient
 from .stochastic import average_update, batch_loss_grad, l1_prox, quiet_when_diverging, sgd_step
 
 __all__ = ["LocalSGDStats", "local_sgd", "compiled_local_steps", "compiled_local_steps_apply",
-           "step_rates",
            "scalar_rule", "is_float_array"]
 
 
@@ -226,28 +233,6 @@ def compiled_local_steps(part, index, first_step, counts, params, rule_state, av
     if average is not None or averaged:
         average = running
     return moved, rate, rule_state, average, loss, batch_weight, penalty
-
-
-def step_rates(rule, rule_state, steps):
-    """``(rates, last rate, state)``: ``rule``'s rates at ``steps`` (consecutive step
-    numbers) and its state after them, as :meth:`update` called once per step gives them;
-    in one call where the rule has a ``rates`` method (its state stays None), which
-    spares a round of thousands of local steps a Python call per step."""
-    if _has_rates(rule):
-        rates = rule.rates(steps)
-        return rates, float(rates[-1]) if len(rates) else 0.0, rule_state
-    rates = np.empty(len(steps))
-    rate = 0.0
-    for k, step in enumerate(steps):
-        rate, rule_state = rule.update(None, rule_state, int(step))
-        rates[k] = rate
-    return rates, rate, rule_state
-
-
-def _has_rates(rule):
-    if isinstance(rule, Chain):
-        return all(_has_rates(inner) for inner in rule.rules)
-    return hasattr(rule, "rates")
 
 
 def _penalty_strengths(penalty):

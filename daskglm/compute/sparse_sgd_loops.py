@@ -173,8 +173,8 @@ def compiled_lazy_steps(part, index, first_step, counts, params, rule_state, wei
     -------
     params, rate, rule_state, loss, batch_weight, penalty
     """
+    from ..optim.schedules import step_rates
     from .blocked import pointwise_for
-    from .local_sgd_rounds import step_rates
     from .sampling import epoch_order
 
     X, y, weight_rows = part[:3]

@@ -34,6 +34,7 @@ from ..engine.driver_passes import records_driver_passes
 from ..fitting.solve import solve
 from ..model.families import Family
 from ..solvers.base import DEFAULT_MAX_ITER
+from ..solvers.options import options_dict
 from .auto_choice import auto_choice, choice_reason, solver_after_validation
 from .dask_ml_params import with_dask_ml_parameters
 from .fit_input import FitInputMixin
@@ -253,7 +254,10 @@ class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
         thread)."""
         if getattr(self, "solver", None) != "sgd" or is_dask(X) or active_client() is not None:
             return None
-        options = getattr(self, "solver_options", None) or {}
+        try:
+            options = options_dict(getattr(self, "solver_options", None)) or {}
+        except TypeError:  # refused with its reason when the fit reads its options
+            return None
         return 1 if options.get("sync_every", "auto") == "auto" else None
 
     def _set_coef(self, coef, intercept):
