@@ -539,3 +539,18 @@ def test_a_diverging_fit_says_so_once(sync_every):
     assert not model.converged_ and not np.all(np.isfinite(model.coef_))
     assert [m for m in messages if "diverged" in m] == messages, messages
     assert len(messages) == 1
+
+
+def test_in_memory_rows_fitted_in_this_process_are_one_partition_for_sgd():
+    # the SGD solver asks for one partition of in-memory rows at sync_every="auto" (an
+    # epoch is one compiled call); with sync_every set the engine keeps its own (one per
+    # 32 MiB: two of these 38 MB)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300_000, 16))
+    y = X[:, 0] - 2.0 * X[:, 1] + rng.normal(size=300_000)
+    auto = daskglm.SGDRegressor(max_iter=1, tol=None, random_state=0).fit(X, y)
+    assert auto.comm_.choices["sync_every"] == (18_750, "one partition: one round per epoch")
+    assert {r.partitions for r in auto.comm_.records} == {1}
+    fixed = daskglm.SGDRegressor(max_iter=1, tol=None, random_state=0,
+                                 solver_options={"sync_every": 4096}).fit(X, y)
+    assert {r.partitions for r in fixed.comm_.records} == {2}

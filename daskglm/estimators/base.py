@@ -33,6 +33,7 @@ from ..engine.distributed import active_client
 from ..engine.driver_passes import records_driver_passes
 from ..fitting.solve import solve
 from ..model.families import Family
+from ..solvers import SOLVERS
 from ..solvers.base import DEFAULT_MAX_ITER
 from ..solvers.options import options_dict
 from .auto_choice import auto_choice, choice_reason, solver_after_validation
@@ -247,18 +248,17 @@ class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
         return engine
 
     def _in_process_partitions(self, X):
-        """Row partitions of in-memory ``X`` fitted in this process: one for SGD whose
-        ``sync_every`` is ``"auto"`` (its epoch is then one compiled call, the steps of
-        scikit-learn's SGD; several partitions would take one round of the engine per
-        step, about half a millisecond each), else None (the engine's default, one per
-        thread)."""
-        if getattr(self, "solver", None) != "sgd" or is_dask(X) or active_client() is not None:
+        """Row partitions of in-memory ``X`` fitted in this process: what the solver asks
+        (:meth:`~daskglm.solvers.base.Solver.in_process_partitions`), else None (the
+        engine's default)."""
+        solver = SOLVERS.get(getattr(self, "solver", None))
+        if solver is None or is_dask(X) or active_client() is not None:
             return None
         try:
             options = options_dict(getattr(self, "solver_options", None)) or {}
         except TypeError:  # refused with its reason when the fit reads its options
             return None
-        return 1 if options.get("sync_every", "auto") == "auto" else None
+        return solver.in_process_partitions(options)
 
     def _set_coef(self, coef, intercept):
         self.coef_ = coef

@@ -344,6 +344,13 @@ class Solver:
         return {**self.opts, **{option: value for option, (value, _) in ledger.choices.items()}}
 
     @classmethod
+    def in_process_partitions(cls, options: dict) -> int | None:
+        """Row partitions this solver asks of in-memory data fitted in this process, with
+        ``options`` (the user's, not checked yet); None (the default) for the engine's
+        (:func:`~daskglm.engine.partitions.default_partitions`: one per 32 MiB)."""
+        return None
+
+    @classmethod
     def unsupported(cls, problem: Problem) -> str | None:
         """None when the solver handles ``problem``, else the reason it does not."""
         missing = sorted(problem.features() - cls.handles)

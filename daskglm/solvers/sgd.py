@@ -168,10 +168,10 @@ class SGD(Solver):
         cluster), after rounds of 64, 128, 256, ... local steps that time a step and a
         round's fixed cost (their results dropped), local SGD with the smallest power of
         two of steps per round whose compute is at least 10 times the fixed cost, at
-        most one epoch; in this process, synchronous SGD (on one partition, which the
-        estimators make of in-memory input: one round an epoch).  The choice and its reason are
-        in the ledger's ``choices`` and the estimator's ``solver_options_``; it depends
-        on timings, so pass the chosen value to repeat a run bit for bit.
+        most one epoch; in this process, synchronous SGD (one round an epoch on the one
+        partition of in-memory rows, :meth:`in_process_partitions`).  The choice and its
+        reason are in the ledger's ``choices`` and ``solver_options_``; it depends on
+        timings, so pass the chosen value to repeat a run bit for bit.
     compression : None, str or dict, default None
         Compress what each round sends back (:mod:`daskglm.compute.compression`):
         ``"stochastic"``, ``"qsgd"`` (with ``bits``), ``"sign"`` and ``"topk"`` (with
@@ -253,15 +253,16 @@ class SGD(Solver):
         }
         for key, (valid, requirement) in checks.items():
             if not valid:
-                raise ValueError(
-                    f"Option {key!r} of solver 'sgd' must be {requirement}; got {opts[key]!r}."
-                )
+                raise ValueError(f"Option {key!r} of solver 'sgd' must be {requirement}; "
+                                 f"got {opts[key]!r}.")
         self.codec = codec_of(opts, self.name)
         if self.codec is not None and _is_int(opts["sync_every"], 1) and average:
             raise ValueError("Option 'average' of solver 'sgd' is not available with "
                              "'compression' and 'sync_every' (the local iterates are not "
                              "sent); use synchronous SGD or average=False.")
-        self._check_deadline(opts)
+        if check_waits(opts, "sgd") and opts["hogwild"] is not None:
+            raise ValueError("Options 'deadline' and 'min_fraction' of solver 'sgd' apply to "
+                             "synchronous and local SGD, not to hogwild.")
         if opts["learning_rate"] != "optimal":
             make_step_rule(opts["learning_rate"], opts["eta0"], opts["power_t"])  # checks them
         if opts["hogwild"] is not None and (
@@ -272,19 +273,17 @@ class SGD(Solver):
         if not isinstance(opts["random_state"], (np.random.RandomState, np.random.Generator)):
             root_seed(opts["random_state"])  # checks it
 
-    @staticmethod
-    def _check_deadline(opts):
-        if check_waits(opts, "sgd") and opts["hogwild"] is not None:
-            raise ValueError("Options 'deadline' and 'min_fraction' of solver 'sgd' apply to "
-                             "synchronous and local SGD, not to hogwild.")
+    @classmethod
+    def in_process_partitions(cls, options):
+        """One at ``sync_every="auto"``: an epoch is one compiled call (with more, a round
+        of the engine a step, about 0.5 ms each)."""
+        return 1 if options.get("sync_every", "auto") == "auto" else None
 
     # ----------------------------------------------------------------------------------
     def step_rule(self, problem):
         """The step rule of the options; ``"optimal"`` takes ``alpha`` from the penalty."""
-        return make_step_rule(
-            self.opts["learning_rate"], self.opts["eta0"], self.opts["power_t"],
-            alpha=getattr(problem.penalty, "alpha", 0.0),
-        )
+        return make_step_rule(self.opts["learning_rate"], self.opts["eta0"],
+                              self.opts["power_t"], alpha=getattr(problem.penalty, "alpha", 0.0))
 
     def initial_state(self, problem, params0):
         """A fresh :class:`SGDState` at ``params0``."""
