@@ -13,6 +13,7 @@ import dataclasses
 
 import numpy as np
 
+from ..compute.row_sample import sample_floats
 from .kinds import Kind
 
 __all__ = [
@@ -184,14 +185,15 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     G = P if groups is None else int(groups)
     p = d if n_features is None else int(n_features)
     T = G + tree_tasks(G, split_every)
+    v = 2 * p + 6 + sample_floats(p)  # a validation result: moments, counts, row sample
     table = {
-        Kind.VALIDATE: (8 * G, 8 * (2 * p + 6) * T),
+        Kind.VALIDATE: (8 * G, 8 * v * T),
         Kind.GRADIENT: (8 * (d + 1) * G, 8 * (d + 2) * T),
         Kind.HESSIAN: (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
         Kind.GRAM: (0, 8 * (p * p + 2 * p + 3) * T),
         Kind.VALIDATE_GRAM: (0, 8 * (p * p + 2 * p + 8) * T),
-        Kind.VALIDATE_GRADIENT: (8 * (d + 1) * G, 8 * (2 * p + 6 + d + 2) * T),
-        Kind.VALIDATE_HESSIAN: (8 * (d + 1) * G, 8 * (2 * p + 6 + d * d + d + 2) * T),
+        Kind.VALIDATE_GRADIENT: (8 * (d + 1) * G, 8 * (v + d + 2) * T),
+        Kind.VALIDATE_HESSIAN: (8 * (d + 1) * G, 8 * (v + d * d + d + 2) * T),
         "averaging": (8 * (d + 3) * G, 8 * (d + 4) * P),
         "admm": (8 * 2 * d * P + 8 * (d + 2 * p + 5) * G, 8 * (2 * d + 4) * P),
         Kind.SIZES: (0, 16 * P),

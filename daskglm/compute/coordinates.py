@@ -1,4 +1,5 @@
-"""Standardised coordinates: a change of variables that undoes column offsets and scales.
+"""Standardised and whitened coordinates: changes of variables that undo column offsets
+and scales (:class:`Standardised`), and also the columns' correlations (:class:`Whitened`).
 
 First-order methods (proximal gradient, ADMM's consensus) converge at a rate set by the
 conditioning of the problem, which column offsets (with an intercept) and unequal column
@@ -12,7 +13,9 @@ theta_0``: the loss is as well conditioned as on standardised data.  The penalty
 ``coef = theta_coef / scales``; its proximal operator in ``theta`` is the penalty's own,
 with one step per coordinate (:meth:`Standardised.prox`), exact for every separable
 penalty (none, L2, L1, elastic net).  The solution is mapped back to ``(coef,
-intercept)``.  Pure numpy; used on the driver and, inside local solves, on the workers.
+intercept)``.  L-BFGS also undoes the columns' correlations where it has them
+(:class:`Whitened`).  Pure numpy; used on the driver and, inside local solves, on the
+workers.
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import solve_triangular
 
-__all__ = ["Standardised"]
+__all__ = ["Standardised", "Whitened"]
 
 
 def _safe_sqrt(values):
@@ -113,6 +117,16 @@ class Standardised:
             grad[:n] += self.means * grad[-1]
         return grad
 
+    def gradient_factor(self):
+        """An upper bound on the largest entry of a gradient in ``params`` over the
+        largest of the same gradient in ``theta``."""
+        factor = 1.0
+        if self.scales is not None:
+            factor = max(factor, float(np.max(self.scales, initial=1.0)))
+        if self.means is not None:
+            factor += float(np.max(np.abs(self.means), initial=0.0))
+        return factor
+
     def prox(self, penalty, theta, step):
         """Proximal operator in ``theta`` of ``penalty(coef)``; the intercept passes through.
 
@@ -137,3 +151,95 @@ class Standardised:
         if self.means is not None:
             jacobian[-1, :n] = -self.means @ jacobian[:n, :n]
         return jacobian
+
+
+@dataclass
+class Whitened:
+    """Coordinates in which the columns are centred and decorrelated:
+
+        theta = (U coef, intercept + means @ coef)
+
+    with ``U`` upper triangular, ``U^T U`` the columns' covariance (with an intercept,
+    else their second moments), widened by the penalty's curvature relative to the
+    loss's.  Where the loss's Hessian is close to a multiple of that covariance (a GLM
+    near its start point), it is close to a multiple of the identity in ``theta``:
+    correlated columns, which slow a first-order method in :class:`Standardised`
+    coordinates down by their condition number, do not.  Not for a proximal method (the
+    penalty is not separable in ``theta``) nor for bounds on ``coef``.
+
+    Attributes
+    ----------
+    factor : ndarray
+        ``U``, upper triangular, shape (n_coef, n_coef).
+    means : ndarray or None
+        Column offsets moved into the intercept; None without an intercept.
+    """
+
+    factor: np.ndarray
+    means: np.ndarray | None = None
+
+    @classmethod
+    def from_moments(cls, means, covariance, fit_intercept, widening=None):
+        """From weighted column ``means`` and the columns' ``covariance`` (centred with
+        an intercept, else their second moments: a sample's,
+        :meth:`~daskglm.compute.row_sample.RowSample.covariance`); ``widening`` is
+        added to its diagonal.  None when the covariance is not positive definite."""
+        covariance = np.array(covariance, dtype=float, copy=True)
+        diagonal = np.diag_indices_from(covariance)
+        if widening is not None:
+            covariance[diagonal] += widening
+        covariance[diagonal] *= 1.0 + 1e-10  # keeps columns that coincide invertible
+        try:
+            lower = np.linalg.cholesky(covariance)
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(lower)) or not np.all(np.diag(lower) > 0):
+            return None
+        return cls(np.ascontiguousarray(lower.T), means if fit_intercept else None)
+
+    def _n_coef(self, vector):
+        return vector.shape[0] - int(self.means is not None)
+
+    def to_params(self, theta):
+        """``theta -> (coef, intercept)``."""
+        params = np.array(theta, dtype=float, copy=True)
+        n = self._n_coef(params)
+        params[:n] = solve_triangular(self.factor, params[:n])
+        if self.means is not None:
+            params[-1] -= self.means @ params[:n]
+        return params
+
+    def to_theta(self, params):
+        """``(coef, intercept) -> theta``."""
+        theta = np.array(params, dtype=float, copy=True)
+        n = self._n_coef(theta)
+        if self.means is not None:
+            theta[-1] += self.means @ theta[:n]
+        theta[:n] = self.factor @ theta[:n]
+        return theta
+
+    def grad_to_theta(self, grad):
+        """The chain rule: a gradient with respect to ``params`` as one in ``theta``."""
+        grad = np.array(grad, dtype=float, copy=True)
+        n = self._n_coef(grad)
+        if self.means is not None:
+            grad[:n] -= self.means * grad[-1]
+        grad[:n] = solve_triangular(self.factor, grad[:n], trans="T")
+        return grad
+
+    def grad_to_params(self, theta_grad):
+        """The inverse of :meth:`grad_to_theta`."""
+        grad = np.array(theta_grad, dtype=float, copy=True)
+        n = self._n_coef(grad)
+        grad[:n] = self.factor.T @ grad[:n]
+        if self.means is not None:
+            grad[:n] += self.means * grad[-1]
+        return grad
+
+    def gradient_factor(self):
+        """An upper bound on the largest entry of a gradient in ``params`` over the
+        largest of the same gradient in ``theta``."""
+        columns = np.abs(self.factor).sum(axis=0)
+        if self.means is not None:
+            columns = columns + np.abs(self.means)
+        return max(1.0, float(np.max(columns, initial=1.0)))

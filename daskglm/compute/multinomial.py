@@ -17,7 +17,6 @@ import scipy.sparse as sp
 
 from ..backend import from_host, namespace, to_host
 from ..model.multinomial import softmax_loss_and_residual
-from .coordinates import Standardised
 from .kernels import Stats, kernel_matrix
 from .row_blocks import (
     block_scratch,
@@ -192,20 +191,21 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
 
 
 class PerClassCoordinates:
-    """One :class:`Standardised` map applied to each class's ``(W[k], b[k])``.
+    """One map (:class:`~.coordinates.Standardised` or :class:`~.coordinates.Whitened`)
+    applied to each class's ``(W[k], b[k])``.
 
-    Gradient descent runs in these coordinates on a multinomial problem: every class's
-    coefficients see the columns centred and scaled as a single-output problem would.
+    Gradient descent and L-BFGS run in these coordinates on a multinomial problem: every
+    class's coefficients see the columns as a single-output problem would.
 
     Parameters
     ----------
-    coordinates : Standardised
+    coordinates : Standardised or Whitened
         The map of one class's ``(coef[, intercept])``.
     n_features, n_classes : int
     fit_intercept : bool
     """
 
-    def __init__(self, coordinates: Standardised, n_features, n_classes, fit_intercept):
+    def __init__(self, coordinates, n_features, n_classes, fit_intercept):
         self.coordinates = coordinates
         self.n_features = n_features
         self.n_classes = n_classes
@@ -220,6 +220,10 @@ class PerClassCoordinates:
     def means(self):
         """The one class's map's column means (None: none)."""
         return self.coordinates.means
+
+    def gradient_factor(self):
+        """The one class's map's bound (a class's gradient is mapped on its own)."""
+        return self.coordinates.gradient_factor()
 
     def _per_class(self, vector):
         """Rows ``(W[k][, b[k]])``, shape (K, d [+ 1])."""

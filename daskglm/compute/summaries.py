@@ -21,6 +21,7 @@ from ..backend import from_host, is_numpy_namespace, is_sparse, namespace, to_ho
 from .categorical_matrix import CategoricalMatrix, categorical_moments, is_categorical_matrix
 from .kernels import GramStats, gram
 from .row_blocks import block_scratch, row_blocks, transpose_product
+from .row_sample import RowSample, row_sample, sample_floats
 from .tree import row_additive
 
 __all__ = [
@@ -32,21 +33,35 @@ __all__ = [
 
 @dataclass
 class ColumnMoments:
-    """Total weight, weighted column sums and weighted column sums of squares of ``X``."""
+    """Total weight, weighted column sums and weighted column sums of squares of ``X``,
+    and the second moments of a sample of its rows (a
+    :class:`~.row_sample.RowSample`, None beyond
+    :data:`~.row_sample.SAMPLE_MAX_FEATURES` columns)."""
 
     weight: float
     sums: np.ndarray
     squares: np.ndarray
+    sample: RowSample | None = None
 
     def __add__(self, other):
-        return ColumnMoments(
-            self.weight + other.weight, self.sums + other.sums, self.squares + other.squares
-        )
+        sample = None
+        if self.sample is not None and other.sample is not None:
+            sample = self.sample + other.sample
+        return ColumnMoments(self.weight + other.weight, self.sums + other.sums,
+                             self.squares + other.squares, sample)
 
 
 @row_additive
 def column_moments(part):
-    """Weighted first and second column moments (as sums) of one partition: one read of ``X``."""
+    """Weighted first and second column moments (as sums) of one partition, one read of
+    ``X``, and the second moments of a sample of its rows (:func:`~.row_sample.row_sample`)."""
+    moments = _column_moments(part)
+    moments.sample = row_sample(part[0], part[2])
+    return moments
+
+
+def _column_moments(part):
+    """:func:`column_moments` without the sample, by the layout of ``X``."""
     X, weight = part[0], part[2]
     if type(X) is np.ndarray and X.ndim == 2 and X.dtype in (np.float32, np.float64):
         return _dense_column_moments(X, weight)
@@ -280,7 +295,7 @@ def summarize(part, family, labels=False, sums_finite=None):
         counts = count_labels(part, labels == "moments", MAX_LABELS)
         if sums_finite is None and counts.has_moments():  # the same read, by class
             moments = ColumnMoments(partition_weight(part), counts.sums.sum(axis=0),
-                                    counts.squares.sum(axis=0))
+                                    counts.squares.sum(axis=0), row_sample(X, weight))
     if sums_finite is None:
         moments = column_moments(part) if moments is None else moments
         sums_finite = bool(np.isfinite(moments.sums).all()
@@ -377,7 +392,11 @@ def gram_moments(stats: GramStats) -> ColumnMoments:
     """The weighted column sums and sums of squares of ``X`` from its Gram statistics."""
     sums = stats.weight * stats.mean_x
     squares = np.diag(stats.sxx) + stats.weight * stats.mean_x**2
-    return ColumnMoments(float(stats.weight), sums, squares)
+    sample = None
+    if sample_floats(sums.shape[0]):
+        products = stats.sxx + stats.weight * np.outer(stats.mean_x, stats.mean_x)
+        sample = RowSample(float(stats.weight), sums, products)
+    return ColumnMoments(float(stats.weight), sums, squares, sample)
 
 
 @row_additive

@@ -64,7 +64,9 @@ def encode_and_weigh_classes(engine, codes, class_weights=None):
     if engine.column_moments is None:
         return
     if counts.has_moments():
+        # the sample keeps the rows' first weights: it preconditions, no more
         engine.column_moments = ColumnMoments(engine.sum_weight, weights @ counts.sums,
-                                              weights @ counts.squares)
+                                              weights @ counts.squares,
+                                              engine.column_moments.sample)
     else:
         engine.column_moments = engine.reduce(column_moments, kind=Kind.CLASS_MOMENTS)

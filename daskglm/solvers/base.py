@@ -116,6 +116,18 @@ class Objective:
             raise RuntimeError("The engine has not been validated: no column moments yet.")
         return stats.sums / stats.weight, stats.squares / stats.weight
 
+    def column_covariance(self):
+        """The columns' covariance (centred with an intercept) from the validation
+        round's sample of rows (:class:`~daskglm.compute.row_sample.RowSample`), or None
+        where it took none."""
+        stats = self.engine.column_moments
+        if stats is None or stats.sample is None:
+            return None
+        means, squares = self.column_moments()
+        centred = self.problem.fit_intercept
+        variances = squares - means**2 if centred else squares
+        return stats.sample.covariance(variances, centred)
+
     def nonsmooth_value(self, params):
         """The part of the penalty that is not in :meth:`value_and_grad`."""
         coef = self.problem.coef(params)

@@ -59,11 +59,15 @@ class LBFGS(Solver):
         ``X`` were centred and scaled to unit variance, each scale widened by the
         penalty's curvature, from the column moments of the validation round; no round
         of their own), so that columns of unequal scales or offsets (a raw-scale column
-        beside 0/1 dummies) do not stall the iteration.  The stopping criterion stays
-        on the gradient in the original coordinates.  With ``sharded`` the columns are
-        centred and scaled the same way, the intercept absorbing the means
-        (:func:`~daskglm.solvers.sharded_lbfgs.iteration_units`; without an intercept
-        only scaled).
+        beside 0/1 dummies) do not stall the iteration.  Up to
+        :data:`~daskglm.compute.row_sample.SAMPLE_MAX_FEATURES` columns (and without
+        bounds) also decorrelated, with the correlations of the validation round's sample
+        of rows (:class:`~daskglm.compute.coordinates.Whitened`): correlated columns
+        cost L-BFGS iterations and accuracy in the directions they nearly share.  The
+        stopping criterion stays on the gradient in the original coordinates.  With
+        ``sharded`` the columns are centred and scaled the same way, the intercept
+        absorbing the means (:func:`~daskglm.solvers.sharded_lbfgs.iteration_units`;
+        without an intercept only scaled).
     sharded : bool, default False
         Keep the parameters, the gradient, the direction and the correction pairs in
         column shards on the workers, the driver seeing only scalars (Sandblaster
@@ -192,8 +196,11 @@ class LBFGS(Solver):
         parameters themselves (also on an engine that holds no moments)."""
         if not self.opts["standardize"] or objective.engine.column_moments is None:
             return Standardised()
+        bounded = getattr(problem.penalty, "nonnegative", False)
+        covariance = None if bounded else objective.column_covariance()
         return preconditioned_coordinates(problem, objective.column_moments(),
-                                          problem.curvature_at(params0))
+                                          problem.curvature_at(params0),
+                                          covariance=covariance)
 
 
 #: Hessian rounds Newton's method is expected to need from a point L-BFGS reached
@@ -266,13 +273,7 @@ class _Recorder:
         #: a :class:`SwitchToNewton` when the fit may hand over to Newton's method
         self.switch = None
         #: largest factor from a gradient entry in ``theta`` to one in the parameters
-        scales = getattr(coordinates, "scales", None)
-        means = getattr(coordinates, "means", None)
-        widest = 1.0
-        if scales is not None:
-            widest = max(widest, float(np.max(scales, initial=1.0)))
-        if means is not None:
-            widest += float(np.max(np.abs(means), initial=0.0))
+        widest = coordinates.gradient_factor()
         factors = objective.criterion_scales((objective.problem.n_params,))
         if factors is not None:
             widest *= float(np.max(factors, initial=1.0))
