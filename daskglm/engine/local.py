@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import os
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, as_completed
 from concurrent.futures import wait as wait_threads
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from ..compute.tree import (
     combine_nodes,
@@ -17,22 +15,13 @@ from ..compute.tree import (
     run_stateful_group,
     tree_root,
 )
+from ..native_threads import one_thread
 from . import tasks as task_functions
 from .base import Engine
 from .deadline import Arrivals
 from .device_rows import DeviceRows
 from .measure import LocalProbe
 from .tasks import Computed, Ready, run_streamed_task, sources_of
-
-
-@functools.cache
-def _blas_controller():
-    """The native thread pools (BLAS, OpenMP) of this process, inspected once.
-
-    Inspecting them is slow (it reads the process's memory map), so it is not repeated on
-    every round.
-    """
-    return ThreadpoolController()
 
 
 class LocalEngine(Engine):
@@ -83,7 +72,7 @@ class LocalEngine(Engine):
     def _run_jobs(self, run, jobs):
         if self._pool is None:
             return [run(*job) for job in jobs]
-        with _blas_controller().limit(limits=1):
+        with one_thread():
             return list(self._pool.map(lambda job: run(*job), jobs))
 
     def _execute_stateful(self, fn, states, args, tree, probe, name=None):
@@ -109,7 +98,7 @@ class LocalEngine(Engine):
         if self._deadline_pool is None:
             self._deadline_pool = self._pool or ThreadPoolExecutor(self.n_threads)
         run = probe.timed(run_group)
-        with _blas_controller().limit(limits=1):
+        with one_thread():
             futures = [self._deadline_pool.submit(run, fn, [part],
                                                   None if each is None else [each[i]], args)
                        for i, part in enumerate(self.parts)]

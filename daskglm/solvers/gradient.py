@@ -15,16 +15,19 @@ __all__ = ["GradientDescent"]
 
 
 class GradientDescent(Solver):
-    """Full-batch gradient descent, diagonally preconditioned.
+    """Full-batch gradient descent, preconditioned by the columns' moments.
 
-    The iterations run in standardised coordinates (:mod:`daskglm.compute.coordinates`: as if ``X``
-    were centred and scaled to unit variance, from the column moments the validation round
-    returns, no round of their own), with each coefficient's scale widened by the
-    penalty's curvature relative to the loss's: ``sqrt(var_j + alpha / c)``, where ``c`` is
-    the family's curvature (its variance function) at the starting point's mean.  In
-    these coordinates every diagonal entry of the objective's Hessian is close to ``c``,
-    whatever the columns' offsets and scales and however strong the penalty, and the
-    first trial step is ``1 / c``.
+    The iterations run in standardised coordinates (:mod:`daskglm.compute.coordinates`: as
+    if ``X`` were centred and scaled to unit variance, from the column moments the
+    validation round returns, no round of their own), with each coefficient's scale
+    widened by the penalty's curvature relative to the loss's: ``sqrt(var_j + alpha / c)``,
+    where ``c`` is the family's curvature (its variance function) at the starting point's
+    mean.  Up to :data:`~daskglm.compute.row_sample.SAMPLE_MAX_FEATURES` columns they are
+    also decorrelated, with the covariance of the validation round's sample of rows
+    (:class:`~daskglm.compute.coordinates.Whitened`).  In these coordinates the
+    objective's Hessian is close to ``c`` on its diagonal (whitened: close to ``c`` times
+    the identity, near the start point), whatever the columns' offsets, scales and
+    correlations and however strong the penalty, and the first trial step is ``1 / c``.
 
     Each iteration then tries the Barzilai-Borwein step ``s.s / s.g`` (twice the previous
     accepted step when that is not positive) and halves it until the Armijo condition
@@ -41,7 +44,8 @@ class GradientDescent(Solver):
     step_size : float or "auto", default "auto"
         First trial step (in the preconditioned coordinates); "auto" is ``1 / c``.
     standardize : bool, default True
-        Run in standardised coordinates; the penalty's curvature is used either way.
+        Run in standardised (whitened) coordinates; the penalty's curvature is used
+        either way.
     max_line_search : int, default 40
         Trials per line search before giving up.
     compression, bits, k : optional
@@ -172,7 +176,10 @@ class GradientDescent(Solver):
                             message)
 
     def _coordinates(self, problem, objective, curvature):
-        """Standardised coordinates with the penalty's curvature in the coefficients' scales
-        (the same map for every class of a multinomial problem)."""
-        moments = objective.column_moments() if self.opts["standardize"] else None
-        return preconditioned_coordinates(problem, moments, curvature)
+        """Standardised coordinates with the penalty's curvature in the coefficients' scales,
+        whitened where the validation round sampled rows (the same map for every class of
+        a multinomial problem)."""
+        if not self.opts["standardize"]:
+            return preconditioned_coordinates(problem, None, curvature)
+        return preconditioned_coordinates(problem, objective.column_moments(), curvature,
+                                          covariance=objective.column_covariance())

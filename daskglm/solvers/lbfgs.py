@@ -7,6 +7,7 @@ import numpy as np
 from ..compute.coordinates import Standardised
 from ..compute.losses import loss_of
 from ..model.problem import Feature
+from ..native_threads import one_thread
 from ..optim.restarted_lbfgs import (
     MAX_RESTARTS,
     MEMORY,
@@ -159,12 +160,13 @@ class LBFGS(Solver):
         recorder = _Recorder(objective, history, params0, coordinates, self.tol, bounds)
         if self.opts["newton_after"] is not None and not bounded:
             recorder.switch = SwitchToNewton(self.tol, float(self.opts["newton_after"]))
-        found = minimize_to_tol(
-            recorder.value_and_grad, recorder.theta0, tol=recorder.theta_tol,
-            max_iter=self.max_iter, max_evaluations=int(self.opts["max_evaluations"]),
-            memory=int(self.opts["memory"]), max_restarts=int(self.opts["max_restarts"]),
-            callback=recorder.callback, optimality=recorder.optimality, bounds=bounds,
-        )
+        with one_thread():  # spinning BLAS threads would slow the rounds down
+            found = minimize_to_tol(
+                recorder.value_and_grad, recorder.theta0, tol=recorder.theta_tol,
+                max_iter=self.max_iter, max_evaluations=int(self.opts["max_evaluations"]),
+                memory=int(self.opts["memory"]), max_restarts=int(self.opts["max_restarts"]),
+                callback=recorder.callback, optimality=recorder.optimality, bounds=bounds,
+            )
         if recorder.switch is not None and recorder.switch.reason is not None:
             return self._finish_with_newton(problem, engine, recorder, found, history)
         converged = found.optimality <= self.tol
