@@ -59,8 +59,8 @@ deadline-guard
     Deadline fits against waiting ones, with and without a straggler (see
     :mod:`benchmarks.deadline_guard`).
 auto-cases
-    ``solver="auto"`` against L-BFGS and Newton on correlated and raw-scale columns (see
-    :mod:`benchmarks.auto_cases`).
+    ``solver="auto"`` against every batch solver on nine problems, in this process or on
+    a cluster (see :mod:`benchmarks.auto_cases`).
 sparse-sgd
     SGD on hashed sparse rows against L-BFGS (see :mod:`benchmarks.sparse_sgd`).
 sharded-cost

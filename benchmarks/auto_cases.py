@@ -108,12 +108,12 @@ def _cases():
     smooth = ("lbfgs", "newton", "gd")
     return {
         "correlated": (lambda n: (*correlated(n), {}), logistic(), smooth),
-        "raw scales, 5 classes": (lambda n: (*raw_scales(n), {}), logistic(), smooth),
+        "raw scales (5 classes)": (lambda n: (*raw_scales(n), {}), logistic(), smooth),
         "rare events": (lambda n: (*_rare(n), {}), logistic(), smooth),
         "20 classes": (lambda n: (*_classes20(n), {}), logistic(), smooth),
-        "Poisson, offset": (offset_case("poisson"),
+        "Poisson with offset": (offset_case("poisson"),
                             glm(family="poisson", alpha=1e-4), smooth),
-        "Gamma, offset": (offset_case("gamma"),
+        "Gamma with offset": (offset_case("gamma"),
                           glm(family="gamma", link="log", alpha=1e-4), smooth),
         "L1 logistic": (lambda n: (*_rare(n), {}), logistic(penalty="l1", C=0.01),
                         ("proximal", "newton", "admm")),
@@ -124,8 +124,8 @@ def _cases():
     }
 
 
-CASES = ("correlated", "raw scales, 5 classes", "rare events", "20 classes",
-         "Poisson, offset", "Gamma, offset", "L1 logistic", "elastic-net Poisson",
+CASES = ("correlated", "raw scales (5 classes)", "rare events", "20 classes",
+         "Poisson with offset", "Gamma with offset", "L1 logistic", "elastic-net Poisson",
          "sparse (CSR)")
 
 

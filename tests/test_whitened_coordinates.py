@@ -9,7 +9,6 @@ import dask.array as da
 import numpy as np
 import pytest
 import scipy.sparse as sp
-
 import sklearn.linear_model as sk
 from sklearn.metrics import log_loss as sk_log_loss
 
