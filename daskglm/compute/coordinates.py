@@ -35,8 +35,55 @@ def _safe_sqrt(values):
     return roots
 
 
+class _ShiftedMap:
+    """What both maps share: ``theta = (A coef, intercept + means @ coef)`` for a linear
+    map ``A`` of the coefficients (:meth:`_forward`, its inverse :meth:`_inverse` and
+    their transposes), ``means`` None without an intercept."""
+
+    means: np.ndarray | None
+
+    def _n_coef(self, vector):
+        return vector.shape[0] - int(self.means is not None)
+
+    def to_params(self, theta):
+        """``theta -> (coef, intercept)``."""
+        params = np.array(theta, dtype=float, copy=True)
+        n = self._n_coef(params)
+        params[:n] = self._inverse(params[:n])
+        if self.means is not None:
+            params[-1] -= self.means @ params[:n]
+        return params
+
+    def to_theta(self, params):
+        """``(coef, intercept) -> theta``."""
+        theta = np.array(params, dtype=float, copy=True)
+        n = self._n_coef(theta)
+        if self.means is not None:
+            theta[-1] += self.means @ theta[:n]
+        theta[:n] = self._forward(theta[:n])
+        return theta
+
+    def grad_to_theta(self, grad):
+        """The chain rule: a gradient with respect to ``params`` as one in ``theta``."""
+        grad = np.array(grad, dtype=float, copy=True)
+        n = self._n_coef(grad)
+        if self.means is not None:
+            grad[:n] -= self.means * grad[-1]
+        grad[:n] = self._inverse_transposed(grad[:n])
+        return grad
+
+    def grad_to_params(self, theta_grad):
+        """The inverse of :meth:`grad_to_theta`."""
+        grad = np.array(theta_grad, dtype=float, copy=True)
+        n = self._n_coef(grad)
+        grad[:n] = self._forward_transposed(grad[:n])
+        if self.means is not None:
+            grad[:n] += self.means * grad[-1]
+        return grad
+
+
 @dataclass
-class Standardised:
+class Standardised(_ShiftedMap):
     """The map between ``params = (coef[, intercept])`` and ``theta``.
 
     Attributes
@@ -74,48 +121,14 @@ class Standardised:
             return cls(_safe_sqrt(curvature), means)
         return cls(_safe_sqrt(np.diag(hess)[:n_coef]), None)
 
-    def _n_coef(self, vector):
-        return vector.shape[0] - int(self.means is not None)
+    def _forward(self, coef):
+        return coef if self.scales is None else coef * self.scales
 
-    def to_params(self, theta):
-        """``theta -> (coef, intercept)``."""
-        params = np.array(theta, dtype=float, copy=True)
-        n = self._n_coef(params)
-        if self.scales is not None:
-            params[:n] /= self.scales
-        if self.means is not None:
-            params[-1] -= self.means @ params[:n]
-        return params
+    def _inverse(self, coef):
+        return coef if self.scales is None else coef / self.scales
 
-    def to_theta(self, params):
-        """``(coef, intercept) -> theta``."""
-        theta = np.array(params, dtype=float, copy=True)
-        n = self._n_coef(theta)
-        if self.means is not None:
-            theta[-1] += self.means @ theta[:n]
-        if self.scales is not None:
-            theta[:n] *= self.scales
-        return theta
-
-    def grad_to_theta(self, grad):
-        """The chain rule: a gradient with respect to ``params`` as one in ``theta``."""
-        grad = np.array(grad, dtype=float, copy=True)
-        n = self._n_coef(grad)
-        if self.means is not None:
-            grad[:n] -= self.means * grad[-1]
-        if self.scales is not None:
-            grad[:n] /= self.scales
-        return grad
-
-    def grad_to_params(self, theta_grad):
-        """The inverse of :meth:`grad_to_theta`."""
-        grad = np.array(theta_grad, dtype=float, copy=True)
-        n = self._n_coef(grad)
-        if self.scales is not None:
-            grad[:n] *= self.scales
-        if self.means is not None:
-            grad[:n] += self.means * grad[-1]
-        return grad
+    _forward_transposed = _forward
+    _inverse_transposed = _inverse
 
     def gradient_factor(self):
         """An upper bound on the largest entry of a gradient in ``params`` over the
@@ -154,7 +167,7 @@ class Standardised:
 
 
 @dataclass
-class Whitened:
+class Whitened(_ShiftedMap):
     """Coordinates in which the columns are centred and decorrelated:
 
         theta = (U coef, intercept + means @ coef)
@@ -197,44 +210,17 @@ class Whitened:
             return None
         return cls(np.ascontiguousarray(lower.T), means if fit_intercept else None)
 
-    def _n_coef(self, vector):
-        return vector.shape[0] - int(self.means is not None)
+    def _forward(self, coef):
+        return self.factor @ coef
 
-    def to_params(self, theta):
-        """``theta -> (coef, intercept)``."""
-        params = np.array(theta, dtype=float, copy=True)
-        n = self._n_coef(params)
-        params[:n] = solve_triangular(self.factor, params[:n])
-        if self.means is not None:
-            params[-1] -= self.means @ params[:n]
-        return params
+    def _inverse(self, coef):
+        return solve_triangular(self.factor, coef)
 
-    def to_theta(self, params):
-        """``(coef, intercept) -> theta``."""
-        theta = np.array(params, dtype=float, copy=True)
-        n = self._n_coef(theta)
-        if self.means is not None:
-            theta[-1] += self.means @ theta[:n]
-        theta[:n] = self.factor @ theta[:n]
-        return theta
+    def _forward_transposed(self, coef):
+        return self.factor.T @ coef
 
-    def grad_to_theta(self, grad):
-        """The chain rule: a gradient with respect to ``params`` as one in ``theta``."""
-        grad = np.array(grad, dtype=float, copy=True)
-        n = self._n_coef(grad)
-        if self.means is not None:
-            grad[:n] -= self.means * grad[-1]
-        grad[:n] = solve_triangular(self.factor, grad[:n], trans="T")
-        return grad
-
-    def grad_to_params(self, theta_grad):
-        """The inverse of :meth:`grad_to_theta`."""
-        grad = np.array(theta_grad, dtype=float, copy=True)
-        n = self._n_coef(grad)
-        grad[:n] = self.factor.T @ grad[:n]
-        if self.means is not None:
-            grad[:n] += self.means * grad[-1]
-        return grad
+    def _inverse_transposed(self, coef):
+        return solve_triangular(self.factor, coef, trans="T")
 
     def gradient_factor(self):
         """An upper bound on the largest entry of a gradient in ``params`` over the
