@@ -62,7 +62,7 @@ class LBFGS(Solver):
         of their own), so that columns of unequal scales or offsets (a raw-scale column
         beside 0/1 dummies) do not stall the iteration.  Up to
         :data:`~daskglm.compute.row_sample.SAMPLE_MAX_FEATURES` columns (and without
-        bounds) also decorrelated, with the correlations of the validation round's sample
+        bounds) also decorrelated, with the covariance of the validation round's sample
         of rows (:class:`~daskglm.compute.coordinates.Whitened`): correlated columns
         cost L-BFGS iterations and accuracy in the directions they nearly share.  The
         stopping criterion stays on the gradient in the original coordinates.  With
