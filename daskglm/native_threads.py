@@ -6,7 +6,7 @@ returns.  On the driver, between rounds, the small products of an iteration on t
 parameters (L-BFGS's two-loop recursion, a triangular solve) gain nothing from them,
 and the spinning threads take the cores the next round's tasks run on (in this process,
 or on the workers of a cluster on the same machine): measured on two cores, L-BFGS's
-rounds took 51 ms against 40 ms with one BLAS thread.
+rounds took 51 ms against 40 ms with one BLAS thread (``docs/guide/methods.md``).
 """
 
 from __future__ import annotations

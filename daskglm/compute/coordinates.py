@@ -13,8 +13,8 @@ theta_0``: the loss is as well conditioned as on standardised data.  The penalty
 ``coef = theta_coef / scales``; its proximal operator in ``theta`` is the penalty's own,
 with one step per coordinate (:meth:`Standardised.prox`), exact for every separable
 penalty (none, L2, L1, elastic net).  The solution is mapped back to ``(coef,
-intercept)``.  L-BFGS also undoes the columns' correlations where it has them
-(:class:`Whitened`).  Pure numpy; used on the driver and, inside local solves, on the
+intercept)``.  L-BFGS and gradient descent also undo the columns' correlations where
+the validation round sampled rows (:class:`Whitened`).  Pure numpy; used on the driver and, inside local solves, on the
 workers.
 """
 
