@@ -15,6 +15,8 @@ peer library is one class and one line:
   (or runs a plain numpy kernel);
 * :mod:`benchmarks.cases` -- the ``SUITES`` registry: cases (data x problem x methods)
   and the ratios reported between them;
+* :mod:`benchmarks.suite` -- what a suite is made of: ``Case``, ``Ratio``, ``Scaling``,
+  ``Suite`` and the entries of a case (``parse_entry``, ``entry_id``);
 * :mod:`benchmarks.tuning` -- per-method calibration to a target objective gap;
 * :mod:`benchmarks.timing` -- repeated wall-clock measurement;
 * :mod:`benchmarks.meters` -- graphs, bytes and peak memory of one fit, from Dask's

@@ -12,7 +12,6 @@ import traceback
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from benchmarks.cases import entry_id, parse_entry
 from benchmarks.cluster import describe_cluster, local_cluster
 from benchmarks.data import choose_storage, make_data, memory_needed
 from benchmarks.environment import library_versions, load_average, machine_info
@@ -21,6 +20,7 @@ from benchmarks.meters import DaskCounters, PeakMemory
 from benchmarks.methods import Unsupported, get_method
 from benchmarks.problems import Solution, relative_gap
 from benchmarks.scaling import project_case, run_scaling
+from benchmarks.suite import entry_id, parse_entry
 from benchmarks.timing import Timing
 from benchmarks.tuning import calibrate, thin
 

@@ -28,7 +28,7 @@ def project_case(case_result, scaling, log=print):
     ----------
     case_result : dict
         A case's results, with the private ``_ledger`` of each entry.
-    scaling : benchmarks.cases.Scaling
+    scaling : benchmarks.suite.Scaling
     log : callable
 
     Returns
@@ -70,7 +70,7 @@ def time_on_workers(suite, kept, workers, log=print):
 
     Parameters
     ----------
-    suite : benchmarks.cases.Suite
+    suite : benchmarks.suite.Suite
     kept : dict
         Case name -> ``(data, case result)`` from the main run (the data's in-memory copy,
         the case's reference and each entry's calibrated setting are reused).
@@ -84,10 +84,10 @@ def time_on_workers(suite, kept, workers, log=print):
     """
     from dataclasses import replace
 
-    from benchmarks.cases import parse_entry
     from benchmarks.cluster import local_cluster
     from benchmarks.data import make_data
     from benchmarks.methods import get_method
+    from benchmarks.suite import parse_entry
 
     rows = []
     with local_cluster(replace(suite.cluster, n_workers=workers)) as client:

@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
-from benchmarks.cases import SUITES, parse_entry
+from benchmarks.cases import SUITES
 from benchmarks.data import DataSpec
 from benchmarks.methods import METHODS, Unsupported
+from benchmarks.suite import parse_entry
 
 
 @pytest.mark.parametrize("suite", sorted(SUITES))
