@@ -1,5 +1,5 @@
 """The package's boundaries that review keeps and CI checks: no module over
-:data:`MAX_LINES` lines, no private name (a leading underscore) imported from another
+:data:`MAX_LINES` lines (the benchmarks' included), no private name (a leading underscore) imported from another
 subpackage and at most :data:`MAX_PRIVATE_IMPORTS_ACROSS_MODULES` from another module,
 no two modules that import each other, and no estimator that calls the
 engine's verbs (its rounds belong in ``daskglm/fitting/``), and no module outside
@@ -222,6 +222,11 @@ def test_no_module_is_over_the_line_limit_but_the_listed_ones():
     assert TOO_LONG - too_long == set(), (
         f"no longer over {MAX_LINES} lines (or gone): remove them from TOO_LONG "
         f"{sorted(TOO_LONG - too_long)}")
+
+
+def test_no_benchmark_module_is_over_the_line_limit():
+    lengths = _line_counts(ROOT / "benchmarks")
+    assert lengths == {}, f"over {MAX_LINES} lines: split them by concept {lengths}"
 
 
 def test_no_private_name_is_imported_from_another_subpackage():
