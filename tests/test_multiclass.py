@@ -156,12 +156,14 @@ def test_multinomial_kernels_match_finite_differences(sparse):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("fit_intercept", [True, False])
-def test_multinomial_hessian_equals_the_whole_array_formula(dtype, fit_intercept):
-    """Over several row blocks (60 columns: about 1,100 rows a block), weighted:
-    ``H_kl = Z^T diag(w p_k (delta_kl - p_l)) Z`` with ``Z = [X, 1]``; 1e-12 relative
-    (float32 ``X``: its block products run in float32, 2e-6)."""
+@pytest.mark.parametrize("n, d, K", [(3000, 60, 3), (20_000, 12, 5)])
+def test_multinomial_hessian_equals_the_whole_array_formula(dtype, fit_intercept, n, d, K):
+    """Over several row blocks, weighted: ``H_kl = Z^T diag(w p_k (delta_kl - p_l)) Z``
+    with ``Z = [X, 1]``; 1e-12 relative (float32 ``X``: its block products may run in
+    float32, 2e-6).  60 columns: each pair's product of a block (about 1,100 rows); 12
+    columns: every pair from one product of the rows' column products (3 blocks of at
+    most 8,192 rows, :mod:`daskglm.compute.softmax_hessian`)."""
     rng = np.random.default_rng(6)
-    n, d, K = 3000, 60, 3
     X = rng.normal(size=(n, d)).astype(dtype)
     y = rng.integers(0, K, n).astype(float)
     weight = rng.uniform(0.1, 2.0, n)

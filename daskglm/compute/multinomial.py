@@ -27,6 +27,8 @@ from .row_blocks import (
     total_weight,
     weighted_gram,
 )
+from .softmax_hessian import dense_softmax_loss_grad_hess
+from .softmax_hessian import pays as pair_products_pay
 from .tree import row_additive
 
 __all__ = [
@@ -147,10 +149,15 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
     (and the matching intercept rows): ``K (K + 1) / 2`` weighted products of each row
     block, so this kernel is for a moderate number of columns and classes.  Their
     weights are of one sign each (``>= 0`` on the diagonal, ``<= 0`` off it), so each is
-    a symmetric product of the block scaled by the square roots of their magnitudes.
+    a symmetric product of the block scaled by the square roots of their magnitudes.  A
+    numpy partition of few columns (:func:`.softmax_hessian.pays`) forms them all from one
+    product instead (:mod:`.softmax_hessian`).
     """
     X, y, weight = part
     X = kernel_matrix(X)
+    if (type(X) is np.ndarray and X.dtype in (np.float32, np.float64)
+            and pair_products_pay(X.shape[1], n_classes)):
+        return dense_softmax_loss_grad_hess(X, y, weight, params, n_classes, fit_intercept)
     xp = namespace(X)
     d = X.shape[1]
     K = n_classes
