@@ -58,7 +58,7 @@ def test_a_multinomial_model_on_raw_columns_converges_at_the_defaults(layout):
         model = daskglm.LogisticRegression().fit(X, y)
     assert model.converged_ and model.solver_ == "newton"
     value, reason = model.comm_.choices["solver"]
-    assert value == "newton" and "scales" in reason and "'lbfgs'" in reason
+    assert value == "newton" and "scales" in reason
     # the same optimum as L-BFGS run to a tight tolerance
     reference = daskglm.LogisticRegression(solver="lbfgs", tol=1e-9, max_iter=5000).fit(X, y)
     np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(X), atol=1e-5)

@@ -28,7 +28,10 @@ with ``p`` the parameters, ``W`` the worker threads, ``c = 1`` for the rounds th
 ``X^T H X`` (Newton's Hessian, the Gram matrix: the rows scaled by ``sqrt(h)`` are one
 more pass, the rank-k update ``n p^2`` multiply-adds) and 0 otherwise, ``b`` the bytes one task
 returns (``8 p`` for a gradient, ``8 p^2`` for a Hessian or Gram matrix) and ``s = 1/3``
-for the methods that factor a ``p x p`` matrix on the driver each round.  Rounds:
+for the methods that factor a ``p x p`` matrix on the driver each round.  A
+multinomial model of ``K`` classes adds its per-class work (:func:`_softmax_seconds`):
+``K`` predictors, exponentials and residuals a row, and for its Hessian the class pairs'
+products, ``d^2 K (K + 1) / 4`` multiply-adds a row, in place of ``n p^2``.  Rounds:
 
 * ``normal``: 1 (the Gram matrix in the validation round); always taken where it
   applies up to :data:`NORMAL_MAX_PARAMS` parameters, since it is exact.
@@ -80,6 +83,16 @@ READ_BYTES_PER_SECOND = 2e9
 #: columns and 4.8 at 200; measured on two one-thread workers at 3e6 x 50, 2.6
 #: (``python -m benchmarks run --suite mid``, the fused Hessian kernel).
 FLOPS = 1.75e10
+#: Seconds per row and class of a multinomial evaluation beyond reading ``X`` (the
+#: predictors, exponentials and residuals), and per row, class and column: one thread of
+#: the compiled loop took 25-34 ns a row and class at 12 columns, 36-45 at 50 and 83-108 at
+#: 200 (the development machine, 3 to 20 classes).
+SOFTMAX_ROW_CLASS_SECONDS = 2e-8
+SOFTMAX_COLUMN_SECONDS = 3.5e-10
+#: Multiply-adds per second of one thread in the multinomial Hessian's class-pair products
+#: (``d^2 K (K + 1) / 4`` a row, ``K`` classes): 4.9e9 measured at 12 columns and 10
+#: classes, 9e9 to 1.1e10 at 20 to 200 columns.
+SOFTMAX_HESSIAN_FLOPS = 1e10
 #: Multiply-adds per second of the driver's factorisation of a ``p x p`` matrix.
 DRIVER_FLOPS = 2e10
 #: Newton iterations to ``tol`` with an exact Hessian (the family's ``exact_hessian``).
@@ -232,10 +245,14 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
     n, p, W = max(1, int(n_samples)), int(problem.n_params), max(1, int(workers))
     family = problem.family
     exact = getattr(family, "exact_hessian", True)
-    gradient = _round_seconds(n, p, W, payload=8 * p, link=link,
-                              data_bytes=data_bytes) + pass_seconds
-    hessian = _round_seconds(n, p, W, products=True, payload=8 * p * p, driver=True,
-                             link=link, data_bytes=data_bytes) + pass_seconds
+    classes = Feature.MULTINOMIAL in problem.features()
+    if classes and data_bytes is None:
+        data_bytes = 8.0 * n * problem.n_features
+    gradient = (_round_seconds(n, p, W, payload=8 * p, link=link, data_bytes=data_bytes)
+                + pass_seconds + _softmax_seconds(problem, n, W))
+    hessian = (_round_seconds(n, p, W, products=not classes, payload=8 * p * p, driver=True,
+                              link=link, data_bytes=data_bytes)
+               + pass_seconds + _softmax_seconds(problem, n, W, hessian=True))
     newton_iterations = NEWTON_ITERATIONS if exact else FISHER_ITERATIONS
     newton_seconds = newton_iterations * hessian + (gradient if exact else hessian)
     first_order_decades = _decades(tol / max(1.0, float(spread)))
@@ -257,6 +274,20 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
                    note="on column shards" if sharded else ""),
         MethodCost("proximal", proximal_rounds, proximal_rounds * gradient),
     ]
+
+
+def _softmax_seconds(problem, n, workers, hessian=False):
+    """Seconds a round of the multinomial model computes beyond reading ``X`` on
+    ``workers`` threads (0 for a single-output problem): ``K`` predictors, exponentials
+    and residuals a row, and with ``hessian`` the class pairs' products (in place of the
+    ``n p^2`` of a single-output Hessian)."""
+    if Feature.MULTINOMIAL not in problem.features():
+        return 0.0
+    K, d = int(problem.n_classes), int(problem.n_features)
+    seconds = n * K * (SOFTMAX_ROW_CLASS_SECONDS + d * SOFTMAX_COLUMN_SECONDS)
+    if hessian:
+        seconds += n * d * d * K * (K + 1) / 4.0 / SOFTMAX_HESSIAN_FLOPS
+    return seconds / workers
 
 
 def sharded_lbfgs_seconds(n, p, workers, iterations, *, link=IN_PROCESS, data_bytes=None,

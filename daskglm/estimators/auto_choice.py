@@ -9,6 +9,8 @@ sentence the ledger prints under its table.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..accounting.choice import choose_method, criterion_spread, predict_methods
@@ -31,11 +33,11 @@ def _able(problem):
 
 
 def worker_threads():
-    """Worker threads of the active Dask client (1 without one): the ``workers`` of
-    ``solver="auto"``'s cost model."""
+    """Worker threads of the active Dask client, or without one the cores the in-process
+    engine's threads run on: the ``workers`` of ``solver="auto"``'s cost model."""
     client = active_client()
     if client is None:
-        return 1
+        return os.cpu_count() or 1
     return max(1, sum(client.nthreads().values()))
 
 
