@@ -76,6 +76,9 @@ __all__ = ["MethodCost", "predict_methods", "choose_method", "gradient_round_sec
 
 #: Seconds of one Dask round besides its compute and bytes (scheduling, messages).
 ROUND_SECONDS = 5e-3
+#: Seconds of a fit besides its rounds (the estimator's checks, making the engine, the
+#: choice): 0.024 s measured in process, 0.04 to 0.055 s on two worker processes.
+FIT_SECONDS = 0.04
 #: Bytes of ``X`` one worker thread streams through per second in a one-pass kernel.
 READ_BYTES_PER_SECOND = 2e9
 #: Multiply-adds per second of one worker thread in ``X^T H X`` (BLAS rank-k update);
@@ -120,15 +123,31 @@ SHARD_COMMANDS = 3
 #: shared with a first evaluation), the parameters onto the shards, the partitions'
 #: columns, their registration with the shards, the parameters back.
 SHARDED_SETUP_ROUNDS = 5
-#: Passes over its columns (at :data:`READ_BYTES_PER_SECOND`) an evaluation on column
-#: shards costs every worker process besides reading ``X``: the shards' gather of ``x +
-#: alpha d``, the partitions' gradients scattered into the worker's columns, their sum
-#: and push, the shards' sum of the pushes and the penalty's gradient in ``finish``
-#: (:mod:`daskglm.compute.worker_columns`, :mod:`daskglm.compute.column_shards`); a
-#: gather or scatter through an index array costs about three streaming passes.
-#: Measured: 0.06 s an evaluation beyond the round's other costs at 2^20 columns on two
-#: processes (1e5 rows, 20 non-zeros a row, load below 2).
-SHARDED_VECTOR_PASSES = 30
+#: Passes over a shard's columns (``8 p / shards`` bytes at :data:`READ_BYTES_PER_SECOND`)
+#: that an evaluation on column shards costs besides reading ``X``: the shards' gather of
+#: ``x + alpha d``, the partitions' gradients scattered into the worker's columns, their
+#: sum and push (:mod:`daskglm.compute.worker_columns`), and ``finish``'s sum of the
+#: pushes, penalty and optimality test (:mod:`daskglm.compute.column_shards`).  Measured
+#: on two processes (1e5 rows of 20 non-zeros, 2^20 columns, load below 2.5): an
+#: evaluation round took 61 ms against 22 ms for its bytes and reading ``X`` (19 passes'
+#: worth), its ``finish`` 25 ms, 20 ms of them in the shards (10 passes).
+EVALUATION_VECTOR_PASSES = 30
+#: The same for ``accept`` and ``direction`` together, besides their products with the
+#: pairs (:data:`BASIS_BYTES_PER_SECOND`): the step taken, the new pair stored, the
+#: gradient and the pair stacked for one product, the centring's dot products, the new
+#: direction.  Measured: 48 ms an iteration at 2^20 columns, 20 ms at 2^18, 11 ms of them
+#: the two calls.
+ITERATION_VECTOR_PASSES = 13
+#: Passes over ``8 p`` bytes that a fit on column shards costs besides its rounds' other
+#: costs: the validation round's column sums and squares of every task made, pickled and
+#: summed on all ``p`` columns however few rows touch them (0.12-0.14 s at 2^20 columns
+#: against 0.05 s for its bytes and reading ``X``: 22 passes), and on the driver the
+#: optimality test's scales, the columns' units and auto's second look at the columns'
+#: scales (66 ms at 2^20: 16 passes).
+SHARDED_SETUP_VECTOR_PASSES = 38
+#: Seconds that making the shards and the workers' column hubs (Dask actors, in two
+#: steps) takes at the start of a fit on column shards: 53 ms measured on two processes.
+SHARD_ACTORS_SECONDS = 0.05
 #: Bytes per second a shard reads its L-BFGS pairs at, in ``accept`` and ``direction``
 #: (products of ``2 m`` rows with a few vectors; 3.7 and 5.7 GB/s measured at 2^19
 #: columns on the development machine).
@@ -260,19 +279,22 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
     proximal_rounds = math.ceil(PROXIMAL_ROUNDS_PER_DECADE * first_order_decades)
     sharded = problem.n_features >= SHARDED_FEATURES
     if sharded:
-        lbfgs_rounds_run = lbfgs_rounds * (1 + SHARD_COMMANDS) + SHARDED_SETUP_ROUNDS
-        lbfgs_seconds = sharded_lbfgs_seconds(n, p, W, lbfgs_rounds, link=link,
+        # an evaluation round and ``finish`` each, and the other commands an iteration
+        lbfgs_rounds_run = (2 * lbfgs_rounds + (SHARD_COMMANDS - 1) * (lbfgs_rounds - 1)
+                            + SHARDED_SETUP_ROUNDS)
+        lbfgs_seconds = sharded_lbfgs_seconds(n, p, W, lbfgs_rounds - 1, link=link,
                                               data_bytes=data_bytes, pass_seconds=pass_seconds)
     else:
-        lbfgs_rounds_run, lbfgs_seconds = lbfgs_rounds, lbfgs_rounds * gradient
+        lbfgs_rounds_run, lbfgs_seconds = lbfgs_rounds, lbfgs_rounds * gradient + FIT_SECONDS
     return [
-        MethodCost("normal", 1, hessian, note="the Gram matrix in the validation round"),
-        MethodCost("newton", newton_iterations + 1, newton_seconds,
+        MethodCost("normal", 1, hessian + FIT_SECONDS,
+                   note="the Gram matrix in the validation round"),
+        MethodCost("newton", newton_iterations + 1, newton_seconds + FIT_SECONDS,
                    note="IRLS" if exact else "Fisher scoring (expected curvature)"),
         MethodCost("lbfgs", lbfgs_rounds_run, lbfgs_seconds,
                    {"sharded": True} if sharded else {},
                    note="on column shards" if sharded else ""),
-        MethodCost("proximal", proximal_rounds, proximal_rounds * gradient),
+        MethodCost("proximal", proximal_rounds, proximal_rounds * gradient + FIT_SECONDS),
     ]
 
 
@@ -291,34 +313,45 @@ def _softmax_seconds(problem, n, workers, hessian=False):
 
 
 def sharded_lbfgs_seconds(n, p, workers, iterations, *, link=IN_PROCESS, data_bytes=None,
-                          pass_seconds=0.0, memory=MEMORY):
+                          pass_seconds=0.0, memory=MEMORY, evaluations=None):
     """Modelled seconds of an L-BFGS fit of ``iterations`` on column shards, one per
     worker process of ``link`` (one in this process).
 
-    Each iteration: its evaluation round (``X`` read once; each worker pulls and pushes
-    ``8 p`` bytes at most, and it and the shards make :data:`SHARDED_VECTOR_PASSES`
-    passes over their columns), :data:`SHARD_COMMANDS` direct calls to every shard, and
+    Each of its ``evaluations`` (``iterations + 1`` by default: the starting point's, then
+    one an iteration) is an evaluation round (``X`` read once; each worker pulls and
+    pushes ``8 p`` bytes at most) and a ``finish`` call to every shard, with
+    :data:`EVALUATION_VECTOR_PASSES` passes over a shard's columns; each iteration adds
+    the other ``SHARD_COMMANDS - 1`` calls, :data:`ITERATION_VECTOR_PASSES` passes, and
     the shards' products with the ``2 u`` rows of the pairs they hold (``u`` of
     ``memory``: 1 at the second iteration, ``memory`` from then on), each read twice.
-    Then :data:`SHARDED_SETUP_ROUNDS` rounds: the validation one a pass over ``X``, the
-    others calls carrying the parameters once each way and the workers' columns to the
-    shards.
+    The fit adds :data:`SHARDED_SETUP_ROUNDS` rounds (the validation one a pass over
+    ``X``, the others calls carrying the parameters once each way and the workers'
+    columns to the shards), :data:`SHARD_ACTORS_SECONDS` making the shards,
+    :data:`SHARDED_SETUP_VECTOR_PASSES` passes over ``8 p`` bytes and
+    :data:`FIT_SECONDS`.
     """
     W = max(1, int(workers))
+    iterations = int(iterations)
+    evaluations = iterations + 1 if evaluations is None else int(evaluations)
     shards = link.nodes if link.networked else 1
     column_bytes = 8.0 * p / shards
+    command = ROUND_SECONDS + 2 * link.latency
     evaluation = (_round_seconds(n, p, W, payload=8 * p, link=link, sharded=True,
                                  data_bytes=data_bytes) + pass_seconds
-                  + SHARDED_VECTOR_PASSES * column_bytes / READ_BYTES_PER_SECOND)
-    command = ROUND_SECONDS + 2 * link.latency
-    used = sum(min(i, int(memory)) for i in range(int(iterations)))
+                  + EVALUATION_VECTOR_PASSES * column_bytes / READ_BYTES_PER_SECOND + command)
+    iteration = ((SHARD_COMMANDS - 1) * command
+                 + ITERATION_VECTOR_PASSES * column_bytes / READ_BYTES_PER_SECOND)
+    used = sum(min(i, int(memory)) for i in range(iterations))
     basis = 4.0 * used * column_bytes / BASIS_BYTES_PER_SECOND
     # the validation round: a pass over X, the columns' sums and squares back
     validation = _round_seconds(n, p, W, payload=16 * p, link=link,
                                 data_bytes=data_bytes) + pass_seconds
-    # the parameters out and back, and each worker's columns registered (8 bytes each)
-    setup = validation + (SHARDED_SETUP_ROUNDS - 1) * command + 24.0 * p / link.bandwidth
-    return iterations * (evaluation + SHARD_COMMANDS * command) + basis + setup
+    # the shards made, the parameters out and back, each worker's columns registered (8
+    # bytes each), the full-length vectors of the validation and the driver
+    setup = (validation + (SHARDED_SETUP_ROUNDS - 1) * command + SHARD_ACTORS_SECONDS
+             + 24.0 * p / link.bandwidth
+             + SHARDED_SETUP_VECTOR_PASSES * 8.0 * p / READ_BYTES_PER_SECOND)
+    return evaluations * evaluation + iterations * iteration + basis + setup + FIT_SECONDS
 
 
 def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds=0.0,

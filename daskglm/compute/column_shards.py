@@ -97,6 +97,7 @@ class ColumnShard:
         self.g = np.zeros(size)
         self.g_trial = np.zeros(size)
         self.basis = np.zeros((2 * self.memory, size))
+        self._stacked = np.empty((3, size))  # g and the newest pair, for accept's products
         self.criterion_scales = (None if criterion_scales is None
                                  else np.asarray(criterion_scales, dtype=np.float64))
         self.units = None if units is None else np.asarray(units, dtype=np.float64)
@@ -154,14 +155,15 @@ class ColumnShard:
 
     # coordinator commands -------------------------------------------------------------
     def load(self, values):
-        """Start from the parameters ``values``; forget the direction, the pairs and every
-        push."""
+        """Start from the parameters ``values``; forget the direction and every push.  The
+        pairs need no clearing: a slot's rows are read only once the coordinator stored a
+        pair in it (and writing zeros to ``2 m`` rows of the range would cost more than an
+        iteration's work on them)."""
         self.x = np.array(values, dtype=np.float64)
         if self.units is not None:
             self.x /= self.units
         self.shift = self.shift_step = 0.0
         self.d = np.zeros_like(self.x)
-        self.basis[:] = 0.0
         self._pending.clear()
 
     def values(self):
@@ -236,11 +238,13 @@ class ColumnShard:
             self.basis[slot] = step
             self.basis[self.memory + slot] = self.g_trial - self.g
         self.g = self.g_trial
-        stacked = np.zeros((3, self.x.size))
+        stacked = self._stacked  # kept: a new array of 3 rows each time costs page faults
         stacked[0] = self.g
         if slot is not None:
             stacked[1] = self.basis[slot]
             stacked[2] = self.basis[self.memory + slot]
+        else:
+            stacked[1:] = 0.0
         s_rows, y_rows = self._used_rows(used)
         dots = np.concatenate([s_rows @ stacked.T, y_rows @ stacked.T])
         centred = np.zeros(3)
