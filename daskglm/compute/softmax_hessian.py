@@ -28,10 +28,11 @@ PRODUCTS_BYTES = 1 << 25
 def pays(n_features, n_classes):
     """Whether :func:`dense_softmax_loss_grad_hess` is faster than a product per pair.
 
-    Measured on one thread (the development machine, 1e5 to 5e5 rows): 2.1x at 12
-    columns and 5 classes, 3.2x at 12 and at 20 columns with 20 classes, 2.2x at 32
-    columns with 10 classes, 2.1x at 64 with 20; even at 48 columns with 5 classes, 0.8x
-    at 64 (there each pair's product is large enough for BLAS to run at speed).
+    Its speed over the pairwise products, measured on one thread (the development
+    machine, 1e5 to 5e5 rows): 2.1x at 12 columns and 5 classes, 3.2x at 12 and at 20
+    columns with 20 classes, 2.2x at 32 columns with 10 classes, 2.1x at 64 with 20; 1.0x
+    at 48 columns with 5 classes and 0.8x at 64 (there each pair's product is large
+    enough for BLAS to run at speed).
     """
     return n_features <= 32 or (n_classes >= 10 and n_features <= 64)
 
