@@ -1,6 +1,7 @@
 """The package's boundaries that review keeps and CI checks: no module over
-:data:`MAX_LINES` lines (the benchmarks' included), no private name (a leading underscore) imported from another
-subpackage and at most :data:`MAX_PRIVATE_IMPORTS_ACROSS_MODULES` from another module,
+:data:`MAX_LINES` lines (the benchmarks' included), no private name (a leading
+underscore) imported from another subpackage and at most
+:data:`MAX_PRIVATE_IMPORTS_ACROSS_MODULES` from another module,
 no two modules that import each other, and no estimator that calls the
 engine's verbs (its rounds belong in ``daskglm/fitting/``), and no module outside
 ``daskglm/model/`` that asks a penalty or a family for its class (``isinstance``) rather
