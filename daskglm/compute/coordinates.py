@@ -14,8 +14,8 @@ theta_0``: the loss is as well conditioned as on standardised data.  The penalty
 with one step per coordinate (:meth:`Standardised.prox`), exact for every separable
 penalty (none, L2, L1, elastic net).  The solution is mapped back to ``(coef,
 intercept)``.  L-BFGS and gradient descent also undo the columns' correlations where
-the validation round sampled rows (:class:`Whitened`).  Pure numpy; used on the driver and, inside local solves, on the
-workers.
+the validation round sampled rows (:class:`Whitened`).  Pure numpy; used on the driver
+and, inside local solves, on the workers.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model.multinomial import softmax_loss_and_residual
 from .kernels import Stats
 from .row_blocks import rows_between, total_weight
 
@@ -29,8 +30,8 @@ def pays(n_features, n_classes):
     """Whether :func:`dense_softmax_loss_grad_hess` is faster than a product per pair.
 
     Its speed over the pairwise products, measured on one thread (the development
-    machine, 1e5 to 5e5 rows): 2.1x at 12 columns and 5 classes, 3.2x at 12 and at 20
-    columns with 20 classes, 2.2x at 32 columns with 10 classes, 2.1x at 64 with 20; 1.0x
+    machine, 1e5 to 5e5 rows): 1.9x at 12 columns and 5 classes, 3.0x at 12 and at 20
+    columns with 20 classes, 2.1x at 32 columns with 10 classes, 2.1x at 64 with 20; 1.0x
     at 48 columns with 5 classes and 0.8x at 64 (there each pair's product is large
     enough for BLAS to run at speed).
     """
@@ -61,12 +62,14 @@ def dense_softmax_loss_grad_hess(X, y, weight, params, n_classes, fit_intercept)
         stop = min(start + step, n)
         columns = np.ascontiguousarray(X[start:stop].T, dtype=np.float64)  # d x rows
         w_b = rows_between(weight, start, stop)
-        block_loss, residual_t, prob_t = _softmax_by_class(
-            columns, y[start:stop], None if w_b is None else np.asarray(w_b, np.float64),
-            coef, intercept)
+        eta_t = coef @ columns  # K x rows: each class's predictors contiguous
+        if intercept is not None:
+            eta_t += intercept[:, None]
+        block_loss, residual, prob = softmax_loss_and_residual(y[start:stop], eta_t.T, w_b)
         loss += block_loss
-        grad_coef += residual_t @ columns.T
-        grad_intercept += residual_t.sum(axis=1)
+        grad_coef += residual.T @ columns.T
+        grad_intercept += residual.sum(axis=0)
+        prob_t = prob.T  # contiguous: the softmax keeps eta's layout
         weighted = prob_t if w_b is None else prob_t * w_b
         h_t = -weighted[pair_k] * prob_t[pair_l]  # H^T: P x rows
         h_t[on_diagonal] += weighted
@@ -84,26 +87,6 @@ def dense_softmax_loss_grad_hess(X, y, weight, params, n_classes, fit_intercept)
     if fit_intercept:
         grad = np.concatenate([grad, grad_intercept])
     return Stats(total_weight(X, weight), float(loss), grad, hess)
-
-
-def _softmax_by_class(columns, y, weight, coef, intercept):
-    """:func:`~daskglm.model.multinomial.softmax_loss_and_residual` of a block given as
-    its columns (``d x rows``), with the residual and probabilities as ``K x rows``: every
-    reduction over the classes then runs along whole rows."""
-    eta = coef @ columns
-    if intercept is not None:
-        eta += intercept[:, None]
-    top = eta.max(axis=0)
-    shifted = np.exp(eta - top)
-    total = shifted.sum(axis=0)
-    prob = shifted / total
-    onehot = np.arange(coef.shape[0], dtype=np.float64)[:, None] == np.asarray(y)[None, :]
-    per_row = top + np.log(total) - np.where(onehot, eta, 0.0).sum(axis=0)
-    residual = prob - onehot
-    if weight is not None:
-        per_row = per_row * weight
-        residual = residual * weight
-    return float(per_row.sum()), residual, prob
 
 
 def _assemble(pair_sums, column_sums, weight_sums, d, K, fit_intercept, upper, pairs):
