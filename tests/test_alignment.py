@@ -113,7 +113,7 @@ def _kernel_calls(dtype):
                                                           labels="moments")
     calls["validation with the gram"] = lambda p: summarize_gram(part(p, y_count), Gaussian())
     calls["validation with the gradient"] = lambda p: summarize_and_evaluate(
-        part(p, y_binary), Binomial(), loss_grad, params, Binomial(), True)
+        part(p, y_binary), Binomial(), True, loss_grad, params, Binomial(), True)
     calls["multinomial gradient"] = lambda p: multinomial_loss_grad(
         part(p, y_class), multi_params, 3, True)
     calls["multinomial hessian"] = lambda p: multinomial_loss_grad_hess(

@@ -7,16 +7,19 @@ from dataclasses import replace
 import dask.array as da
 import numpy as np
 import pytest
+from distributed import Future
 from threadpoolctl import threadpool_limits
 
 import daskglm
 from daskglm.accounting.bytemodel import TASK_BYTES, nbytes, payload_model, tree_tasks
 from daskglm.accounting.calibration import calibrate
 from daskglm.accounting.costmodel import Cluster, measured_seconds, predict
+from daskglm.accounting.kinds import Kind
 from daskglm.accounting.ledger import CommReport
 from daskglm.accounting.projection import project, ranking_changes
 from daskglm.accounting.round_record import RoundRecord, round_timing
 from daskglm.comparison import compare
+from daskglm.compute.kernels import loss_grad
 from daskglm.engine import DistributedEngine, LocalEngine, make_engine
 from daskglm.model.families import Binomial, Gaussian
 from daskglm.model.penalties import L2
@@ -97,8 +100,10 @@ def test_the_model_table_is_what_the_engine_counts(method):
         report = make().fit(X, y).comm_
     for record in report.records:
         kind = {"local_solve": method}.get(record.kind, record.kind)
+        # only L-BFGS (of these) reads the validation round's sample of rows
         down, up = payload_model(kind, n_params=6, n_features=5, partitions=record.partitions,
-                                 split_every=record.split_every or 8, groups=record.groups)
+                                 split_every=record.split_every or 8, groups=record.groups,
+                                 sample_rows=method == "lbfgs")
         assert (record.bytes_sent, record.bytes_returned) == (down, up), record.kind
 
 
@@ -402,3 +407,49 @@ def test_the_reports_text_wraps_and_its_html_is_the_same_table():
     assert "<td>gradient</td><td>2</td><td>4</td>" in page
     assert "chosen: sync_every=4096" in page and "<table>" in page
     assert "<td>total</td>" in page
+
+
+# partials of interleaved partitions --------------------------------------------------------
+def test_interleaved_partitions_return_a_partial_each_and_the_model_counts_them(client):
+    """Each worker holding every other partition: no two of a worker's partitions are
+    neighbours in the reduction tree, so each returns its own partial sum, by task and by
+    direct call alike; the record counts them (``partials``), and the modelled bytes
+    follow the measured ones (within 25%) where one partial a worker would be 4x short."""
+    X, y, _ = make_data("binomial", n=4000, d=3999)
+    contiguous = make_engine(X, y, family=Binomial(), client=client, n_partitions=8)
+    holders = client.who_has(contiguous.parts)
+    first = holders[contiguous.parts[0].key]
+    on_first = [i for i, part in enumerate(contiguous.parts) if holders[part.key] == first]
+    assert on_first == [0, 1, 2, 3]  # numpy rows are scattered in contiguous runs
+    # futures of their own for the same partitions: closing an engine releases its own
+    interleaved = [Future(contiguous.parts[i].key, client) for i in (0, 4, 1, 5, 2, 6, 3, 7)]
+    params = np.zeros(4000)
+    try:
+        records, sums = [], []
+        for direct_rounds in (False, True):
+            with DistributedEngine(client, interleaved, contiguous.n_features,
+                                   direct_rounds=direct_rounds) as engine:
+                sums += [engine.reduce(loss_grad, params, Binomial(), True, kind=Kind.GRADIENT)
+                         for _ in range(3)]
+                engine.collect_measurements()
+            records.append(engine.ledger.records[-1])
+        contiguous.reduce(loss_grad, params, Binomial(), True, kind=Kind.GRADIENT)
+        contiguous.collect_measurements()
+    finally:
+        contiguous.close()
+    np.testing.assert_allclose(sums[0].grad, sums[-1].grad, rtol=1e-12)
+    partial = 8 * (4000 + 2)  # a gradient, the loss and the weight
+    tasks, direct = records
+    assert (tasks.route, direct.route) == ("tasks", "direct")
+    for record in (tasks, direct):
+        assert (record.groups, record.partials, record.gathered) == (2, 8, 8)
+        assert record.bytes_returned == 8 * partial and record.bytes_kept_local == 0
+        assert 0.8 <= record.bytes_measured / record.bytes_modelled <= 1.25, record
+        up = payload_model(Kind.GRADIENT, n_params=4000, partitions=8, groups=2,
+                           partials=record.partials)[1]
+        assert up == record.bytes_returned
+    # the same round on the partitions in their order: one partial a worker
+    neighbours = contiguous.ledger.records[-1]
+    assert (neighbours.partials, neighbours.gathered) == (2, 2)
+    assert neighbours.bytes_returned == 2 * partial
+    assert tasks.bytes_measured > 3 * neighbours.bytes_measured

@@ -14,6 +14,7 @@ from sklearn.metrics import log_loss as sk_log_loss
 
 import daskglm
 from benchmarks.auto_cases import correlated
+from daskglm.accounting.bytemodel import payload_model
 from daskglm.compute.coordinates import Whitened
 from daskglm.compute.multinomial import PerClassCoordinates
 from daskglm.compute.row_sample import SAMPLE_MAX_FEATURES, SAMPLE_ROWS, row_sample
@@ -141,3 +142,29 @@ def test_per_class_maps_delegate_their_bound():
     whitened = Whitened(np.array([[2.0, 1.0], [0.0, 3.0]]), np.array([0.5, -1.0]))
     assert PerClassCoordinates(whitened, 2, 3, True).gradient_factor() == \
         whitened.gradient_factor() == 5.0
+
+
+@pytest.mark.parametrize("solver, sampled", [("lbfgs", True), ("gd", True), ("newton", False),
+                                             ("admm", False), ("proximal", False)])
+def test_the_validation_round_samples_rows_only_for_the_solvers_that_read_it(solver, sampled):
+    """The sample of rows is ``p^2 + p + 1`` floats a partial: the validation round takes
+    it for L-BFGS and gradient descent, whose standardised iterations are whitened with
+    it, and not for the others; the engine's count of the round's bytes is the byte
+    model's with the sample exactly when it was taken."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(4000, 20))
+    y = (X[:, 0] + rng.logistic(size=4000) > 0).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = daskglm.LogisticRegression(solver=solver, max_iter=3).fit(X, y)
+    first = model.comm_.records[0]
+    assert first.kind.startswith("validate")
+
+    def modelled(sample_rows):
+        return payload_model(first.kind, n_params=21, n_features=20,
+                             partitions=first.partitions, groups=first.groups,
+                             split_every=first.split_every, partials=first.partials,
+                             sample_rows=sample_rows)[1]
+
+    assert first.bytes_returned == modelled(sampled)
+    assert modelled(True) - modelled(False) == 8 * (20 * 20 + 20 + 1) * first.partials

@@ -122,7 +122,8 @@ def top_partials(partitions, split_every):
 def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None, groups=None,
                   n_rows=0, n_folds=1, n_models=1, codec=None, scalars=0, arrived=None,
                   dense_downlink=False,
-                  calls=1, edges=None, touched=0, blocks=1, kind_sums=0):
+                  calls=1, edges=None, touched=0, blocks=1, kind_sums=0, partials=None,
+                  sample_rows=True):
     """Modelled payload ``(down, up)`` in bytes of one round of ``kind`` (the table above).
 
     Parameters
@@ -175,6 +176,14 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         ``k``: the sums an ``"inference"`` round returns besides for the log-likelihood
         of analytic weights or binomial trials
         (:func:`~daskglm.model.weight_kinds.kind_sums_size`); 0 for frequency weights.
+    sample_rows : bool
+        Whether the round's column moments include the sample of rows (``r =
+        p^2 + p + 1`` floats up to 128 features: ``"validate"`` and its fused kinds,
+        ``"fold_moments"``, ``"class_moments"``); only for the solvers that read it.
+    partials : int, optional
+        ``T``: the partial sums a tree round moves (a record's ``partials``); one per
+        task by default, ``G`` plus the combine tasks, as when every worker's
+        partitions are neighbours in the reduction tree.
 
     Returns
     -------
@@ -184,16 +193,17 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
     d, P = int(n_params), int(partitions)
     G = P if groups is None else int(groups)
     p = d if n_features is None else int(n_features)
-    T = G + tree_tasks(G, split_every)
-    v = 2 * p + 6 + sample_floats(p)  # a validation result: moments, counts, row sample
+    T = G + tree_tasks(G, split_every) if partials is None else int(partials)
+    r = sample_floats(p) if sample_rows else 0
+    v = 2 * p + 6 + r  # a validation result: moments, counts, row sample
     table = {
-        Kind.VALIDATE: (8 * G, 8 * v * T),
+        Kind.VALIDATE: (16 * G, 8 * v * T),
         Kind.GRADIENT: (8 * (d + 1) * G, 8 * (d + 2) * T),
         Kind.HESSIAN: (8 * (d + 1) * G, 8 * (d * d + d + 2) * T),
         Kind.GRAM: (0, 8 * (p * p + 2 * p + 3) * T),
         Kind.VALIDATE_GRAM: (0, 8 * (p * p + 2 * p + 8) * T),
-        Kind.VALIDATE_GRADIENT: (8 * (d + 1) * G, 8 * (v + d + 2) * T),
-        Kind.VALIDATE_HESSIAN: (8 * (d + 1) * G, 8 * (v + d * d + d + 2) * T),
+        Kind.VALIDATE_GRADIENT: (8 * (d + 2) * G, 8 * (v + d + 2) * T),
+        Kind.VALIDATE_HESSIAN: (8 * (d + 2) * G, 8 * (v + d * d + d + 2) * T),
         "averaging": (8 * (d + 3) * G, 8 * (d + 4) * P),
         "admm": (8 * 2 * d * P + 8 * (d + 2 * p + 5) * G, 8 * (2 * d + 4) * P),
         Kind.SIZES: (0, 16 * P),
@@ -216,8 +226,8 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         Kind.FOLD_GRAM: (int(n_rows) + 8 * G, 8 * int(n_folds) * (p * p + 2 * p + 3) * T),
         Kind.LEAVE_ONE_OUT: (8 * (p * p + p + int(n_models) * (p + 2)) * G,
                              8 * (2 * int(n_models) + 3) * T),
-        Kind.FOLD_MOMENTS: (int(n_rows) + 8 * G, 8 * (2 * p + 1) * T),
-        Kind.CLASS_MOMENTS: (0, 8 * (2 * p + 1) * T),
+        Kind.FOLD_MOMENTS: (int(n_rows) + 8 * G, 8 * (2 * p + 1 + r) * T),
+        Kind.CLASS_MOMENTS: (0, 8 * (2 * p + 1 + r) * T),
         Kind.HELD_OUT: (int(n_rows) + 8 * int(n_models) * d * G, 8 * (2 * int(n_models) + 3) * T),
         Kind.VALIDATION_SCORE: (8 * (d + 2) * G, 8 * 4 * T),
         Kind.PUSH: (8 * d * int(calls), 0),

@@ -253,8 +253,11 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
     down = record.bytes_sent / G0
     if direct:  # one call per worker and its answer: the worker's partials merged there
         holders = min(int(cluster.workers), G)
-        up = record.bytes_returned / max(1, record.tasks)
-        moved = holders * (down + CALL_BYTES) + holders * (up + CALL_BYTES)
+        up = result_bytes(record)
+        # the partials the holders send: one each, unless their partitions are not
+        # neighbours in the tree (the record says how many the driver got)
+        answers = record.gathered if here and record.gathered else holders
+        moved = holders * (down + CALL_BYTES) + answers * up + holders * CALL_BYTES
         return {
             "latency": DIRECT_STEPS * levels * cluster.latency,
             "overhead": levels * call + task_waves * worker,
@@ -269,10 +272,13 @@ def round_seconds(record, cluster, calibration=None, *, here=False):
         up = result_bytes(record)
         moved = G * (down + TASK_BYTES) + D * (up / G + TASK_BYTES) + 2 * up
     elif tree:
-        up = record.bytes_returned / max(1, record.tasks)
+        up = result_bytes(record)
         crossing = 1.0 - 1.0 / min(int(cluster.workers), k)
-        top = top_partials(G, k)
-        moved = (G * (down + TASK_BYTES) + D * k * crossing * (up + TASK_BYTES)
+        top, feeding = top_partials(G, k), D * k
+        if here and record.partials:  # as many partials as the round's tasks returned
+            top = record.gathered or top
+            feeding = max(0, record.partials - top)
+        moved = (G * (down + TASK_BYTES) + crossing * (feeding * up + D * k * TASK_BYTES)
                  + 2 * top * up)
     else:
         up = record.bytes_returned / P0
@@ -294,7 +300,7 @@ def result_bytes(record):
         return record.bytes_returned / (groups + 1)
     if record.topology == "ring":
         return record.bytes_returned / (2 * (groups - 1) + 1)
-    return record.bytes_returned / max(1, record.tasks)
+    return record.bytes_returned / max(1, record.partials or record.tasks)
 
 
 def as_topology(record, topology):
@@ -306,9 +312,12 @@ def as_topology(record, topology):
         raise ValueError(f"A {record.kind!r} round gathers its results: it has no topology.")
     groups = max(1, int(record.groups or record.partitions or 1))
     result = result_bytes(record)
+    partials = gathered = 0
     if topology == "tree":
         tasks = groups + tree_tasks(groups, record.split_every)
-        returned = tasks * result
+        if record.topology in (None, "tree"):
+            partials, gathered = record.partials, record.gathered
+        returned = (partials or tasks) * result
     elif topology == "server":
         tasks, returned = groups + 1, (groups + 1) * result
     elif topology == "ring":
@@ -317,7 +326,7 @@ def as_topology(record, topology):
     else:
         raise ValueError(f"topology must be 'tree', 'server' or 'ring'; got {topology!r}.")
     return replace(record, topology=None if topology == "tree" else topology, tasks=tasks,
-                   bytes_returned=int(round(returned)))
+                   bytes_returned=int(round(returned)), partials=partials, gathered=gathered)
 
 
 def _holder_seconds(record, cluster):

@@ -132,8 +132,9 @@ class CommReport:
         self.choices[option] = (value, reason)
 
     def record(self, kind, tasks, bytes_sent, bytes_returned, seconds, *, partitions=0,
-               groups=None, split_every=None, probe=None):
+               groups=None, split_every=None, probe=None, partials=0, gathered=0):
         """Append one round; ``probe`` (from the engine) fills in the measured fields.
+        ``partials`` and ``gathered`` are a tree round's (:class:`RoundRecord`).
 
         Returns
         -------
@@ -141,7 +142,8 @@ class CommReport:
         """
         rec = RoundRecord(kind, int(tasks), int(bytes_sent), int(bytes_returned), float(seconds),
                           int(partitions), split_every,
-                          groups=int(partitions if groups is None else groups))
+                          groups=int(partitions if groups is None else groups),
+                          partials=int(partials), gathered=int(gathered))
         self.records.append(rec)
         if probe is not None:
             probe.finish(rec, self)

@@ -106,6 +106,16 @@ class RoundRecord:
         Partition holders the round started making on the workers, for the direct rounds
         after it (their tasks are measured with the round, and modelled in
         ``bytes_overhead``); 0 for most rounds.
+    partials : int
+        Tree rounds: the partial sums the round's tasks returned, ``bytes_returned``
+        being this many results.  A task returns one sum per whole subtree of the
+        reduction tree among its inputs: one in all when a worker's partitions are
+        neighbours in the tree, one per partition when they are interleaved with another
+        worker's.  0 for gather rounds.
+    gathered : int
+        Tree rounds: those of the ``partials`` that the driver gathered (the rest fed
+        combine tasks on the workers, or were merged on their own worker); 0 for gather
+        rounds.
     """
 
     kind: str
@@ -140,6 +150,8 @@ class RoundRecord:
     holder_lost: str | None = None
     route: str | None = None
     holders: int = 0
+    partials: int = 0
+    gathered: int = 0
 
     @property
     def bytes_modelled(self) -> int:
@@ -165,15 +177,18 @@ def kept_local(record, workers):
     With the partitions spread evenly over ``W`` workers, Dask runs each combine task on
     the worker holding most of its ``k`` inputs, so about ``1 / min(W, k)`` of every
     combine's inputs are already there.  Every partial but the ``m`` the driver gathers
-    (:func:`~daskglm.accounting.bytemodel.top_partials`) feeds a combine task:
-    ``(T - m) * r / min(W, k)`` bytes stay local, ``r`` being one task's result
-    (``bytes_returned / T``).  Gather rounds send every result to the driver: 0.
+    feeds a combine task: ``(T - m) * r / min(W, k)`` bytes stay local, ``T`` being the
+    record's ``partials`` and ``r`` one partial (``bytes_returned / T``); without them,
+    ``T`` is the tasks and ``m`` :func:`~daskglm.accounting.bytemodel.top_partials`.
+    Gather rounds send every result to the driver: 0.
     """
-    if record.split_every is None or not workers or record.tasks <= 1:
+    partials = record.partials or record.tasks
+    if record.split_every is None or not workers or partials <= 1:
         return 0
-    result = record.bytes_returned / record.tasks
-    top = top_partials(record.groups or record.partitions, record.split_every)
-    feeding_combines = max(0, record.tasks - top)
+    result = record.bytes_returned / partials
+    top = record.gathered or top_partials(record.groups or record.partitions,
+                                          record.split_every)
+    feeding_combines = max(0, partials - top)
     return int(round(feeding_combines * result / min(int(workers), record.split_every)))
 
 

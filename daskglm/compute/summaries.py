@@ -52,11 +52,12 @@ class ColumnMoments:
 
 
 @row_additive
-def column_moments(part):
+def column_moments(part, sample_rows=True):
     """Weighted first and second column moments (as sums) of one partition, one read of
-    ``X``, and the second moments of a sample of its rows (:func:`~.row_sample.row_sample`)."""
+    ``X``, and with ``sample_rows`` the second moments of a sample of its rows
+    (:func:`~.row_sample.row_sample`)."""
     moments = _column_moments(part)
-    moments.sample = row_sample(part[0], part[2])
+    moments.sample = row_sample(part[0], part[2]) if sample_rows else None
     return moments
 
 
@@ -267,7 +268,7 @@ def all_finite(a):
 
 
 @row_additive
-def summarize(part, family, labels=False, sums_finite=None):
+def summarize(part, family, labels=False, sums_finite=None, sample_rows=True):
     """Row count, total weight, column moments and a list of problems (NaN/inf, bad labels,
     bad weights).
 
@@ -281,6 +282,8 @@ def summarize(part, family, labels=False, sums_finite=None):
     call for an entry-by-entry check.  A caller that has already summed the partition's
     products (:func:`summarize_gram`) passes whether those sums were finite as
     ``sums_finite``: the column moments are then not computed (``moments`` is None).
+    ``sample_rows`` says whether the moments include a sample of the rows' products
+    (:func:`column_moments`), which only some solvers read.
     """
     X, y, weight = part[:3]
     offset = part[3] if len(part) > 3 else None
@@ -295,9 +298,10 @@ def summarize(part, family, labels=False, sums_finite=None):
         counts = count_labels(part, labels == "moments", MAX_LABELS)
         if sums_finite is None and counts.has_moments():  # the same read, by class
             moments = ColumnMoments(partition_weight(part), counts.sums.sum(axis=0),
-                                    counts.squares.sum(axis=0), row_sample(X, weight))
+                                    counts.squares.sum(axis=0),
+                                    row_sample(X, weight) if sample_rows else None)
     if sums_finite is None:
-        moments = column_moments(part) if moments is None else moments
+        moments = column_moments(part, sample_rows) if moments is None else moments
         sums_finite = bool(np.isfinite(moments.sums).all()
                            and np.isfinite(moments.squares).all())
     if not sums_finite and not all_finite(X):
@@ -400,8 +404,9 @@ def gram_moments(stats: GramStats) -> ColumnMoments:
 
 
 @row_additive
-def summarize_and_evaluate(part, family, kernel, *args):
-    """:func:`summarize` and ``kernel(part, *args)`` (a solver's first evaluation) in the
-    same task; the kernel runs only on a partition without problems."""
-    summary = summarize(part, family)
+def summarize_and_evaluate(part, family, sample_rows, kernel, *args):
+    """:func:`summarize` (with a sample of the rows when ``sample_rows``) and
+    ``kernel(part, *args)`` (a solver's first evaluation) in the same task; the kernel
+    runs only on a partition without problems."""
+    summary = summarize(part, family, sample_rows=sample_rows)
     return FusedSummary(summary, None if summary.problems else kernel(part, *args))

@@ -16,7 +16,7 @@ from ..accounting.bytemodel import nbytes, tree_tasks
 from ..accounting.ledger import CommReport
 from .asynchronous import AsyncVerbs
 from .deadline import DeadlineVerbs
-from .measure import Timer
+from .measure import Timer, tree_partials
 from .state import StateVerbs
 from .validation import ValidationVerbs
 
@@ -107,10 +107,12 @@ class Engine(StateVerbs, DeadlineVerbs, AsyncVerbs, ValidationVerbs):
         groups = probe.groups or len(self.groups)
         tasks = groups + combine_tasks
         sent = groups * nbytes(args) + (0 if each is None else nbytes(each))
-        returned = tasks * nbytes(result) if tree else nbytes(result)
+        partials, gathered = tree_partials(probe, tasks) if tree else (0, 0)
+        returned = partials * nbytes(result) if tree else nbytes(result)
         record = self.ledger.record(
             kind, tasks, sent, returned, timer.seconds, partitions=self.n_partitions,
             groups=groups, split_every=self.split_every if tree else None, probe=probe,
+            partials=partials, gathered=gathered,
         )
         record.bytes_read = self.round_bytes_read()
         return result

@@ -35,7 +35,7 @@ def _keep_leading(delayed_parts, kept, client):
 
 def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions=None,
                 split_every=8, group_partitions=True, cache="memory", labels=False,
-                rescale=False, offset=None, topology="tree", first=None):
+                rescale=False, offset=None, topology="tree", first=None, sample_rows=True):
     """Partition, persist and validate ``(X, y, sample_weight)``; return an engine.
 
     Parameters
@@ -84,6 +84,9 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
     first : FirstEvaluation, optional
         A solver's first evaluation, run in the validation round
         (:meth:`Engine.validate`); the solver takes its result from the engine.
+    sample_rows : bool
+        Whether the validation round takes a sample of the rows' products (for the
+        solvers that decorrelate the columns with it, :meth:`Engine.validate`).
 
     Returns
     -------
@@ -154,7 +157,7 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
     engine.cache_reason = reason
     engine.topology = topology
     try:
-        engine.validate(family, labels, rescale, first)
+        engine.validate(family, labels, rescale, first, sample_rows)
     except BaseException:
         engine.close()
         raise

@@ -52,6 +52,7 @@ from .partition_holders import (
     pack_message,
     unpack_message,
 )
+from .tasks import complete_node_keys
 
 __all__ = ["DirectRounds", "DirectRoundFailed", "HeldState", "DirectMeasurement"]
 
@@ -87,11 +88,14 @@ def _on_this_machine(address):
 
 
 class DirectMeasurement:
-    """What a direct round moved and how long its groups computed."""
+    """What a direct round moved and how long its groups computed; in a tree round, the
+    partial sums its groups made (``partials``) and those the driver received
+    (``gathered``: the rest were merged on their holder)."""
 
-    def __init__(self, sent, returned, calls, groups, spans):
+    def __init__(self, sent, returned, calls, groups, spans, partials=0, gathered=0):
         self.sent, self.returned, self.calls = sent, returned, calls
         self.groups, self.spans = groups, spans
+        self.partials, self.gathered = partials, gathered
 
     def fill(self, record):
         """Write the measured fields of ``record``."""
@@ -105,9 +109,17 @@ class DirectMeasurement:
         record.bytes_transferred = self.returned
         record.bytes_measured = self.sent + self.returned
         record.transfers = record.seconds_transferring = None  # no data requests: calls
-        tasks = max(1, record.tasks)
-        record.bytes_kept_local = (int(round((self.groups - self.calls) * record.bytes_returned
-                                             / tasks)) if record.split_every else 0)
+        if record.split_every and self.partials:
+            result = record.bytes_returned / max(1, record.partials or record.tasks)
+            record.partials, record.gathered = self.partials, self.gathered
+            record.bytes_returned = int(round(self.partials * result))
+            record.bytes_kept_local = int(round((self.partials - self.gathered) * result))
+        elif record.split_every:
+            tasks = max(1, record.tasks)
+            record.bytes_kept_local = int(round((self.groups - self.calls)
+                                                * record.bytes_returned / tasks))
+        else:
+            record.bytes_kept_local = 0
         for name, value in round_timing(self.spans).items():
             setattr(record, name, value)
 
@@ -235,10 +247,13 @@ class DirectRounds:
                 spans.append((True, (worker, thread), stop - seconds, stop))
         sent = sum(len(payloads[j]) for team in self.teams for j in team
                    if j == team[0] or payloads[j] is not payloads[team[0]])
-        measurement = DirectMeasurement(sent, returned, len(payloads), self.n_groups, spans)
         if tree:
-            return combine_nodes(self.n_partitions, *outputs)[tree_root(self.n_partitions)], \
-                measurement
+            n = self.n_partitions
+            partials = sum(len(complete_node_keys(group, n)) for group in self.engine_groups)
+            measurement = DirectMeasurement(sent, returned, len(payloads), self.n_groups, spans,
+                                            partials, sum(len(nodes) for nodes in outputs))
+            return combine_nodes(n, *outputs)[tree_root(n)], measurement
+        measurement = DirectMeasurement(sent, returned, len(payloads), self.n_groups, spans)
         results = [None] * self.n_partitions
         for answer in outputs:
             for i, item in answer.items():

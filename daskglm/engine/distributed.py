@@ -258,7 +258,7 @@ class DistributedEngine(DistributedStateRounds, DistributedDeadlineRounds, Engin
              for group, future in zip(self.groups if groups is None else groups, group_futures)),
             key=lambda item: node_start(item[1][0]),
         )
-        combines = 0
+        combines, partials = 0, sum(len(nodes) for _, nodes in level)
         while len(level) > self.split_every:
             merged = []
             for i in range(0, len(level), self.split_every):
@@ -270,6 +270,8 @@ class DistributedEngine(DistributedStateRounds, DistributedDeadlineRounds, Engin
                 merged.append((future, list(complete_nodes(keys, n))))
                 combines += 1
             level = merged
+            partials += sum(len(nodes) for _, nodes in level)
+        probe.partials, probe.gathered = partials, sum(len(nodes) for _, nodes in level)
         tops = self.client.gather([future for future, _ in level])
         return combine_nodes(n, *tops)[tree_root(n)], combines
 

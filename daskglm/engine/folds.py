@@ -82,7 +82,8 @@ class TrainingView:
         self.n_features = engine.n_features
         self.n_partitions = engine.n_partitions
         self.column_scale = None
-        moments = self.reduce(column_moments, kind=Kind.FOLD_MOMENTS)
+        self.sample_rows = engine.sample_rows
+        moments = self.reduce(column_moments, self.sample_rows, kind=Kind.FOLD_MOMENTS)
         self.column_moments = moments
         self.sum_weight = float(moments.weight)
         if not self.sum_weight > 0:

@@ -69,4 +69,5 @@ def encode_and_weigh_classes(engine, codes, class_weights=None):
                                               weights @ counts.squares,
                                               engine.column_moments.sample)
     else:
-        engine.column_moments = engine.reduce(column_moments, kind=Kind.CLASS_MOMENTS)
+        engine.column_moments = engine.reduce(column_moments, engine.sample_rows,
+                                              kind=Kind.CLASS_MOMENTS)

@@ -24,7 +24,8 @@ try:  # the scheduler plugin needs distributed's base class
 except ImportError:  # pragma: no cover - distributed is a dependency
     _SchedulerPlugin = object  # type: ignore[misc,assignment]
 
-__all__ = ["Timer", "LocalProbe", "DaskMeter", "RoundsPlugin", "COLLECT_EVERY_TASKS"]
+__all__ = ["Timer", "LocalProbe", "DaskMeter", "RoundsPlugin", "COLLECT_EVERY_TASKS",
+           "tree_partials"]
 
 
 #: Measurements of pending rounds are fetched from the cluster once this many tasks have
@@ -72,6 +73,8 @@ class LocalProbe:
         self.spans = []
         #: the round's tasks when they were not the engine's groups (never, in process)
         self.groups = None
+        #: a tree round's partial sums when its tasks did not return one each (never)
+        self.partials = self.gathered = None
 
     def __enter__(self):
         return self
@@ -103,6 +106,12 @@ class LocalProbe:
 
 
 # distributed rounds --------------------------------------------------------------------
+def tree_partials(probe, tasks):
+    """``(partials, gathered)`` of a tree round of ``tasks`` tasks: what ``probe`` was
+    told by the backend, else one partial a task and ``gathered`` left to the model (0)."""
+    return (probe.partials or tasks), (probe.gathered or 0)
+
+
 def _round_token(key):
     """The round token of a key the engine named, else None."""
     if type(key) is str and key.startswith(KEY_PREFIX):
@@ -219,6 +228,9 @@ class _DaskProbe:
         #: set by the backend when the round's tasks were not the engine's groups (the
         #: streamed runs of :mod:`daskglm.engine.streaming`): how many there were
         self.groups = None
+        #: set by the backend when a tree round's tasks did not return one partial sum
+        #: each: the sums they returned, and those of them the driver gathered
+        self.partials = self.gathered = None
 
     def keys(self, n):
         """Keys for the round's ``n`` partition tasks."""
@@ -279,6 +291,7 @@ def _mark_topology(record, topology, workers):
     result = record.bytes_returned / max(1, record.tasks)
     groups = max(1, record.groups)
     record.topology = topology
+    record.partials = record.gathered = 0  # a tree's counts: a server and a ring differ
     record.bytes_returned = int(round(returned_bytes(topology, result, groups)))
     record.bytes_kept_local = (int(round(groups * result / max(1, workers or 1)))
                                if topology == "server" else 0)

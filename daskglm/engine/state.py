@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from ..accounting.bytemodel import nbytes
 from ..accounting.kinds import Kind
-from .measure import Timer
+from .measure import Timer, tree_partials
 
 
 class StateRound(NamedTuple):
@@ -198,10 +198,13 @@ class StateVerbs:
         # the states stay where they are: only the broadcast arguments go down and only
         # the results (partials, then the root) come back
         sent = groups * nbytes(args)
-        returned = (groups + combine_tasks) * nbytes(result) if tree else nbytes(result)
+        partials, gathered = (tree_partials(probe, groups + combine_tasks) if tree
+                              else (0, 0))
+        returned = partials * nbytes(result) if tree else nbytes(result)
         record = self.ledger.record(
             kind, tasks, sent, returned, timer.seconds, partitions=self.n_partitions,
             groups=groups, split_every=self.split_every if tree else None, probe=probe,
+            partials=partials, gathered=gathered,
         )
         record.state_reset = tuple(sorted(reset))
         record.bytes_read = self.round_bytes_read()

@@ -48,7 +48,11 @@ class ValidationVerbs:
     #: changed the targets or weights since (the mean target without a round of its own).
     target_sums = None
 
-    def validate(self, family, labels=False, rescale=False, first=None):
+    #: Whether the column moments include a sample of the rows' products (the solver
+    #: reads it); the rounds that sum the moments again take it as the validation did.
+    sample_rows = True
+
+    def validate(self, family, labels=False, rescale=False, first=None, sample_rows=True):
         """One round over the data: row count, total weight, NaN/inf, labels, weights.
 
         With ``labels``, the distinct target values are collected into ``self.labels``
@@ -56,7 +60,9 @@ class ValidationVerbs:
         ``"moments"``) also collects their weighted counts into ``self.label_counts``
         (:func:`daskglm.engine.labels.classes_from_counts`).  The same read sums the columns of
         ``X`` and their squares (``self.column_moments``), which standardising solvers
-        need.  Raises ValueError naming every problem found.
+        need, and with ``sample_rows`` a sample of the rows' products, from which L-BFGS
+        and gradient descent decorrelate the columns (``p^2`` floats a partial: only for
+        the solvers that read it).  Raises ValueError naming every problem found.
 
         Columns whose magnitude is beyond what float64 products can hold (see
         :data:`SAFE_EXPONENT`) are an error, or with ``rescale`` are multiplied by powers
@@ -73,19 +79,20 @@ class ValidationVerbs:
         rescaled (the evaluation was then of other data).
         """
         self.first_evaluation = None
+        self.sample_rows = bool(sample_rows)
         if first is not None and labels:
             raise ValueError("A first evaluation cannot share a round that collects labels.")
         if first is None:
-            summary: PartitionSummary = self.reduce(summarize, family, labels,
-                                                    kind=Kind.VALIDATE)
+            summary: PartitionSummary = self.reduce(summarize, family, labels, None,
+                                                    self.sample_rows, kind=Kind.VALIDATE)
             moments = summary.moments
         elif first.kernel is gram:
             fused = self.reduce(summarize_gram, family, kind=first.kind)
             summary = fused.summary
             moments = None if fused.result is None else gram_moments(fused.result)
         else:
-            fused = self.reduce(summarize_and_evaluate, family, first.kernel, *first.args,
-                                kind=first.kind)
+            fused = self.reduce(summarize_and_evaluate, family, self.sample_rows,
+                                first.kernel, *first.args, kind=first.kind)
             summary, moments = fused.summary, fused.summary.moments
         self.labels = summary.labels
         self.label_counts = summary.label_counts
@@ -115,7 +122,7 @@ class ValidationVerbs:
             scale = np.ldexp(1.0, exponents.astype(int))
             self.first_evaluation = None  # it was of the columns before rescaling
             self._transform(scale_columns, scale, Kind.SCALE)
-            summary = self.validate(family, labels)
+            summary = self.validate(family, labels, sample_rows=sample_rows)
             self.column_scale = scale
         return summary
 

@@ -225,14 +225,16 @@ class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
     def _open_engines(self, data, plan):
         """The :class:`~.plan.FitEngines` of a fit: here the training rows' engine."""
         return FitEngines(self._engine(data.X, data.y, data.sample_weight, data.family,
-                                       data.offset, plan.first, data.labels, plan.rescale))
+                                       data.offset, plan.first, data.labels, plan.rescale,
+                                       plan.solver.reads_row_sample(plan.problem)))
 
     def _engine(self, X, y, sample_weight, family, offset=None, first=None, labels=None,
-                rescale=None):
+                rescale=None, sample_rows=True):
         """The validated engine of a fit, honouring the ``cache`` policy; ``first`` (a
         solver's :class:`~daskglm.solvers.base.FirstEvaluation`) runs in the validation
         round unless that round collects the class labels (``labels``, a
-        :class:`~.plan.LabelRequest`)."""
+        :class:`~.plan.LabelRequest`), which takes a sample of the rows when
+        ``sample_rows`` (:meth:`~daskglm.solvers.base.Solver.reads_row_sample`)."""
         summary = False if labels is None else labels.summary
         if summary and offset is None and follows_from_class_sums(first, X):
             # the first evaluation follows from the classes' column sums
@@ -241,7 +243,8 @@ class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache,
                              n_partitions=self._in_process_partitions(X), labels=summary,
                              rescale=self._rescalable() if rescale is None else rescale,
-                             offset=offset, first=None if summary else first)
+                             offset=offset, first=None if summary else first,
+                             sample_rows=sample_rows)
         self.cache_ = engine.cache
         logger.info("%s: cache=%r -> %r (%s)", type(self).__name__, self.cache, engine.cache,
                     engine.cache_reason)

@@ -370,6 +370,12 @@ class Solver:
             return f"solver {cls.name!r} does not handle {' or '.join(missing)}"
         return None
 
+    def reads_row_sample(self, problem: Problem) -> bool:
+        """Whether the solver reads the validation round's sample of rows
+        (:meth:`Objective.column_covariance`) on ``problem``; the round takes the
+        sample (``p^2`` floats a partial) only then.  False by default."""
+        return False
+
     def first_evaluation(self, problem: Problem, params0) -> FirstEvaluation | None:
         """The evaluation this solver starts with at ``params0``, for the validation round
         to compute in its read of the data; None (the default) when the solver's first

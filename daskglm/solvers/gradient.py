@@ -175,6 +175,11 @@ class GradientDescent(Solver):
         return SolverResult(coordinates.to_params(theta), n_iter, converged, history.entries,
                             message)
 
+    def reads_row_sample(self, problem):
+        """The standardised iteration is whitened with the validation round's sample of
+        rows."""
+        return bool(self.opts["standardize"])
+
     def _coordinates(self, problem, objective, curvature):
         """Standardised coordinates with the penalty's curvature in the coefficients' scales,
         whitened where the validation round sampled rows (the same map for every class of

@@ -135,6 +135,12 @@ class LBFGS(Solver):
     NOT_SHARDED = frozenset({Feature.NONNEGATIVE, Feature.MULTINOMIAL,
                              Feature.NON_QUADRATIC_PENALTY})
 
+    def reads_row_sample(self, problem):
+        """The driver's iteration whitens the columns with the validation round's sample
+        of rows, unbounded and standardised; the sharded one does not."""
+        return bool(self.opts["standardize"] and not self.opts["sharded"]
+                    and not getattr(problem.penalty, "nonnegative", False))
+
     def first_evaluation(self, problem, params0):
         """The loss and gradient at ``params0`` (scipy's first evaluation), in the driver's
         iteration; none for the sharded one."""
