@@ -64,6 +64,9 @@ def test_the_sample_is_evenly_spaced_rows_of_dense_sparse_and_weighted_partition
     np.testing.assert_allclose(csr.products, sample.products, rtol=1e-12)
     assert row_sample(np.zeros((10, SAMPLE_MAX_FEATURES + 1)), None) is None
     assert column_moments((X, None, weight)).sample.products.shape == (4, 4)
+    # a partial carries the upper triangle only: 10 products of 4 columns
+    assert sample.upper.shape == (10,) and (sample + sample).products == pytest.approx(
+        2 * sample.products, rel=1e-15)
 
 
 def test_a_column_the_sample_barely_sees_keeps_its_variance_and_no_covariance():
@@ -147,7 +150,7 @@ def test_per_class_maps_delegate_their_bound():
 @pytest.mark.parametrize("solver, sampled", [("lbfgs", True), ("gd", True), ("newton", False),
                                              ("admm", False), ("proximal", False)])
 def test_the_validation_round_samples_rows_only_for_the_solvers_that_read_it(solver, sampled):
-    """The sample of rows is ``p^2 + p + 1`` floats a partial: the validation round takes
+    """The sample of rows is ``p (p + 1) / 2 + p + 1`` floats a partial: the round takes
     it for L-BFGS and gradient descent, whose standardised iterations are whitened with
     it, and not for the others; the engine's count of the round's bytes is the byte
     model's with the sample exactly when it was taken."""
@@ -167,4 +170,4 @@ def test_the_validation_round_samples_rows_only_for_the_solvers_that_read_it(sol
                              sample_rows=sample_rows)[1]
 
     assert first.bytes_returned == modelled(sampled)
-    assert modelled(True) - modelled(False) == 8 * (20 * 20 + 20 + 1) * first.partials
+    assert modelled(True) - modelled(False) == 8 * (20 * 21 // 2 + 20 + 1) * first.partials

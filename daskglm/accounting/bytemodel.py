@@ -178,7 +178,7 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         (:func:`~daskglm.model.weight_kinds.kind_sums_size`); 0 for frequency weights.
     sample_rows : bool
         Whether the round's column moments include the sample of rows (``r =
-        p^2 + p + 1`` floats up to 128 features: ``"validate"`` and its fused kinds,
+        p (p + 1) / 2 + p + 1`` floats up to 128 features: ``"validate"`` and its fused kinds,
         ``"fold_moments"``, ``"class_moments"``); only for the solvers that read it.
     partials : int, optional
         ``T``: the partial sums a tree round moves (a record's ``partials``); one per

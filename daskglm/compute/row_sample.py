@@ -3,8 +3,9 @@ covariance, from which L-BFGS builds a preconditioner
 (:meth:`~daskglm.compute.coordinates.Whitened.from_moments`).
 
 Each partition contributes :data:`SAMPLE_ROWS` evenly spaced rows (all of its rows when
-it has fewer); their weighted products ``sum w x x^T`` are ``d^2`` floats a partition,
-so the sample is taken only up to :data:`SAMPLE_MAX_FEATURES` columns.  A preconditioner
+it has fewer); their weighted products ``sum w x x^T`` are ``d (d + 1) / 2`` floats a
+partition (the upper triangle), so the sample is taken only up to
+:data:`SAMPLE_MAX_FEATURES` columns.  A preconditioner
 needs the covariance only roughly: with at least 16 rows a column, sampling noise
 leaves the whitened problem's condition number within a small factor of 1.  Pure numpy
 on the sampled rows (a GPU partition's are copied to the host: a few hundred kB).
@@ -23,7 +24,7 @@ __all__ = ["RowSample", "row_sample", "SAMPLE_ROWS", "SAMPLE_MAX_FEATURES",
 
 #: Rows a partition contributes to the sample, evenly spaced through it.
 SAMPLE_ROWS = 2048
-#: Up to this many columns the validation round samples rows (``d^2`` floats a task).
+#: Up to this many columns the validation round samples rows (``d^2 / 2`` floats a task).
 SAMPLE_MAX_FEATURES = 128
 
 
@@ -31,21 +32,36 @@ def sample_floats(n_features):
     """Floats a partition's :class:`RowSample` adds to its validation result (0 beyond
     :data:`SAMPLE_MAX_FEATURES` columns)."""
     p = int(n_features)
-    return p * p + p + 1 if p <= SAMPLE_MAX_FEATURES else 0
+    return p * (p + 1) // 2 + p + 1 if p <= SAMPLE_MAX_FEATURES else 0
 
 
 @dataclass
 class RowSample:
-    """Total weight, weighted column sums and weighted products ``sum w x x^T`` of a
-    sample of rows."""
+    """Total weight, weighted column sums and the upper triangle (row by row) of the
+    weighted products ``sum w x x^T`` of a sample of rows."""
 
     weight: float
     sums: np.ndarray
-    products: np.ndarray
+    upper: np.ndarray
+
+    @classmethod
+    def of(cls, weight, sums, products):
+        """The sample of total ``weight``, column ``sums`` and symmetric ``products``."""
+        return cls(float(weight), sums, products[np.triu_indices(products.shape[0])])
+
+    @property
+    def products(self):
+        """The weighted products ``sum w x x^T``, a symmetric matrix."""
+        p = self.sums.shape[0]
+        products = np.zeros((p, p))
+        rows, columns = np.triu_indices(p)
+        products[rows, columns] = self.upper
+        products[columns, rows] = self.upper
+        return products
 
     def __add__(self, other):
         return RowSample(self.weight + other.weight, self.sums + other.sums,
-                         self.products + other.products)
+                         self.upper + other.upper)
 
     def covariance(self, variances, centred):
         """The columns' covariance (with ``centred``, else their second moments) from the
@@ -58,7 +74,7 @@ class RowSample:
         spread (a rare level seen once or never in the sample) has its full variance and
         no covariance with the others.  None when the sample holds nothing usable.
         """
-        if not self.weight > 0 or not np.all(np.isfinite(self.products)):
+        if not self.weight > 0 or not np.all(np.isfinite(self.upper)):
             return None
         means = self.sums / self.weight
         covariance = self.products / self.weight
@@ -87,7 +103,7 @@ def row_sample(X, weight):
         np.asarray(to_host(weight[taken]), dtype=np.float64)
     weighted = rows * w[:, None]
     with np.errstate(all="ignore"):  # extreme columns are rescaled and sampled again
-        return RowSample(float(w.sum()), weighted.sum(axis=0), weighted.T @ rows)
+        return RowSample.of(w.sum(), weighted.sum(axis=0), weighted.T @ rows)
 
 
 def _dense(rows):

@@ -399,7 +399,7 @@ def gram_moments(stats: GramStats) -> ColumnMoments:
     sample = None
     if sample_floats(sums.shape[0]):
         products = stats.sxx + stats.weight * np.outer(stats.mean_x, stats.mean_x)
-        sample = RowSample(float(stats.weight), sums, products)
+        sample = RowSample.of(stats.weight, sums, products)
     return ColumnMoments(float(stats.weight), sums, squares, sample)
 
 

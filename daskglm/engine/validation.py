@@ -61,7 +61,7 @@ class ValidationVerbs:
         (:func:`daskglm.engine.labels.classes_from_counts`).  The same read sums the columns of
         ``X`` and their squares (``self.column_moments``), which standardising solvers
         need, and with ``sample_rows`` a sample of the rows' products, from which L-BFGS
-        and gradient descent decorrelate the columns (``p^2`` floats a partial: only for
+        and gradient descent decorrelate the columns (``p^2 / 2`` floats a partial: only for
         the solvers that read it).  Raises ValueError naming every problem found.
 
         Columns whose magnitude is beyond what float64 products can hold (see

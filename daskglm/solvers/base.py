@@ -373,7 +373,7 @@ class Solver:
     def reads_row_sample(self, problem: Problem) -> bool:
         """Whether the solver reads the validation round's sample of rows
         (:meth:`Objective.column_covariance`) on ``problem``; the round takes the
-        sample (``p^2`` floats a partial) only then.  False by default."""
+        sample (``p^2 / 2`` floats a partial) only then.  False by default."""
         return False
 
     def first_evaluation(self, problem: Problem, params0) -> FirstEvaluation | None:
