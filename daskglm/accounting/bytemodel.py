@@ -176,14 +176,14 @@ def payload_model(kind, *, n_params, partitions, split_every=8, n_features=None,
         ``k``: the sums an ``"inference"`` round returns besides for the log-likelihood
         of analytic weights or binomial trials
         (:func:`~daskglm.model.weight_kinds.kind_sums_size`); 0 for frequency weights.
-    sample_rows : bool
-        Whether the round's column moments include the sample of rows (``r =
-        p (p + 1) / 2 + p + 1`` floats up to 128 features: ``"validate"`` and its fused kinds,
-        ``"fold_moments"``, ``"class_moments"``); only for the solvers that read it.
     partials : int, optional
         ``T``: the partial sums a tree round moves (a record's ``partials``); one per
         task by default, ``G`` plus the combine tasks, as when every worker's
         partitions are neighbours in the reduction tree.
+    sample_rows : bool
+        Whether the round's column moments include the sample of rows (``r =
+        p (p + 1) / 2 + p + 1`` floats up to 128 features: ``"validate"`` and its fused
+        kinds, ``"fold_moments"``, ``"class_moments"``); only for the solvers that read it.
 
     Returns
     -------

@@ -155,7 +155,7 @@ def compiled_lazy_steps_apply(part, counts, config):
     from .blocked import pointwise_for
 
     X, y, weight = part[:3]
-    return (sp.isspmatrix_csr(X) and X.dtype in (np.float32, np.float64)
+    return (sp.issparse(X) and X.format == "csr" and X.dtype in (np.float32, np.float64)
             and isinstance(y, np.ndarray) and y.dtype in (np.float32, np.float64)
             and (weight is None or (isinstance(weight, np.ndarray)
                                     and weight.dtype in (np.float32, np.float64)))
