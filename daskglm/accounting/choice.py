@@ -46,7 +46,8 @@ products, ``d^2 K (K + 1) / 4`` multiply-adds a row, in place of ``n p^2``.  Rou
   :data:`SHARDED_FEATURES` features it runs on column shards (:func:`sharded_lbfgs_seconds`):
   each iteration's evaluation round moves ``16 p`` bytes a worker instead of the driver's
   ``16 p`` per process, and adds the shards' commands and their work on the L-BFGS pairs,
-  and the fit adds its setup rounds.
+  and the fit adds its setup rounds; on the whole vector the validation round's row sample
+  (``p (p + 1) / 2`` floats a process, up to 128 features) crosses the network besides.
 * ``proximal``: :data:`PROXIMAL_ROUNDS_PER_DECADE` per decade of ``tol / spread``.  With an L1 or elastic-net
   penalty it is weighed against proximal Newton (``newton``'s rounds) for the
   non-quadratic losses; for the squared loss it is the candidate (it stops where
@@ -64,6 +65,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..compute.row_sample import sample_floats
 from ..model.problem import Feature
 from ..optim.restarted_lbfgs import MEMORY
 from .bytemodel import tree_depth
@@ -285,7 +287,9 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
         lbfgs_seconds = sharded_lbfgs_seconds(n, p, W, lbfgs_rounds - 1, link=link,
                                               data_bytes=data_bytes, pass_seconds=pass_seconds)
     else:
-        lbfgs_rounds_run, lbfgs_seconds = lbfgs_rounds, lbfgs_rounds * gradient + FIT_SECONDS
+        lbfgs_rounds_run = lbfgs_rounds
+        lbfgs_seconds = (lbfgs_rounds * gradient + _row_sample_seconds(problem, link)
+                         + FIT_SECONDS)
     return [
         MethodCost("normal", 1, hessian + FIT_SECONDS,
                    note="the Gram matrix in the validation round"),
@@ -296,6 +300,16 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
                    note="on column shards" if sharded else ""),
         MethodCost("proximal", proximal_rounds, proximal_rounds * gradient + FIT_SECONDS),
     ]
+
+
+def _row_sample_seconds(problem, link):
+    """Seconds the validation round's row sample (which whole-vector L-BFGS reads, and
+    the other methods do not take) adds on ``link``: one sample a process, through the
+    driver's card; 0 in this process."""
+    if not link.networked:
+        return 0.0
+    calls = min(link.nodes, DEFAULT_SPLIT_EVERY)
+    return calls * 8.0 * sample_floats(problem.n_features) / link.bandwidth
 
 
 def _softmax_seconds(problem, n, workers, hessian=False):
