@@ -84,13 +84,18 @@ def test_sgd_on_a_cluster_sizes_local_sgd_rounds_by_their_cost(client):
 
 
 def test_sgd_in_this_process_stays_synchronous():
+    """In this process a Dask array's chunks are one partition for SGD at "auto" (a
+    round an epoch: the in-memory fit's iterates, each step one mini-batch); with
+    ``sync_every=None`` in its options a round a step over the chunks."""
     X, y = _dask_data(n=4_000)
     model = daskglm.SGDClassifier(max_iter=2, tol=None, random_state=0).fit(X, y)
-    assert model.comm_.choices["sync_every"][0] is None
-    assert "this process" in model.comm_.choices["sync_every"][1]
+    assert "one partition" in model.comm_.choices["sync_every"][1]
+    in_memory = daskglm.SGDClassifier(max_iter=2, tol=None, random_state=0).fit(
+        X.compute(), y.compute())
+    np.testing.assert_array_equal(model.coef_, in_memory.coef_)
     synchronous = daskglm.SGDClassifier(max_iter=2, tol=None, random_state=0,
-                                        sync_every=None).fit(X, y)
-    np.testing.assert_array_equal(model.coef_, synchronous.coef_)
+                                        solver_options={"sync_every": None}).fit(X, y)
+    assert min(r.partitions for r in synchronous.comm_.records) > 1
 
 
 def test_sgd_deadline_with_auto_sizes_local_rounds(client):

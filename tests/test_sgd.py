@@ -554,3 +554,25 @@ def test_in_memory_rows_fitted_in_this_process_are_one_partition_for_sgd():
     fixed = daskglm.SGDRegressor(max_iter=1, tol=None, random_state=0,
                                  solver_options={"sync_every": 4096}).fit(X, y)
     assert {r.partitions for r in fixed.comm_.records} == {2}
+
+
+@pytest.mark.parametrize("layout", ["dense", "csr_matrix", "csr_array"])
+def test_a_dask_arrays_chunks_fitted_in_this_process_are_one_partition_for_sgd(layout):
+    """In this process a Dask array's chunks, once computed, are joined into the one
+    partition SGD asks for: the fit is the numpy input's to the bit, one round an epoch
+    (on 4 chunks of hashed rows each step was a round of the whole coefficient vector:
+    40,000 x 2^16 rows took 117 s against 0.3 s)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = sp.random(4000, 300, density=0.05, format="csr", random_state=1)
+    X = X.toarray() if layout == "dense" else getattr(sp, layout)(X)
+    y = (rng.random(4000) < 0.4).astype(float)
+    chunked = da.from_array(X, chunks=(1000, 300), asarray=False)
+    in_memory = daskglm.SGDClassifier(loss="log_loss", random_state=0).fit(X, y)
+    on_chunks = daskglm.SGDClassifier(loss="log_loss", random_state=0).fit(
+        chunked, da.from_array(y, chunks=1000))
+    np.testing.assert_array_equal(on_chunks.coef_, in_memory.coef_)
+    np.testing.assert_array_equal(on_chunks.intercept_, in_memory.intercept_)
+    assert {r.partitions for r in on_chunks.comm_.records} == {1}
+    assert on_chunks.comm_.rounds == in_memory.comm_.rounds

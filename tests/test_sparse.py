@@ -271,7 +271,9 @@ def test_batch_gradient_of_sparse_rows_is_sent_sparse(weights):
 def test_sgd_rounds_return_fewer_bytes_for_sparse_rows():
     d = 3000
     X, y, _ = sparse_data(n=900, d=d, density=0.002)
-    params = dict(random_state=0, max_iter=1, tol=None, batch_size=16)
+    # step-synchronous rounds over the chunks (at "auto" this process joins them into one)
+    params = dict(random_state=0, max_iter=1, tol=None, batch_size=16,
+                  solver_options={"sync_every": None})
     sparse_fit = daskglm.SGDClassifier(**params).fit(dask_csr(X, 300), y)
     dense_fit = daskglm.SGDClassifier(**params).fit(da.from_array(X.toarray(), chunks=(300, d)), y)
 

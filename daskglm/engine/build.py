@@ -13,6 +13,7 @@ from .partitions import (
     float32_copies,
     in_memory_parts,
     is_dask,
+    merged_partitions,
     scatter_partitions,
 )
 from .streaming import StreamingDistributedEngine
@@ -50,7 +51,9 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
         otherwise; ``None`` forces the in-process engine.
     n_partitions : int, optional
         Row partitions for in-memory input (default: one per worker thread).  A Dask
-        array keeps its own row chunks.
+        array keeps its own row chunks, but in this process fewer are taken by joining
+        neighbouring chunks once computed (:func:`merged_partitions`), where a solver
+        asks for fewer.
     split_every : int
         Fan-in of the reduction tree.
     group_partitions : bool
@@ -132,6 +135,8 @@ def make_engine(X, y, sample_weight=None, *, family, client="auto", n_partitions
 
             delayed_parts, d = dask_partitions()
             parts = dask.compute(*delayed_parts, scheduler="threads")
+            if n_partitions is not None and n_partitions < len(parts):
+                parts = merged_partitions(parts, n_partitions)
         else:
             parts = in_memory_parts(X, y, sample_weight, n_partitions or default_partitions(X),
                                      offset)

@@ -273,6 +273,28 @@ def in_memory_parts(X, y, weight, n_partitions, offset=None):
     ]
 
 
+def merged_partitions(parts, n_partitions):
+    """Computed partitions joined into ``n_partitions`` runs of neighbouring ones (in row
+    order), each as :func:`_as_partition` makes it; ``parts`` as they are unless every
+    ``X`` is a numpy array or a scipy sparse matrix.  For a solver that asks this
+    process for fewer partitions than a Dask array has chunks: its result then does not
+    depend on the chunks."""
+    if not all(type(part[0]) is np.ndarray or sp.issparse(part[0]) for part in parts):
+        return list(parts)
+    merged = []
+    for run in np.array_split(np.arange(len(parts)), max(1, int(n_partitions))):
+        pieces = [parts[i] for i in run]
+        if len(pieces) == 1:
+            merged.append(pieces[0])
+            continue
+        X = (sp.vstack([p[0] for p in pieces], format="csr") if sp.issparse(pieces[0][0])
+             else np.concatenate([p[0] for p in pieces]))
+        columns = [None if pieces[0][k] is None else np.concatenate([p[k] for p in pieces])
+                   for k in range(1, len(pieces[0]))]
+        merged.append(_as_partition(X, *columns))
+    return merged
+
+
 def _align_dask(X, y, weight, offset=None):
     """Whole-row chunks of X with y, weight and offset chunked like X's rows."""
     import dask.array as da

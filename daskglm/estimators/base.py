@@ -28,7 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 # The names imported "as" themselves are imported from here by sgd.py, sgd_classifier.py
 # and sgd_one_vs_rest.py; they live in the modules named.
 from .. import progress
-from ..engine import is_dask, make_engine
+from ..engine import make_engine
 from ..engine.distributed import active_client
 from ..engine.driver_passes import records_driver_passes
 from ..fitting.solve import solve
@@ -251,11 +251,12 @@ class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
         return engine
 
     def _in_process_partitions(self, X):
-        """Row partitions of in-memory ``X`` fitted in this process: what the solver asks
+        """Row partitions of ``X`` fitted in this process (in memory, or a Dask array's
+        chunks once computed): what the solver asks
         (:meth:`~daskglm.solvers.base.Solver.in_process_partitions`), else None (the
         engine's default)."""
         solver = SOLVERS.get(getattr(self, "solver", None))
-        if solver is None or is_dask(X) or active_client() is not None:
+        if solver is None or active_client() is not None:
             return None
         try:
             options = options_dict(getattr(self, "solver_options", None)) or {}
