@@ -241,7 +241,7 @@ class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
             # (:meth:`_first_evaluation_from_classes`)
             summary = "moments"
         engine = make_engine(X, y, sample_weight, family=family, cache=self.cache,
-                             n_partitions=self._in_process_partitions(X), labels=summary,
+                             n_partitions=self._in_process_partitions(), labels=summary,
                              rescale=self._rescalable() if rescale is None else rescale,
                              offset=offset, first=None if summary else first,
                              sample_rows=sample_rows)
@@ -250,7 +250,7 @@ class _GLMBase(FormulaMixin, FitInputMixin, PlanningMixin, StartMixin,
                     engine.cache_reason)
         return engine
 
-    def _in_process_partitions(self, X):
+    def _in_process_partitions(self):
         """Row partitions of ``X`` fitted in this process (in memory, or a Dask array's
         chunks once computed): what the solver asks
         (:meth:`~daskglm.solvers.base.Solver.in_process_partitions`), else None (the
