@@ -109,17 +109,12 @@ class DirectMeasurement:
         record.bytes_transferred = self.returned
         record.bytes_measured = self.sent + self.returned
         record.transfers = record.seconds_transferring = None  # no data requests: calls
-        if record.split_every and self.partials:
+        record.bytes_kept_local = 0
+        if record.split_every and self.partials:  # a tree round: what its groups made
             result = record.bytes_returned / max(1, record.partials or record.tasks)
             record.partials, record.gathered = self.partials, self.gathered
             record.bytes_returned = int(round(self.partials * result))
             record.bytes_kept_local = int(round((self.partials - self.gathered) * result))
-        elif record.split_every:
-            tasks = max(1, record.tasks)
-            record.bytes_kept_local = int(round((self.groups - self.calls)
-                                                * record.bytes_returned / tasks))
-        else:
-            record.bytes_kept_local = 0
         for name, value in round_timing(self.spans).items():
             setattr(record, name, value)
 
