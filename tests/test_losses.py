@@ -7,15 +7,12 @@ import numpy as np
 import pytest
 
 import daskglm
+from daskglm.compute.class_coordinates import PerClassCoordinates
 from daskglm.compute.coordinates import Standardised
 from daskglm.compute.kernels import loss_grad, loss_grad_hess
 from daskglm.compute.label_counts import count_labels
 from daskglm.compute.losses import FamilyLoss, SoftmaxLoss, loss_of
-from daskglm.compute.multinomial import (
-    PerClassCoordinates,
-    multinomial_loss_grad,
-    multinomial_loss_grad_hess,
-)
+from daskglm.compute.multinomial import multinomial_loss_grad, multinomial_loss_grad_hess
 from daskglm.compute.sgd_losses import Hinge
 from daskglm.model.families import Binomial, Gamma, Poisson
 from daskglm.model.multinomial import Multinomial, MultinomialProblem

@@ -15,8 +15,8 @@ from sklearn.metrics import log_loss as sk_log_loss
 import daskglm
 from benchmarks.auto_cases import correlated
 from daskglm.accounting.bytemodel import payload_model
+from daskglm.compute.class_coordinates import PerClassCoordinates
 from daskglm.compute.coordinates import Whitened
-from daskglm.compute.multinomial import PerClassCoordinates
 from daskglm.compute.row_sample import SAMPLE_MAX_FEATURES, SAMPLE_ROWS, row_sample
 from daskglm.compute.summaries import column_moments
 from daskglm.solvers.base import Objective

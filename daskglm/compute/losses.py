@@ -8,7 +8,7 @@ link) from the multinomial one.  Solvers ask the loss object, never the problem'
   and gradient sums (and the Hessian's);
 * :attr:`Loss.exact_hessian` -- whether Newton's Hessian is the objective's own;
 * :meth:`Loss.per_class` -- a change of coordinates of one coefficient vector, applied to
-  each output's;
+  each output's (and, given the classes' curvature, one across the outputs);
 * :attr:`Loss.single_output` -- one coefficient vector (a duality gap and a start on part
   of the data are defined for it);
 * :meth:`Loss.evaluation_from_class_counts` -- the first evaluation at zero coefficients
@@ -25,9 +25,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.problem import Feature
+from .class_coordinates import PerClassCoordinates, class_mixing
 from .kernels import loss_grad, loss_grad_hess
 from .label_counts import loss_grad_by_class, softmax_loss_grad_by_class
-from .multinomial import PerClassCoordinates, multinomial_loss_grad, multinomial_loss_grad_hess
+from .multinomial import multinomial_loss_grad, multinomial_loss_grad_hess
 
 __all__ = ["Loss", "FamilyLoss", "SoftmaxLoss", "loss_of"]
 
@@ -49,8 +50,11 @@ class Loss:
         that Newton's steps converge quadratically), not its expectation."""
         raise NotImplementedError
 
-    def per_class(self, coordinates):
-        """``coordinates`` of one coefficient vector, applied to every output's."""
+    def per_class(self, coordinates, class_curvature=None, relative_penalty=0.0):
+        """``coordinates`` of one coefficient vector, applied to every output's; with
+        several outputs and their ``class_curvature`` (``diag(p) - p p^T``), followed by
+        the map across them that evens it out
+        (:func:`~.class_coordinates.class_mixing`, with ``relative_penalty``)."""
         return coordinates
 
     def evaluation_from_class_counts(self, counts, class_weights, params):
@@ -98,9 +102,11 @@ class SoftmaxLoss(Loss):
         kernel = multinomial_loss_grad_hess if hessian else multinomial_loss_grad
         return kernel, (params, self.n_classes, self.fit_intercept)
 
-    def per_class(self, coordinates):
+    def per_class(self, coordinates, class_curvature=None, relative_penalty=0.0):
+        mixing = (None if class_curvature is None
+                  else class_mixing(class_curvature, relative_penalty))
         return PerClassCoordinates(coordinates, self.n_features, self.n_classes,
-                                   self.fit_intercept)
+                                   self.fit_intercept, mixing)
 
     def evaluation_from_class_counts(self, counts, class_weights, params):
         return softmax_loss_grad_by_class(counts, class_weights, params, self.n_classes,

@@ -1,4 +1,4 @@
-"""Per-partition kernels of the multinomial (softmax) model, and its standardised coordinates.
+"""Per-partition kernels of the multinomial (softmax) model.
 
 The parameter layout is that of :class:`daskglm.model.multinomial.MultinomialProblem`:
 ``W`` (``K x d``, class by class), then the ``K`` intercepts.  Every evaluation reads
@@ -31,9 +31,7 @@ from .softmax_hessian import dense_softmax_loss_grad_hess
 from .softmax_hessian import pays as pair_products_pay
 from .tree import row_additive
 
-__all__ = [
-    "multinomial_loss_grad", "multinomial_loss_grad_hess", "PerClassCoordinates", "class_indices",
-]
+__all__ = ["multinomial_loss_grad", "multinomial_loss_grad_hess", "class_indices"]
 
 
 def _unpack(params, X, n_classes, fit_intercept):
@@ -195,81 +193,6 @@ def multinomial_loss_grad_hess(part, params, n_classes, fit_intercept):
                         hess[n_coef + k, cols] += col_sums
                         hess[n_coef + j, n_coef + k] += xp.sum(h)
     return Stats(total_weight(X, weight), float(loss), to_host(grad), to_host(hess))
-
-
-class PerClassCoordinates:
-    """One map (:class:`~.coordinates.Standardised` or :class:`~.coordinates.Whitened`)
-    applied to each class's ``(W[k], b[k])``.
-
-    Gradient descent and L-BFGS run in these coordinates on a multinomial problem: every
-    class's coefficients see the columns as a single-output problem would.
-
-    Parameters
-    ----------
-    coordinates : Standardised or Whitened
-        The map of one class's ``(coef[, intercept])``.
-    n_features, n_classes : int
-    fit_intercept : bool
-    """
-
-    def __init__(self, coordinates, n_features, n_classes, fit_intercept):
-        self.coordinates = coordinates
-        self.n_features = n_features
-        self.n_classes = n_classes
-        self.fit_intercept = fit_intercept
-
-    @property
-    def scales(self):
-        """The one class's map's column scales (None: none)."""
-        return self.coordinates.scales
-
-    @property
-    def means(self):
-        """The one class's map's column means (None: none)."""
-        return self.coordinates.means
-
-    def gradient_factor(self):
-        """The one class's map's bound (a class's gradient is mapped on its own)."""
-        return self.coordinates.gradient_factor()
-
-    def _per_class(self, vector):
-        """Rows ``(W[k][, b[k]])``, shape (K, d [+ 1])."""
-        vector = np.asarray(vector, dtype=float)
-        n_coef = self.n_features * self.n_classes
-        rows = vector[:n_coef].reshape(self.n_classes, self.n_features)
-        if self.fit_intercept:
-            rows = np.column_stack([rows, vector[n_coef:]])
-        return rows
-
-    def _flat(self, rows):
-        coef = rows[:, : self.n_features].ravel()
-        return np.concatenate([coef, rows[:, -1]]) if self.fit_intercept else coef.copy()
-
-    def _apply(self, method, vector):
-        rows = self._per_class(vector)
-        return self._flat(np.stack([getattr(self.coordinates, method)(row) for row in rows]))
-
-    def to_params(self, theta):
-        """``theta -> params``."""
-        return self._apply("to_params", theta)
-
-    def to_theta(self, params):
-        """``params -> theta``."""
-        return self._apply("to_theta", params)
-
-    def grad_to_theta(self, grad):
-        """A gradient in ``params`` as one in ``theta``."""
-        return self._apply("grad_to_theta", grad)
-
-    def grad_to_params(self, theta_grad):
-        """The inverse of :meth:`grad_to_theta`."""
-        return self._apply("grad_to_params", theta_grad)
-
-    def prox(self, penalty, theta, step):
-        """The penalty's proximal operator in ``theta``, class by class (every penalty here
-        is separable, so this is the operator of the whole vector)."""
-        rows = self._per_class(theta)
-        return self._flat(np.stack([self.coordinates.prox(penalty, row, step) for row in rows]))
 
 
 def class_indices(part, classes):

@@ -153,6 +153,51 @@ class MultinomialProblem(Problem):
         curvature = float(np.mean(prob * (1.0 - prob)))
         return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
 
+    def class_curvature_at(self, params):
+        """The softmax's curvature across the classes, ``diag(p) - p p^T``, at the
+        probabilities the intercepts predict with zero features."""
+        intercepts = (np.asarray(params[self.n_coef:], dtype=float) if self.fit_intercept
+                      else np.zeros(self.n_classes))
+        prob = softmax(intercepts, axis=0)
+        return np.diag(prob) - np.outer(prob, prob)
+
+    def intercept_only_start(self, params, value, grad, column_means):
+        """The intercepts ``log(share_k)`` (centred), which minimise the objective with
+        every coefficient zero, and the objective's value and gradient there.
+
+        At ``params`` with zero coefficients and no offset every row's probabilities are
+        ``q = softmax(intercepts)``: the mean loss is ``-sum_k share_k log q_k``, the
+        gradient of intercept ``k`` is ``q_k - share_k`` (which gives the classes' shares
+        of the weight) and that of ``W[k]`` is ``q_k m - M_k``, with ``m`` the weighted
+        ``column_means`` and ``M_k`` the class's weighted column sums over the weight.  So
+        the value and gradient at the new intercepts follow without reading ``X``.  None
+        where ``params`` has a non-zero coefficient, there is an offset or no intercept,
+        a class has no weight, or ``value`` is not the loss these shares give.
+        """
+        params = np.asarray(params, dtype=float)
+        grad = np.asarray(grad, dtype=float)
+        if column_means is None or not self.fit_intercept or self.has_offset \
+                or np.any(params[: self.n_coef]):
+            return None
+        before = softmax(params[self.n_coef:], axis=0)
+        shares = before - grad[self.n_coef:]
+        if not (np.all(np.isfinite(shares)) and np.all(shares > 0)):
+            return None
+        shares /= shares.sum()
+        smooth = float(self.penalty.smooth_value(np.zeros(self.n_coef)))
+        loss = -float(shares @ np.log(before))
+        if not abs(value - smooth - loss) <= 1e-9 * max(1.0, abs(loss)):
+            return None
+        intercepts = np.log(shares)
+        intercepts -= intercepts.mean()
+        moved = params.copy()
+        moved[self.n_coef:] = intercepts
+        moved_grad = grad.copy()
+        moved_grad[: self.n_coef] += np.outer(shares - before, column_means).ravel()
+        moved_grad[self.n_coef:] = 0.0
+        moved_value = value + float(shares @ (np.log(before) - np.log(shares)))
+        return moved, moved_value, moved_grad
+
     def split(self, params):
         """``(coef, intercept)`` of shapes (n_classes, n_features) and (n_classes,)."""
         params = np.asarray(params, dtype=float)

@@ -66,6 +66,18 @@ class Problem:
         curvature = float(self.family.variance(np.array([intercept]))[0])
         return curvature if math.isfinite(curvature) and curvature > 0 else 1.0
 
+    def class_curvature_at(self, params):
+        """The curvature across several outputs' predictors at ``params`` (a matrix), or
+        None for one output."""
+        return None
+
+    def intercept_only_start(self, params, value, grad, column_means):
+        """For several outputs: the intercepts that minimise the objective with every
+        coefficient zero, and the objective's value and gradient there, from those
+        (``value``, ``grad``) at ``params``; None for one output (whose start intercept
+        is already that) or where they cannot be told without a round."""
+        return None
+
     def features(self) -> frozenset:
         """The :class:`Feature` s of this problem."""
         features = set()

@@ -7,7 +7,7 @@ import numpy as np
 from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .communication_options import COMMUNICATION_OPTIONS, check_waits, codec_of
-from .evaluations import preconditioned_coordinates
+from .evaluations import preconditioned_coordinates, start_at_class_shares
 from .gradient_communication import ApproximateRounds
 from .linesearch import backtracking
 
@@ -28,6 +28,10 @@ class GradientDescent(Solver):
     objective's Hessian is close to ``c`` on its diagonal (whitened: close to ``c`` times
     the identity, near the start point), whatever the columns' offsets, scales and
     correlations and however strong the penalty, and the first trial step is ``1 / c``.
+    A multinomial fit from zero coefficients starts at the intercepts of the classes'
+    shares of the weight (read from the first gradient, no round of its own), and its
+    coordinates are also mapped across the classes so that a rare class's directions are
+    as curved as the others' (:mod:`daskglm.compute.class_coordinates`).
 
     Each iteration then tries the Barzilai-Borwein step ``s.s / s.g`` (twice the previous
     accepted step when that is not positive) and halves it until the Armijo condition
@@ -89,19 +93,22 @@ class GradientDescent(Solver):
         objective = Objective(problem, engine)
         history = History(engine)
         params0 = np.asarray(params0, dtype=float)
-        curvature = problem.curvature_at(params0)
-        coordinates = self._coordinates(problem, objective, curvature)
-
         approximate = self._approximate(objective)
         try:
-            return self._descend(problem, objective, history, params0, curvature,
-                                 coordinates, approximate)
+            return self._descend(problem, objective, history, params0, approximate)
         finally:
             if approximate is not None:
                 approximate.close()
 
-    def _descend(self, problem, objective, history, params0, curvature, coordinates,
-                 approximate):
+    def _descend(self, problem, objective, history, params0, approximate):
+        if approximate is None:
+            params0, first_value, first_grad = start_at_class_shares(
+                problem, objective, params0, *objective.value_and_grad(params0))
+        else:  # the workers' replica stays where the first round put it
+            first_value, first_grad = approximate.value_and_grad(params0)
+        curvature = problem.curvature_at(params0)
+        coordinates = self._coordinates(problem, objective, params0)
+
         def exact_value_and_grad(theta):
             value, grad = objective.value_and_grad(coordinates.to_params(theta))
             return value, coordinates.grad_to_theta(grad)
@@ -141,7 +148,7 @@ class GradientDescent(Solver):
             return False, value, grad, violation
 
         theta = coordinates.to_theta(params0)
-        value, grad = value_and_grad(theta)
+        value, grad = first_value, coordinates.grad_to_theta(first_grad)
         if evaluated is not None:
             theta = evaluated(theta)
         step = (1.0 / curvature if self.opts["step_size"] == "auto"
@@ -180,11 +187,16 @@ class GradientDescent(Solver):
         rows."""
         return bool(self.opts["standardize"])
 
-    def _coordinates(self, problem, objective, curvature):
+    def _coordinates(self, problem, objective, params0):
         """Standardised coordinates with the penalty's curvature in the coefficients' scales,
         whitened where the validation round sampled rows (the same map for every class of
-        a multinomial problem)."""
+        a multinomial problem, and a map across the classes that evens out their
+        curvatures)."""
+        curvature = problem.curvature_at(params0)
+        class_curvature = problem.class_curvature_at(params0)
         if not self.opts["standardize"]:
-            return preconditioned_coordinates(problem, None, curvature)
+            return preconditioned_coordinates(problem, None, curvature,
+                                              class_curvature=class_curvature)
         return preconditioned_coordinates(problem, objective.column_moments(), curvature,
-                                          covariance=objective.column_covariance())
+                                          covariance=objective.column_covariance(),
+                                          class_curvature=class_curvature)

@@ -15,7 +15,7 @@ from ..optim.restarted_lbfgs import (
     projected_gradient_max,
 )
 from .base import FirstEvaluation, History, Objective, Solver, SolverResult
-from .evaluations import preconditioned_coordinates
+from .evaluations import preconditioned_coordinates, start_at_class_shares
 
 __all__ = ["LBFGS"]
 
@@ -64,8 +64,12 @@ class LBFGS(Solver):
         :data:`~daskglm.compute.row_sample.SAMPLE_MAX_FEATURES` columns (and without
         bounds) also decorrelated, with the covariance of the validation round's sample
         of rows (:class:`~daskglm.compute.coordinates.Whitened`): correlated columns
-        cost L-BFGS iterations and accuracy in the directions they nearly share.  The
-        stopping criterion stays on the gradient in the original coordinates.  With
+        cost L-BFGS iterations and accuracy in the directions they nearly share.  A
+        multinomial fit from zero coefficients starts at the intercepts of the classes'
+        shares (read from scipy's first evaluation) and is also mapped across the
+        classes, so that a rare class is as curved as the others
+        (:mod:`daskglm.compute.class_coordinates`).  The stopping criterion stays on the
+        gradient in the original coordinates.  With
         ``sharded`` the columns are centred and scaled the same way, the intercept
         absorbing the means (:func:`~daskglm.solvers.sharded_lbfgs.iteration_units`;
         without an intercept only scaled).
@@ -162,8 +166,16 @@ class LBFGS(Solver):
         params0 = np.array(params0, dtype=float)
         bounded = getattr(problem.penalty, "nonnegative", False)
         bounds = _nonnegative_bounds(problem) if bounded else None
+        first = None
+        if (self.opts["standardize"] and not bounded
+                and problem.class_curvature_at(params0) is not None):
+            # scipy's first evaluation, moved to the classes' shares where it tells them
+            params0, *first = start_at_class_shares(problem, objective, params0,
+                                                    *objective.value_and_grad(params0))
         coordinates = self._coordinates(problem, objective, params0)
         recorder = _Recorder(objective, history, params0, coordinates, self.tol, bounds)
+        if first is not None:
+            recorder.keep(recorder.theta0, params0, *first)
         if self.opts["newton_after"] is not None and not bounded:
             recorder.switch = SwitchToNewton(self.tol, float(self.opts["newton_after"]))
         with one_thread():  # spinning BLAS threads would slow the rounds down
@@ -201,14 +213,18 @@ class LBFGS(Solver):
     def _coordinates(self, problem, objective, params0):
         """The coordinates scipy iterates in: standardised (:func:`preconditioned_coordinates`,
         from the validation round's column moments) with ``standardize``, else the
-        parameters themselves (also on an engine that holds no moments)."""
+        parameters themselves (also on an engine that holds no moments); for several
+        classes also mapped across them."""
         if not self.opts["standardize"] or objective.engine.column_moments is None:
             return Standardised()
-        bounded = getattr(problem.penalty, "nonnegative", False)
-        covariance = None if bounded else objective.column_covariance()
+        # bounds ``coef >= 0`` hold in ``theta`` only for maps that scale each coefficient
+        if getattr(problem.penalty, "nonnegative", False):
+            return preconditioned_coordinates(problem, objective.column_moments(),
+                                              problem.curvature_at(params0))
         return preconditioned_coordinates(problem, objective.column_moments(),
                                           problem.curvature_at(params0),
-                                          covariance=covariance)
+                                          covariance=objective.column_covariance(),
+                                          class_curvature=problem.class_curvature_at(params0))
 
 
 #: Hessian rounds Newton's method is expected to need from a point L-BFGS reached
@@ -291,6 +307,10 @@ class _Recorder:
         if np.array_equal(theta, self.theta0):
             return self.params0
         return self.coordinates.to_params(theta)
+
+    def keep(self, theta, params, value, grad):
+        """An evaluation of the smooth objective made before the iteration (unbounded)."""
+        self.evaluations[np.asarray(theta).tobytes()] = (params, value, grad, grad)
 
     def value_and_grad(self, theta):
         key = theta.tobytes()
