@@ -112,3 +112,60 @@ def test_lbfgs_on_column_shards_pays_for_its_commands_and_setup():
     # two more commands' (each there and back), and the setup rounds' calls
     extra = costs[slow]["lbfgs"].seconds - lbfgs.seconds
     assert extra >= 2 * 4.9e-3 * (lbfgs.rounds - 1)
+
+
+def test_the_partials_the_driver_gathers_enter_the_price_of_a_round():
+    """A round of the whole vector costs the driver's card ``8 p`` bytes a process out
+    and a gradient a partial back: three partials more than the two processes' add
+    exactly ``3 * 8 p / B`` seconds a gradient round (and their row samples) on a
+    network, nothing in this process."""
+    from daskglm.accounting.choice import driver_calls, gradient_round_seconds
+
+    p = 1000
+    slow = Link(latency=5e-3, bandwidth=1.25e7, nodes=2, source="configuration")
+    assert driver_calls(slow) == 2 and driver_calls(IN_PROCESS) == 0
+    one_each = gradient_round_seconds(10**5, p, 2, link=slow)
+    problem = _problem(p - 1)
+    priced = {gathered: {c.method: c for c in predict_methods(problem, 10**5, workers=2,
+                                                              link=slow, gathered=gathered)}
+              for gathered in (None, 2, 5)}
+    assert priced[None]["lbfgs"].seconds == priced[2]["lbfgs"].seconds
+    more = priced[5]["proximal"].seconds - priced[2]["proximal"].seconds
+    assert more == pytest.approx(priced[2]["proximal"].rounds * 3 * 8 * p / slow.bandwidth)
+    assert priced[5]["lbfgs"].seconds > priced[2]["lbfgs"].seconds
+    assert one_each == pytest.approx(
+        gradient_round_seconds(10**5, p, 2, link=IN_PROCESS) - 8 * p * 2 / 1e9
+        + 2 * slow.latency + (2 * 8 * p + 2 * 8 * p) / slow.bandwidth, rel=0.05)
+    in_process = {c.method: c.seconds for c in predict_methods(problem, 10**5, gathered=5)}
+    assert in_process == {c.method: c.seconds for c in predict_methods(problem, 10**5)}
+
+
+def test_auto_prices_the_partials_of_the_partitions_placement(client):
+    """Eight partitions placed on two worker processes by turns, so that no two of a
+    process's partitions are neighbours in the reduction tree: the validation round's
+    driver gathers eight partial sums, ``solver="auto"`` chooses again with them (its
+    reason in the ledger) and the predictions it records price them."""
+    import dask.array as da
+
+    rng = np.random.default_rng(2)
+    d = 500  # a partial of 4 kB: six more a round cost 2 ms on this network
+    X = rng.normal(size=(8000, d))
+    y = (X[:, 0] + rng.normal(size=8000) > 0).astype(float)
+    workers = sorted(client.scheduler_info()["workers"])
+    blocks = [(client.scatter(X[i * 1000:(i + 1) * 1000], workers=[workers[i % 2]]),
+               client.scatter(y[i * 1000:(i + 1) * 1000], workers=[workers[i % 2]]))
+              for i in range(8)]
+    Xd = da.concatenate([da.from_delayed(x, shape=(1000, d), dtype=float) for x, _ in blocks])
+    yd = da.concatenate([da.from_delayed(t, shape=(1000,), dtype=float) for _, t in blocks])
+    with dask.config.set({"daskglm.link": {"latency": 5e-3, "bandwidth": 1.25e7}}):
+        model = daskglm.LogisticRegression().fit(Xd, yd)
+    validation = next(r for r in model.comm_.records if r.kind.startswith("validate"))
+    assert validation.gathered == 8
+    chosen, reason = model.comm_.choices["solver"]
+    assert chosen == model.solver_ and "gathers 8 partial sums" in reason
+    link = Link(5e-3, 1.25e7, 2, "configuration")
+    recorded = model.solver_choice_["predicted_seconds"]
+    for gathered, close in ((8, True), (None, False)):
+        priced = {c.method: c.seconds for c in predict_methods(
+            _problem(d), 8000, workers=2, link=link, data_bytes=X.nbytes, gathered=gathered)}
+        assert (recorded["lbfgs"] == pytest.approx(priced["lbfgs"], rel=1e-3)) == close

@@ -20,8 +20,9 @@ where ``messages`` is, in this process, ``b (1 + tree depth) / 1e9`` (the bandwi
 cluster, with the latency ``L`` and bandwidth ``B`` of its network (a
 :class:`~daskglm.accounting.links.Link`, measured once per client or fixed by the
 configuration) and ``k = min(processes, 8)`` processes the driver calls,
-``2 L levels + k (8 p + b) / B`` (the driver's network card carries the parameters out
-and the partials back), or ``2 L levels + 16 p / B`` on column shards (each worker's
+``2 L levels + (8 p k + b g) / B`` (the driver's network card carries the parameters out
+and the ``g`` partials it gathers back: one a process, ``g = k``, until the validation
+round has counted them, more where a process's partitions are not neighbours), or ``2 L levels + 16 p / B`` on column shards (each worker's
 card pulls and pushes its columns)
 
 with ``p`` the parameters, ``W`` the worker threads, ``c = 1`` for the rounds that sum
@@ -191,7 +192,7 @@ def criterion_spread(means, squares):
 
 
 def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False,
-                   link=IN_PROCESS, sharded=False, data_bytes=None):
+                   link=IN_PROCESS, sharded=False, data_bytes=None, gathered=None):
     """Modelled seconds of one round (the formula of the module docstring); ``X`` takes
     ``data_bytes`` where they are known (sparse rows), else ``8 n p``."""
     passes = 2 if products else 1
@@ -199,7 +200,7 @@ def _round_seconds(n, p, workers, *, products=False, payload=0, driver=False,
     seconds = ROUND_SECONDS + passes * stored / (workers * READ_BYTES_PER_SECOND)
     if products:
         seconds += float(n) * p * p / (workers * FLOPS)
-    seconds += _message_seconds(p, workers, payload, link, sharded)
+    seconds += _message_seconds(p, workers, payload, link, sharded, gathered)
     if driver:
         seconds += p**3 / 3.0 / DRIVER_FLOPS
     return seconds
@@ -212,23 +213,31 @@ def gradient_round_seconds(n, p, workers, link=IN_PROCESS, sharded=False, data_b
                           sharded=sharded, data_bytes=data_bytes)
 
 
-def _message_seconds(p, workers, payload, link, sharded):
+def driver_calls(link):
+    """The processes the driver calls in a round on ``link``: one a process, at most
+    the tree's fan-in (0 in this process)."""
+    return min(link.nodes, DEFAULT_SPLIT_EVERY) if link.networked else 0
+
+
+def _message_seconds(p, workers, payload, link, sharded, gathered=None):
     """Seconds a round's messages take on ``link``.  In this process, a partial's bytes
     once per tree level.  On a network, a message step there and back per level of
     calls, and the bytes the busiest network card carries: the driver's, which sends the
     ``8 p`` bytes of the parameters to every process it calls and receives a ``payload``
-    from each; on column shards each worker's, which pulls and pushes ``8 p`` bytes of
-    columns (the driver sends and receives scalars)."""
+    for each of the ``gathered`` partials (None: one a process it calls); on column
+    shards each worker's, which pulls and pushes ``8 p`` bytes of columns (the driver
+    sends and receives scalars)."""
     if not link.networked:
         return payload * (1 + tree_depth(workers, 8)) / link.bandwidth
     levels = direct_levels(link.nodes, DEFAULT_SPLIT_EVERY) or 1 + tree_depth(link.nodes, 8)
-    calls = min(link.nodes, DEFAULT_SPLIT_EVERY)
-    card_bytes = 16.0 * p if sharded else calls * (8.0 * p + payload)
+    calls = driver_calls(link)
+    returned = calls if gathered is None else int(gathered)
+    card_bytes = 16.0 * p if sharded else calls * 8.0 * p + returned * payload
     return 2 * levels * link.latency + card_bytes / link.bandwidth
 
 
 def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0,
-                    link=IN_PROCESS, data_bytes=None, spread=1.0):
+                    link=IN_PROCESS, data_bytes=None, spread=1.0, gathered=None):
     """Predicted rounds and seconds of every candidate method for ``problem``.
 
     Parameters
@@ -256,6 +265,10 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
         :func:`criterion_spread` of the columns, once the validation round measured
         them (1 before): the first-order methods (``lbfgs``, ``proximal``) are priced
         for ``tol / spread``.
+    gathered : int, optional
+        The partial sums the driver gathers in a round of the whole vector, as the
+        validation round counted them (its record's ``gathered``); before, one a
+        process the driver calls.
 
     Returns
     -------
@@ -269,10 +282,11 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
     classes = Feature.MULTINOMIAL in problem.features()
     if classes and data_bytes is None:
         data_bytes = 8.0 * n * problem.n_features
-    gradient = (_round_seconds(n, p, W, payload=8 * p, link=link, data_bytes=data_bytes)
+    gradient = (_round_seconds(n, p, W, payload=8 * p, link=link, data_bytes=data_bytes,
+                               gathered=gathered)
                 + pass_seconds + _softmax_seconds(problem, n, W))
     hessian = (_round_seconds(n, p, W, products=not classes, payload=8 * p * p, driver=True,
-                              link=link, data_bytes=data_bytes)
+                              link=link, data_bytes=data_bytes, gathered=gathered)
                + pass_seconds + _softmax_seconds(problem, n, W, hessian=True))
     newton_iterations = NEWTON_ITERATIONS if exact else FISHER_ITERATIONS
     newton_seconds = newton_iterations * hessian + (gradient if exact else hessian)
@@ -288,8 +302,8 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
                                               data_bytes=data_bytes, pass_seconds=pass_seconds)
     else:
         lbfgs_rounds_run = lbfgs_rounds
-        lbfgs_seconds = (lbfgs_rounds * gradient + _row_sample_seconds(problem, link)
-                         + FIT_SECONDS)
+        lbfgs_seconds = (lbfgs_rounds * gradient
+                         + _row_sample_seconds(problem, link, gathered) + FIT_SECONDS)
     return [
         MethodCost("normal", 1, hessian + FIT_SECONDS,
                    note="the Gram matrix in the validation round"),
@@ -302,14 +316,15 @@ def predict_methods(problem, n_samples, *, tol=1e-4, workers=1, pass_seconds=0.0
     ]
 
 
-def _row_sample_seconds(problem, link):
+def _row_sample_seconds(problem, link, gathered=None):
     """Seconds the validation round's row sample (which whole-vector L-BFGS reads, and
-    the other methods do not take) adds on ``link``: one sample a process, through the
-    driver's card; 0 in this process."""
+    the other methods do not take) adds on ``link``: one sample a partial the driver
+    gathers (``gathered``, else one a process), through the driver's card; 0 in this
+    process."""
     if not link.networked:
         return 0.0
-    calls = min(link.nodes, DEFAULT_SPLIT_EVERY)
-    return calls * 8.0 * sample_floats(problem.n_features) / link.bandwidth
+    returned = driver_calls(link) if gathered is None else int(gathered)
+    return returned * 8.0 * sample_floats(problem.n_features) / link.bandwidth
 
 
 def _softmax_seconds(problem, n, workers, hessian=False):
@@ -369,7 +384,7 @@ def sharded_lbfgs_seconds(n, p, workers, iterations, *, link=IN_PROCESS, data_by
 
 
 def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds=0.0,
-                  link=IN_PROCESS, spread=1.0):
+                  link=IN_PROCESS, spread=1.0, gathered=None):
     """The cheapest candidate of :func:`predict_methods` among the method names in
     ``able`` (those that handle the problem): least predicted seconds, then fewest
     rounds, then the order of the candidates.  The normal equations, exact in one round,
@@ -384,7 +399,7 @@ def choose_method(problem, n_samples, able, *, tol=1e-4, workers=1, pass_seconds
     None when no candidate handles the problem."""
     costs = [c for c in predict_methods(problem, n_samples, tol=tol, workers=workers,
                                         pass_seconds=pass_seconds, link=link,
-                                        spread=spread)
+                                        spread=spread, gathered=gathered)
              if c.method in able]
     if not newton_applies(problem):
         costs = [c for c in costs if c.method != "newton"]

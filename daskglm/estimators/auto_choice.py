@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from ..accounting.choice import choose_method, criterion_spread, predict_methods
+from ..accounting.choice import choose_method, criterion_spread, driver_calls, predict_methods
 from ..accounting.links import IN_PROCESS
 from ..engine.distributed import active_client
 from ..engine.link_probe import link_for
@@ -48,14 +48,15 @@ def cluster_link():
 
 
 def choose_solver(problem, n_samples=1, tol=1e-4, workers=1, pass_seconds=0.0,
-                  link=IN_PROCESS, spread=1.0):
+                  link=IN_PROCESS, spread=1.0, gathered=None):
     """The solver ``solver="auto"`` picks: the one of least predicted time among those
     that handle the problem (:func:`~daskglm.accounting.choice.choose_method`), a
     round reading the data from their source for ``pass_seconds``, its messages
-    crossing ``link``, the columns' :func:`~daskglm.accounting.choice.criterion_spread`
-    ``spread``."""
+    crossing ``link`` (the driver gathering ``gathered`` partial sums a round), the
+    columns' :func:`~daskglm.accounting.choice.criterion_spread` ``spread``."""
     chosen = choose_method(problem, n_samples, _able(problem), tol=tol, workers=workers,
-                           pass_seconds=pass_seconds, link=link, spread=spread)
+                           pass_seconds=pass_seconds, link=link, spread=spread,
+                           gathered=gathered)
     return "lbfgs" if chosen is None else chosen.method
 
 
@@ -69,11 +70,13 @@ def solver_after_validation(problem, engine, tol, link, name):
     measured changes the prices: the seconds of a pass over data streamed from their
     source in every round, and the columns' scales (a first-order method must drive its
     gradient :func:`~daskglm.accounting.choice.criterion_spread` times below ``tol``
-    where a column is in the thousands).  The choice and its reason go to the ledger;
-    ``name``, the choice before the read, where neither applies."""
+    where a column is in the thousands), and on a network the partial sums the driver
+    gathers a round where the partitions' placement makes them more than one a process.
+    The choice and its reason go to the ledger; ``name``, the choice before the read,
+    where none applies."""
     reasons, pass_seconds, spread = [], 0.0, 1.0
+    validation = _validation_record(engine)
     if engine.streamed_share:
-        validation = next(r for r in engine.ledger.records if r.kind.startswith("validate"))
         pass_seconds = validation.seconds * engine.streamed_share
         reasons.append(f"{engine.streamed_share:.0%} of the data are read from their source "
                        f"in every round ({pass_seconds:.3g} s a pass, from the validation "
@@ -87,15 +90,34 @@ def solver_after_validation(problem, engine, tol, link, name):
             spread = measured
             reasons.append(f"the columns' scales ask first-order methods for a gradient "
                            f"{spread:.3g} times below tol")
+    gathered = gathered_partials(validation, link)
+    if gathered is not None and gathered > driver_calls(link):
+        reasons.append(f"the driver gathers {gathered} partial sums a round (one a worker "
+                       f"process, {driver_calls(link)}, before the data were placed)")
     if not reasons:
         return name
     chosen = choose_solver(problem, engine.n_samples, tol, worker_threads(),
-                           pass_seconds=pass_seconds, link=link, spread=spread)
+                           pass_seconds=pass_seconds, link=link, spread=spread,
+                           gathered=gathered)
     engine.ledger.note_choice(
         "solver", chosen,
         f"{' and '.join(reasons)}: {chosen!r} is predicted fastest"
         + ("" if chosen == name else f" (before the data were read: {name!r})"))
     return chosen
+
+
+def _validation_record(engine):
+    """The ledger's record of the engine's validation round (None without one)."""
+    return next((r for r in engine.ledger.records if r.kind.startswith("validate")), None)
+
+
+def gathered_partials(validation, link):
+    """The partial sums the driver gathered in the ``validation`` round's record, on a
+    network (a round of the whole vector gathers as many); None in this process or
+    where the record did not count them."""
+    if not link.networked or validation is None or not validation.gathered:
+        return None
+    return int(validation.gathered)
 
 
 def auto_choice(problem, engine, tol, name, link, seconds):
@@ -106,7 +128,9 @@ def auto_choice(problem, engine, tol, name, link, seconds):
     able = _able(problem)
     costs = [c for c in predict_methods(problem, engine.n_samples, tol=tol,
                                         workers=worker_threads(), link=link,
-                                        data_bytes=getattr(engine, "data_bytes", None))
+                                        data_bytes=getattr(engine, "data_bytes", None),
+                                        gathered=gathered_partials(_validation_record(engine),
+                                                                   link))
              if c.method in able]
     return {"solver": name, "link": link.as_dict(),
             "predicted_seconds": {c.method: c.seconds for c in costs},
