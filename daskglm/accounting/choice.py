@@ -22,8 +22,9 @@ cluster, with the latency ``L`` and bandwidth ``B`` of its network (a
 configuration) and ``k = min(processes, 8)`` processes the driver calls,
 ``2 L levels + (8 p k + b g) / B`` (the driver's network card carries the parameters out
 and the ``g`` partials it gathers back: one a process, ``g = k``, until the validation
-round has counted them, more where a process's partitions are not neighbours), or ``2 L levels + 16 p / B`` on column shards (each worker's
-card pulls and pushes its columns)
+round has counted them, more where a process's partitions are not neighbours), or
+``2 L levels + 16 p / B`` on column shards (each worker's card pulls and pushes its
+columns)
 
 with ``p`` the parameters, ``W`` the worker threads, ``c = 1`` for the rounds that sum
 ``X^T H X`` (Newton's Hessian, the Gram matrix: the rows scaled by ``sqrt(h)`` are one

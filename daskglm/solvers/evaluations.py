@@ -61,7 +61,6 @@ def _relative_penalty(penalty_curvature, column_moments):
     return float(np.median(penalty_curvature[penalised] / variance[penalised]))
 
 
-
 def start_at_class_shares(problem, objective, params0, value, grad):
     """``(params0, value, grad)`` moved to the intercepts that minimise the objective of a
     multinomial ``problem`` with zero coefficients (the classes' shares of the weight,
