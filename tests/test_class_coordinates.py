@@ -120,3 +120,28 @@ def test_a_rare_class_on_raw_scales_converges_at_the_defaults(solver):
     np.testing.assert_allclose(model.coef_, reference.coef_, atol=1e-3)
     np.testing.assert_allclose(model.predict_proba(X[:1000]), reference.predict_proba(X[:1000]),
                                atol=1e-5)
+
+
+def test_each_class_standardised_by_its_own_hessian_block():
+    """``PerClassCoordinates.from_hessian`` (proximal Newton's quadratic model of the
+    multinomial model): in ``theta`` every coefficient of class ``k`` has the curvature of
+    class ``k``'s intercept (its own block centred and scaled), a rare class's as much as
+    the others'; ``jacobian`` is ``d params / d theta``."""
+    rng = np.random.default_rng(4)
+    n, d, K = 2000, 3, 3
+    X = rng.normal(size=(n, d)) * [1.0, 50.0, 0.01] + [0.0, 100.0, 5.0]
+    prob = np.array([0.002, 0.4, 0.598])
+    S = np.diag(prob) - np.outer(prob, prob)
+    X1 = np.column_stack([X, np.ones(n)])
+    full = np.kron(S, X1.T @ X1 / n)  # class by class, intercept last in each block
+    order = [k * (d + 1) + j for k in range(K) for j in range(d)] + \
+        [k * (d + 1) + d for k in range(K)]
+    hess = full[np.ix_(order, order)]  # the multinomial layout
+    coordinates = PerClassCoordinates.from_hessian(hess, d, K, True)
+    jacobian = coordinates.jacobian(hess.shape[0])
+    theta_hess = jacobian.T @ hess @ jacobian
+    for k in range(K):
+        np.testing.assert_allclose(np.diag(theta_hess)[k * d:(k + 1) * d], S[k, k], rtol=1e-10)
+    unit = np.zeros(hess.shape[0])
+    unit[4] = 1.0
+    np.testing.assert_allclose(jacobian @ unit, coordinates.to_params(unit), atol=1e-15)

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .coordinates import Standardised
+
 __all__ = ["PerClassCoordinates", "class_mixing", "MAX_CLASS_SCALE"]
 
 #: The most a class direction's curvature is raised by :func:`class_mixing` (its
@@ -61,7 +63,8 @@ def class_mixing(class_curvature, relative_penalty=0.0):
 
 class PerClassCoordinates:
     """One map (:class:`~.coordinates.Standardised` or :class:`~.coordinates.Whitened`)
-    applied to each class's ``(W[k], b[k])``, then a map ``mixing`` across the classes.
+    applied to each class's ``(W[k], b[k])`` (or a map of each class's own), then a map
+    ``mixing`` across the classes.
 
     Gradient descent and L-BFGS run in these coordinates on a multinomial problem: every
     class's coefficients see the columns as a single-output problem would, and with
@@ -71,8 +74,9 @@ class PerClassCoordinates:
 
     Parameters
     ----------
-    coordinates : Standardised or Whitened
-        The map of one class's ``(coef[, intercept])``.
+    coordinates : Standardised or Whitened, or a list of them
+        The map of one class's ``(coef[, intercept])``, or of each class's
+        (:meth:`from_hessian`).
     n_features, n_classes : int
     fit_intercept : bool
     mixing : ndarray of shape (n_classes, n_classes) or None, default None
@@ -80,28 +84,48 @@ class PerClassCoordinates:
     """
 
     def __init__(self, coordinates, n_features, n_classes, fit_intercept, mixing=None):
-        self.coordinates = coordinates
+        self._maps = (list(coordinates) if isinstance(coordinates, (list, tuple))
+                      else [coordinates] * n_classes)
+        #: the first class's map (every class's, unless each has its own)
+        self.coordinates = self._maps[0]
         self.n_features = n_features
         self.n_classes = n_classes
         self.fit_intercept = fit_intercept
         self.mixing = None if mixing is None else np.asarray(mixing, dtype=float)
         self._unmixing = None if mixing is None else np.linalg.inv(self.mixing)
 
+    @classmethod
+    def from_hessian(cls, hess, n_features, n_classes, fit_intercept):
+        """Each class's :meth:`Standardised.from_hessian` of its own block of ``hess``
+        (its coefficients and intercept, in the multinomial layout): a rare class's
+        block is as curved as the others' in these coordinates."""
+        maps = []
+        for k in range(n_classes):
+            block = list(range(k * n_features, (k + 1) * n_features))
+            if fit_intercept:
+                block.append(n_classes * n_features + k)
+            maps.append(Standardised.from_hessian(hess[np.ix_(block, block)], fit_intercept))
+        return cls(maps, n_features, n_classes, fit_intercept)
+
     @property
     def scales(self):
-        """The one class's map's column scales (None: none)."""
+        """The first class's map's column scales (None: none)."""
         return self.coordinates.scales
 
     @property
     def means(self):
-        """The one class's map's column means (None: none)."""
+        """The first class's map's column means (None: none)."""
         return self.coordinates.means
+
+    def jacobian(self, n_params):
+        """``d params / d theta`` (every map is linear)."""
+        return np.column_stack([self.to_params(unit) for unit in np.eye(n_params)])
 
     def gradient_factor(self):
         """An upper bound on the largest entry of a gradient in ``params`` over the
-        largest of the same gradient in ``theta``: the column map's, times the largest
-        row sum of the inverse mixing's magnitudes."""
-        factor = self.coordinates.gradient_factor()
+        largest of the same gradient in ``theta``: the column maps' largest, times the
+        largest row sum of the inverse mixing's magnitudes."""
+        factor = max(one.gradient_factor() for one in self._maps)
         if self._unmixing is not None:
             factor *= max(1.0, float(np.abs(self._unmixing).sum(axis=1).max()))
         return factor
@@ -120,7 +144,7 @@ class PerClassCoordinates:
         return np.concatenate([coef, rows[:, -1]]) if self.fit_intercept else coef.copy()
 
     def _apply(self, method, rows):
-        return np.stack([getattr(self.coordinates, method)(row) for row in rows])
+        return np.stack([getattr(one, method)(row) for one, row in zip(self._maps, rows)])
 
     @staticmethod
     def _across(matrix, rows):
@@ -153,4 +177,5 @@ class PerClassCoordinates:
         if self.mixing is not None:
             raise ValueError("A proximal step needs coordinates without a class mixing.")
         rows = self._per_class(theta)
-        return self._flat(np.stack([self.coordinates.prox(penalty, row, step) for row in rows]))
+        return self._flat(np.stack([one.prox(penalty, row, step)
+                                    for one, row in zip(self._maps, rows)]))

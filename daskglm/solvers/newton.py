@@ -49,8 +49,9 @@ class Newton(Solver):
     current optimality); the step towards it is backtracked until the penalised objective
     decreases by a tenth of a thousandth of the model's predicted decrease.  Each trial
     point is evaluated with its Hessian, so an accepted full step costs one round.  Stops
-    when the largest violation of the optimality conditions is at most ``tol``.  Not for
-    the multinomial model with such a penalty (the proximal solver takes it).
+    when the largest violation of the optimality conditions is at most ``tol``.  The
+    multinomial model's quadratic model is solved in coordinates that scale each class
+    by its own Hessian block.
 
     The Hessian of the point where the fit stops is never used, so with an exact Hessian
     (the family's ``exact_hessian``, or the multinomial model) and the quadratic
@@ -75,14 +76,6 @@ class Newton(Solver):
     options = {"max_line_search": 40}
     handles = frozenset({Feature.NON_QUADRATIC_LOSS, Feature.MULTINOMIAL, Feature.OFFSET,
                          Feature.NON_QUADRATIC_PENALTY, Feature.NONSMOOTH_PENALTY})
-
-    @classmethod
-    def unsupported(cls, problem):
-        features = problem.features()
-        if Feature.MULTINOMIAL in features and Feature.NONSMOOTH_PENALTY in features:
-            return (f"solver {cls.name!r} does not handle {Feature.MULTINOMIAL} with "
-                    f"{Feature.NONSMOOTH_PENALTY}")
-        return super().unsupported(problem)
 
     def __init__(self, tol=1e-4, max_iter=100, **options):
         super().__init__(tol=tol, max_iter=max_iter, **options)

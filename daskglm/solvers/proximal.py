@@ -19,7 +19,9 @@ import math
 
 import numpy as np
 
+from ..compute.class_coordinates import PerClassCoordinates
 from ..compute.coordinates import Standardised
+from ..compute.losses import loss_of
 from ..model.problem import Feature
 from .base import History, Objective, Solver, SolverResult, StallMonitor
 from .duality_gap import DualityGap
@@ -271,7 +273,8 @@ def solve_composite_quadratic(hess, grad, center, problem, *, tol=1e-12, max_ite
     Runs on the driver, without any round: the proximal Newton step of a model built from
     one Hessian round.  ``grad`` and ``hess`` are those of the loss alone (no penalty).
     The iterations run in coordinates standardised by ``hess`` itself
-    (:meth:`Standardised.from_hessian`).
+    (:meth:`Standardised.from_hessian`; for the multinomial model each class by its own
+    block, :meth:`~daskglm.compute.class_coordinates.PerClassCoordinates.from_hessian`).
 
     Returns
     -------
@@ -280,10 +283,15 @@ def solve_composite_quadratic(hess, grad, center, problem, *, tol=1e-12, max_ite
     n_iter : int
         Only with ``return_n_iter``.
     """
-    penalty, n_features = problem.penalty, problem.n_features
+    # the penalised parameters: every class's coefficients for a multinomial problem
+    penalty, n_features = problem.penalty, getattr(problem, "n_coef", problem.n_features)
     optimality_of = Objective(problem, None).optimality
     center = np.asarray(center, dtype=float)
-    coordinates = Standardised.from_hessian(hess, problem.fit_intercept)
+    if loss_of(problem).single_output:
+        coordinates = Standardised.from_hessian(hess, problem.fit_intercept)
+    else:
+        coordinates = PerClassCoordinates.from_hessian(hess, problem.n_features,
+                                                       problem.n_classes, problem.fit_intercept)
     jacobian = coordinates.jacobian(hess.shape[0])
     theta_hess = jacobian.T @ hess @ jacobian
 
