@@ -69,7 +69,8 @@ class PerClassCoordinates:
     Gradient descent and L-BFGS run in these coordinates on a multinomial problem: every
     class's coefficients see the columns as a single-output problem would, and with
     ``mixing`` (:func:`class_mixing`) a rare class's directions are as curved as the
-    others'.  Every map is linear, so ``params = mixing @ rows`` where ``rows`` are the
+    others'.  Proximal Newton solves its quadratic model in those of
+    :meth:`from_hessian`.  Every map is linear, so ``params = mixing @ rows`` where ``rows`` are the
     classes' ``(coef[, intercept])`` mapped by ``coordinates``.
 
     Parameters
